@@ -1,0 +1,1 @@
+//! wirespeed-base64 (in progress)

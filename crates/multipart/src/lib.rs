@@ -1,0 +1,1 @@
+//! wirespeed-multipart (in progress)

@@ -1,0 +1,55 @@
+//! Sans-IO HTTP/1.1 for wirespeed: bytes in, decisions out.
+//!
+//! Nothing here touches a socket or an executor. The I/O layer (`wirespeed-net`)
+//! feeds byte slices in and acts on what comes back, so every rule below can be
+//! tested exhaustively with plain slices.
+//!
+//! - [`head`]: request and response heads (httparse underneath) with limits.
+//! - [`framing`]: the body-length decision of RFC 9112 §6.3 with a dedicated,
+//!   strict Content-Length parser (seed 001) and Transfer-Encoding rules.
+//! - [`chunked`]: a streaming chunked decoder and the encoder's chunk framing.
+//! - [`error`]: every rejection, with the status and reason it maps to.
+
+pub mod chunked;
+pub mod error;
+pub mod framing;
+pub mod head;
+
+pub use chunked::{chunk_head, ChunkHead, ChunkedDecoder, Decoded, CHUNK_END, LAST_CHUNK};
+pub use error::ProtoError;
+pub use framing::{parse_content_length, request_framing, response_framing, BodyFraming};
+pub use head::{
+    parse_request_head, parse_response_head, reason_phrase, write_request_head,
+    write_response_head, RequestHead, ResponseHead, Version,
+};
+
+/// Limits applied while parsing. Defaults follow the engine issue: a 16 KiB
+/// head, 100 header fields, an 8 KiB request target.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Maximum bytes of a request/response head including the empty line → 431.
+    pub max_head_bytes: usize,
+    /// Maximum number of header fields → 431.
+    pub max_headers: usize,
+    /// Maximum length of the request target → 414.
+    pub max_target_len: usize,
+    /// Maximum bytes of one chunk's extensions (`;name=value…`) → 400.
+    pub max_chunk_ext_bytes: usize,
+    /// Maximum total bytes of a chunked body's trailer section → 431.
+    pub max_trailer_bytes: usize,
+    /// Maximum number of trailer fields → 431.
+    pub max_trailer_fields: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_head_bytes: 16 * 1024,
+            max_headers: 100,
+            max_target_len: 8 * 1024,
+            max_chunk_ext_bytes: 1024,
+            max_trailer_bytes: 8 * 1024,
+            max_trailer_fields: 32,
+        }
+    }
+}

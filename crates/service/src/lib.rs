@@ -1,0 +1,1 @@
+//! wirespeed-service (in progress)
