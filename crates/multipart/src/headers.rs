@@ -60,7 +60,8 @@ impl PartHeaders {
 /// where the value holds only HTAB, SP, VCHAR and obs-text. Obs-fold (a line
 /// starting with whitespace) is refused like RFC 9112 §5.2 allows.
 pub(crate) fn validate_line(line: &[u8]) -> Result<(), MultipartError> {
-    let colon = memchr::memchr(b':', line).ok_or(MultipartError::MalformedHeader("line without ':'"))?;
+    let colon =
+        memchr::memchr(b':', line).ok_or(MultipartError::MalformedHeader("line without ':'"))?;
     if colon == 0 {
         return Err(MultipartError::MalformedHeader("empty header name"));
     }
@@ -73,7 +74,9 @@ pub(crate) fn validate_line(line: &[u8]) -> Result<(), MultipartError> {
         .iter()
         .all(|&b| b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80);
     if !value_ok {
-        return Err(MultipartError::MalformedHeader("control byte in header value"));
+        return Err(MultipartError::MalformedHeader(
+            "control byte in header value",
+        ));
     }
     Ok(())
 }
@@ -109,8 +112,8 @@ pub(crate) fn parse_block(block: &[u8]) -> Result<PartHeaders, MultipartError> {
 }
 
 fn apply_disposition(h: &mut PartHeaders, value: &[u8]) -> Result<(), MultipartError> {
-    let (kind, params) =
-        split_params(value).map_err(|_| MultipartError::MalformedHeader("bad Content-Disposition"))?;
+    let (kind, params) = split_params(value)
+        .map_err(|_| MultipartError::MalformedHeader("bad Content-Disposition"))?;
     if kind.is_empty() || !kind.iter().all(|&b| is_tchar(b)) {
         return Err(MultipartError::MalformedHeader(
             "Content-Disposition type is not a token",
@@ -166,20 +169,23 @@ mod tests {
             assert_eq!(h.filename.as_deref(), Some("\u{20ac}.txt"), "{v}");
         }
         // Undecodable filename* falls back to filename.
-        let h = block("Content-Disposition: form-data; filename=\"p.txt\"; filename*=UTF-8''%zz\r\n");
+        let h =
+            block("Content-Disposition: form-data; filename=\"p.txt\"; filename*=UTF-8''%zz\r\n");
         assert_eq!(h.filename.as_deref(), Some("p.txt"));
     }
 
     #[test]
     fn quoted_escapes_and_raw_utf8() {
-        let h = block("content-disposition: form-data; name=\"a\\\"q\"; filename=\"\u{3053}.txt\"\r\n");
+        let h =
+            block("content-disposition: form-data; name=\"a\\\"q\"; filename=\"\u{3053}.txt\"\r\n");
         assert_eq!(h.name.as_deref(), Some("a\"q"));
         assert_eq!(h.filename.as_deref(), Some("\u{3053}.txt"));
     }
 
     #[test]
     fn content_id() {
-        let h = block("Content-ID: <part1@example.org>\r\nContent-Type: application/octet-stream\r\n");
+        let h =
+            block("Content-ID: <part1@example.org>\r\nContent-Type: application/octet-stream\r\n");
         assert_eq!(h.content_id.as_deref(), Some("<part1@example.org>"));
         assert_eq!(h.cid(), Some("part1@example.org"));
         assert!(!h.is_file());

@@ -74,7 +74,11 @@ pub struct Part {
 
 /// Parses a whole in-memory body into parts (tests, small bodies). The
 /// streaming [`Parser`] is the API for real traffic.
-pub fn parse_all(boundary: &[u8], limits: Limits, body: &[u8]) -> Result<Vec<Part>, MultipartError> {
+pub fn parse_all(
+    boundary: &[u8],
+    limits: Limits,
+    body: &[u8],
+) -> Result<Vec<Part>, MultipartError> {
     parse_chunks(boundary, limits, [body])
 }
 

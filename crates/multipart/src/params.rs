@@ -128,7 +128,19 @@ pub(crate) fn validate_boundary(b: &[u8]) -> Result<(), MultipartError> {
         c.is_ascii_alphanumeric()
             || matches!(
                 c,
-                b'\'' | b'(' | b')' | b'+' | b'_' | b',' | b'-' | b'.' | b'/' | b':' | b'=' | b'?' | b' '
+                b'\''
+                    | b'('
+                    | b')'
+                    | b'+'
+                    | b'_'
+                    | b','
+                    | b'-'
+                    | b'.'
+                    | b'/'
+                    | b':'
+                    | b'='
+                    | b'?'
+                    | b' '
             )
     });
     if !ok {
@@ -151,11 +163,19 @@ pub struct MediaType {
 impl MediaType {
     /// Parses `type "/" subtype *( OWS ";" OWS parameter )`.
     pub fn parse(value: &str) -> Result<Self, MultipartError> {
-        let (head, raw) = split_params(value.as_bytes()).map_err(MultipartError::MalformedContentType)?;
-        let slash = memchr::memchr(b'/', head).ok_or(MultipartError::MalformedContentType("no '/' in media type"))?;
+        let (head, raw) =
+            split_params(value.as_bytes()).map_err(MultipartError::MalformedContentType)?;
+        let slash = memchr::memchr(b'/', head)
+            .ok_or(MultipartError::MalformedContentType("no '/' in media type"))?;
         let (ty, sub) = (&head[..slash], &head[slash + 1..]);
-        if ty.is_empty() || sub.is_empty() || !ty.iter().all(|&b| is_tchar(b)) || !sub.iter().all(|&b| is_tchar(b)) {
-            return Err(MultipartError::MalformedContentType("type/subtype are not tokens"));
+        if ty.is_empty()
+            || sub.is_empty()
+            || !ty.iter().all(|&b| is_tchar(b))
+            || !sub.iter().all(|&b| is_tchar(b))
+        {
+            return Err(MultipartError::MalformedContentType(
+                "type/subtype are not tokens",
+            ));
         }
         let essence = String::from_utf8_lossy(head).to_ascii_lowercase();
         let params = raw
@@ -194,7 +214,9 @@ impl MediaType {
         if !self.is_multipart() {
             return Err(MultipartError::NotMultipart);
         }
-        let b = self.param("boundary").ok_or(MultipartError::MissingBoundary)?;
+        let b = self
+            .param("boundary")
+            .ok_or(MultipartError::MissingBoundary)?;
         validate_boundary(b.as_bytes())?;
         Ok(b)
     }
@@ -202,7 +224,9 @@ impl MediaType {
 
 /// Convenience: the validated boundary of a `multipart/*` Content-Type value.
 pub fn boundary_from_content_type(content_type: &str) -> Result<String, MultipartError> {
-    MediaType::parse(content_type)?.boundary().map(str::to_owned)
+    MediaType::parse(content_type)?
+        .boundary()
+        .map(str::to_owned)
 }
 
 /// Decodes an RFC 8187 ext-value (`charset'lang'pct-encoded`). Only UTF-8 and
@@ -255,7 +279,8 @@ mod tests {
             "abc123"
         );
         assert_eq!(
-            boundary_from_content_type("Multipart/Form-Data ; charset=utf-8; BOUNDARY=\"a b:c?\"").unwrap(),
+            boundary_from_content_type("Multipart/Form-Data ; charset=utf-8; BOUNDARY=\"a b:c?\"")
+                .unwrap(),
             "a b:c?"
         );
         assert_eq!(
@@ -266,7 +291,11 @@ mod tests {
             boundary_from_content_type(&format!("multipart/mixed; boundary={}", "a".repeat(71))),
             Err(MultipartError::InvalidBoundary(_))
         ));
-        assert!(boundary_from_content_type(&format!("multipart/mixed; boundary={}", "a".repeat(70))).is_ok());
+        assert!(boundary_from_content_type(&format!(
+            "multipart/mixed; boundary={}",
+            "a".repeat(70)
+        ))
+        .is_ok());
         assert!(matches!(
             boundary_from_content_type("multipart/form-data; boundary=\"ab \""),
             Err(MultipartError::InvalidBoundary(_))
@@ -321,8 +350,14 @@ mod tests {
 
     #[test]
     fn ext_value() {
-        assert_eq!(decode_ext_value(b"UTF-8''%e2%82%ac%20rates.txt").as_deref(), Some("\u{20ac} rates.txt"));
-        assert_eq!(decode_ext_value(b"iso-8859-1'en'%A3.txt").as_deref(), Some("\u{a3}.txt"));
+        assert_eq!(
+            decode_ext_value(b"UTF-8''%e2%82%ac%20rates.txt").as_deref(),
+            Some("\u{20ac} rates.txt")
+        );
+        assert_eq!(
+            decode_ext_value(b"iso-8859-1'en'%A3.txt").as_deref(),
+            Some("\u{a3}.txt")
+        );
         assert_eq!(decode_ext_value(b"UTF-8''%zz"), None);
         assert_eq!(decode_ext_value(b"UTF-8''%e2%8"), None);
         assert_eq!(decode_ext_value(b"UTF-8''%ff"), None);

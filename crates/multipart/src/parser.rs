@@ -63,7 +63,9 @@ enum State {
     Preamble,
     /// Inside a header block; `scanned` bytes of the (re-presented) input are
     /// complete, already validated lines, so they are not scanned again.
-    Headers { scanned: usize },
+    Headers {
+        scanned: usize,
+    },
     Body,
     /// Close delimiter consumed and `PartEnd` returned; `End` comes next.
     EndPending,
@@ -164,7 +166,9 @@ impl Parser {
     /// says [`Event::NeedMore`]: the caller's buffer must hold at least this
     /// many bytes plus room to read more.
     pub fn max_retained(&self) -> usize {
-        self.limits.max_header_bytes.max(self.delim_len + MAX_PADDING + 2)
+        self.limits
+            .max_header_bytes
+            .max(self.delim_len + MAX_PADDING + 2)
     }
 
     /// Parts started so far.
@@ -222,7 +226,10 @@ impl Parser {
             }
             State::Epilogue => Ok(Step::Emit(Event::End, s.len())),
             // Unreachable in practice: `feed` returns the stored error first.
-            State::Failed => Err(self.error.clone().unwrap_or(MultipartError::MissingFinalBoundary)),
+            State::Failed => Err(self
+                .error
+                .clone()
+                .unwrap_or(MultipartError::MissingFinalBoundary)),
         }
     }
 
@@ -264,7 +271,11 @@ impl Parser {
 
     /// `s` starts with the (possibly CRLF-less) `--boundary`, `blen` bytes
     /// long, while we look for the first delimiter.
-    fn first_delimiter<'a>(&mut self, s: &'a [u8], blen: usize) -> Result<First<'a>, MultipartError> {
+    fn first_delimiter<'a>(
+        &mut self,
+        s: &'a [u8],
+        blen: usize,
+    ) -> Result<First<'a>, MultipartError> {
         Ok(match classify(&s[blen..])? {
             Tail::Open(n) => {
                 self.state = State::Headers { scanned: 0 };
@@ -323,7 +334,12 @@ impl Parser {
         }
     }
 
-    fn headers_wait<'a>(&mut self, s: &'a [u8], scanned: usize, limit: usize) -> Result<Step<'a>, MultipartError> {
+    fn headers_wait<'a>(
+        &mut self,
+        s: &'a [u8],
+        scanned: usize,
+        limit: usize,
+    ) -> Result<Step<'a>, MultipartError> {
         if s.len() >= limit {
             return Err(MultipartError::HeadersTooLarge { limit });
         }

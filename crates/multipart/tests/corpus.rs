@@ -22,9 +22,14 @@ fn outcome(r: &Result<Vec<Part>, MultipartError>) -> Value {
     for p in parts {
         let name = p.headers.name.clone().unwrap_or_default();
         match &p.headers.filename {
-            Some(f) => files.push(json!({"name": name, "filename": f, "data_b64": b64_encode(&p.data)})),
+            Some(f) => {
+                files.push(json!({"name": name, "filename": f, "data_b64": b64_encode(&p.data)}))
+            }
             None => {
-                fields.insert(name, Value::String(String::from_utf8_lossy(&p.data).into_owned()));
+                fields.insert(
+                    name,
+                    Value::String(String::from_utf8_lossy(&p.data).into_owned()),
+                );
             }
         }
     }

@@ -35,7 +35,12 @@ pub fn split_at<'a>(body: &'a [u8], points: &[usize]) -> Vec<&'a [u8]> {
 }
 
 /// Parses `body` delivered in pieces cut at `points`.
-pub fn parse_split(boundary: &str, limits: Limits, body: &[u8], points: &[usize]) -> Result<Vec<Part>, MultipartError> {
+pub fn parse_split(
+    boundary: &str,
+    limits: Limits,
+    body: &[u8],
+    points: &[usize],
+) -> Result<Vec<Part>, MultipartError> {
     parse_chunks(boundary.as_bytes(), limits, split_at(body, points))
 }
 
@@ -46,7 +51,11 @@ pub fn random_points(rng: &mut Rng, len: usize) -> Vec<usize> {
 }
 
 /// Parses with 1-byte chunks.
-pub fn parse_bytewise(boundary: &str, limits: Limits, body: &[u8]) -> Result<Vec<Part>, MultipartError> {
+pub fn parse_bytewise(
+    boundary: &str,
+    limits: Limits,
+    body: &[u8],
+) -> Result<Vec<Part>, MultipartError> {
     parse_chunks(boundary.as_bytes(), limits, body.chunks(1))
 }
 
@@ -54,7 +63,9 @@ pub fn b64_encode(data: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for c in data.chunks(3) {
-        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
+        let n = (c[0] as u32) << 16
+            | (*c.get(1).unwrap_or(&0) as u32) << 8
+            | *c.get(2).unwrap_or(&0) as u32;
         for i in 0..4 {
             if i <= c.len() {
                 out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
@@ -93,9 +104,13 @@ pub fn b64_decode(s: &str) -> Vec<u8> {
 pub fn build_body(boundary: &str, parts: &[(&str, Option<&str>, &[u8])]) -> Vec<u8> {
     let mut b = Vec::new();
     for (name, filename, data) in parts {
-        b.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"").as_bytes());
+        b.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"").as_bytes(),
+        );
         if let Some(f) = filename {
-            b.extend_from_slice(format!("; filename=\"{f}\"\r\nContent-Type: application/octet-stream").as_bytes());
+            b.extend_from_slice(
+                format!("; filename=\"{f}\"\r\nContent-Type: application/octet-stream").as_bytes(),
+            );
         }
         b.extend_from_slice(b"\r\n\r\n");
         b.extend_from_slice(data);
