@@ -23,7 +23,9 @@ const DEFAULT_JSON_MAX_DEPTH: usize = 128;
 enum Str {
     /// A key of the top-level object: compared against the wanted name.
     TopKey,
-    /// A key elsewhere, or a value we skip.
+    /// A key of a nested object: skipped, then `:`.
+    Key,
+    /// A string value we skip.
     Skip,
     /// The wanted field's value: its contents go to the sink.
     Field,
@@ -188,7 +190,7 @@ impl JsonFieldExtractor {
                 }
                 Ok(())
             }
-            Str::Skip => Ok(()),
+            Str::Key | Str::Skip => Ok(()),
         }
     }
 
@@ -209,6 +211,7 @@ impl JsonFieldExtractor {
                 self.done = true;
                 self.st = St::AfterValue;
             }
+            Str::Key => self.st = St::Colon,
             Str::Skip => self.st = St::AfterValue,
         }
     }
@@ -334,7 +337,7 @@ impl JsonFieldExtractor {
                                 self.key_matched = Some(0);
                                 self.st = St::Str(Str::TopKey);
                             } else {
-                                self.st = St::Str(Str::Skip);
+                                self.st = St::Str(Str::Key);
                             }
                         }
                         b'}' if self.st == St::ObjFirst => self.close(true, at)?,
