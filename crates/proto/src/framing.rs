@@ -1,9 +1,12 @@
 //! Message body length (RFC 9112 §6.3) and the strict Content-Length parser
 //! (RFC 9110 §8.6) — the seed 001 fix.
 //!
-//! SKELETON: signatures are the contract; bodies to be implemented.
+//! Every ambiguous framing is an error, never a guess: two lengths that
+//! differ, a length next to Transfer-Encoding, a coding list we cannot
+//! decode. Those are the inputs request smuggling is made of.
 
-use crate::{ProtoError, RequestHead, ResponseHead};
+use crate::head::trim_ows;
+use crate::{ProtoError, RequestHead, ResponseHead, Version};
 
 /// How a message body is delimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,10 +25,241 @@ pub enum BodyFraming {
 /// whitespace, no hex, not empty), overflow-checked into u64. Optional
 /// whitespace around the value (OWS, space/tab) is allowed, as are lists of
 /// identical values ("5, 5"); differing values → `ConflictingContentLength`;
-/// anything else → `InvalidContentLength`.
+/// anything else → `InvalidContentLength`. Leading zeros are digits like any
+/// other ("007" is 7). Empty list elements ("5,", ",") are invalid.
+///
+/// When a list is both malformed and conflicting, malformed wins.
+#[inline]
 pub fn parse_content_length(value: &[u8]) -> Result<u64, ProtoError> {
-    let _ = value;
-    todo!()
+    // Fast path: the value is what every real client sends, 1–19 plain
+    // digits. 19 digits cannot overflow u64 (max is 20 digits), so no
+    // per-digit checks are needed.
+    if !value.is_empty() && value.len() <= MAX_SAFE_DIGITS {
+        if let Some(v) = parse_digits_unchecked(value) {
+            return Ok(v);
+        }
+    }
+    parse_content_length_slow(value)
+}
+
+/// Digits that always fit in a u64: 10^19 - 1 < 2^64 - 1 < 10^20 - 1.
+const MAX_SAFE_DIGITS: usize = 19;
+
+const ASCII_ZEROS: u64 = u64::from_ne_bytes([b'0'; 8]);
+
+/// Whether all eight bytes of `chunk` are ASCII digits: the high nibble must
+/// be 3, and adding 6 must not carry into it (that would mean a low nibble
+/// above 9). A carry from a lower lane can only come from a byte >= 0xFA,
+/// which already fails the first test, so lanes cannot mask each other.
+#[inline(always)]
+fn all_digits(chunk: u64) -> bool {
+    const HIGH: u64 = u64::from_ne_bytes([0xF0; 8]);
+    const SIX: u64 = u64::from_ne_bytes([0x06; 8]);
+    const THREES: u64 = u64::from_ne_bytes([0x33; 8]);
+    ((chunk & HIGH) | ((chunk.wrapping_add(SIX) & HIGH) >> 4)) == THREES
+}
+
+/// The value of eight ASCII digits loaded little-endian (first digit in the
+/// lowest byte), combining neighbours pairwise: 8×1 → 4×2 → 2×4 → 1×8 digits.
+#[inline(always)]
+fn eight_digits(chunk: u64) -> u64 {
+    let v = chunk.wrapping_sub(ASCII_ZEROS);
+    let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00FF_00FF_00FF_00FF;
+    let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_FFFF_0000_FFFF;
+    (v.wrapping_mul(10_000) + (v >> 32)) & 0xFFFF_FFFF
+}
+
+const POW10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+
+/// `s` (1..=19 bytes) as a decimal number, or None if any byte is not a digit.
+/// Eight digits at a time (SWAR); the last 1–7 digits are handled by loading
+/// the final eight bytes of the value again (overlapping what was already
+/// read) and replacing the already-counted bytes with '0'. Values shorter
+/// than eight digits are padded with '0' on a stack copy.
+#[inline(always)]
+fn parse_digits_unchecked(s: &[u8]) -> Option<u64> {
+    let len = s.len();
+    if len < 8 {
+        let mut buf = [b'0'; 8];
+        buf[8 - len..].copy_from_slice(s);
+        let chunk = u64::from_le_bytes(buf);
+        return all_digits(chunk).then(|| eight_digits(chunk));
+    }
+    let mut acc = 0u64;
+    let mut rest = s;
+    while let Some((head, tail)) = rest.split_first_chunk::<8>() {
+        let chunk = u64::from_le_bytes(*head);
+        if !all_digits(chunk) {
+            return None;
+        }
+        // At most two full chunks plus a tail of up to 3 digits: < 10^19, no overflow.
+        acc = acc * 100_000_000 + eight_digits(chunk);
+        rest = tail;
+    }
+    let k = rest.len();
+    if k > 0 {
+        // The last eight bytes of `s`; the low (8 - k) of them are counted already.
+        let last = s.last_chunk::<8>()?;
+        let shift = 8 * (8 - k) as u32;
+        let chunk = (u64::from_le_bytes(*last) >> shift) << shift | (ASCII_ZEROS >> (64 - shift));
+        if !all_digits(chunk) {
+            return None;
+        }
+        acc = acc * POW10[k] + eight_digits(chunk);
+    }
+    Some(acc)
+}
+
+/// One list element, OWS already trimmed: non-empty ASCII digits, checked.
+fn parse_element(e: &[u8]) -> Result<u64, ProtoError> {
+    if e.is_empty() {
+        return Err(ProtoError::InvalidContentLength);
+    }
+    let mut acc: u64 = 0;
+    for &b in e {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return Err(ProtoError::InvalidContentLength);
+        }
+        acc = acc
+            .checked_mul(10)
+            .and_then(|a| a.checked_add(u64::from(d)))
+            .ok_or(ProtoError::InvalidContentLength)?;
+    }
+    Ok(acc)
+}
+
+/// Everything the fast path does not take: OWS, lists, 20+ digit values,
+/// and every invalid input.
+#[cold]
+fn parse_content_length_slow(value: &[u8]) -> Result<u64, ProtoError> {
+    let mut first: Option<u64> = None;
+    let mut conflict = false;
+    for element in value.split(|&b| b == b',') {
+        let v = parse_element(trim_ows(element))?;
+        match first {
+            None => first = Some(v),
+            Some(f) => conflict |= f != v,
+        }
+    }
+    match (first, conflict) {
+        (Some(_), true) => Err(ProtoError::ConflictingContentLength),
+        (Some(v), false) => Ok(v),
+        // `split` yields at least one element, so this is unreachable.
+        (None, _) => Err(ProtoError::InvalidContentLength),
+    }
+}
+
+/// All Content-Length fields of a message as one value; repeated fields must
+/// agree like list elements do. `None` when there is no such field.
+fn content_length<'a>(values: impl Iterator<Item = &'a [u8]>) -> Result<Option<u64>, ProtoError> {
+    let mut found: Option<u64> = None;
+    for v in values {
+        let n = parse_content_length(v)?;
+        match found {
+            Some(f) if f != n => return Err(ProtoError::ConflictingContentLength),
+            _ => found = Some(n),
+        }
+    }
+    Ok(found)
+}
+
+/// Validate the Transfer-Encoding fields (one comma list across repeated
+/// fields). The only coding we decode is chunked, so the only acceptable
+/// list is a single "chunked" (case-insensitive).
+///
+/// Precedence: malformed or empty → 400; chunked missing from the end or
+/// present twice → 400 `ChunkedNotLast` (RFC 9112 §6.3: the length cannot be
+/// determined, the server MUST answer 400); then any other coding in front of
+/// a final chunked → 501 `UnknownTransferCoding` (RFC 9112 §6.1, SHOULD).
+/// So "gzip" alone is 400, "gzip, chunked" is 501.
+fn check_transfer_encoding<'a>(values: impl Iterator<Item = &'a [u8]>) -> Result<(), ProtoError> {
+    let mut chunked = 0usize;
+    let mut last_is_chunked = false;
+    let mut unknown = false;
+    for field in values {
+        if trim_ows(field).is_empty() {
+            return Err(ProtoError::MalformedHead("empty Transfer-Encoding"));
+        }
+        for element in field.split(|&b| b == b',') {
+            let element = trim_ows(element);
+            if element.is_empty() {
+                // RFC 9110 §5.6.1.2: empty list elements are ignored.
+                continue;
+            }
+            // transfer-coding = token *( OWS ";" OWS transfer-parameter )
+            let name = trim_ows(element.split(|&b| b == b';').next().unwrap_or(&[]));
+            if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
+                return Err(ProtoError::MalformedHead("invalid Transfer-Encoding"));
+            }
+            if element.eq_ignore_ascii_case(b"chunked") {
+                chunked += 1;
+                last_is_chunked = true;
+            } else {
+                unknown = true;
+                last_is_chunked = false;
+            }
+        }
+    }
+    if chunked != 1 || !last_is_chunked {
+        return Err(ProtoError::ChunkedNotLast);
+    }
+    if unknown {
+        return Err(ProtoError::UnknownTransferCoding);
+    }
+    Ok(())
+}
+
+/// RFC 9110 §5.6.2 token characters.
+pub(crate) fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+        || matches!(
+            b,
+            b'!' | b'#'
+                | b'$'
+                | b'%'
+                | b'&'
+                | b'\''
+                | b'*'
+                | b'+'
+                | b'-'
+                | b'.'
+                | b'^'
+                | b'_'
+                | b'`'
+                | b'|'
+                | b'~'
+        )
+}
+
+/// The framing rules shared by requests and responses once the no-body
+/// cases are out of the way.
+fn framing_from_fields<'a, I>(
+    version: Version,
+    te: I,
+    cl: I,
+) -> Result<Option<BodyFraming>, ProtoError>
+where
+    I: Iterator<Item = &'a [u8]> + Clone,
+{
+    let has_te = te.clone().next().is_some();
+    let has_cl = cl.clone().next().is_some();
+    if has_te {
+        if has_cl {
+            return Err(ProtoError::TransferEncodingWithContentLength);
+        }
+        // RFC 9112 §6.1: TE in a 1.0 message means the framing is faulty.
+        if version == Version::Http10 {
+            return Err(ProtoError::TransferEncodingInHttp10);
+        }
+        check_transfer_encoding(te)?;
+        return Ok(Some(BodyFraming::Chunked));
+    }
+    Ok(match content_length(cl)? {
+        Some(0) => Some(BodyFraming::Empty),
+        Some(n) => Some(BodyFraming::Length(n)),
+        None => None,
+    })
 }
 
 /// Decide a request's body framing from its head (RFC 9112 §6.3):
@@ -34,15 +268,327 @@ pub fn parse_content_length(value: &[u8]) -> Result<u64, ProtoError> {
 /// twice → `ChunkedNotLast`; an unknown coding → `UnknownTransferCoding`;
 /// repeated CL fields must agree. No CL and no TE → `Empty`.
 pub fn request_framing(head: &RequestHead) -> Result<BodyFraming, ProtoError> {
-    let _ = head;
-    todo!()
+    let framing = framing_from_fields(
+        head.version(),
+        head.fields("transfer-encoding"),
+        head.fields("content-length"),
+    )?;
+    Ok(framing.unwrap_or(BodyFraming::Empty))
 }
 
 /// Decide a response's body framing (client side). `request_method` is the
 /// method of the request it answers: HEAD, 1xx, 204 and 304 have no body;
 /// a 2xx answer to CONNECT has none either; otherwise chunked, Content-Length,
 /// or read until close.
-pub fn response_framing(request_method: &str, head: &ResponseHead) -> Result<BodyFraming, ProtoError> {
-    let _ = (request_method, head);
-    todo!()
+///
+/// The client is as strict as the server: TE with CL, TE in HTTP/1.0, or a
+/// coding other than a single chunked is an error (we could not decode the
+/// body anyway), and so are bad or conflicting lengths.
+pub fn response_framing(
+    request_method: &str,
+    head: &ResponseHead,
+) -> Result<BodyFraming, ProtoError> {
+    let status = head.status;
+    if request_method == "HEAD"
+        || (100..200).contains(&status)
+        || status == 204
+        || status == 304
+        || (request_method == "CONNECT" && (200..300).contains(&status))
+    {
+        return Ok(BodyFraming::Empty);
+    }
+    let framing = framing_from_fields(
+        head.version,
+        head.header_all("transfer-encoding"),
+        head.header_all("content-length"),
+    )?;
+    Ok(framing.unwrap_or(BodyFraming::UntilClose))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{parse_request_head, parse_response_head, Limits};
+
+    const BAD: &[&[u8]] = &[
+        b"",
+        b" ",
+        b"\t",
+        b"+1",
+        b"-1",
+        b"1 2",
+        b"1\t2",
+        b"0x10",
+        b"1.0",
+        b"1e3",
+        "١".as_bytes(),
+        "٣٤".as_bytes(),
+        b"\x00",
+        b"1\x00",
+        b"1\x0b",
+        b"\x0b1",
+        b"1\x0c",
+        b"1\r",
+        b"1\n",
+        b"1\r\n2",
+        b"18446744073709551616",
+        b"99999999999999999999",
+        b"100000000000000000000000",
+        b"5,6",
+        b"5, 6",
+        b",",
+        b"5,",
+        b",5",
+        b"5,,5",
+        b"5, 5,",
+        b"abc",
+        b"12345678a",
+        b"1234567890123456789a",
+        b"123456789012345678/",
+        b"1234567:",
+    ];
+
+    #[test]
+    fn content_length_rejects_every_bad_value() {
+        for &v in BAD {
+            let r = parse_content_length(v);
+            assert!(
+                r.is_err(),
+                "{:?} accepted as {:?}",
+                String::from_utf8_lossy(v),
+                r
+            );
+            assert_eq!(r.unwrap_err().status(), 400);
+        }
+    }
+
+    #[test]
+    fn content_length_conflict_is_its_own_error() {
+        for v in [&b"5,6"[..], b"5, 6", b" 1 ,2", b"0,00001"] {
+            assert_eq!(
+                parse_content_length(v),
+                Err(ProtoError::ConflictingContentLength),
+                "{v:?}"
+            );
+        }
+        // Malformed wins over conflicting.
+        assert_eq!(
+            parse_content_length(b"5,6,x"),
+            Err(ProtoError::InvalidContentLength)
+        );
+    }
+
+    #[test]
+    fn content_length_accepts_good_values() {
+        let good: &[(&[u8], u64)] = &[
+            (b"0", 0),
+            (b"1", 1),
+            (b"18446744073709551615", u64::MAX),
+            (b"018446744073709551615", u64::MAX),
+            (b"9999999999999999999", 9_999_999_999_999_999_999),
+            (b"10000000000000000000", 10_000_000_000_000_000_000),
+            (b" 42 ", 42),
+            (b"\t42\t ", 42),
+            (b"5, 5", 5),
+            (b"5,5,5", 5),
+            (b"007", 7),
+            (b"00000000000000000000000000007", 7),
+            (b"12345678", 12_345_678),
+            (b"123456789", 123_456_789),
+            (b"1234567890123456", 1_234_567_890_123_456),
+            (b"12345678901234567", 12_345_678_901_234_567),
+        ];
+        for &(v, n) in good {
+            assert_eq!(
+                parse_content_length(v),
+                Ok(n),
+                "{:?}",
+                String::from_utf8_lossy(v)
+            );
+        }
+    }
+
+    #[test]
+    fn content_length_fast_path_every_length() {
+        // Each length 1..=19 with each digit in each position exercises the
+        // SWAR chunk boundaries and the overlapping tail load.
+        for len in 1..=19usize {
+            for d in b'0'..=b'9' {
+                for pos in 0..len {
+                    let mut s = vec![b'1'; len];
+                    s[pos] = d;
+                    let want: u64 = std::str::from_utf8(&s).unwrap().parse().unwrap();
+                    assert_eq!(parse_content_length(&s), Ok(want));
+                    // And a non-digit at that position is refused.
+                    for bad in [b'/', b':', b' ', 0u8, 0xFF, b'a'] {
+                        s[pos] = bad;
+                        if bad == b' ' && (pos == 0 || pos == len - 1) {
+                            continue; // OWS at the ends is allowed
+                        }
+                        assert!(parse_content_length(&s).is_err(), "{s:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    fn req(raw: &str) -> RequestHead {
+        parse_request_head(raw.as_bytes(), &Limits::default())
+            .expect("parse")
+            .expect("complete")
+            .0
+    }
+
+    fn framing(raw: &str) -> Result<BodyFraming, ProtoError> {
+        request_framing(&req(raw))
+    }
+
+    #[test]
+    fn request_without_length_is_empty() {
+        assert_eq!(
+            framing("GET / HTTP/1.1\r\nHost: a\r\n\r\n"),
+            Ok(BodyFraming::Empty)
+        );
+        assert_eq!(
+            framing("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"),
+            Ok(BodyFraming::Empty)
+        );
+        assert_eq!(
+            framing("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 12\r\n\r\n"),
+            Ok(BodyFraming::Length(12))
+        );
+    }
+
+    #[test]
+    fn repeated_content_length_fields() {
+        assert_eq!(
+            framing("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\ncontent-length: 5\r\n\r\n"),
+            Ok(BodyFraming::Length(5))
+        );
+        assert_eq!(
+            framing("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"),
+            Err(ProtoError::ConflictingContentLength)
+        );
+        assert_eq!(
+            framing("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 6\r\n\r\n"),
+            Err(ProtoError::ConflictingContentLength)
+        );
+        assert_eq!(
+            framing("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: x\r\n\r\n"),
+            Err(ProtoError::InvalidContentLength)
+        );
+    }
+
+    #[test]
+    fn transfer_encoding_rules() {
+        let te = |v: &str| {
+            framing(&format!(
+                "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: {v}\r\n\r\n"
+            ))
+        };
+        assert_eq!(te("chunked"), Ok(BodyFraming::Chunked));
+        assert_eq!(te("Chunked"), Ok(BodyFraming::Chunked));
+        assert_eq!(te("CHUNKED "), Ok(BodyFraming::Chunked));
+        assert_eq!(te("gzip, chunked"), Err(ProtoError::UnknownTransferCoding));
+        assert_eq!(
+            te("pigeons, chunked"),
+            Err(ProtoError::UnknownTransferCoding)
+        );
+        assert_eq!(te("chunked, gzip"), Err(ProtoError::ChunkedNotLast));
+        assert_eq!(te("chunked, chunked"), Err(ProtoError::ChunkedNotLast));
+        assert_eq!(te("gzip"), Err(ProtoError::ChunkedNotLast));
+        assert_eq!(te("chunkedchunked"), Err(ProtoError::ChunkedNotLast));
+        assert_eq!(te("chunked, "), Ok(BodyFraming::Chunked));
+        assert_eq!(te("chu nked").map_err(|e| e.status()), Err(400));
+        assert_eq!(te("\"chunked\"").map_err(|e| e.status()), Err(400));
+        assert_eq!(te(",").map_err(|e| e.status()), Err(400));
+        assert_eq!(te("").map_err(|e| e.status()), Err(400));
+        assert_eq!(te("gzip, chunked").unwrap_err().status(), 501);
+    }
+
+    #[test]
+    fn repeated_transfer_encoding_fields_are_one_list() {
+        let two = |a: &str, b: &str| {
+            framing(&format!(
+                "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: {a}\r\nTransfer-Encoding: {b}\r\n\r\n"
+            ))
+        };
+        assert_eq!(
+            two("gzip", "chunked"),
+            Err(ProtoError::UnknownTransferCoding)
+        );
+        assert_eq!(two("chunked", "gzip"), Err(ProtoError::ChunkedNotLast));
+        assert_eq!(two("chunked", "chunked"), Err(ProtoError::ChunkedNotLast));
+        assert_eq!(two("", "chunked").map_err(|e| e.status()), Err(400));
+    }
+
+    #[test]
+    fn transfer_encoding_with_content_length() {
+        assert_eq!(
+            framing("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"),
+            Err(ProtoError::TransferEncodingWithContentLength)
+        );
+        assert_eq!(
+            framing("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            Err(ProtoError::TransferEncodingWithContentLength)
+        );
+    }
+
+    #[test]
+    fn transfer_encoding_in_http10() {
+        assert_eq!(
+            framing("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            Err(ProtoError::TransferEncodingInHttp10)
+        );
+    }
+
+    fn resp(raw: &str) -> ResponseHead {
+        parse_response_head(raw.as_bytes(), &Limits::default())
+            .unwrap()
+            .unwrap()
+            .0
+    }
+
+    #[test]
+    fn response_framing_rules() {
+        let ok_cl = resp("HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n");
+        assert_eq!(response_framing("GET", &ok_cl), Ok(BodyFraming::Length(7)));
+        assert_eq!(response_framing("HEAD", &ok_cl), Ok(BodyFraming::Empty));
+        let ok_te = resp("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+        assert_eq!(response_framing("GET", &ok_te), Ok(BodyFraming::Chunked));
+        assert_eq!(response_framing("CONNECT", &ok_te), Ok(BodyFraming::Empty));
+        let bare = resp("HTTP/1.1 200 OK\r\n\r\n");
+        assert_eq!(response_framing("GET", &bare), Ok(BodyFraming::UntilClose));
+        for status in [
+            "100 Continue",
+            "101 Switching Protocols",
+            "204 No Content",
+            "304 Not Modified",
+        ] {
+            let r = resp(&format!("HTTP/1.1 {status}\r\nContent-Length: 7\r\n\r\n"));
+            assert_eq!(
+                response_framing("GET", &r),
+                Ok(BodyFraming::Empty),
+                "{status}"
+            );
+        }
+        let not_found = resp("HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\n");
+        assert_eq!(
+            response_framing("CONNECT", &not_found),
+            Ok(BodyFraming::Length(3))
+        );
+        let zero = resp("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+        assert_eq!(response_framing("GET", &zero), Ok(BodyFraming::Empty));
+        let both =
+            resp("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n");
+        assert_eq!(
+            response_framing("GET", &both),
+            Err(ProtoError::TransferEncodingWithContentLength)
+        );
+        let conflict = resp("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n");
+        assert_eq!(
+            response_framing("GET", &conflict),
+            Err(ProtoError::ConflictingContentLength)
+        );
+    }
 }

@@ -2,10 +2,23 @@
 //! limits, the version rule (1.0/1.1 only), strict field checks, and owns the
 //! parsed head so the I/O layer can reuse its read buffer.
 //!
-//! SKELETON: the public API below is the contract `wirespeed-net` codes against.
-//! Bodies marked `todo!()` are to be implemented (issue 2, §1).
+//! What httparse already rejects with its default (strict) `ParserConfig`, and
+//! what this module checks on top:
+//!
+//! | rule | who |
+//! |---|---|
+//! | invalid method / field-name bytes, empty field name | httparse |
+//! | whitespace between field name and colon | httparse (strict config) |
+//! | obs-fold (a line starting with SP/HTAB) | httparse (strict config) |
+//! | NUL, CTLs, DEL, bare CR inside values | httparse |
+//! | bare LF as a line terminator | here (httparse accepts it) |
+//! | non-ASCII bytes in the request target | here (httparse accepts obs-text) |
+//! | HTTP/x.y other than 1.0/1.1 → 505 | here (httparse says "invalid version") |
+//! | limits, also on partial input | here |
+//! | exactly one Host in HTTP/1.1 | here |
 
 use crate::{Limits, ProtoError};
+use std::mem::MaybeUninit;
 use std::ops::Range;
 
 /// HTTP version of a message. Only 1.0 and 1.1 are accepted (others → 505).
@@ -35,53 +48,237 @@ pub struct RequestHead {
     headers: Vec<(Range<usize>, Range<usize>)>,
 }
 
+/// `raw[range]` as text. Every range handed to this was checked to be ASCII
+/// while parsing, so the fallback is unreachable; it exists so that no input
+/// can make an accessor panic.
+fn ascii<'a>(raw: &'a [u8], range: &Range<usize>) -> &'a str {
+    raw.get(range.clone())
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .unwrap_or("")
+}
+
 impl RequestHead {
     /// The method token, e.g. "GET" (case-sensitive per RFC 9110).
     pub fn method(&self) -> &str {
-        todo!()
+        ascii(&self.raw, &self.method)
     }
     /// The request target exactly as sent (origin-form, absolute-form, `*`).
+    /// Always ASCII: non-ASCII bytes are rejected while parsing.
     pub fn target(&self) -> &str {
-        todo!()
+        ascii(&self.raw, &self.target)
     }
     pub fn version(&self) -> Version {
         self.version
     }
     /// All header fields in order, names as sent.
     pub fn headers(&self) -> impl Iterator<Item = (&str, &[u8])> + '_ {
-        self.headers.iter().map(|_| todo!())
+        self.headers
+            .iter()
+            .map(|(n, v)| (ascii(&self.raw, n), self.raw.get(v.clone()).unwrap_or(&[])))
     }
     /// The first value of a header, name matched case-insensitively.
     pub fn header(&self, name: &str) -> Option<&[u8]> {
-        let _ = name;
-        todo!()
+        self.headers.iter().find_map(|(n, v)| {
+            let field = self.raw.get(n.clone())?;
+            field
+                .eq_ignore_ascii_case(name.as_bytes())
+                .then(|| self.raw.get(v.clone()).unwrap_or(&[]))
+        })
     }
     /// Every value of a header (repeated fields), name matched case-insensitively.
     pub fn header_all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
-        let _ = name;
-        std::iter::empty()
+        self.fields(name)
+    }
+    /// `header_all`, cloneable (the framing rules look at a list twice).
+    pub(crate) fn fields<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a [u8]> + Clone + 'a {
+        self.headers.iter().filter_map(move |(n, v)| {
+            let field = self.raw.get(n.clone())?;
+            field
+                .eq_ignore_ascii_case(name.as_bytes())
+                .then(|| self.raw.get(v.clone()).unwrap_or(&[]))
+        })
     }
     /// Whether any `Connection` field lists `token` (case-insensitive, comma lists).
     pub fn connection_has(&self, token: &str) -> bool {
-        let _ = token;
-        todo!()
+        list_has(self.fields("connection"), token)
     }
     /// Whether the connection may stay open after this request: HTTP/1.1 unless
     /// `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`.
     pub fn keep_alive(&self) -> bool {
-        todo!()
+        keep_alive(self.version, self.fields("connection"))
     }
     /// `Expect: 100-continue` present (HTTP/1.1 only; case-insensitive).
     pub fn expects_continue(&self) -> bool {
-        todo!()
+        self.version == Version::Http11
+            && self
+                .header_all("expect")
+                .any(|v| trim_ows(v).eq_ignore_ascii_case(b"100-continue"))
     }
     /// Total size of the head in bytes (including the final CRLFCRLF).
+    /// Empty lines skipped before the request line are not counted; the
+    /// consumed length returned by [`parse_request_head`] includes them.
     pub fn len(&self) -> usize {
         self.raw.len()
     }
     pub fn is_empty(&self) -> bool {
         self.raw.is_empty()
     }
+}
+
+/// Strip optional whitespace (SP / HTAB, RFC 9110 §5.6.3) from both ends.
+pub(crate) fn trim_ows(v: &[u8]) -> &[u8] {
+    let start = v
+        .iter()
+        .position(|&b| b != b' ' && b != b'\t')
+        .unwrap_or(v.len());
+    let end = v
+        .iter()
+        .rposition(|&b| b != b' ' && b != b'\t')
+        .map_or(start, |i| i + 1);
+    &v[start..end]
+}
+
+/// Whether any of the comma-separated lists in `values` contains `token`.
+fn list_has<'a>(values: impl Iterator<Item = &'a [u8]>, token: &str) -> bool {
+    values
+        .flat_map(|v| v.split(|&b| b == b','))
+        .any(|item| trim_ows(item).eq_ignore_ascii_case(token.as_bytes()))
+}
+
+/// The persistence rule of RFC 9112 §9.3, given the `Connection` field values.
+fn keep_alive<'a>(version: Version, connection: impl Iterator<Item = &'a [u8]> + Clone) -> bool {
+    if list_has(connection.clone(), "close") {
+        return false;
+    }
+    match version {
+        Version::Http11 => true,
+        Version::Http10 => list_has(connection, "keep-alive"),
+    }
+}
+
+/// Strict parser settings. Every leniency defaults to off; spelled out so a
+/// future httparse default change cannot loosen us silently.
+fn parser_config() -> httparse::ParserConfig {
+    let mut c = httparse::ParserConfig::default();
+    c.allow_spaces_after_header_name_in_responses(false)
+        .allow_obsolete_multiline_headers_in_responses(false)
+        .allow_multiple_spaces_in_request_line_delimiters(false)
+        .allow_multiple_spaces_in_response_status_delimiters(false)
+        .allow_space_before_first_header_name(false)
+        .ignore_invalid_headers_in_responses(false)
+        .ignore_invalid_headers_in_requests(false);
+    c
+}
+
+/// Header slots on the stack for the common limit; larger limits use the heap.
+const STACK_HEADERS: usize = 128;
+
+/// Run `f` with an uninitialised header array of `max_headers + 1` slots: one
+/// more than allowed, so that httparse's `TooManyHeaders` means "over the
+/// limit" rather than "over our array".
+fn with_header_slots<'b, R>(
+    max_headers: usize,
+    f: impl for<'h> FnOnce(&'h mut [MaybeUninit<httparse::Header<'b>>]) -> R,
+) -> R {
+    let n = max_headers.saturating_add(1);
+    if n <= STACK_HEADERS {
+        let mut slots = [const { MaybeUninit::<httparse::Header<'b>>::uninit() }; STACK_HEADERS];
+        f(&mut slots[..n])
+    } else {
+        let mut slots = Vec::with_capacity(n);
+        slots.resize_with(n, MaybeUninit::uninit);
+        f(&mut slots)
+    }
+}
+
+/// Number of leading CRLF pairs (empty lines before the start line, which
+/// RFC 9112 §2.2 says a server SHOULD ignore). Bare LFs are not skipped here:
+/// they are left for the parser and then rejected as bare LF.
+fn leading_empty_lines(buf: &[u8]) -> usize {
+    let mut i = 0;
+    while buf.len() >= i + 2 && buf[i] == b'\r' && buf[i + 1] == b'\n' {
+        i += 2;
+    }
+    i
+}
+
+/// RFC 9112 allows a recipient to accept a bare LF as a line terminator, but
+/// a front end that does not would see different field boundaries (the
+/// "missing CR between headers" smuggling vector), so we reject it.
+fn has_bare_lf(head: &[u8]) -> bool {
+    memchr::memchr_iter(b'\n', head).any(|i| i == 0 || head[i - 1] != b'\r')
+}
+
+/// What the version token at the start of `rest` (ending at SP, CR, LF or the
+/// end of input) says, once httparse has refused it.
+enum VersionToken {
+    /// "HTTP/d.d" with digits other than 1.0/1.1 → 505.
+    Unsupported,
+    /// Input ends inside something that could still become "HTTP/d.d".
+    Incomplete,
+    /// Anything else → 400.
+    Garbage,
+}
+
+fn classify_version(rest: &[u8]) -> VersionToken {
+    const PATTERN: &[u8] = b"HTTP/d.d";
+    let end = rest.iter().position(|&b| matches!(b, b' ' | b'\r' | b'\n'));
+    let token = &rest[..end.unwrap_or(rest.len())];
+    let fits = token.len() <= PATTERN.len()
+        && token.iter().zip(PATTERN).all(|(&b, &p)| match p {
+            b'd' => b.is_ascii_digit(),
+            _ => b == p,
+        });
+    match (fits, end) {
+        (false, _) => VersionToken::Garbage,
+        (true, None) => VersionToken::Incomplete,
+        (true, Some(_)) if token.len() == PATTERN.len() => VersionToken::Unsupported,
+        (true, Some(_)) => VersionToken::Garbage,
+    }
+}
+
+/// Length of the request target as far as it goes in `buf` (possibly cut
+/// off by the end of input). Counted only where httparse would get that far:
+/// after a valid method token, over bytes httparse accepts in a target.
+fn request_line_target_len(buf: &[u8]) -> usize {
+    let Some(sp) = memchr::memchr(b' ', buf) else {
+        return 0;
+    };
+    if sp == 0 || !buf[..sp].iter().all(|&b| crate::framing::is_tchar(b)) {
+        return 0;
+    }
+    buf[sp + 1..]
+        .iter()
+        .take_while(|&&b| matches!(b, 0x21..=0x7E | 0x80..=0xFF))
+        .count()
+}
+
+/// Complete field lines in a partial head (lines after the start line).
+fn partial_field_lines(buf: &[u8]) -> usize {
+    memchr::memchr_iter(b'\n', buf).count().saturating_sub(1)
+}
+
+fn map_httparse_error(e: httparse::Error) -> ProtoError {
+    use httparse::Error as E;
+    match e {
+        E::TooManyHeaders => ProtoError::TooManyHeaders,
+        E::HeaderName => ProtoError::MalformedHead("invalid header field name"),
+        E::HeaderValue => ProtoError::MalformedHead("invalid header field value"),
+        E::NewLine => ProtoError::MalformedHead("invalid line ending"),
+        E::Status => ProtoError::MalformedHead("invalid status line"),
+        E::Token => ProtoError::MalformedHead("invalid token in start line"),
+        E::Version => ProtoError::MalformedHead("invalid HTTP version"),
+    }
+}
+
+fn offset_in(base: &[u8], part: &[u8]) -> Range<usize> {
+    // Both slices come from the same buffer (httparse hands out sub-slices),
+    // so the address difference is the offset.
+    let start = (part.as_ptr() as usize).wrapping_sub(base.as_ptr() as usize);
+    start..start + part.len()
 }
 
 /// Parse a request head from the start of `buf`.
@@ -95,13 +292,134 @@ impl RequestHead {
 /// Rules (issue 2 §1): version 1.0/1.1 else 505; header count > max → 431;
 /// obs-fold, whitespace before the colon, invalid name bytes, NUL/CR/LF in
 /// values → 400; HTTP/1.1 without exactly one Host → 400. Leading empty lines
-/// before the request line (RFC 9112 §2.2) are skipped.
+/// before the request line (RFC 9112 §2.2) are skipped. Bare LF line endings
+/// and non-ASCII bytes in the target → 400.
+///
+/// The result depends only on the bytes seen: a prefix of a message gives
+/// `None` or the same error as the whole message (tests check this).
 pub fn parse_request_head(
     buf: &[u8],
     limits: &Limits,
 ) -> Result<Option<(RequestHead, usize)>, ProtoError> {
-    let _ = (buf, limits);
-    todo!()
+    let skip = leading_empty_lines(buf);
+    // Empty lines are skipped, not free: an endless run of them is a head
+    // that never ends.
+    if skip > limits.max_head_bytes {
+        return Err(ProtoError::HeadTooLarge);
+    }
+    let rest = &buf[skip..];
+    // Never look past the limit: a head that does not end within
+    // `max_head_bytes` is too large whatever follows.
+    let window = &rest[..rest.len().min(limits.max_head_bytes)];
+    let config = parser_config();
+
+    let outcome = with_header_slots(limits.max_headers, |slots| {
+        let mut req = httparse::Request::new(&mut []);
+        match config.parse_request_with_uninit_headers(&mut req, window, slots) {
+            Ok(httparse::Status::Complete(n)) => {
+                let method = req.method.map(|m| offset_in(window, m.as_bytes()));
+                let target = req.path.map(|p| offset_in(window, p.as_bytes()));
+                let version = req.version;
+                let headers: Vec<_> = req
+                    .headers
+                    .iter()
+                    .map(|h| {
+                        (
+                            offset_in(window, h.name.as_bytes()),
+                            offset_in(window, h.value),
+                        )
+                    })
+                    .collect();
+                Ok(Some((n, method, target, version, headers)))
+            }
+            Ok(httparse::Status::Partial) => Ok(None),
+            Err(e) => Err(e),
+        }
+    });
+
+    // 414 outranks anything found later in the head, on every path, so that
+    // a prefix of a message and the whole message get the same answer.
+    let target_len = match &outcome {
+        Ok(Some((_, _, Some(t), _, _))) => t.len(),
+        _ => request_line_target_len(window),
+    };
+    if target_len > limits.max_target_len {
+        return Err(ProtoError::UriTooLong);
+    }
+    let partial_checks = || -> Result<Option<(RequestHead, usize)>, ProtoError> {
+        if rest.len() > limits.max_head_bytes {
+            return Err(ProtoError::HeadTooLarge);
+        }
+        if partial_field_lines(window) > limits.max_headers {
+            return Err(ProtoError::TooManyHeaders);
+        }
+        Ok(None)
+    };
+
+    let (n, method, target, version, headers) = match outcome {
+        Ok(Some(parts)) => parts,
+        Ok(None) => return partial_checks(),
+        Err(httparse::Error::Version) => {
+            // Request line is "method SP target SP version": find the version.
+            let line_end = window
+                .iter()
+                .position(|&b| b == b'\r' || b == b'\n')
+                .unwrap_or(window.len());
+            let line = &window[..line_end];
+            let version_at = match memchr::memchr(b' ', line) {
+                Some(a) => memchr::memchr(b' ', &line[a + 1..]).map(|b| a + 1 + b + 1),
+                None => None,
+            };
+            let Some(at) = version_at else {
+                return Err(ProtoError::MalformedHead("invalid HTTP version"));
+            };
+            return match classify_version(&window[at..]) {
+                VersionToken::Unsupported => Err(ProtoError::VersionNotSupported),
+                VersionToken::Incomplete => partial_checks(),
+                VersionToken::Garbage => Err(ProtoError::MalformedHead("invalid HTTP version")),
+            };
+        }
+        Err(e) => return Err(map_httparse_error(e)),
+    };
+
+    // The slot array has room for one field more than allowed.
+    if headers.len() > limits.max_headers {
+        return Err(ProtoError::TooManyHeaders);
+    }
+    let (Some(method), Some(target), Some(v)) = (method, target, version) else {
+        return Err(ProtoError::MalformedHead("incomplete request line"));
+    };
+    let head = &window[..n];
+    if has_bare_lf(head) {
+        return Err(ProtoError::MalformedHead("bare LF line ending"));
+    }
+    if !head[target.clone()].is_ascii() {
+        return Err(ProtoError::MalformedHead(
+            "non-ASCII byte in request target",
+        ));
+    }
+    let version = if v == 0 {
+        Version::Http10
+    } else {
+        Version::Http11
+    };
+    let hosts = headers
+        .iter()
+        .filter(|(name, _)| head[name.clone()].eq_ignore_ascii_case(b"host"))
+        .count();
+    // RFC 9112 §3.2: 1.1 needs exactly one; more than one is always ambiguous.
+    if hosts > 1 || (hosts == 0 && version == Version::Http11) {
+        return Err(ProtoError::BadHost);
+    }
+
+    let parsed = RequestHead {
+        raw: head.to_vec(),
+        method,
+        target,
+        version,
+        headers,
+    };
+    Ok(Some((parsed, skip + n)))
 }
 
 /// A parsed response head (used by the client).
@@ -121,42 +439,675 @@ impl ResponseHead {
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_slice())
     }
-    /// Whether the server lets the connection stay open after this response.
+    /// Every value of a header (repeated fields), name matched case-insensitively.
+    pub fn header_all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + Clone + 'a {
+        self.headers
+            .iter()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
+    }
+    /// Whether any `Connection` field lists `token` (case-insensitive, comma lists).
+    pub fn connection_has(&self, token: &str) -> bool {
+        list_has(self.header_all("connection"), token)
+    }
+    /// Whether the server lets the connection stay open after this response:
+    /// HTTP/1.1 unless `Connection: close`; HTTP/1.0 only with
+    /// `Connection: keep-alive`. (Whether the body framing allows reuse, e.g.
+    /// read-until-close, is the framing decision's business.)
     pub fn keep_alive(&self) -> bool {
-        todo!()
+        keep_alive(self.version, self.header_all("connection"))
     }
 }
 
 /// Parse a response head from the start of `buf` (same contract as
-/// [`parse_request_head`]; the client uses it).
+/// [`parse_request_head`]; the client uses it). Leading empty lines are skipped.
 pub fn parse_response_head(
     buf: &[u8],
     limits: &Limits,
 ) -> Result<Option<(ResponseHead, usize)>, ProtoError> {
-    let _ = (buf, limits);
-    todo!()
+    let skip = leading_empty_lines(buf);
+    // Empty lines are skipped, not free: an endless run of them is a head
+    // that never ends.
+    if skip > limits.max_head_bytes {
+        return Err(ProtoError::HeadTooLarge);
+    }
+    let rest = &buf[skip..];
+    let window = &rest[..rest.len().min(limits.max_head_bytes)];
+    let config = parser_config();
+
+    let outcome = with_header_slots(limits.max_headers, |slots| {
+        let mut resp = httparse::Response::new(&mut []);
+        match config.parse_response_with_uninit_headers(&mut resp, window, slots) {
+            Ok(httparse::Status::Complete(n)) => {
+                let headers: Vec<(String, Vec<u8>)> = resp
+                    .headers
+                    .iter()
+                    .map(|h| (h.name.to_owned(), h.value.to_vec()))
+                    .collect();
+                Ok(Some((
+                    n,
+                    resp.version,
+                    resp.code,
+                    resp.reason.unwrap_or("").to_owned(),
+                    headers,
+                )))
+            }
+            Ok(httparse::Status::Partial) => Ok(None),
+            Err(e) => Err(e),
+        }
+    });
+    let partial = || {
+        if rest.len() > limits.max_head_bytes {
+            Err(ProtoError::HeadTooLarge)
+        } else if partial_field_lines(window) > limits.max_headers {
+            Err(ProtoError::TooManyHeaders)
+        } else {
+            Ok(None)
+        }
+    };
+    let (n, version, code, reason, headers) = match outcome {
+        Ok(Some(parts)) => parts,
+        Ok(None) => return partial(),
+        Err(httparse::Error::Version) => {
+            return match classify_version(window) {
+                VersionToken::Unsupported => Err(ProtoError::VersionNotSupported),
+                VersionToken::Incomplete => partial(),
+                VersionToken::Garbage => Err(ProtoError::MalformedHead("invalid HTTP version")),
+            }
+        }
+        Err(e) => return Err(map_httparse_error(e)),
+    };
+    if headers.len() > limits.max_headers {
+        return Err(ProtoError::TooManyHeaders);
+    }
+    let (Some(v), Some(status)) = (version, code) else {
+        return Err(ProtoError::MalformedHead("incomplete status line"));
+    };
+    if has_bare_lf(&window[..n]) {
+        return Err(ProtoError::MalformedHead("bare LF line ending"));
+    }
+    let version = if v == 0 {
+        Version::Http10
+    } else {
+        Version::Http11
+    };
+    Ok(Some((
+        ResponseHead {
+            version,
+            status,
+            reason,
+            headers,
+        },
+        skip + n,
+    )))
+}
+
+/// Append `bytes`, replacing CR, LF and NUL with SP. Writers take names and
+/// values from callers who may have copied them from untrusted input; a CRLF
+/// slipping through would split the message (response splitting), and
+/// RFC 9110 §5.5 lets us replace such bytes with SP.
+fn push_sanitized(out: &mut Vec<u8>, bytes: &[u8]) {
+    if memchr::memchr3(b'\r', b'\n', 0, bytes).is_none() {
+        out.extend_from_slice(bytes);
+    } else {
+        out.extend(bytes.iter().map(|&b| {
+            if matches!(b, b'\r' | b'\n' | 0) {
+                b' '
+            } else {
+                b
+            }
+        }));
+    }
+}
+
+fn push_headers(headers: &[(&str, &[u8])], out: &mut Vec<u8>) {
+    for (name, value) in headers {
+        push_sanitized(out, name.as_bytes());
+        out.extend_from_slice(b": ");
+        push_sanitized(out, value);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Append a response head (status line, headers, empty line) to `out`.
-/// `headers` are written as given; the caller supplies framing headers.
+/// `headers` are written as given (CR, LF and NUL replaced by SP so that no
+/// value can split the message); the caller supplies framing headers.
 pub fn write_response_head(
     version: Version,
     status: u16,
     headers: &[(&str, &[u8])],
     out: &mut Vec<u8>,
 ) {
-    let _ = (version, status, headers, out);
-    todo!()
+    out.extend_from_slice(version.as_str().as_bytes());
+    out.push(b' ');
+    // status-code is three digits (RFC 9110 §15); pad/limit so the line stays valid.
+    let s = status.min(999);
+    out.extend_from_slice(&[
+        b'0' + (s / 100) as u8,
+        b'0' + (s / 10 % 10) as u8,
+        b'0' + (s % 10) as u8,
+    ]);
+    out.push(b' ');
+    out.extend_from_slice(reason_phrase(status).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    push_headers(headers, out);
 }
 
 /// Append a request head (request line, headers, empty line) to `out`.
-pub fn write_request_head(method: &str, target: &str, headers: &[(&str, &[u8])], out: &mut Vec<u8>) {
-    let _ = (method, target, headers, out);
-    todo!()
+/// Always HTTP/1.1. CR, LF and NUL in any part are replaced by SP.
+pub fn write_request_head(
+    method: &str,
+    target: &str,
+    headers: &[(&str, &[u8])],
+    out: &mut Vec<u8>,
+) {
+    push_sanitized(out, method.as_bytes());
+    out.push(b' ');
+    push_sanitized(out, target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    push_headers(headers, out);
 }
 
 /// The standard reason phrase for a status code ("OK", "Not Found", …; "" if unknown).
 pub fn reason_phrase(status: u16) -> &'static str {
-    let _ = status;
-    todo!()
+    match status {
+        100 => "Continue",
+        101 => "Switching Protocols",
+        102 => "Processing",
+        103 => "Early Hints",
+        200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
+        203 => "Non-Authoritative Information",
+        204 => "No Content",
+        205 => "Reset Content",
+        206 => "Partial Content",
+        207 => "Multi-Status",
+        208 => "Already Reported",
+        226 => "IM Used",
+        300 => "Multiple Choices",
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        304 => "Not Modified",
+        305 => "Use Proxy",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        402 => "Payment Required",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        406 => "Not Acceptable",
+        407 => "Proxy Authentication Required",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        410 => "Gone",
+        411 => "Length Required",
+        412 => "Precondition Failed",
+        413 => "Content Too Large",
+        414 => "URI Too Long",
+        415 => "Unsupported Media Type",
+        416 => "Range Not Satisfiable",
+        417 => "Expectation Failed",
+        421 => "Misdirected Request",
+        422 => "Unprocessable Content",
+        423 => "Locked",
+        424 => "Failed Dependency",
+        425 => "Too Early",
+        426 => "Upgrade Required",
+        428 => "Precondition Required",
+        429 => "Too Many Requests",
+        431 => "Request Header Fields Too Large",
+        451 => "Unavailable For Legal Reasons",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        505 => "HTTP Version Not Supported",
+        506 => "Variant Also Negotiates",
+        507 => "Insufficient Storage",
+        508 => "Loop Detected",
+        510 => "Not Extended",
+        511 => "Network Authentication Required",
+        _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(raw: &[u8]) -> Result<Option<(RequestHead, usize)>, ProtoError> {
+        parse_request_head(raw, &Limits::default())
+    }
+
+    fn status(raw: &[u8]) -> u16 {
+        match parse(raw) {
+            Ok(Some(_)) => 200,
+            Ok(None) => 0,
+            Err(e) => e.status(),
+        }
+    }
+
+    #[test]
+    fn parses_a_simple_request() {
+        let raw = b"GET /index.html?q=1 HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\nX-Empty:\r\n\r\nBODY";
+        let (head, n) = parse(raw).unwrap().unwrap();
+        assert_eq!(n, raw.len() - 4);
+        assert_eq!(head.len(), n);
+        assert_eq!(head.method(), "GET");
+        assert_eq!(head.target(), "/index.html?q=1");
+        assert_eq!(head.version(), Version::Http11);
+        assert_eq!(head.header("host"), Some(&b"example.com"[..]));
+        assert_eq!(head.header("ACCEPT"), Some(&b"*/*"[..]));
+        assert_eq!(head.header("x-empty"), Some(&b""[..]));
+        assert_eq!(head.header("missing"), None);
+        let names: Vec<_> = head.headers().map(|(n, _)| n).collect();
+        assert_eq!(names, ["Host", "Accept", "X-Empty"]);
+    }
+
+    #[test]
+    fn partial_head_needs_more() {
+        let raw = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+        for i in 0..raw.len() {
+            assert!(parse(&raw[..i]).unwrap().is_none(), "prefix {i}");
+        }
+    }
+
+    #[test]
+    fn http10_and_11_only() {
+        assert_eq!(status(b"GET / HTTP/1.0\r\n\r\n"), 200);
+        for v in ["HTTP/2.0", "HTTP/1.2", "HTTP/0.9", "HTTP/3.0", "HTTP/5.6"] {
+            let raw = format!("GET / {v}\r\nHost: a\r\n\r\n");
+            assert_eq!(
+                parse(raw.as_bytes()).unwrap_err(),
+                ProtoError::VersionNotSupported,
+                "{v}"
+            );
+        }
+        for v in [
+            "HTTP/1.10",
+            "HTTP/11",
+            "http/1.1",
+            "HTTP/1.x",
+            "HTTPS/1.1",
+            "HTTP/1.1x",
+            "IHTTP/1.0",
+            "HTTP/2",
+        ] {
+            let raw = format!("GET / {v}\r\nHost: a\r\n\r\n");
+            assert_eq!(status(raw.as_bytes()), 400, "{v}");
+        }
+        // A version cut off mid-way is not decided yet.
+        assert!(parse(b"GET / HTTP/2").unwrap().is_none());
+        assert!(parse(b"GET / HTTP/2.").unwrap().is_none());
+        assert!(parse(b"GET / HTTP/2.0").unwrap().is_none());
+        assert_eq!(
+            parse(b"GET / HTTP/2.0\r").unwrap_err(),
+            ProtoError::VersionNotSupported
+        );
+    }
+
+    #[test]
+    fn response_version_rule() {
+        let l = Limits::default();
+        assert_eq!(
+            parse_response_head(b"HTTP/2.0 200 OK\r\n\r\n", &l).unwrap_err(),
+            ProtoError::VersionNotSupported
+        );
+        assert_eq!(
+            parse_response_head(b"HTTQ/1.1 200 OK\r\n\r\n", &l)
+                .unwrap_err()
+                .status(),
+            400
+        );
+        assert!(parse_response_head(b"HTTP/2", &l).unwrap().is_none());
+    }
+
+    #[test]
+    fn leading_empty_lines_are_skipped() {
+        let raw = b"\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n";
+        let (head, n) = parse(raw).unwrap().unwrap();
+        assert_eq!(n, raw.len());
+        assert_eq!(head.len(), raw.len() - 4);
+        assert_eq!(head.method(), "GET");
+        // ...but not endlessly.
+        let many = b"\r\n".repeat(Limits::default().max_head_bytes);
+        assert_eq!(parse(&many).unwrap_err(), ProtoError::HeadTooLarge);
+    }
+
+    #[test]
+    fn host_rules() {
+        assert_eq!(
+            parse(b"GET / HTTP/1.1\r\n\r\n").unwrap_err(),
+            ProtoError::BadHost
+        );
+        assert_eq!(
+            parse(b"GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n").unwrap_err(),
+            ProtoError::BadHost
+        );
+        assert_eq!(
+            parse(b"GET / HTTP/1.0\r\nHost: a\r\nHost: a\r\n\r\n").unwrap_err(),
+            ProtoError::BadHost
+        );
+        assert_eq!(status(b"GET / HTTP/1.0\r\n\r\n"), 200);
+        assert_eq!(status(b"GET / HTTP/1.1\r\nHOST: a\r\n\r\n"), 200);
+    }
+
+    #[test]
+    fn head_size_limit_complete_and_partial() {
+        let limits = Limits {
+            max_head_bytes: 64,
+            ..Limits::default()
+        };
+        let pad = "x".repeat(40);
+        let raw = format!("GET / HTTP/1.1\r\nHost: a\r\nX: {pad}\r\n\r\n");
+        assert!(raw.len() > 64);
+        assert_eq!(
+            parse_request_head(raw.as_bytes(), &limits).unwrap_err(),
+            ProtoError::HeadTooLarge
+        );
+        // Partial, already past the limit: an error, not "need more".
+        assert_eq!(
+            parse_request_head(&raw.as_bytes()[..65], &limits).unwrap_err(),
+            ProtoError::HeadTooLarge
+        );
+        assert!(parse_request_head(&raw.as_bytes()[..64], &limits)
+            .unwrap()
+            .is_none());
+        // Exactly at the limit is fine.
+        let exact = format!(
+            "GET / HTTP/1.1\r\nHost: a\r\nX: {}\r\n\r\n",
+            "x".repeat(64 - 32)
+        );
+        assert_eq!(exact.len(), 64);
+        assert!(parse_request_head(exact.as_bytes(), &limits)
+            .unwrap()
+            .is_some());
+    }
+
+    #[test]
+    fn header_count_limit() {
+        let limits = Limits {
+            max_headers: 3,
+            ..Limits::default()
+        };
+        let ok = b"GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n";
+        assert!(parse_request_head(ok, &limits).unwrap().is_some());
+        let over = b"GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n";
+        let e = parse_request_head(over, &limits).unwrap_err();
+        assert_eq!((e.clone(), e.status()), (ProtoError::TooManyHeaders, 431));
+        // Partial input already over the count.
+        assert_eq!(
+            parse_request_head(&over[..over.len() - 2], &limits).unwrap_err(),
+            ProtoError::TooManyHeaders
+        );
+        // Default limit (100) and a heap-allocated slot array (> 128).
+        let mut raw = String::from("GET / HTTP/1.1\r\nHost: a\r\n");
+        for i in 0..100 {
+            raw.push_str(&format!("X-{i}: v\r\n"));
+        }
+        raw.push_str("\r\n");
+        assert_eq!(
+            parse(raw.as_bytes()).unwrap_err(),
+            ProtoError::TooManyHeaders
+        );
+        let big = Limits {
+            max_headers: 500,
+            ..Limits::default()
+        };
+        assert!(parse_request_head(raw.as_bytes(), &big).unwrap().is_some());
+    }
+
+    #[test]
+    fn target_length_limit_complete_and_partial() {
+        let limits = Limits {
+            max_target_len: 10,
+            ..Limits::default()
+        };
+        assert!(
+            parse_request_head(b"GET /123456789 HTTP/1.1\r\nHost: a\r\n\r\n", &limits)
+                .unwrap()
+                .is_some()
+        );
+        let long = b"GET /1234567890 HTTP/1.1\r\nHost: a\r\n\r\n";
+        let e = parse_request_head(long, &limits).unwrap_err();
+        assert_eq!((e.clone(), e.status()), (ProtoError::UriTooLong, 414));
+        // Partial: the target alone is already too long.
+        assert_eq!(
+            parse_request_head(&long[..15], &limits).unwrap_err(),
+            ProtoError::UriTooLong
+        );
+        assert!(parse_request_head(&long[..14], &limits).unwrap().is_none());
+    }
+
+    #[test]
+    fn field_syntax_is_strict() {
+        let cases: &[&[u8]] = &[
+            // obs-fold
+            b"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n\tb\r\n\r\n",
+            // whitespace between name and colon
+            b"GET / HTTP/1.1\r\nHost : a\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a\r\nX\t: a\r\n\r\n",
+            // invalid name bytes
+            b"GET / HTTP/1.1\r\nHost: a\r\nFo@: a\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a\r\nX\x01: a\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a\r\n: a\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a\r\nX\xc3\xa9: a\r\n\r\n",
+            // NUL / CR / LF / CTL in values
+            b"GET / HTTP/1.1\r\nHost: a\r\nX: a\x00b\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a\r\nX: a\nb: c\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a\r\nX: a\x0cb\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a\r\nX: a\x7fb\r\n\r\n",
+            // bare LF line endings
+            b"GET / HTTP/1.1\nHost: a\n\n",
+            b"GET / HTTP/1.1\r\nHost: a\n\r\n",
+            b"\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+            // space before the first field, in the request line
+            b"GET / HTTP/1.1\r\n Host: a\r\n\r\n",
+            b"GET  / HTTP/1.1\r\nHost: a\r\n\r\n",
+            b"GET /a b HTTP/1.1\r\nHost: a\r\n\r\n",
+            // non-ASCII target
+            b"GET /\xce\xb4 HTTP/1.1\r\nHost: a\r\n\r\n",
+            // invalid method
+            b"G(T / HTTP/1.1\r\nHost: a\r\n\r\n",
+        ];
+        for &raw in cases {
+            assert_eq!(status(raw), 400, "{:?}", String::from_utf8_lossy(raw));
+        }
+        // obs-text in a value is allowed (RFC 9110 §5.5).
+        assert_eq!(
+            status(b"GET / HTTP/1.1\r\nHost: a\r\nX: D\xc3\xbcsseldorf\r\n\r\n"),
+            200
+        );
+        assert_eq!(status(b"GET / HTTP/1.1\r\nHost: a\r\nX: a\tb\r\n\r\n"), 200);
+    }
+
+    #[test]
+    fn keep_alive_rules() {
+        let ka = |raw: &[u8]| parse(raw).unwrap().unwrap().0.keep_alive();
+        assert!(ka(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
+        assert!(!ka(
+            b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+        ));
+        assert!(!ka(
+            b"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, CLOSE\r\n\r\n"
+        ));
+        assert!(!ka(
+            b"GET / HTTP/1.1\r\nHost: a\r\nConnection: x\r\nConnection: close \r\n\r\n"
+        ));
+        assert!(!ka(b"GET / HTTP/1.0\r\n\r\n"));
+        assert!(ka(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"));
+        assert!(!ka(
+            b"GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n"
+        ));
+        let head = parse(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: a, b ,c\r\n\r\n")
+            .unwrap()
+            .unwrap()
+            .0;
+        assert!(head.connection_has("B") && head.connection_has("c") && !head.connection_has("d"));
+    }
+
+    #[test]
+    fn expects_continue_rules() {
+        let ec = |raw: &[u8]| parse(raw).unwrap().unwrap().0.expects_continue();
+        assert!(ec(
+            b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n\r\n"
+        ));
+        assert!(ec(
+            b"PUT / HTTP/1.1\r\nHost: a\r\nexpect: 100-Continue\r\n\r\n"
+        ));
+        assert!(!ec(b"PUT / HTTP/1.0\r\nExpect: 100-continue\r\n\r\n"));
+        assert!(!ec(b"PUT / HTTP/1.1\r\nHost: a\r\n\r\n"));
+        assert!(!ec(b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n"));
+    }
+
+    #[test]
+    fn header_all_and_order() {
+        let head = parse(b"GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\nY: 2\r\nx: 3\r\n\r\n")
+            .unwrap()
+            .unwrap()
+            .0;
+        let xs: Vec<_> = head.header_all("X").collect();
+        assert_eq!(xs, [&b"1"[..], b"3"]);
+        assert_eq!(head.header("x"), Some(&b"1"[..]));
+    }
+
+    #[test]
+    fn response_head_parsing() {
+        let l = Limits::default();
+        let raw = b"HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc";
+        let (r, n) = parse_response_head(raw, &l).unwrap().unwrap();
+        assert_eq!(n, raw.len() - 3);
+        assert_eq!(
+            (r.version, r.status, r.reason.as_str()),
+            (Version::Http11, 404, "Not Found")
+        );
+        assert_eq!(r.header("content-length"), Some(&b"3"[..]));
+        assert!(!r.keep_alive());
+        let (r, _) = parse_response_head(b"HTTP/1.0 200 OK\r\n\r\n", &l)
+            .unwrap()
+            .unwrap();
+        assert!(!r.keep_alive());
+        let (r, _) = parse_response_head(b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n\r\n", &l)
+            .unwrap()
+            .unwrap();
+        assert!(r.keep_alive());
+        let (r, _) = parse_response_head(b"HTTP/1.1 200 OK\r\n\r\n", &l)
+            .unwrap()
+            .unwrap();
+        assert!(r.keep_alive());
+        assert!(parse_response_head(b"HTTP/1.1 200 OK\r\nX: 1\r\n", &l)
+            .unwrap()
+            .is_none());
+        assert_eq!(
+            parse_response_head(b"HTTP/1.1 200 OK\nX: 1\n\n", &l)
+                .unwrap_err()
+                .status(),
+            400
+        );
+        assert_eq!(
+            parse_response_head(b"HTTP/1.1 2000 OK\r\n\r\n", &l)
+                .unwrap_err()
+                .status(),
+            400
+        );
+        let small = Limits {
+            max_head_bytes: 16,
+            ..Limits::default()
+        };
+        assert_eq!(
+            parse_response_head(b"HTTP/1.1 200 OK\r\nX: 1\r\n", &small).unwrap_err(),
+            ProtoError::HeadTooLarge
+        );
+    }
+
+    #[test]
+    fn writers_round_trip() {
+        let mut out = Vec::new();
+        write_response_head(
+            Version::Http11,
+            200,
+            &[("Content-Length", b"5"), ("X-A", b"b")],
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: b\r\n\r\n"
+        );
+        let (r, n) = parse_response_head(&out, &Limits::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!((n, r.status, r.reason.as_str()), (out.len(), 200, "OK"));
+
+        out.clear();
+        write_response_head(Version::Http10, 599, &[], &mut out);
+        assert_eq!(out, b"HTTP/1.0 599 \r\n\r\n");
+        assert!(parse_response_head(&out, &Limits::default())
+            .unwrap()
+            .is_some());
+
+        out.clear();
+        write_request_head(
+            "PUT",
+            "/x?y=1",
+            &[("Host", b"h"), ("Content-Length", b"0")],
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            b"PUT /x?y=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"
+        );
+        let (h, _) = parse(&out).unwrap().unwrap();
+        assert_eq!((h.method(), h.target()), ("PUT", "/x?y=1"));
+    }
+
+    #[test]
+    fn writers_cannot_split_messages() {
+        let mut out = Vec::new();
+        write_response_head(
+            Version::Http11,
+            302,
+            &[("Location", b"/a\r\nSet-Cookie: x=1\0")],
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            b"HTTP/1.1 302 Found\r\nLocation: /a  Set-Cookie: x=1 \r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn reason_phrases() {
+        assert_eq!(reason_phrase(200), "OK");
+        assert_eq!(reason_phrase(404), "Not Found");
+        assert_eq!(reason_phrase(431), "Request Header Fields Too Large");
+        assert_eq!(reason_phrase(505), "HTTP Version Not Supported");
+        assert_eq!(reason_phrase(799), "");
+    }
+
+    #[test]
+    fn every_error_maps_to_its_status() {
+        use ProtoError::*;
+        let l = Limits::default();
+        let cases: &[(&[u8], ProtoError, u16)] = &[
+            (b"GET / HTTP/1.1\r\n\r\n", BadHost, 400),
+            (
+                b"GET / HTTP/2.0\r\nHost: a\r\n\r\n",
+                VersionNotSupported,
+                505,
+            ),
+        ];
+        for (raw, want, code) in cases {
+            let e = parse_request_head(raw, &l).unwrap_err();
+            assert_eq!((&e, e.status()), (want, *code));
+            assert_eq!(e.reason(), e.to_string());
+        }
+    }
 }
