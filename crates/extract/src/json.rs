@@ -14,7 +14,7 @@
 
 use memchr::memchr2;
 
-use crate::{ExtractError, FieldExtractor, Sink};
+use crate::{ExtractError, FieldExtractor, Sink, Stage};
 
 /// Default maximum nesting depth of objects/arrays.
 const DEFAULT_JSON_MAX_DEPTH: usize = 128;
@@ -110,6 +110,7 @@ pub struct JsonFieldExtractor {
     done: bool,
     high_surrogate: u16,
     poisoned: bool,
+    stage: Stage,
 }
 
 fn is_ws(b: u8) -> bool {
@@ -121,6 +122,35 @@ fn is_ws(b: u8) -> bool {
 /// of the field.
 fn has_control(s: &[u8]) -> bool {
     s.iter().fold(false, |acc, &b| acc | (b < 0x20))
+}
+
+/// The byte a one-character escape (`\n`, `\"`, ...) stands for.
+fn simple_escape(e: u8) -> Option<u8> {
+    Some(match e {
+        b'"' => b'"',
+        b'\\' => b'\\',
+        b'/' => b'/',
+        b'b' => 0x08,
+        b'f' => 0x0C,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        _ => return None,
+    })
+}
+
+/// Decodes `uXXXX` (the 5 bytes after `\`) when it is a complete escape of
+/// a non-surrogate code point; `None` leaves it to the byte-wise states,
+/// which also produce the precise errors.
+fn bmp_escape(u: &[u8]) -> Option<char> {
+    let (&b'u', hex) = u.split_first()? else {
+        return None;
+    };
+    let mut v = 0u32;
+    for &h in hex {
+        v = (v << 4) | (h as char).to_digit(16)?;
+    }
+    char::from_u32(v) // None for surrogates
 }
 
 impl JsonFieldExtractor {
@@ -138,6 +168,7 @@ impl JsonFieldExtractor {
             done: false,
             high_surrogate: 0,
             poisoned: false,
+            stage: Stage::new(),
         }
     }
 
@@ -179,7 +210,7 @@ impl JsonFieldExtractor {
     /// Delivers a piece of string content according to the string's kind.
     fn piece(&mut self, kind: Str, bytes: &[u8], sink: &mut Sink<'_>) -> Result<(), ExtractError> {
         match kind {
-            Str::Field => sink(bytes),
+            Str::Field => self.stage.push(bytes, sink),
             Str::TopKey => {
                 if let Some(m) = self.key_matched {
                     self.key_matched = self
@@ -225,47 +256,50 @@ impl JsonFieldExtractor {
                 St::Str(kind) => {
                     // Hot path: string contents up to the next `"` or `\`.
                     let rest = &input[at..];
-                    let (run, stop) = match memchr2(b'"', b'\\', rest) {
-                        Some(i) => (&rest[..i], Some(rest[i])),
-                        None => (rest, None),
-                    };
+                    let i = memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+                    let run = &rest[..i];
                     if has_control(run) {
-                        let i = run.iter().position(|&b| b < 0x20).unwrap_or(0);
-                        return Err(self.err(at + i, "unescaped control character in string"));
+                        let c = run.iter().position(|&b| b < 0x20).unwrap_or(0);
+                        return Err(self.err(at + c, "unescaped control character in string"));
                     }
                     if !run.is_empty() {
                         self.piece(kind, run, sink)?;
                     }
-                    pos = at + run.len();
-                    match stop {
+                    pos = at + i;
+                    match rest.get(i) {
+                        None => {}
                         Some(b'"') => {
                             pos += 1;
                             self.end_string(kind);
                         }
                         Some(_) => {
-                            pos += 1;
-                            self.st = St::Esc(kind);
+                            // A complete simple or non-surrogate `\u` escape is
+                            // decoded right here (one per line in base64 with
+                            // escaped line breaks); anything else, including an
+                            // escape split across inputs, goes through the
+                            // byte-wise states below.
+                            if let Some(c) = rest.get(i + 1).and_then(|&e| simple_escape(e)) {
+                                pos += 2;
+                                self.piece(kind, &[c], sink)?;
+                            } else if let Some(c) = rest.get(i + 1..i + 6).and_then(bmp_escape) {
+                                pos += 6;
+                                self.char_piece(kind, c, sink)?;
+                            } else {
+                                pos += 1;
+                                self.st = St::Esc(kind);
+                            }
                         }
-                        None => {}
                     }
-                    continue;
                 }
                 St::Esc(kind) => {
                     pos += 1;
                     let c = match b {
-                        b'"' => b'"',
-                        b'\\' => b'\\',
-                        b'/' => b'/',
-                        b'b' => 0x08,
-                        b'f' => 0x0C,
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
                         b'u' => {
                             self.st = St::Uni(kind, 0, 0, false);
                             continue;
                         }
-                        _ => return Err(self.err(at, "invalid escape in string")),
+                        _ => simple_escape(b)
+                            .ok_or_else(|| self.err(at, "invalid escape in string"))?,
                     };
                     self.st = St::Str(kind);
                     self.piece(kind, &[c], sink)?;
@@ -466,7 +500,7 @@ impl FieldExtractor for JsonFieldExtractor {
         if self.poisoned {
             return Err(ExtractError::Poisoned);
         }
-        let r = self.run(input, sink);
+        let r = self.run(input, sink).and_then(|()| self.stage.flush(sink));
         self.poisoned = r.is_err();
         self.base += input.len() as u64;
         r

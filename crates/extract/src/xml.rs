@@ -24,7 +24,7 @@
 
 use memchr::{memchr, memchr2, memchr3};
 
-use crate::{ExtractError, FieldExtractor, Sink, DEFAULT_MAX_DEPTH, DEFAULT_MAX_NAME_LEN};
+use crate::{ExtractError, FieldExtractor, Sink, Stage, DEFAULT_MAX_DEPTH, DEFAULT_MAX_NAME_LEN};
 
 /// Longest reference body we accept between `&` and `;`. The longest
 /// meaningful ones are `#x10FFFF`/`#1114111` (8 bytes); 16 leaves room for a
@@ -344,6 +344,26 @@ impl Tokenizer {
                     // Hot path: character data inside the root.
                     let rest = &input[at..];
                     match memchr2(b'<', b'&', rest) {
+                        Some(0) if b == b'&' => {
+                            // Fast path for a reference complete in this input
+                            // (`&#13;` once per line in .NET's base64).
+                            let tail = &rest[1..rest.len().min(MAX_REF_LEN + 2)];
+                            if let Some(j) = memchr(b';', tail) {
+                                if tail[..j]
+                                    .iter()
+                                    .all(|&c| c.is_ascii_alphanumeric() || c == b'#')
+                                {
+                                    self.refbuf[..j].copy_from_slice(&tail[..j]);
+                                    self.ref_len = j as u8;
+                                    let (buf, len) = self.decode_ref(at + 1 + j)?;
+                                    *pos += j + 2;
+                                    return Ok(Some(Ev::Small(buf, len)));
+                                }
+                            }
+                            *pos += 1;
+                            self.ref_len = 0;
+                            self.st = St::Ref(RefCtx::Text);
+                        }
                         Some(0) => {
                             *pos += 1;
                             self.st = if b == b'<' {
@@ -720,6 +740,7 @@ pub struct XmlFieldExtractor {
     target: Vec<u8>,
     state: Target,
     poisoned: bool,
+    stage: Stage,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -739,6 +760,7 @@ impl XmlFieldExtractor {
             target: local_name.as_bytes().to_vec(),
             state: Target::Searching,
             poisoned: false,
+            stage: Stage::new(),
         }
     }
 
@@ -764,8 +786,10 @@ impl XmlFieldExtractor {
         let mut pos = 0;
         while let Some(ev) = self.tok.next(input, &mut pos)? {
             match (ev, self.state) {
-                (Ev::Text(t), Target::Inside(_)) => sink(t)?,
-                (Ev::Small(buf, len), Target::Inside(_)) => sink(&buf[..len as usize])?,
+                (Ev::Text(t), Target::Inside(_)) => self.stage.push(t, sink)?,
+                (Ev::Small(buf, len), Target::Inside(_)) => {
+                    self.stage.push(&buf[..len as usize], sink)?
+                }
                 (Ev::Start { .. }, Target::Inside(_)) => {
                     return Err(ExtractError::NestedElement {
                         offset: self.tok.offset(pos),
@@ -794,7 +818,7 @@ impl FieldExtractor for XmlFieldExtractor {
         if self.poisoned {
             return Err(ExtractError::Poisoned);
         }
-        let r = self.run(input, sink);
+        let r = self.run(input, sink).and_then(|()| self.stage.flush(sink));
         self.poisoned = r.is_err();
         self.tok.advance_base(input.len());
         r
