@@ -1,1 +1,41 @@
-fn main() {}
+//! The `wirespeed` command: a thin shell over the library crates.
+//! `serve` runs the transfer service; `put`/`get`/`ls`/`rm` are the client;
+//! `bench` measures end to end.
+
+use clap::{Parser, Subcommand};
+
+mod serve;
+
+#[derive(Parser)]
+#[command(
+    name = "wirespeed",
+    version,
+    about = "HTTP/1.1 server, client and data-transfer service whose data path runs at wire speed",
+    long_about = "wirespeed moves bytes over HTTP/1.1: uploads and downloads of big files, streamed \
+JSON listings, multipart forms, base64 inside XML/SOAP and JSON. `wirespeed serve DIR` serves a \
+folder; the other subcommands are its client.\n\nLogging: set RUST_LOG (e.g. RUST_LOG=debug)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve DIR over HTTP: GET/HEAD files and listings, PUT/POST uploads, DELETE.
+    Serve(serve::ServeArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => serve::run(args),
+    }
+}

@@ -1,0 +1,55 @@
+use std::time::Duration;
+use wirespeed_proto::Limits;
+
+use crate::writer::FlushPolicy;
+
+/// Server settings. `Default` gives the production defaults.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Head/field limits handed to the parser.
+    pub limits: Limits,
+    /// Initial size of a connection's read buffer; it grows up to
+    /// `limits.max_head_bytes` for heads and to `body_buffer` for bodies.
+    pub initial_read_buffer: usize,
+    /// Read buffer size while a large body streams in.
+    pub body_buffer: usize,
+    /// Response body writer buffer (seed 000: never write tiny pieces).
+    pub write_buffer: usize,
+    /// Flush policy of body writers. `PerWrite` exists only for benchmarks.
+    pub flush_policy: FlushPolicy,
+    /// Time allowed to receive a complete request head once its first byte
+    /// arrived (slowloris guard).
+    pub head_timeout: Duration,
+    /// Time a kept-alive connection may sit idle between requests.
+    pub idle_timeout: Duration,
+    /// Longest wait for the next piece of a request body.
+    pub body_timeout: Duration,
+    /// Longest wait for the peer to accept response bytes.
+    pub write_timeout: Duration,
+    /// An unread request body up to this many bytes is drained after the
+    /// response so the connection can be reused; more than that closes it.
+    pub drain_limit: u64,
+    /// On shutdown, how long in-flight requests may take to finish.
+    pub shutdown_grace: Duration,
+    /// Files are sent in steps of this many bytes (sendfile or read/write).
+    pub file_chunk: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            limits: Limits::default(),
+            initial_read_buffer: 8 * 1024,
+            body_buffer: 256 * 1024,
+            write_buffer: 64 * 1024,
+            flush_policy: FlushPolicy::Buffered,
+            head_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            body_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(60),
+            drain_limit: 256 * 1024,
+            shutdown_grace: Duration::from_secs(10),
+            file_chunk: 4 * 1024 * 1024,
+        }
+    }
+}

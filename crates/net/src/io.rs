@@ -1,0 +1,151 @@
+//! Byte-moving primitives: the transport trait, the connection read buffer,
+//! and an all-or-error vectored write.
+
+use std::future::Future;
+use std::io::{self, IoSlice};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::Error;
+
+/// A connection's byte stream. Plain TCP exposes its socket so file bodies can
+/// go out with sendfile(2); TLS streams do not.
+pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send {
+    /// The underlying TCP socket when bytes on it are plaintext.
+    fn plain_tcp(&self) -> Option<&TcpStream> {
+        None
+    }
+}
+
+impl Transport for TcpStream {
+    fn plain_tcp(&self) -> Option<&TcpStream> {
+        Some(self)
+    }
+}
+
+/// The connection's read buffer: `buf[start..end]` holds received, unconsumed
+/// bytes. It starts small and grows on demand up to a cap chosen per use (head
+/// limit for heads, body buffer size for bodies).
+pub(crate) struct ReadBuf {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl ReadBuf {
+    pub fn new(initial: usize) -> Self {
+        ReadBuf {
+            buf: vec![0; initial],
+            start: 0,
+            end: 0,
+        }
+    }
+
+    pub fn data(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    pub fn start(&self) -> usize {
+        self.start
+    }
+
+    /// Bytes at absolute positions of the storage (valid until the next fill).
+    pub fn slice(&self, from: usize, to: usize) -> &[u8] {
+        &self.buf[from..to]
+    }
+
+    pub fn consume(&mut self, n: usize) {
+        debug_assert!(n <= self.len());
+        self.start += n;
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+
+    /// Make room for a read: compact, then grow up to `cap` if still full.
+    /// Returns false when the buffer already holds `cap` unconsumed bytes.
+    fn make_room(&mut self, cap: usize) -> bool {
+        if self.end < self.buf.len() {
+            return true;
+        }
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            return true;
+        }
+        if self.buf.len() < cap {
+            let new_len = (self.buf.len() * 2).clamp(self.buf.len() + 1, cap);
+            self.buf.resize(new_len, 0);
+            return true;
+        }
+        false
+    }
+
+    /// Grow the storage to at least `size` bytes (for large body reads).
+    pub fn ensure_capacity(&mut self, size: usize) {
+        if self.buf.len() < size {
+            self.buf.resize(size, 0);
+        }
+    }
+
+    /// Read once from `io` into the free space. `Ok(0)` means EOF; `Ok(None)`
+    /// that the buffer is full at `cap`.
+    pub async fn fill<R: AsyncRead + Unpin + ?Sized>(
+        &mut self,
+        io: &mut R,
+        cap: usize,
+    ) -> io::Result<Option<usize>> {
+        if !self.make_room(cap) {
+            return Ok(None);
+        }
+        let n = io.read(&mut self.buf[self.end..]).await?;
+        self.end += n;
+        Ok(Some(n))
+    }
+}
+
+/// Write every byte of `bufs`, using vectored writes (one syscall for head +
+/// chunk header + data + CRLF in the common case).
+pub(crate) async fn write_all_vectored<W: AsyncWrite + Unpin + ?Sized>(
+    io: &mut W,
+    mut bufs: &mut [IoSlice<'_>],
+) -> io::Result<()> {
+    // Drop leading empties so we never issue a zero-length write.
+    IoSlice::advance_slices(&mut bufs, 0);
+    while !bufs.is_empty() {
+        let n = io.write_vectored(bufs).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        IoSlice::advance_slices(&mut bufs, n);
+    }
+    Ok(())
+}
+
+/// Flush a transport (a no-op for TCP, needed for TLS buffering).
+pub(crate) async fn flush<W: AsyncWrite + Unpin + ?Sized>(io: &mut W) -> io::Result<()> {
+    io.flush().await
+}
+
+/// Run `fut` with a deadline, mapping expiry to `Error::Timeout(what)`.
+pub(crate) async fn deadline<T>(
+    limit: Duration,
+    what: &'static str,
+    fut: impl Future<Output = io::Result<T>>,
+) -> Result<T, Error> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(r) => r.map_err(Error::from),
+        Err(_) => Err(Error::Timeout(what)),
+    }
+}
