@@ -1,1 +1,65 @@
-//! wirespeed-service (in progress)
+//! wirespeed's transfer service: files under a root, over HTTP/1.1.
+//!
+//! - `GET/HEAD /path`: the file (sendfile on plain TCP), with ETag,
+//!   Last-Modified, single byte ranges and conditional requests
+//!   ([`conditional`]).
+//! - `GET /dir/`: a listing streamed as JSON (`?format=json` or
+//!   `Accept: application/json`) or HTML ([`listing`]); `GET /dir` → 301.
+//! - `PUT /path`: atomic upload (temp file, fsync, rename), sha-256 checked
+//!   against `Repr-Digest`/`Content-Digest` and echoed as `Repr-Digest`.
+//! - `DELETE /path`: a file, or an empty directory.
+//! - `GET /-/health`.
+//!
+//! Paths are validated by the pure [`path`] module; storage sits behind the
+//! [`storage::Storage`] trait ([`storage::LocalStorage`] by default).
+
+pub mod auth;
+pub mod conditional;
+pub mod digest;
+pub mod listing;
+pub mod path;
+pub mod storage;
+pub mod upload;
+
+mod files;
+
+pub use auth::Access;
+pub use files::{Files, Health};
+pub use storage::{LocalStorage, Storage, StorageError};
+pub use upload::UploadPath;
+
+use wirespeed_net::Router;
+
+/// Service settings (the storage backend is passed separately).
+#[derive(Debug, Clone, Default)]
+pub struct ServiceConfig {
+    /// Who may read and write.
+    pub access: Access,
+    /// Largest accepted upload body in bytes (`None`: unlimited). Bigger
+    /// Content-Length → 413 before reading; a chunked body → 413 as soon as
+    /// it crosses the limit.
+    pub max_body: Option<u64>,
+    /// How upload bodies reach storage.
+    pub upload_path: UploadPath,
+}
+
+/// The service's routes: `/-/health`, then every other path as a file.
+pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
+    Router::new()
+        .route(&["GET"], "/-/health", Health)
+        .route(&["GET", "PUT", "DELETE", "POST"], "/*", Files::new(storage, cfg))
+}
+
+impl From<StorageError> for wirespeed_net::Error {
+    fn from(e: StorageError) -> Self {
+        let status = e.status();
+        if status >= 500 {
+            tracing::error!(error = %e, "storage failure");
+        }
+        match e {
+            // Never leak OS error text (paths) to clients.
+            StorageError::Io(_) => wirespeed_net::Error::status(status, "storage error"),
+            other => wirespeed_net::Error::status(status, other.to_string()),
+        }
+    }
+}

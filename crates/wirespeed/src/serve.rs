@@ -1,25 +1,198 @@
 //! `wirespeed serve`: argument parsing and start-up; the routes live in
 //! `wirespeed-service`.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
-use clap::Args;
+use clap::{Args, ValueEnum};
+use wirespeed_net::{Server, ServerConfig};
+use wirespeed_service::{Access, LocalStorage, ServiceConfig, UploadPath};
 
 #[derive(Args, Debug)]
+#[command(long_about = "Serve DIR over HTTP/1.1.\n\n\
+Routes:\n  \
+GET/HEAD /path     a file (sendfile; ETag, Last-Modified, single byte ranges, If-None-Match, If-Range)\n  \
+GET /dir/          a listing: HTML, or JSON with ?format=json or Accept: application/json\n  \
+PUT /path          upload (atomic: temp file, fsync, rename); 201 new, 204 replaced;\n                     \
+checks a sha-256 Repr-Digest/Content-Digest and answers with Repr-Digest\n  \
+DELETE /path       a file or an empty directory\n  \
+GET /-/health      200 while serving\n\n\
+On start, prints one line `listening on http://ADDR` to stdout (the real address, useful with \
+port 0). SIGINT/SIGTERM stop accepting and let requests in flight finish.")]
 pub struct ServeArgs {
     /// Folder to serve (created if missing).
     #[arg(default_value = "./data")]
     pub dir: PathBuf,
+
     /// Address to listen on; port 0 picks a free port (printed at start).
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    #[arg(long, short = 'l', default_value = "127.0.0.1:8080", value_name = "ADDR")]
     pub listen: SocketAddr,
+
+    /// Access token; writes (PUT/POST/DELETE) then need `Authorization: Bearer TOKEN`.
+    /// Repeat for several tokens. Prefer the environment variable: command lines are
+    /// visible to other local users.
+    #[arg(long = "token", value_name = "TOKEN", env = "WIRESPEED_TOKEN", hide_env_values = true)]
+    pub tokens: Vec<String>,
+
+    /// Reads need a token too (everything but /-/health). Requires --token.
+    #[arg(long, requires = "tokens")]
+    pub private: bool,
+
+    /// Largest accepted upload body, in bytes; suffixes K, M, G, T (powers of 1024),
+    /// e.g. 10G. Bigger uploads get 413. Default: unlimited.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub max_body: Option<u64>,
+
+    /// Do not fsync uploads before renaming them into place: faster, but after a
+    /// power loss an upload that was acknowledged may be empty or short.
+    #[arg(long)]
+    pub no_fsync: bool,
+
+    /// How upload bodies reach the disk: `copy` (read, hash, write: the measured
+    /// faster one) or `splice` (zero-copy socket→pipe→file, then re-hash the file).
+    #[arg(long, value_enum, default_value_t = UploadArg::Copy, value_name = "PATH")]
+    pub upload_path: UploadArg,
+
+    /// Worker threads of the async runtime (default: one per CPU).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+
+    /// Close a kept-alive connection after this many idle seconds.
+    #[arg(long, default_value_t = 60, value_name = "SECS")]
+    pub idle_timeout: u64,
+
+    /// Give up on a request body (or a slow reader of a response) after this many
+    /// seconds without progress.
+    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    pub io_timeout: u64,
+
+    /// On SIGINT/SIGTERM, how long requests in flight may take to finish.
+    #[arg(long, default_value_t = 10, value_name = "SECS")]
+    pub shutdown_grace: u64,
+    // TLS (--tls-cert/--tls-key) is added by the TLS work; it plugs in through
+    // Server::serve_with and an acceptor, nothing else here changes.
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum UploadArg {
+    Copy,
+    Splice,
+}
+
+/// `10G`, `512M`, `64KiB`, `1000` → bytes (K/M/G/T are powers of 1024).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, suffix) = s.split_at(split);
+    let n: u64 = digits.parse().map_err(|_| format!("not a size: {s:?} (e.g. 1048576, 512M, 10G)"))?;
+    let shift = match suffix.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        other => return Err(format!("unknown size suffix {other:?} (use K, M, G or T)")),
+    };
+    n.checked_mul(1u64 << shift).ok_or_else(|| format!("size too large: {s}"))
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("creating the folder to serve, {}", args.dir.display()))?;
-    let _ = args.listen;
-    anyhow::bail!("serve: not wired yet")
+    let tokens: Vec<String> = args.tokens.iter().filter(|t| !t.is_empty()).cloned().collect();
+    if args.private && tokens.is_empty() {
+        anyhow::bail!("--private needs at least one non-empty --token");
+    }
+    let storage = LocalStorage::new(&args.dir)
+        .with_context(|| format!("opening the folder to serve, {}", args.dir.display()))?
+        .with_fsync(!args.no_fsync);
+    let cfg = ServiceConfig {
+        access: Access::new(&tokens, args.private),
+        max_body: args.max_body,
+        upload_path: match args.upload_path {
+            UploadArg::Copy => UploadPath::Copy,
+            UploadArg::Splice => UploadPath::Splice,
+        },
+    };
+    let server_cfg = ServerConfig {
+        idle_timeout: Duration::from_secs(args.idle_timeout),
+        body_timeout: Duration::from_secs(args.io_timeout),
+        write_timeout: Duration::from_secs(args.io_timeout),
+        shutdown_grace: Duration::from_secs(args.shutdown_grace),
+        ..ServerConfig::default()
+    };
+
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.enable_all().thread_name("wirespeed");
+    if let Some(n) = args.threads {
+        rt.worker_threads(n.max(1));
+    }
+    let rt = rt.build().context("starting the async runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .with_context(|| format!("listening on {}", args.listen))?;
+        let addr = listener.local_addr()?;
+        {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "listening on http://{addr}")?;
+            out.flush()?;
+        }
+        tracing::info!(%addr, dir = %storage.root().display(), "serving");
+        let router = wirespeed_service::router(storage, cfg);
+        Server::new(server_cfg)
+            .serve(listener, Arc::new(router), shutdown_signal())
+            .await
+            .context("serving")?;
+        tracing::info!("stopped");
+        anyhow::Ok(())
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch SIGTERM; only SIGINT stops the server");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    tracing::info!("shutting down");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1000"), Ok(1000));
+        assert_eq!(parse_size("10G"), Ok(10 << 30));
+        assert_eq!(parse_size("512m"), Ok(512 << 20));
+        assert_eq!(parse_size("64KiB"), Ok(64 << 10));
+        assert_eq!(parse_size("1T"), Ok(1 << 40));
+        assert!(parse_size("").is_err());
+        assert!(parse_size("G").is_err());
+        assert!(parse_size("5X").is_err());
+        assert!(parse_size("-1").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
 }

@@ -1,0 +1,283 @@
+//! The file routes: GET/HEAD, PUT, DELETE, POST (not yet), and health.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use wirespeed_net::{Error, Exchange, Handler, Response};
+
+use crate::conditional::{evaluate, Conditions, Outcome, Validators};
+use crate::digest::{expected_sha256, format_sha256};
+use crate::listing::{Format, Formatter, FLUSH_AT};
+use crate::path::{parse_request_path, RelPath};
+use crate::storage::{Kind, Listing, Meta, Object, Storage, StorageError, Upload, Written};
+use crate::upload::receive;
+use crate::ServiceConfig;
+
+/// `GET /-/health`: 200 while the process serves requests.
+pub struct Health;
+
+impl Handler for Health {
+    async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
+        let resp = Response::new(200)
+            .header("Content-Type", "text/plain; charset=utf-8")
+            .header("Cache-Control", "no-store");
+        ex.send(resp, b"ok\n").await
+    }
+}
+
+/// Files under a storage backend.
+pub struct Files<S> {
+    storage: S,
+    cfg: ServiceConfig,
+}
+
+impl<S: Storage> Files<S> {
+    pub fn new(storage: S, cfg: ServiceConfig) -> Self {
+        Files { storage, cfg }
+    }
+}
+
+/// Listings of up to this many entries are sorted by name; larger ones are
+/// streamed in directory order, because sorting needs the whole listing in
+/// memory and the point of streaming is that nothing ever holds it. One
+/// storage batch is exactly this size, so "small" is known after peeking at
+/// whether a second batch exists.
+pub const SORT_LIMIT: usize = crate::storage::LIST_BATCH;
+
+fn path_error(e: crate::path::PathError) -> Error {
+    Error::status(e.status(), e.to_string())
+}
+
+/// A strong ETag from size and modification time (nanoseconds): any
+/// completed upload renames a new inode in, with a new mtime.
+pub fn etag(meta: &Meta) -> String {
+    let nanos = meta
+        .modified
+        .and_then(|m| m.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!("\"{:x}-{:x}\"", meta.size, nanos)
+}
+
+fn base_headers(resp: Response, tag: &str, modified: Option<SystemTime>) -> Response {
+    let resp = resp.header("ETag", tag).header("Accept-Ranges", "bytes");
+    match modified {
+        Some(m) => resp.header("Last-Modified", httpdate::fmt_http_date(m)),
+        None => resp,
+    }
+}
+
+impl<S: Storage> Handler for Files<S> {
+    async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
+        let write = !matches!(ex.method(), "GET" | "HEAD");
+        if self.cfg.access.required(write) && !self.cfg.access.allows(ex.header("authorization")) {
+            let resp = Response::new(401)
+                .header("WWW-Authenticate", "Bearer realm=\"wirespeed\"")
+                .header("Content-Type", "text/plain; charset=utf-8");
+            return ex.send(resp, b"a valid bearer token is required\n").await;
+        }
+        let key = parse_request_path(ex.path()).map_err(path_error)?;
+        match ex.method() {
+            "GET" | "HEAD" => self.get(ex, key).await,
+            "PUT" => self.put(ex, key).await,
+            "DELETE" => self.delete(ex, key).await,
+            "POST" => Err(Error::status(
+                501,
+                "form uploads (multipart POST) are not implemented yet; upload with PUT /path/name",
+            )),
+            _ => Err(Error::status(405, "method not allowed")),
+        }
+    }
+}
+
+impl<S: Storage> Files<S> {
+    async fn get(&self, ex: &mut Exchange, key: RelPath) -> Result<(), Error> {
+        match self.storage.open(&key).await {
+            Ok(obj) => {
+                if key.trailing_slash() {
+                    return Err(Error::status(404, "not a directory"));
+                }
+                self.send_object(ex, &key, obj).await
+            }
+            Err(StorageError::IsDir) => {
+                if key.trailing_slash() {
+                    self.send_listing(ex, &key).await
+                } else {
+                    let mut location = key.to_url(true);
+                    if let Some(q) = ex.query() {
+                        location.push('?');
+                        location.push_str(q);
+                    }
+                    let resp = Response::new(301)
+                        .header("Location", location)
+                        .header("Content-Type", "text/plain; charset=utf-8");
+                    ex.send(resp, b"moved: directories end in '/'\n").await
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn send_object(&self, ex: &mut Exchange, key: &RelPath, mut obj: S::Object) -> Result<(), Error> {
+        let meta = *obj.meta();
+        let tag = etag(&meta);
+        let outcome = {
+            let c = Conditions {
+                if_match: ex.header_str("if-match"),
+                if_none_match: ex.header_str("if-none-match"),
+                if_modified_since: ex.header_str("if-modified-since"),
+                if_unmodified_since: ex.header_str("if-unmodified-since"),
+                if_range: ex.header_str("if-range"),
+                range: ex.header_str("range"),
+            };
+            let v = Validators {
+                etag: &tag,
+                last_modified: meta.modified,
+            };
+            evaluate(ex.method() == "GET", &c, &v, meta.size)
+        };
+        let (status, offset, len) = match outcome {
+            Outcome::NotModified => {
+                let resp = base_headers(Response::new(304), &tag, meta.modified);
+                return ex.send(resp, b"").await;
+            }
+            Outcome::PreconditionFailed => return Err(Error::status(412, "precondition failed")),
+            Outcome::Unsatisfiable => {
+                let resp = Response::new(416)
+                    .header("Content-Range", format!("bytes */{}", meta.size))
+                    .header("Content-Type", "text/plain; charset=utf-8");
+                return ex.send(resp, b"range not satisfiable\n").await;
+            }
+            Outcome::Full => (200, 0, meta.size),
+            Outcome::Partial { start, end } => (206, start, end - start + 1),
+        };
+        let name = key.name().unwrap_or("");
+        let mime = mime_guess::from_path(name).first_or_octet_stream();
+        let mut resp = base_headers(Response::new(status), &tag, meta.modified).header("Content-Type", mime.essence_str());
+        if status == 206 {
+            resp = resp.header("Content-Range", format!("bytes {}-{}/{}", offset, offset + len - 1, meta.size));
+        }
+        if let Some(file) = obj.as_file() {
+            return ex.send_file(resp, file, offset, len).await;
+        }
+        // No local file (a remote backend): ranged reads through the body
+        // writer. Framing is the writer's choice (chunked for large bodies).
+        let mut buf = vec![0u8; (len as usize).clamp(1, 1 << 20)];
+        let mut w = ex.writer(resp)?;
+        let mut pos = offset;
+        let end = offset + len;
+        while pos < end {
+            let want = ((end - pos) as usize).min(buf.len());
+            let n = obj.read_at(pos, &mut buf[..want]).await?;
+            if n == 0 {
+                return Err(Error::status(500, "object shorter than its size"));
+            }
+            w.write(&buf[..n]).await?;
+            pos += n as u64;
+        }
+        w.finish().await
+    }
+
+    async fn send_listing(&self, ex: &mut Exchange, key: &RelPath) -> Result<(), Error> {
+        let format = Format::choose(ex.query(), ex.header_str("accept"));
+        let mut listing = self.storage.list(key).await?;
+        // Peek: if everything fits in one batch, sort it (see SORT_LIMIT).
+        let mut first = listing.next_batch().await?.unwrap_or_default();
+        let mut second = if first.len() >= SORT_LIMIT {
+            listing.next_batch().await?
+        } else {
+            None
+        };
+        if second.is_none() {
+            first.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        }
+        let resp = Response::new(200)
+            .header("Content-Type", format.content_type())
+            .header("Vary", "Accept")
+            .header("Cache-Control", "no-cache");
+        let title = format!("/{}{}", key.segments().join("/"), if key.is_root() { "" } else { "/" });
+        let mut fmt = Formatter::new(format);
+        let mut text = Vec::with_capacity(FLUSH_AT + 1024);
+        fmt.begin(&mut text, &title, key.is_root());
+        let mut w = ex.writer(resp)?;
+        let mut batch = Some(first);
+        while let Some(entries) = batch {
+            for e in &entries {
+                fmt.entry(&mut text, e);
+                if text.len() >= FLUSH_AT {
+                    w.write(&text).await?;
+                    text.clear();
+                }
+            }
+            batch = match second.take() {
+                Some(b) => Some(b),
+                None => listing.next_batch().await?,
+            };
+        }
+        fmt.end(&mut text);
+        w.write(&text).await?;
+        w.finish().await
+    }
+
+    async fn put(&self, ex: &mut Exchange, key: RelPath) -> Result<(), Error> {
+        if key.is_root() || key.trailing_slash() {
+            return Err(Error::status(400, "PUT needs a file path, not a directory"));
+        }
+        if let Some(max) = self.cfg.max_body {
+            ex.limit_body(max)?;
+        }
+        // (A block, so the closure borrowing `ex` ends before any await:
+        // `&Exchange` is not Send.)
+        let expected = {
+            let field = |name: &str| -> Result<Option<&str>, Error> {
+                match ex.header(name) {
+                    None => Ok(None),
+                    Some(v) => std::str::from_utf8(v)
+                        .map(Some)
+                        .map_err(|_| Error::status(400, format!("{name} is not text"))),
+                }
+            };
+            expected_sha256(field("repr-digest")?, field("content-digest")?)
+                .map_err(|e| Error::status(400, e.to_string()))?
+        };
+        let mut up = self.storage.create(&key).await?;
+        let sum = match receive(ex, &mut up, self.cfg.upload_path).await {
+            Ok(sum) => sum,
+            Err(e) => {
+                // Disconnect, timeout, 413 mid-body: nothing may remain.
+                up.abort().await;
+                return Err(e);
+            }
+        };
+        if expected.is_some_and(|want| want != sum) {
+            up.abort().await;
+            let resp = Response::new(400)
+                .header("Repr-Digest", format_sha256(&sum))
+                .header("Content-Type", "text/plain; charset=utf-8");
+            return ex
+                .send(resp, b"digest mismatch: the received bytes do not match the announced sha-256; nothing was stored\n")
+                .await;
+        }
+        let written = up.commit().await?;
+        let mut resp = Response::new(match written {
+            Written::Created => 201,
+            Written::Replaced => 204,
+        })
+        .header("Repr-Digest", format_sha256(&sum));
+        if written == Written::Created {
+            resp = resp.header("Location", key.to_url(false));
+        }
+        if let Ok(meta) = self.storage.stat(&key).await {
+            if meta.kind == Kind::File {
+                resp = resp.header("ETag", etag(&meta));
+            }
+        }
+        ex.send(resp, b"").await
+    }
+
+    async fn delete(&self, ex: &mut Exchange, key: RelPath) -> Result<(), Error> {
+        if key.is_root() {
+            return Err(Error::status(403, "the root cannot be deleted"));
+        }
+        self.storage.delete(&key).await?;
+        ex.send(Response::new(204), b"").await
+    }
+}

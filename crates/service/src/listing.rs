@@ -1,0 +1,234 @@
+//! Directory listings as JSON or HTML, formatted entry by entry into a small
+//! text buffer that is handed to the engine's body writer as it fills (the
+//! writer batches it into 64 KiB chunks). Nothing holds the whole listing.
+
+use std::time::SystemTime;
+
+use crate::path::encode_segment_into;
+use crate::storage::{Entry, Kind};
+
+/// Hand formatted text to the body writer once this much has accumulated.
+pub const FLUSH_AT: usize = 16 * 1024;
+
+/// Output format of a listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Html,
+}
+
+impl Format {
+    /// JSON if `?format=json` or the client accepts `application/json`
+    /// (and did not ask for `?format=html`), else HTML.
+    pub fn choose(query: Option<&str>, accept: Option<&str>) -> Format {
+        if let Some(q) = query {
+            for pair in q.split('&') {
+                match pair {
+                    "format=json" => return Format::Json,
+                    "format=html" => return Format::Html,
+                    _ => {}
+                }
+            }
+        }
+        let wants_json = accept.is_some_and(|a| {
+            a.split(',').any(|m| {
+                let m = m.split(';').next().unwrap_or("").trim();
+                m.eq_ignore_ascii_case("application/json")
+            })
+        });
+        if wants_json {
+            Format::Json
+        } else {
+            Format::Html
+        }
+    }
+
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Json => "application/json",
+            Format::Html => "text/html; charset=utf-8",
+        }
+    }
+}
+
+/// RFC 3339 UTC at one-second resolution (what Last-Modified carries too).
+pub fn rfc3339(t: SystemTime) -> Option<String> {
+    let secs = t.duration_since(SystemTime::UNIX_EPOCH).ok()?.as_secs();
+    let dt = time::OffsetDateTime::from_unix_timestamp(i64::try_from(secs).ok()?).ok()?;
+    dt.format(&time::format_description::well_known::Rfc3339).ok()
+}
+
+/// Streaming formatter: `begin`, then `entry` per entry, then `end`.
+pub struct Formatter {
+    format: Format,
+    count: usize,
+}
+
+impl Formatter {
+    pub fn new(format: Format) -> Self {
+        Formatter { format, count: 0 }
+    }
+
+    /// `title_path` is the directory's decoded path, e.g. `/a b/`.
+    pub fn begin(&mut self, out: &mut Vec<u8>, title_path: &str, is_root: bool) {
+        match self.format {
+            Format::Json => out.push(b'['),
+            Format::Html => {
+                let mut t = String::new();
+                escape_html(title_path, &mut t);
+                out.extend_from_slice(
+                    format!(
+                        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width\"><title>Index of {t}</title>\
+<style>body{{font-family:system-ui,sans-serif;margin:2em}}table{{border-collapse:collapse}}\
+td,th{{padding:.2em 1em;text-align:left}}td.s{{text-align:right}}</style></head><body>\n\
+<h1>Index of {t}</h1>\n\
+<form method=\"post\" enctype=\"multipart/form-data\"><input type=\"file\" name=\"file\" multiple> \
+<button type=\"submit\">Upload</button></form>\n\
+<table><thead><tr><th>Name</th><th>Size</th><th>Modified (UTC)</th></tr></thead><tbody>\n"
+                    )
+                    .as_bytes(),
+                );
+                if !is_root {
+                    out.extend_from_slice(b"<tr><td><a href=\"../\">../</a></td><td></td><td></td></tr>\n");
+                }
+            }
+        }
+    }
+
+    pub fn entry(&mut self, out: &mut Vec<u8>, e: &Entry) {
+        let modified = e.meta.modified.and_then(rfc3339);
+        let dir = e.meta.kind == Kind::Dir;
+        match self.format {
+            Format::Json => {
+                if self.count > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(b"\n{\"name\":");
+                // serde_json escapes quotes, backslashes and control characters.
+                if serde_json::to_writer(&mut *out, &e.name).is_err() {
+                    out.extend_from_slice(b"\"\"");
+                }
+                out.extend_from_slice(if dir { b",\"type\":\"dir\"" } else { b",\"type\":\"file\"" });
+                out.extend_from_slice(format!(",\"size\":{}", e.meta.size).as_bytes());
+                match modified {
+                    Some(m) => out.extend_from_slice(format!(",\"modified\":\"{m}\"}}").as_bytes()),
+                    None => out.extend_from_slice(b",\"modified\":null}"),
+                }
+            }
+            Format::Html => {
+                let mut s = String::with_capacity(128 + 3 * e.name.len());
+                s.push_str("<tr><td><a href=\"");
+                encode_segment_into(&e.name, &mut s);
+                if dir {
+                    s.push('/');
+                }
+                s.push_str("\">");
+                escape_html(&e.name, &mut s);
+                if dir {
+                    s.push('/');
+                }
+                s.push_str("</a></td><td class=\"s\">");
+                if !dir {
+                    s.push_str(&e.meta.size.to_string());
+                }
+                s.push_str("</td><td>");
+                s.push_str(modified.as_deref().unwrap_or(""));
+                s.push_str("</td></tr>\n");
+                out.extend_from_slice(s.as_bytes());
+            }
+        }
+        self.count += 1;
+    }
+
+    pub fn end(&mut self, out: &mut Vec<u8>) {
+        match self.format {
+            Format::Json => out.extend_from_slice(b"\n]\n"),
+            Format::Html => out.extend_from_slice(b"</tbody></table>\n</body></html>\n"),
+        }
+    }
+}
+
+/// Escape text for HTML element content and quoted attribute values.
+pub fn escape_html(s: &str, out: &mut String) {
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::Meta;
+    use std::time::Duration;
+
+    fn entry(name: &str, kind: Kind) -> Entry {
+        Entry {
+            name: name.to_string(),
+            meta: Meta {
+                kind,
+                size: if kind == Kind::File { 42 } else { 0 },
+                modified: Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000)),
+            },
+        }
+    }
+
+    #[test]
+    fn choose_format() {
+        assert_eq!(Format::choose(Some("format=json"), None), Format::Json);
+        assert_eq!(Format::choose(Some("a=1&format=json"), Some("text/html")), Format::Json);
+        assert_eq!(Format::choose(None, Some("text/html, application/json;q=0.9")), Format::Json);
+        assert_eq!(Format::choose(Some("format=html"), Some("application/json")), Format::Html);
+        assert_eq!(Format::choose(None, Some("*/*")), Format::Html);
+        assert_eq!(Format::choose(None, None), Format::Html);
+    }
+
+    #[test]
+    fn json_is_valid_and_escaped() {
+        let mut f = Formatter::new(Format::Json);
+        let mut out = Vec::new();
+        f.begin(&mut out, "/", true);
+        for n in ["plain", "quo\"te", "back\\slash", "ctl\u{1}\n", "<b>&", "é"] {
+            f.entry(&mut out, &entry(n, Kind::File));
+        }
+        f.entry(&mut out, &entry("d", Kind::Dir));
+        f.end(&mut out);
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let a = v.as_array().unwrap();
+        assert_eq!(a.len(), 7);
+        assert_eq!(a[1]["name"], "quo\"te");
+        assert_eq!(a[3]["name"], "ctl\u{1}\n");
+        assert_eq!(a[0]["size"], 42);
+        assert_eq!(a[0]["type"], "file");
+        assert_eq!(a[6]["type"], "dir");
+        assert_eq!(a[0]["modified"], "2023-11-14T22:13:20Z");
+        let mut empty = Vec::new();
+        let mut f = Formatter::new(Format::Json);
+        f.begin(&mut empty, "/", true);
+        f.end(&mut empty);
+        assert_eq!(serde_json::from_slice::<serde_json::Value>(&empty).unwrap(), serde_json::json!([]));
+    }
+
+    #[test]
+    fn html_is_escaped_and_linked() {
+        let mut f = Formatter::new(Format::Html);
+        let mut out = Vec::new();
+        f.begin(&mut out, "/<x>/", false);
+        f.entry(&mut out, &entry("<script>\"'&.txt", Kind::File));
+        f.entry(&mut out, &entry("sub dir", Kind::Dir));
+        f.end(&mut out);
+        let s = String::from_utf8(out).unwrap();
+        assert!(s.contains("Index of /&lt;x&gt;/"));
+        assert!(s.contains("href=\"%3Cscript%3E%22%27%26.txt\">&lt;script&gt;&quot;&#39;&amp;.txt</a>"));
+        assert!(s.contains("href=\"sub%20dir/\">sub dir/</a>"));
+        assert!(s.contains("href=\"../\""));
+        assert!(!s.contains("<script>"));
+    }
+}
