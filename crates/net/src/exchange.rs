@@ -130,7 +130,7 @@ impl Exchange {
             pending_head: None,
             keep_alive,
             is_head,
-            route: Arc::from(""),
+            route: unrouted(),
             status: 0,
             head,
         }
@@ -740,6 +740,12 @@ impl Exchange {
             }
         }
     }
+}
+
+/// Route label of requests that did not go through a [`crate::Router`].
+fn unrouted() -> Arc<str> {
+    static UNROUTED: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+    UNROUTED.get_or_init(|| Arc::from("(unrouted)")).clone()
 }
 
 fn has_no_body(status: u16) -> bool {

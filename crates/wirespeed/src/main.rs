@@ -4,6 +4,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod serve;
 
 #[derive(Parser)]
@@ -24,6 +25,8 @@ struct Cli {
 enum Command {
     /// Serve DIR over HTTP: GET/HEAD files and listings, PUT/POST uploads, DELETE.
     Serve(serve::ServeArgs),
+    /// Measure end to end, side by side in one run (e.g. seed 000's token-by-token JSON).
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -37,5 +40,6 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve::run(args),
+        Command::Bench(args) => bench::run(args),
     }
 }
