@@ -69,45 +69,81 @@ fn eight_digits(chunk: u64) -> u64 {
     (v.wrapping_mul(10_000) + (v >> 32)) & 0xFFFF_FFFF
 }
 
-const POW10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+const POW10: [u64; 9] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+/// The last `k` (0..=8) bytes of `s` (`s.len() >= 8`) as an eight-digit
+/// chunk, front-padded with '0': load the final eight bytes (overlapping
+/// bytes counted elsewhere) and overwrite the low `8 - k` of them with '0'.
+/// `k == 0` gives "00000000".
+#[inline(always)]
+fn tail_chunk(s: &[u8], k: usize) -> Option<u64> {
+    let last = u64::from_le_bytes(*s.last_chunk::<8>()?);
+    let pad = 8 * (8 - k) as u32; // 0..=64 bits
+    let keep = u64::MAX.checked_shl(pad).unwrap_or(0);
+    Some((last & keep) | (ASCII_ZEROS & !keep))
+}
 
 /// `s` (1..=19 bytes) as a decimal number, or None if any byte is not a digit.
-/// Eight digits at a time (SWAR); the last 1–7 digits are handled by loading
-/// the final eight bytes of the value again (overlapping what was already
-/// read) and replacing the already-counted bytes with '0'. Values shorter
-/// than eight digits are padded with '0' on a stack copy.
+///
+/// SWAR: eight digits are validated and combined with a handful of integer
+/// operations instead of eight dependent multiply-adds. Every length is
+/// covered by at most three (overlapping) eight-byte loads, so there is no
+/// per-digit loop and only one branch on the length class.
 #[inline(always)]
 fn parse_digits_unchecked(s: &[u8]) -> Option<u64> {
     let len = s.len();
+    if len < 4 {
+        // 1–3 digits: too short for a wide load.
+        let mut acc = 0u64;
+        for &b in s {
+            let d = b.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            acc = acc * 10 + u64::from(d);
+        }
+        return Some(acc);
+    }
     if len < 8 {
-        let mut buf = [b'0'; 8];
-        buf[8 - len..].copy_from_slice(s);
-        let chunk = u64::from_le_bytes(buf);
+        // 4–7 digits: the first four and the last four bytes overlap; keep
+        // the low (len - 4) bytes of the first load, shifted up behind '0'
+        // padding, and the last four bytes as the high half.
+        let first = u64::from(u32::from_le_bytes(*s.first_chunk::<4>()?));
+        let last = u64::from(u32::from_le_bytes(*s.last_chunk::<4>()?));
+        let pad = 8 * (8 - len) as u32; // 8..=32 bits
+        let low = ((first << pad) & 0xFFFF_FFFF) | (ASCII_ZEROS >> (64 - pad));
+        let chunk = low | (last << 32);
         return all_digits(chunk).then(|| eight_digits(chunk));
     }
-    let mut acc = 0u64;
-    let mut rest = s;
-    while let Some((head, tail)) = rest.split_first_chunk::<8>() {
-        let chunk = u64::from_le_bytes(*head);
-        if !all_digits(chunk) {
+    let first = u64::from_le_bytes(*s.first_chunk::<8>()?);
+    if len <= 16 {
+        // 8–16 digits: the first eight, then the last len - 8 (0..=8).
+        let k = len - 8;
+        let tail = tail_chunk(s, k)?;
+        if !all_digits(first) || !all_digits(tail) {
             return None;
         }
-        // At most two full chunks plus a tail of up to 3 digits: < 10^19, no overflow.
-        acc = acc * 100_000_000 + eight_digits(chunk);
-        rest = tail;
+        return Some(eight_digits(first) * POW10[k] + eight_digits(tail));
     }
-    let k = rest.len();
-    if k > 0 {
-        // The last eight bytes of `s`; the low (8 - k) of them are counted already.
-        let last = s.last_chunk::<8>()?;
-        let shift = 8 * (8 - k) as u32;
-        let chunk = (u64::from_le_bytes(*last) >> shift) << shift | (ASCII_ZEROS >> (64 - shift));
-        if !all_digits(chunk) {
-            return None;
-        }
-        acc = acc * POW10[k] + eight_digits(chunk);
+    // 17–19 digits: two full chunks and a 1–3 digit tail.
+    let mid = u64::from_le_bytes(*s.get(8..16)?.first_chunk::<8>()?);
+    let k = len - 16;
+    let tail = tail_chunk(s, k)?;
+    if !all_digits(first) || !all_digits(mid) || !all_digits(tail) {
+        return None;
     }
-    Some(acc)
+    // < 10^19: no overflow.
+    Some((eight_digits(first) * 100_000_000 + eight_digits(mid)) * POW10[k] + eight_digits(tail))
 }
 
 /// One list element, OWS already trimmed: non-empty ASCII digits, checked.
