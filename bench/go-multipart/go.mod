@@ -1,0 +1,3 @@
+module wirespeed/bench/go-multipart
+
+go 1.22
