@@ -256,7 +256,12 @@ impl JsonFieldExtractor {
                 St::Str(kind) => {
                     // Hot path: string contents up to the next `"` or `\`.
                     let rest = &input[at..];
-                    let i = memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+                    // Back-to-back escapes (`\r\n`) skip the memchr2 call.
+                    let i = if b == b'\\' {
+                        0
+                    } else {
+                        memchr2(b'"', b'\\', rest).unwrap_or(rest.len())
+                    };
                     let run = &rest[..i];
                     if has_control(run) {
                         let c = run.iter().position(|&b| b < 0x20).unwrap_or(0);

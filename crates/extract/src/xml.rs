@@ -287,6 +287,13 @@ impl Tokenizer {
     fn decode_ref(&self, at: usize) -> Result<([u8; 4], u8), ExtractError> {
         let r = &self.refbuf[..self.ref_len as usize];
         let one = |b: u8| Ok(([b, 0, 0, 0], 1));
+        // Line breaks first: encoders emit one per base64 line, so this is
+        // on the per-line path (measured: generic parsing was ~15% of it).
+        match r {
+            b"#13" | b"#xD" | b"#xd" => return one(b'\r'),
+            b"#10" | b"#xA" | b"#xa" => return one(b'\n'),
+            _ => {}
+        }
         if let Some(num) = r.strip_prefix(b"#") {
             let bad = || ExtractError::BadCharRef {
                 offset: self.offset(at),
