@@ -29,7 +29,9 @@ fn stream(engine: Engine, input: &[u8], splits: &[usize]) -> Result<Vec<u8>, Dec
     Ok(out)
 }
 
-fn err(offset: u64, kind: DecodeErrorKind) -> Result<Vec<u8>, DecodeError> {
+type Outcome = Result<Vec<u8>, DecodeError>;
+
+fn err(offset: u64, kind: DecodeErrorKind) -> Outcome {
     Err(DecodeError { offset, kind })
 }
 
@@ -83,7 +85,7 @@ fn rfc4648_vectors() {
 #[test]
 fn invalid_inputs_with_offsets() {
     use DecodeErrorKind::*;
-    let cases: &[(&[u8], Result<Vec<u8>, DecodeError>)] = &[
+    let cases: &[(&[u8], Outcome)] = &[
         (b"ab!d", err(2, InvalidCharacter(b'!'))),
         (b"ab=d", err(3, DataAfterPadding(b'd'))),
         (b"ab=c", err(3, DataAfterPadding(b'c'))),
