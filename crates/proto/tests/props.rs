@@ -89,10 +89,7 @@ type Decoded = (Vec<u8>, Vec<(String, Vec<u8>)>, usize);
 /// Feed `wire` to a decoder in pieces ending at `cuts` (sorted positions),
 /// the way an I/O loop does: keep the unconsumed bytes, append the next read.
 /// Returns the body, the trailers and how many bytes were left after `done`.
-fn decode_with_cuts(
-    wire: &[u8],
-    cuts: &[usize],
-) -> Result<Decoded, ProtoError> {
+fn decode_with_cuts(wire: &[u8], cuts: &[usize]) -> Result<Decoded, ProtoError> {
     let mut dec = ChunkedDecoder::new(&Limits::default());
     let mut body = Vec::new();
     let mut buf = Vec::new();
