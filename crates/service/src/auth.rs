@@ -33,7 +33,10 @@ impl Access {
         S: AsRef<str>,
     {
         Access {
-            tokens: tokens.into_iter().map(|t| Sha256::digest(t.as_ref().as_bytes()).into()).collect(),
+            tokens: tokens
+                .into_iter()
+                .map(|t| Sha256::digest(t.as_ref().as_bytes()).into())
+                .collect(),
             private,
         }
     }

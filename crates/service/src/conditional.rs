@@ -242,7 +242,9 @@ fn parse_digits(s: &str) -> Option<u64> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    Some(s.bytes().fold(0u64, |n, d| n.saturating_mul(10).saturating_add(u64::from(d - b'0'))))
+    Some(s.bytes().fold(0u64, |n, d| {
+        n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+    }))
 }
 
 #[cfg(test)]
@@ -280,7 +282,10 @@ mod tests {
         assert_eq!(parse_range("bytes=-3", 10), Single { start: 7, end: 9 });
         assert_eq!(parse_range("bytes=-30", 10), Single { start: 0, end: 9 });
         assert_eq!(parse_range("BYTES = 9-9", 10), Single { start: 9, end: 9 });
-        assert_eq!(parse_range("bytes=0-18446744073709551616", 10), Single { start: 0, end: 9 });
+        assert_eq!(
+            parse_range("bytes=0-18446744073709551616", 10),
+            Single { start: 0, end: 9 }
+        );
         assert_eq!(parse_range("bytes=10-", 10), Unsatisfiable);
         assert_eq!(parse_range("bytes=10-20", 10), Unsatisfiable);
         assert_eq!(parse_range("bytes=-0", 10), Unsatisfiable);
@@ -310,13 +315,25 @@ mod tests {
             get(c)
         };
         assert_eq!(c(|c| c.if_none_match = Some(ETAG)), Outcome::NotModified);
-        assert_eq!(c(|c| c.if_none_match = Some("W/\"10-abc\"")), Outcome::NotModified);
-        assert_eq!(c(|c| c.if_none_match = Some("\"x\", \"10-abc\"")), Outcome::NotModified);
+        assert_eq!(
+            c(|c| c.if_none_match = Some("W/\"10-abc\"")),
+            Outcome::NotModified
+        );
+        assert_eq!(
+            c(|c| c.if_none_match = Some("\"x\", \"10-abc\"")),
+            Outcome::NotModified
+        );
         assert_eq!(c(|c| c.if_none_match = Some("*")), Outcome::NotModified);
         assert_eq!(c(|c| c.if_none_match = Some("\"other\"")), Outcome::Full);
         assert_eq!(c(|c| c.if_none_match = Some("garbage")), Outcome::Full);
-        assert_eq!(c(|c| c.if_match = Some("\"other\"")), Outcome::PreconditionFailed);
-        assert_eq!(c(|c| c.if_match = Some("W/\"10-abc\"")), Outcome::PreconditionFailed);
+        assert_eq!(
+            c(|c| c.if_match = Some("\"other\"")),
+            Outcome::PreconditionFailed
+        );
+        assert_eq!(
+            c(|c| c.if_match = Some("W/\"10-abc\"")),
+            Outcome::PreconditionFailed
+        );
         assert_eq!(c(|c| c.if_match = Some(ETAG)), Outcome::Full);
         assert_eq!(c(|c| c.if_match = Some("*")), Outcome::Full);
         // If-None-Match wins over If-Modified-Since.
@@ -358,7 +375,11 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(get(c), Outcome::Partial { start: 10, end: 19 });
-        assert_eq!(evaluate(false, &c, &v(), 1000), Outcome::Full, "HEAD ignores Range");
+        assert_eq!(
+            evaluate(false, &c, &v(), 1000),
+            Outcome::Full,
+            "HEAD ignores Range"
+        );
         c.if_range = Some(ETAG);
         assert_eq!(get(c), Outcome::Partial { start: 10, end: 19 });
         c.if_range = Some("W/\"10-abc\"");

@@ -41,8 +41,12 @@ pub fn sha256_member(field: &'static str, value: &str) -> Result<Option<[u8; 32]
             .strip_prefix(':')
             .and_then(|s| s.strip_suffix(':'))
             .ok_or(DigestError::Malformed(field))?;
-        let bytes = STANDARD.decode(b64).map_err(|_| DigestError::Malformed(field))?;
-        let sum: [u8; 32] = bytes.try_into().map_err(|_| DigestError::WrongLength(field))?;
+        let bytes = STANDARD
+            .decode(b64)
+            .map_err(|_| DigestError::Malformed(field))?;
+        let sum: [u8; 32] = bytes
+            .try_into()
+            .map_err(|_| DigestError::WrongLength(field))?;
         // RFC 8941: a repeated key's last value wins.
         found = Some(sum);
     }
@@ -52,9 +56,18 @@ pub fn sha256_member(field: &'static str, value: &str) -> Result<Option<[u8; 32]
 /// The sha-256 the client expects the stored bytes to have, from
 /// `Repr-Digest` and/or `Content-Digest` (without content codings the two
 /// describe the same bytes; if both carry sha-256 they must agree).
-pub fn expected_sha256(repr: Option<&str>, content: Option<&str>) -> Result<Option<[u8; 32]>, DigestError> {
-    let r = repr.map(|v| sha256_member("Repr-Digest", v)).transpose()?.flatten();
-    let c = content.map(|v| sha256_member("Content-Digest", v)).transpose()?.flatten();
+pub fn expected_sha256(
+    repr: Option<&str>,
+    content: Option<&str>,
+) -> Result<Option<[u8; 32]>, DigestError> {
+    let r = repr
+        .map(|v| sha256_member("Repr-Digest", v))
+        .transpose()?
+        .flatten();
+    let c = content
+        .map(|v| sha256_member("Content-Digest", v))
+        .transpose()?
+        .flatten();
     match (r, c) {
         (Some(a), Some(b)) if a != b => Err(DigestError::Conflict("Repr-Digest")),
         (a, b) => Ok(a.or(b)),
@@ -85,10 +98,22 @@ mod tests {
         assert_eq!(sha256_member("R", &dict), Ok(Some(s)));
         assert_eq!(sha256_member("R", "sha-512=:AAAA:"), Ok(None));
         assert_eq!(sha256_member("R", ""), Ok(None));
-        assert!(matches!(sha256_member("R", "sha-256=abc"), Err(DigestError::Malformed(_))));
-        assert!(matches!(sha256_member("R", "sha-256=:!!!:"), Err(DigestError::Malformed(_))));
-        assert!(matches!(sha256_member("R", "sha-256=:AAAA:"), Err(DigestError::WrongLength(_))));
-        assert!(matches!(sha256_member("R", "sha-256"), Err(DigestError::Malformed(_))));
+        assert!(matches!(
+            sha256_member("R", "sha-256=abc"),
+            Err(DigestError::Malformed(_))
+        ));
+        assert!(matches!(
+            sha256_member("R", "sha-256=:!!!:"),
+            Err(DigestError::Malformed(_))
+        ));
+        assert!(matches!(
+            sha256_member("R", "sha-256=:AAAA:"),
+            Err(DigestError::WrongLength(_))
+        ));
+        assert!(matches!(
+            sha256_member("R", "sha-256"),
+            Err(DigestError::Malformed(_))
+        ));
     }
 
     #[test]
@@ -100,6 +125,9 @@ mod tests {
         assert_eq!(expected_sha256(None, Some(&b)), Ok(Some(sum(b"b"))));
         assert_eq!(expected_sha256(Some(&a), Some(&a)), Ok(Some(sum(b"a"))));
         assert!(expected_sha256(Some(&a), Some(&b)).is_err());
-        assert_eq!(expected_sha256(Some("md5=:AA==:"), Some(&b)), Ok(Some(sum(b"b"))));
+        assert_eq!(
+            expected_sha256(Some("md5=:AA==:"), Some(&b)),
+            Ok(Some(sum(b"b")))
+        );
     }
 }

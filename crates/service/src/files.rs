@@ -116,7 +116,12 @@ impl<S: Storage> Files<S> {
         }
     }
 
-    async fn send_object(&self, ex: &mut Exchange, key: &RelPath, mut obj: S::Object) -> Result<(), Error> {
+    async fn send_object(
+        &self,
+        ex: &mut Exchange,
+        key: &RelPath,
+        mut obj: S::Object,
+    ) -> Result<(), Error> {
         let meta = *obj.meta();
         let tag = etag(&meta);
         let outcome = {
@@ -151,9 +156,13 @@ impl<S: Storage> Files<S> {
         };
         let name = key.name().unwrap_or("");
         let mime = mime_guess::from_path(name).first_or_octet_stream();
-        let mut resp = base_headers(Response::new(status), &tag, meta.modified).header("Content-Type", mime.essence_str());
+        let mut resp = base_headers(Response::new(status), &tag, meta.modified)
+            .header("Content-Type", mime.essence_str());
         if status == 206 {
-            resp = resp.header("Content-Range", format!("bytes {}-{}/{}", offset, offset + len - 1, meta.size));
+            resp = resp.header(
+                "Content-Range",
+                format!("bytes {}-{}/{}", offset, offset + len - 1, meta.size),
+            );
         }
         if let Some(file) = obj.as_file() {
             return ex.send_file(resp, file, offset, len).await;
@@ -193,7 +202,11 @@ impl<S: Storage> Files<S> {
             .header("Content-Type", format.content_type())
             .header("Vary", "Accept")
             .header("Cache-Control", "no-cache");
-        let title = format!("/{}{}", key.segments().join("/"), if key.is_root() { "" } else { "/" });
+        let title = format!(
+            "/{}{}",
+            key.segments().join("/"),
+            if key.is_root() { "" } else { "/" }
+        );
         let mut fmt = Formatter::new(format);
         let mut text = Vec::with_capacity(FLUSH_AT + 1024);
         fmt.begin(&mut text, &title, key.is_root());

@@ -45,9 +45,11 @@ pub struct ServiceConfig {
 
 /// The service's routes: `/-/health`, then every other path as a file.
 pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
-    Router::new()
-        .route(&["GET"], "/-/health", Health)
-        .route(&["GET", "PUT", "DELETE", "POST"], "/*", Files::new(storage, cfg))
+    Router::new().route(&["GET"], "/-/health", Health).route(
+        &["GET", "PUT", "DELETE", "POST"],
+        "/*",
+        Files::new(storage, cfg),
+    )
 }
 
 impl From<StorageError> for wirespeed_net::Error {

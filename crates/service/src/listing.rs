@@ -55,7 +55,8 @@ impl Format {
 pub fn rfc3339(t: SystemTime) -> Option<String> {
     let secs = t.duration_since(SystemTime::UNIX_EPOCH).ok()?.as_secs();
     let dt = time::OffsetDateTime::from_unix_timestamp(i64::try_from(secs).ok()?).ok()?;
-    dt.format(&time::format_description::well_known::Rfc3339).ok()
+    dt.format(&time::format_description::well_known::Rfc3339)
+        .ok()
 }
 
 /// Streaming formatter: `begin`, then `entry` per entry, then `end`.
@@ -90,7 +91,9 @@ td,th{{padding:.2em 1em;text-align:left}}td.s{{text-align:right}}</style></head>
                     .as_bytes(),
                 );
                 if !is_root {
-                    out.extend_from_slice(b"<tr><td><a href=\"../\">../</a></td><td></td><td></td></tr>\n");
+                    out.extend_from_slice(
+                        b"<tr><td><a href=\"../\">../</a></td><td></td><td></td></tr>\n",
+                    );
                 }
             }
         }
@@ -109,7 +112,11 @@ td,th{{padding:.2em 1em;text-align:left}}td.s{{text-align:right}}</style></head>
                 if serde_json::to_writer(&mut *out, &e.name).is_err() {
                     out.extend_from_slice(b"\"\"");
                 }
-                out.extend_from_slice(if dir { b",\"type\":\"dir\"" } else { b",\"type\":\"file\"" });
+                out.extend_from_slice(if dir {
+                    b",\"type\":\"dir\""
+                } else {
+                    b",\"type\":\"file\""
+                });
                 out.extend_from_slice(format!(",\"size\":{}", e.meta.size).as_bytes());
                 match modified {
                     Some(m) => out.extend_from_slice(format!(",\"modified\":\"{m}\"}}").as_bytes()),
@@ -183,9 +190,18 @@ mod tests {
     #[test]
     fn choose_format() {
         assert_eq!(Format::choose(Some("format=json"), None), Format::Json);
-        assert_eq!(Format::choose(Some("a=1&format=json"), Some("text/html")), Format::Json);
-        assert_eq!(Format::choose(None, Some("text/html, application/json;q=0.9")), Format::Json);
-        assert_eq!(Format::choose(Some("format=html"), Some("application/json")), Format::Html);
+        assert_eq!(
+            Format::choose(Some("a=1&format=json"), Some("text/html")),
+            Format::Json
+        );
+        assert_eq!(
+            Format::choose(None, Some("text/html, application/json;q=0.9")),
+            Format::Json
+        );
+        assert_eq!(
+            Format::choose(Some("format=html"), Some("application/json")),
+            Format::Html
+        );
         assert_eq!(Format::choose(None, Some("*/*")), Format::Html);
         assert_eq!(Format::choose(None, None), Format::Html);
     }
@@ -213,7 +229,10 @@ mod tests {
         let mut f = Formatter::new(Format::Json);
         f.begin(&mut empty, "/", true);
         f.end(&mut empty);
-        assert_eq!(serde_json::from_slice::<serde_json::Value>(&empty).unwrap(), serde_json::json!([]));
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(&empty).unwrap(),
+            serde_json::json!([])
+        );
     }
 
     #[test]
@@ -226,7 +245,9 @@ mod tests {
         f.end(&mut out);
         let s = String::from_utf8(out).unwrap();
         assert!(s.contains("Index of /&lt;x&gt;/"));
-        assert!(s.contains("href=\"%3Cscript%3E%22%27%26.txt\">&lt;script&gt;&quot;&#39;&amp;.txt</a>"));
+        assert!(
+            s.contains("href=\"%3Cscript%3E%22%27%26.txt\">&lt;script&gt;&quot;&#39;&amp;.txt</a>")
+        );
         assert!(s.contains("href=\"sub%20dir/\">sub dir/</a>"));
         assert!(s.contains("href=\"../\""));
         assert!(!s.contains("<script>"));

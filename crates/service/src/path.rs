@@ -342,8 +342,28 @@ mod tests {
 
     fn piece() -> impl Strategy<Value = String> {
         prop::sample::select(vec![
-            "a", "b", ".", "..", "/", "%2e", "%2E", "%2f", "%2F", "%5c", "%5C", "\\", "%00", "%", "%25",
-            "2e", "e", "-", ".wirespeed-tmp-", "%c3%a9", "%ff", " ",
+            "a",
+            "b",
+            ".",
+            "..",
+            "/",
+            "%2e",
+            "%2E",
+            "%2f",
+            "%2F",
+            "%5c",
+            "%5C",
+            "\\",
+            "%00",
+            "%",
+            "%25",
+            "2e",
+            "e",
+            "-",
+            ".wirespeed-tmp-",
+            "%c3%a9",
+            "%ff",
+            " ",
         ])
         .prop_map(str::to_string)
     }

@@ -127,12 +127,21 @@ pub trait Storage: Send + Sync + 'static {
     /// Metadata of a file or directory.
     fn stat(&self, key: &RelPath) -> impl Future<Output = Result<Meta, StorageError>> + Send;
     /// Open a file for (ranged) reading; [`StorageError::IsDir`] for a directory.
-    fn open(&self, key: &RelPath) -> impl Future<Output = Result<Self::Object, StorageError>> + Send;
+    fn open(
+        &self,
+        key: &RelPath,
+    ) -> impl Future<Output = Result<Self::Object, StorageError>> + Send;
     /// Start writing a file; nothing is visible at `key` until
     /// [`Upload::commit`]. Missing parent directories are created.
-    fn create(&self, key: &RelPath) -> impl Future<Output = Result<Self::Upload, StorageError>> + Send;
+    fn create(
+        &self,
+        key: &RelPath,
+    ) -> impl Future<Output = Result<Self::Upload, StorageError>> + Send;
     /// List a directory in batches.
-    fn list(&self, key: &RelPath) -> impl Future<Output = Result<Self::Listing, StorageError>> + Send;
+    fn list(
+        &self,
+        key: &RelPath,
+    ) -> impl Future<Output = Result<Self::Listing, StorageError>> + Send;
     /// Remove a file, or an empty directory.
     fn delete(&self, key: &RelPath) -> impl Future<Output = Result<(), StorageError>> + Send;
 }
@@ -141,7 +150,11 @@ pub trait Storage: Send + Sync + 'static {
 pub trait Object: Send {
     fn meta(&self) -> &Meta;
     /// Read at `offset` into `buf`; `Ok(0)` at the end.
-    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> impl Future<Output = Result<usize, StorageError>> + Send;
+    fn read_at(
+        &mut self,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> impl Future<Output = Result<usize, StorageError>> + Send;
     /// The local file behind this object, for sendfile(2).
     fn as_file(&self) -> Option<&File> {
         None
@@ -172,7 +185,9 @@ pub trait Upload: Send {
 /// A directory listing, fetched in batches (bounded memory for any size).
 pub trait Listing: Send {
     /// The next batch, or `None` at the end.
-    fn next_batch(&mut self) -> impl Future<Output = Result<Option<Vec<Entry>>, StorageError>> + Send;
+    fn next_batch(
+        &mut self,
+    ) -> impl Future<Output = Result<Option<Vec<Entry>>, StorageError>> + Send;
 }
 
 // ---- local directory --------------------------------------------------
@@ -202,7 +217,10 @@ impl LocalStorage {
     pub fn new(root: impl AsRef<Path>) -> io::Result<Self> {
         let root = fs::canonicalize(root)?;
         if !fs::metadata(&root)?.is_dir() {
-            return Err(io::Error::new(io::ErrorKind::NotADirectory, "storage root is not a directory"));
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                "storage root is not a directory",
+            ));
         }
         Ok(LocalStorage { root, fsync: true })
     }
@@ -233,10 +251,22 @@ impl LocalStorage {
         let Ok(rel) = canon.strip_prefix(&self.root) else {
             return Err(StorageError::Forbidden);
         };
-        if rel.components().any(|c| c.as_os_str().to_str().is_none_or(is_temp_name)) {
+        if rel
+            .components()
+            .any(|c| c.as_os_str().to_str().is_none_or(is_temp_name))
+        {
             return Err(StorageError::NotFound);
         }
         Ok(canon)
+    }
+
+    /// A symlink is usable only if it resolves inside the root (dangling
+    /// links and links out are refused).
+    fn check_link(&self, link: &Path) -> Result<(), StorageError> {
+        match fs::canonicalize(link) {
+            Ok(t) if t.starts_with(&self.root) => Ok(()),
+            _ => Err(StorageError::Forbidden),
+        }
     }
 
     /// Walk (and create) the parent directories of an upload, refusing any
@@ -258,7 +288,8 @@ impl LocalStorage {
                         break;
                     }
                     Ok(m) if m.file_type().is_symlink() => {
-                        let target = fs::canonicalize(&next).map_err(|_| StorageError::Conflict("a parent is a dangling link"))?;
+                        let target = fs::canonicalize(&next)
+                            .map_err(|_| StorageError::Conflict("a parent is a dangling link"))?;
                         if !target.starts_with(&self.root) {
                             return Err(StorageError::Forbidden);
                         }
@@ -269,11 +300,13 @@ impl LocalStorage {
                         break;
                     }
                     Ok(_) => return Err(StorageError::Conflict("a parent path is a file")),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound && tries <= 2 => match fs::create_dir(&next) {
-                        Ok(()) => created.push(next.clone()),
-                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                        Err(e) => return Err(e.into()),
-                    },
+                    Err(e) if e.kind() == io::ErrorKind::NotFound && tries <= 2 => {
+                        match fs::create_dir(&next) {
+                            Ok(()) => created.push(next.clone()),
+                            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
                     Err(e) => return Err(e.into()),
                 }
             }
@@ -294,7 +327,11 @@ fn random_u64() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.write_u128(SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    h.write_u128(
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
     h.finish()
 }
 
@@ -332,7 +369,10 @@ impl Storage for LocalStorage {
         }
         // O_NONBLOCK: if the file was swapped for a FIFO since the stat, the
         // open must not hang a worker (it has no effect on regular files).
-        let file = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&p)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&p)?;
         let meta = meta_of(&file.metadata()?).ok_or(StorageError::Forbidden)?;
         Ok(LocalObject { file, meta })
     }
@@ -347,13 +387,25 @@ impl Storage for LocalStorage {
             created_dirs,
         };
         let target = dir.join(name);
-        if fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
-            return Err(StorageError::Conflict("a directory exists at this path"));
+        match fs::symlink_metadata(&target) {
+            Ok(m) if m.is_dir() => {
+                return Err(StorageError::Conflict("a directory exists at this path"))
+            }
+            // The rename would replace the link itself, harmless, but a link
+            // out of the root is treated as forbidden by every method alike.
+            Ok(m) if m.file_type().is_symlink() => self.check_link(&target)?,
+            _ => {}
         }
         let mut tries = 0;
         let (file, tmp) = loop {
             let tmp = dir.join(format!("{TEMP_PREFIX}{:016x}", random_u64()));
-            match OpenOptions::new().read(true).write(true).create_new(true).mode(0o644).open(&tmp) {
+            match OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(0o644)
+                .open(&tmp)
+            {
                 Ok(f) => break (f, tmp),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists && tries < 8 => tries += 1,
                 Err(e) => return Err(e.into()),
@@ -422,10 +474,15 @@ impl Storage for LocalStorage {
         let parent = self.resolve(key.parent())?;
         let target = parent.join(name);
         let m = fs::symlink_metadata(&target)?;
+        if m.file_type().is_symlink() {
+            self.check_link(&target)?;
+        }
         if m.is_dir() {
             fs::remove_dir(&target).map_err(|e| match StorageError::from(e) {
                 // EEXIST is what some filesystems say for "not empty".
-                StorageError::Io(e) if e.raw_os_error() == Some(libc::EEXIST) => StorageError::NotEmpty,
+                StorageError::Io(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                    StorageError::NotEmpty
+                }
                 other => other,
             })
         } else {
@@ -516,7 +573,9 @@ pub struct LocalUpload {
 
 impl LocalUpload {
     fn file(&mut self) -> Result<&mut File, StorageError> {
-        self.file.as_mut().ok_or(StorageError::Conflict("upload already finished"))
+        self.file
+            .as_mut()
+            .ok_or(StorageError::Conflict("upload already finished"))
     }
 }
 
@@ -544,7 +603,10 @@ impl Upload for LocalUpload {
     }
 
     async fn commit(mut self) -> Result<Written, StorageError> {
-        let file = self.file.take().ok_or(StorageError::Conflict("upload already finished"))?;
+        let file = self
+            .file
+            .take()
+            .ok_or(StorageError::Conflict("upload already finished"))?;
         let mut guard = std::mem::replace(
             &mut self.guard,
             TempGuard {

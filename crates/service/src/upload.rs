@@ -39,7 +39,11 @@ impl Default for UploadPath {
 }
 
 /// Receive the whole body into `up`; returns the sha-256 of the bytes stored.
-pub async fn receive<U: Upload>(ex: &mut Exchange, up: &mut U, path: UploadPath) -> Result<[u8; 32], Error> {
+pub async fn receive<U: Upload>(
+    ex: &mut Exchange,
+    up: &mut U,
+    path: UploadPath,
+) -> Result<[u8; 32], Error> {
     if path == UploadPath::Splice {
         #[cfg(target_os = "linux")]
         if let Some(sum) = splice::receive(ex, up).await? {
@@ -84,7 +88,8 @@ mod splice {
         let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         // SAFETY: fcntl on a descriptor we own; an error only leaves the
         // default size.
-        let size = unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE as libc::c_int) };
+        let size =
+            unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE as libc::c_int) };
         let size = if size > 0 { size as usize } else { 64 * 1024 };
         Ok((r, w, size))
     }
@@ -97,7 +102,14 @@ mod splice {
             // SAFETY: both descriptors are open for the duration of the call
             // (owned by the caller); null offsets mean "current position".
             let m = unsafe {
-                libc::splice(pipe_r, std::ptr::null_mut(), file, std::ptr::null_mut(), n, libc::SPLICE_F_MOVE)
+                libc::splice(
+                    pipe_r,
+                    std::ptr::null_mut(),
+                    file,
+                    std::ptr::null_mut(),
+                    n,
+                    libc::SPLICE_F_MOVE,
+                )
             };
             if m < 0 {
                 let e = io::Error::last_os_error();
@@ -107,7 +119,10 @@ mod splice {
                 return Err(e);
             }
             if m == 0 {
-                return Err(io::Error::new(io::ErrorKind::WriteZero, "splice into the file moved nothing"));
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "splice into the file moved nothing",
+                ));
             }
             n -= m as usize;
         }
@@ -122,7 +137,10 @@ mod splice {
             let want = ((len - pos) as usize).min(buf.len());
             let n = file.read_at(&mut buf[..want], pos)?;
             if n == 0 {
-                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "stored file shorter than received"));
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "stored file shorter than received",
+                ));
             }
             hasher.update(&buf[..n]);
             pos += n as u64;
@@ -131,7 +149,10 @@ mod splice {
     }
 
     /// `Ok(None)`: not applicable here (TLS, chunked, non-local storage).
-    pub(super) async fn receive<U: Upload>(ex: &mut Exchange, up: &mut U) -> Result<Option<[u8; 32]>, Error> {
+    pub(super) async fn receive<U: Upload>(
+        ex: &mut Exchange,
+        up: &mut U,
+    ) -> Result<Option<[u8; 32]>, Error> {
         if up.as_file().is_none() || ex.raw_body_parts().is_none() {
             return Ok(None);
         }

@@ -29,13 +29,23 @@ pub struct ServeArgs {
     pub dir: PathBuf,
 
     /// Address to listen on; port 0 picks a free port (printed at start).
-    #[arg(long, short = 'l', default_value = "127.0.0.1:8080", value_name = "ADDR")]
+    #[arg(
+        long,
+        short = 'l',
+        default_value = "127.0.0.1:8080",
+        value_name = "ADDR"
+    )]
     pub listen: SocketAddr,
 
     /// Access token; writes (PUT/POST/DELETE) then need `Authorization: Bearer TOKEN`.
     /// Repeat for several tokens. Prefer the environment variable: command lines are
     /// visible to other local users.
-    #[arg(long = "token", value_name = "TOKEN", env = "WIRESPEED_TOKEN", hide_env_values = true)]
+    #[arg(
+        long = "token",
+        value_name = "TOKEN",
+        env = "WIRESPEED_TOKEN",
+        hide_env_values = true
+    )]
     pub tokens: Vec<String>,
 
     /// Reads need a token too (everything but /-/health). Requires --token.
@@ -88,7 +98,9 @@ fn parse_size(s: &str) -> Result<u64, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (digits, suffix) = s.split_at(split);
-    let n: u64 = digits.parse().map_err(|_| format!("not a size: {s:?} (e.g. 1048576, 512M, 10G)"))?;
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("not a size: {s:?} (e.g. 1048576, 512M, 10G)"))?;
     let shift = match suffix.trim().to_ascii_uppercase().as_str() {
         "" | "B" => 0,
         "K" | "KB" | "KIB" => 10,
@@ -97,13 +109,19 @@ fn parse_size(s: &str) -> Result<u64, String> {
         "T" | "TB" | "TIB" => 40,
         other => return Err(format!("unknown size suffix {other:?} (use K, M, G or T)")),
     };
-    n.checked_mul(1u64 << shift).ok_or_else(|| format!("size too large: {s}"))
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("size too large: {s}"))
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("creating the folder to serve, {}", args.dir.display()))?;
-    let tokens: Vec<String> = args.tokens.iter().filter(|t| !t.is_empty()).cloned().collect();
+    let tokens: Vec<String> = args
+        .tokens
+        .iter()
+        .filter(|t| !t.is_empty())
+        .cloned()
+        .collect();
     if args.private && tokens.is_empty() {
         anyhow::bail!("--private needs at least one non-empty --token");
     }
