@@ -274,11 +274,14 @@ fn map_httparse_error(e: httparse::Error) -> ProtoError {
     }
 }
 
-fn offset_in(base: &[u8], part: &[u8]) -> Range<usize> {
-    // Both slices come from the same buffer (httparse hands out sub-slices),
-    // so the address difference is the offset.
-    let start = (part.as_ptr() as usize).wrapping_sub(base.as_ptr() as usize);
-    start..start + part.len()
+/// Where `part` lies inside `base`. httparse hands out sub-slices of the
+/// buffer it parsed, so the address difference is the offset; checked, so
+/// that a slice from anywhere else (say, a static string in some future
+/// httparse) becomes an error instead of a wrong range.
+fn offset_in(base: &[u8], part: &[u8]) -> Option<Range<usize>> {
+    let start = (part.as_ptr() as usize).checked_sub(base.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= base.len()).then_some(start..end)
 }
 
 /// Parse a request head from the start of `buf`.
@@ -317,17 +320,17 @@ pub fn parse_request_head(
         let mut req = httparse::Request::new(&mut []);
         match config.parse_request_with_uninit_headers(&mut req, window, slots) {
             Ok(httparse::Status::Complete(n)) => {
-                let method = req.method.map(|m| offset_in(window, m.as_bytes()));
-                let target = req.path.map(|p| offset_in(window, p.as_bytes()));
+                let method = req.method.and_then(|m| offset_in(window, m.as_bytes()));
+                let target = req.path.and_then(|p| offset_in(window, p.as_bytes()));
                 let version = req.version;
-                let headers: Vec<_> = req
+                let headers: Option<Vec<_>> = req
                     .headers
                     .iter()
                     .map(|h| {
-                        (
-                            offset_in(window, h.name.as_bytes()),
-                            offset_in(window, h.value),
-                        )
+                        Some((
+                            offset_in(window, h.name.as_bytes())?,
+                            offset_in(window, h.value)?,
+                        ))
                     })
                     .collect();
                 Ok(Some((n, method, target, version, headers)))
@@ -382,18 +385,19 @@ pub fn parse_request_head(
         Err(e) => return Err(map_httparse_error(e)),
     };
 
+    let (Some(method), Some(target), Some(v), Some(headers)) = (method, target, version, headers)
+    else {
+        return Err(ProtoError::MalformedHead("unparseable request head"));
+    };
     // The slot array has room for one field more than allowed.
     if headers.len() > limits.max_headers {
         return Err(ProtoError::TooManyHeaders);
     }
-    let (Some(method), Some(target), Some(v)) = (method, target, version) else {
-        return Err(ProtoError::MalformedHead("incomplete request line"));
-    };
     let head = &window[..n];
     if has_bare_lf(head) {
         return Err(ProtoError::MalformedHead("bare LF line ending"));
     }
-    if !head[target.clone()].is_ascii() {
+    if !head.get(target.clone()).is_some_and(|t| t.is_ascii()) {
         return Err(ProtoError::MalformedHead(
             "non-ASCII byte in request target",
         ));
@@ -405,7 +409,10 @@ pub fn parse_request_head(
     };
     let hosts = headers
         .iter()
-        .filter(|(name, _)| head[name.clone()].eq_ignore_ascii_case(b"host"))
+        .filter(|(name, _)| {
+            head.get(name.clone())
+                .is_some_and(|n| n.eq_ignore_ascii_case(b"host"))
+        })
         .count();
     // RFC 9112 §3.2: 1.1 needs exactly one; more than one is always ambiguous.
     if hosts > 1 || (hosts == 0 && version == Version::Http11) {
