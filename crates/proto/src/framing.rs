@@ -98,7 +98,7 @@ fn tail_chunk(s: &[u8], k: usize) -> Option<u64> {
 /// SWAR: eight digits are validated and combined with a handful of integer
 /// operations instead of eight dependent multiply-adds. Every length is
 /// covered by at most three (overlapping) eight-byte loads, so there is no
-/// per-digit loop and only one branch on the length class.
+/// per-digit loop above three digits, just a branch on the length class.
 #[inline(always)]
 fn parse_digits_unchecked(s: &[u8]) -> Option<u64> {
     let len = s.len();
