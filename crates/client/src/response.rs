@@ -1,0 +1,367 @@
+//! A response: its head, and its body streamed off the connection.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::Path;
+
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use wirespeed_proto::{response_framing, BodyFraming, ChunkedDecoder, ResponseHead};
+
+use crate::conn::Conn;
+use crate::upload::Observer;
+use crate::{Client, Error};
+
+enum BodyState {
+    Length { remaining: u64 },
+    Chunked(Box<ChunkedDecoder>),
+    UntilClose,
+    Done,
+}
+
+/// The most of an error body kept as the error's message.
+const MAX_ERROR_MESSAGE: usize = 4096;
+
+/// A response whose head has arrived. Read the body with [`read`](Self::read),
+/// [`copy_to`](Self::copy_to), [`write_to_file`](Self::write_to_file) or
+/// [`bytes`](Self::bytes). Once the body has been read to its end the
+/// connection goes back to the client's pool; dropping a response early
+/// closes it.
+pub struct Response {
+    client: Client,
+    conn: Option<Conn>,
+    head: ResponseHead,
+    body: BodyState,
+    received: u64,
+    expected: Option<u64>,
+}
+
+impl std::fmt::Debug for Response {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Response")
+            .field("head", &self.head)
+            .finish()
+    }
+}
+
+impl Response {
+    pub(crate) fn new(
+        client: Client,
+        mut conn: Conn,
+        head: ResponseHead,
+        method: &str,
+    ) -> Result<Response, Error> {
+        let framing = response_framing(method, &head)?;
+        if !head.keep_alive() || head.status == 101 {
+            conn.reusable = false;
+        }
+        let (body, expected) = match framing {
+            BodyFraming::Empty => (BodyState::Done, Some(0)),
+            BodyFraming::Length(n) => (BodyState::Length { remaining: n }, Some(n)),
+            BodyFraming::Chunked => (
+                BodyState::Chunked(Box::new(ChunkedDecoder::new(&client.config().limits))),
+                None,
+            ),
+            BodyFraming::UntilClose => {
+                conn.reusable = false;
+                (BodyState::UntilClose, None)
+            }
+        };
+        let mut r = Response {
+            client,
+            conn: Some(conn),
+            head,
+            body,
+            received: 0,
+            expected,
+        };
+        if matches!(r.body, BodyState::Done) {
+            r.finish();
+        }
+        Ok(r)
+    }
+
+    pub fn status(&self) -> u16 {
+        self.head.status
+    }
+
+    pub fn head(&self) -> &ResponseHead {
+        &self.head
+    }
+
+    /// A header as text (None if absent or not UTF-8).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head
+            .header(name)
+            .and_then(|v| std::str::from_utf8(v).ok())
+    }
+
+    /// The body length when the server announced one.
+    pub fn content_length(&self) -> Option<u64> {
+        self.expected
+    }
+
+    /// Body bytes read so far.
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// Turn a status >= 400 into [`Error::Status`] carrying the server's
+    /// message (the start of its body).
+    pub async fn error_for_status(self) -> Result<Response, Error> {
+        if self.head.status < 400 {
+            return Ok(self);
+        }
+        let status = self.head.status;
+        let reason = if self.head.reason.is_empty() {
+            wirespeed_proto::reason_phrase(status).to_string()
+        } else {
+            self.head.reason.clone()
+        };
+        let body = self.bytes_lossy(MAX_ERROR_MESSAGE).await;
+        let message = String::from_utf8_lossy(&body).trim().to_string();
+        Err(Error::Status {
+            status,
+            reason,
+            message,
+        })
+    }
+
+    /// Read up to `max` body bytes, ignoring errors (for error messages).
+    async fn bytes_lossy(mut self, max: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 16 * 1024];
+        while out.len() < max {
+            match self.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n.min(max - out.len())]),
+            }
+        }
+        out
+    }
+
+    /// The whole body, refusing more than `max` bytes.
+    pub async fn bytes(mut self, max: usize) -> Result<Vec<u8>, Error> {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = self.read(&mut buf).await?;
+            if n == 0 {
+                return Ok(out);
+            }
+            if out.len() + n > max {
+                return Err(Error::Io {
+                    context: "reading the response",
+                    source: io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("body larger than {max} bytes"),
+                    ),
+                });
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    /// Read body bytes into `out`; `Ok(0)` at the end of the body. A body
+    /// cut short by the server is [`Error::Truncated`].
+    pub async fn read(&mut self, out: &mut [u8]) -> Result<usize, Error> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        let timeout = self.client.config().io_timeout;
+        let Some(conn) = self.conn.as_mut() else {
+            return Ok(0);
+        };
+        let n = loop {
+            match &mut self.body {
+                BodyState::Done => return Ok(0),
+                BodyState::Length { remaining } => {
+                    let want = (*remaining).min(out.len() as u64) as usize;
+                    let n = if !conn.buffered().is_empty() {
+                        let n = want.min(conn.buffered().len());
+                        out[..n].copy_from_slice(&conn.buffered()[..n]);
+                        conn.consume(n);
+                        n
+                    } else {
+                        conn.read_direct(&mut out[..want], timeout, "reading the response body")
+                            .await?
+                    };
+                    if n == 0 {
+                        let (received, expected) = (self.received, self.expected);
+                        self.close();
+                        return Err(Error::Truncated { received, expected });
+                    }
+                    *remaining -= n as u64;
+                    if *remaining == 0 {
+                        self.body = BodyState::Done;
+                    }
+                    break n;
+                }
+                BodyState::UntilClose => {
+                    let n = if !conn.buffered().is_empty() {
+                        let n = out.len().min(conn.buffered().len());
+                        out[..n].copy_from_slice(&conn.buffered()[..n]);
+                        conn.consume(n);
+                        n
+                    } else {
+                        conn.read_direct(out, timeout, "reading the response body")
+                            .await?
+                    };
+                    if n == 0 {
+                        self.body = BodyState::Done;
+                        self.close();
+                        return Ok(0);
+                    }
+                    break n;
+                }
+                BodyState::Chunked(dec) => {
+                    if !conn.buffered().is_empty() {
+                        // Feed at most `out.len()` bytes so the data range
+                        // always fits `out`; the decoder keeps partial framing.
+                        let input = &conn.buffered()[..conn.buffered().len().min(out.len())];
+                        let d = dec.decode(input)?;
+                        let n = d.data.len();
+                        out[..n].copy_from_slice(&input[d.data.clone()]);
+                        conn.consume(d.consumed);
+                        if d.done {
+                            self.body = BodyState::Done;
+                        }
+                        if n > 0 {
+                            break n;
+                        }
+                        if d.done {
+                            self.finish();
+                            return Ok(0);
+                        }
+                        if d.consumed > 0 {
+                            continue;
+                        }
+                    }
+                    if conn.fill(timeout, "reading the response body").await? == 0 {
+                        let received = self.received;
+                        self.close();
+                        return Err(Error::Truncated {
+                            received,
+                            expected: None,
+                        });
+                    }
+                }
+            }
+        };
+        self.received += n as u64;
+        if matches!(self.body, BodyState::Done) {
+            self.finish();
+        }
+        Ok(n)
+    }
+
+    /// Copy the body into `w`; returns the byte count.
+    pub async fn copy_to<W: AsyncWrite + Unpin + ?Sized>(
+        &mut self,
+        w: &mut W,
+    ) -> Result<u64, Error> {
+        let mut buf = vec![0u8; self.client.config().read_buffer.max(4096)];
+        let mut total = 0;
+        loop {
+            let n = self.read(&mut buf).await?;
+            if n == 0 {
+                w.flush().await.map_err(Error::io("writing the body"))?;
+                return Ok(total);
+            }
+            w.write_all(&buf[..n])
+                .await
+                .map_err(Error::io("writing the body"))?;
+            total += n as u64;
+        }
+    }
+
+    /// Stream the body into `file` (at its current position): this task
+    /// receives into full buffers, a writer thread writes them and shows each
+    /// to `observer` (hashing), so disk, hash and socket overlap.
+    /// `progress` is called with each received amount. Returns bytes written.
+    pub async fn write_to_file(
+        &mut self,
+        file: File,
+        path: &Path,
+        mut observer: Option<Observer>,
+        progress: Option<&(dyn Fn(u64) + Send + Sync)>,
+    ) -> Result<u64, Error> {
+        let bufsize = self.client.config().read_buffer.max(4096);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+        let (recycle_tx, mut recycle_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+        let writer = tokio::task::spawn_blocking(move || -> io::Result<u64> {
+            let mut file = file;
+            let mut total = 0u64;
+            for buf in rx {
+                file.write_all(&buf)?;
+                if let Some(o) = observer.as_mut() {
+                    o(&buf);
+                }
+                total += buf.len() as u64;
+                let _ = recycle_tx.send(buf);
+            }
+            file.flush()?;
+            Ok(total)
+        });
+        let received = async {
+            loop {
+                let mut buf = recycle_rx.try_recv().unwrap_or_else(|_| vec![0u8; bufsize]);
+                buf.resize(bufsize, 0);
+                // Fill most of the buffer before handing it over: fewer, larger
+                // disk writes and channel hops.
+                let mut filled = 0;
+                let mut end = false;
+                while filled < bufsize * 3 / 4 {
+                    let n = self.read(&mut buf[filled..]).await?;
+                    if n == 0 {
+                        end = true;
+                        break;
+                    }
+                    filled += n;
+                    if let Some(p) = progress {
+                        p(n as u64);
+                    }
+                }
+                buf.truncate(filled);
+                if filled > 0 && tx.send(buf).is_err() {
+                    // The writer died; its error is reported below.
+                    return Ok::<bool, Error>(false);
+                }
+                if end {
+                    return Ok(true);
+                }
+            }
+        }
+        .await;
+        drop(tx);
+        let written = writer.await.map_err(|e| Error::Io {
+            context: "writing the download",
+            source: io::Error::other(e.to_string()),
+        })?;
+        let file_err = |source| Error::File {
+            path: path.to_path_buf(),
+            source,
+        };
+        match received {
+            Ok(true) => written.map_err(file_err),
+            Ok(false) => Err(file_err(
+                written
+                    .err()
+                    .unwrap_or_else(|| io::Error::other("writer stopped")),
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Body complete: the connection may carry the next request.
+    fn finish(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            if conn.reusable {
+                self.client.put_idle(conn);
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        self.conn = None;
+    }
+}

@@ -1,0 +1,233 @@
+//! Just enough URL handling for `http://` and `https://` targets: scheme,
+//! host (DNS name, IPv4, bracketed IPv6), port, and the request target.
+
+use std::fmt;
+
+use crate::Error;
+
+/// An `http` or `https` URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Url {
+    /// `https`?
+    pub tls: bool,
+    /// Host without IPv6 brackets.
+    pub host: String,
+    pub port: u16,
+    /// Path and query, always starting with `/` (still percent-encoded).
+    pub target: String,
+}
+
+fn invalid(url: &str, reason: &'static str) -> Error {
+    Error::InvalidUrl {
+        url: url.to_string(),
+        reason,
+    }
+}
+
+impl Url {
+    pub fn parse(s: &str) -> Result<Url, Error> {
+        let (tls, rest) = if let Some(r) = strip_prefix_ci(s, "http://") {
+            (false, r)
+        } else if let Some(r) = strip_prefix_ci(s, "https://") {
+            (true, r)
+        } else {
+            return Err(invalid(s, "only http:// and https:// URLs are supported"));
+        };
+        // The fragment is never sent.
+        let rest = rest.split_once('#').map_or(rest, |(a, _)| a);
+        let (authority, target) = match rest.find(['/', '?']) {
+            Some(i) if rest.as_bytes()[i] == b'?' => (&rest[..i], format!("/{}", &rest[i..])),
+            Some(i) => (&rest[..i], rest[i..].to_string()),
+            None => (rest, "/".to_string()),
+        };
+        if authority.contains('@') {
+            return Err(invalid(
+                s,
+                "user:password@ in URLs is not supported; use --token",
+            ));
+        }
+        let default_port = if tls { 443 } else { 80 };
+        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+            let (h, after) = v6
+                .split_once(']')
+                .ok_or_else(|| invalid(s, "unclosed [ in IPv6 host"))?;
+            let port = match after {
+                "" => default_port,
+                p => parse_port(
+                    s,
+                    p.strip_prefix(':')
+                        .ok_or_else(|| invalid(s, "junk after IPv6 host"))?,
+                )?,
+            };
+            (h.to_string(), port)
+        } else {
+            match authority.rsplit_once(':') {
+                Some((h, p)) => (h.to_string(), parse_port(s, p)?),
+                None => (authority.to_string(), default_port),
+            }
+        };
+        if host.is_empty() {
+            return Err(invalid(s, "missing host"));
+        }
+        if target.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return Err(invalid(
+                s,
+                "spaces or control characters in the path (percent-encode them)",
+            ));
+        }
+        Ok(Url {
+            tls,
+            host,
+            port,
+            target,
+        })
+    }
+
+    /// `host[:port]` for the Host header (port omitted when it is the default).
+    pub fn authority(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        if self.port == if self.tls { 443 } else { 80 } {
+            host
+        } else {
+            format!("{host}:{}", self.port)
+        }
+    }
+
+    /// The path without the query (still percent-encoded).
+    pub fn path(&self) -> &str {
+        self.target.split_once('?').map_or(&self.target, |(p, _)| p)
+    }
+
+    /// A URL whose path ends with `/` gets `name` (percent-encoded) appended;
+    /// any other URL is returned unchanged.
+    pub fn with_file_name(&self, name: &str) -> Url {
+        if !self.path().ends_with('/') {
+            return self.clone();
+        }
+        let mut u = self.clone();
+        let (path, query) = match self.target.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (self.target.as_str(), None),
+        };
+        u.target = format!("{path}{}", encode_segment(name));
+        if let Some(q) = query {
+            u.target.push('?');
+            u.target.push_str(q);
+        }
+        u
+    }
+
+    /// The last path segment, percent-decoded (a default download name).
+    pub fn file_name(&self) -> Option<String> {
+        let seg = self.path().rsplit('/').next()?;
+        if seg.is_empty() {
+            return None;
+        }
+        let name = decode(seg);
+        (!name.is_empty() && name != "." && name != ".." && !name.contains('/')).then_some(name)
+    }
+}
+
+impl fmt::Display for Url {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}://{}{}",
+            if self.tls { "https" } else { "http" },
+            self.authority(),
+            self.target
+        )
+    }
+}
+
+fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    (s.len() >= prefix.len()
+        && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes()))
+    .then(|| &s[prefix.len()..])
+}
+
+fn parse_port(url: &str, p: &str) -> Result<u16, Error> {
+    if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid(url, "invalid port"));
+    }
+    p.parse().map_err(|_| invalid(url, "port out of range"))
+}
+
+/// Percent-encode one path segment: everything but RFC 3986 unreserved
+/// characters and a few harmless sub-delimiters.
+pub fn encode_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for &b in s.as_bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Percent-decode (invalid escapes are kept as they are; invalid UTF-8 is replaced).
+pub fn decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            let hex = |c: u8| (c as char).to_digit(16);
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses() {
+        let u = Url::parse("http://127.0.0.1:8080/a/b?x=1#frag").unwrap();
+        assert_eq!(
+            (u.tls, u.host.as_str(), u.port, u.target.as_str()),
+            (false, "127.0.0.1", 8080, "/a/b?x=1")
+        );
+        let u = Url::parse("HTTPS://[::1]/").unwrap();
+        assert_eq!(
+            (u.tls, u.host.as_str(), u.port, u.authority()),
+            (true, "::1", 443, "[::1]".to_string())
+        );
+        let u = Url::parse("http://h:81?q").unwrap();
+        assert_eq!(u.target, "/?q");
+        assert_eq!(u.to_string(), "http://h:81/?q");
+        assert!(Url::parse("ftp://x/").is_err());
+        assert!(Url::parse("http://:80/").is_err());
+        assert!(Url::parse("http://h:99999/").is_err());
+        assert!(Url::parse("http://h/a b").is_err());
+    }
+
+    #[test]
+    fn file_names() {
+        let u = Url::parse("http://h/dir/").unwrap();
+        assert_eq!(u.with_file_name("a b%.txt").target, "/dir/a%20b%25.txt");
+        assert_eq!(
+            u.with_file_name("a b%.txt").file_name().unwrap(),
+            "a b%.txt"
+        );
+        let u = Url::parse("http://h/dir/x").unwrap();
+        assert_eq!(u.with_file_name("y").target, "/dir/x");
+        assert_eq!(Url::parse("http://h/").unwrap().file_name(), None);
+        assert_eq!(decode("%4"), "%4");
+        assert_eq!(decode("a%2"), "a%2");
+    }
+}
