@@ -69,34 +69,38 @@ fn bench(c: &mut Criterion) {
             b.iter(|| run(Engine::Scalar, black_box(input), &mut out))
         });
     }
-    // Raw simdutf forgiving decode of the same slices (no strictness glue):
-    // the ceiling for the SIMD engine. No carry handling: slices are cut on
-    // group boundaries of the flat input only, so measure flat + crlf76 via
-    // whole-input calls into one buffer.
+    // Raw simdutf forgiving decode of the same 256 KiB slices, no strictness
+    // glue and no carry (the partial group at each slice end is dropped, so
+    // the output is wrong; this is only the speed ceiling of the engine).
+    let mut buf = vec![0u8; SLICE / 4 * 3 + 8];
     for (name, input) in &inputs {
         g.throughput(Throughput::Bytes(input.len() as u64));
-        let mut buf = vec![0u8; input.len() / 4 * 3 + 8];
-        g.bench_with_input(
-            BenchmarkId::new("raw_simdutf_whole", name),
-            input,
-            |b, input| {
-                b.iter(|| {
-                    // SAFETY: `buf` holds input.len()/4*3+8 bytes, more than
-                    // simdutf's maximal_binary_length_from_base64 for this input.
+        g.bench_with_input(BenchmarkId::new("raw_simdutf", name), input, |b, input| {
+            b.iter(|| {
+                let mut total = 0;
+                for slice in input.chunks(SLICE) {
+                    let mut n = buf.len();
+                    // SAFETY: `buf` is valid for writes of `n` bytes and
+                    // simdutf writes at most `n`; `slice` is valid for reads.
                     let r = unsafe {
-                        simdutf::base64_to_binary(
-                            input.as_ptr(),
-                            input.len(),
+                        simdutf::base64_to_binary_safe(
+                            slice.as_ptr(),
+                            slice.len(),
                             buf.as_mut_ptr(),
+                            &mut n,
                             simdutf::Base64Options::Default,
-                            simdutf::LastChunkHandlingOptions::Loose,
+                            simdutf::LastChunkHandlingOptions::StopBeforePartial,
+                            false,
                         )
                     };
-                    assert_eq!(r.error, simdutf::ErrorCode::Success);
-                    r.count
-                })
-            },
-        );
+                    // Not checked: a slice starting mid-group may see the
+                    // final padding as misplaced.
+                    black_box(r.error);
+                    total += n;
+                }
+                total
+            })
+        });
     }
     g.finish();
 }
