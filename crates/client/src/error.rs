@@ -44,6 +44,13 @@ pub enum Error {
     },
     #[error("{}: {source}", path.display())]
     File { path: PathBuf, source: io::Error },
+    /// The sha-256 of what we sent or received is not what the server says.
+    #[error("{what} corrupted: sha-256 here is {ours}, the server's Repr-Digest says {theirs}")]
+    DigestMismatch {
+        what: &'static str,
+        ours: String,
+        theirs: String,
+    },
     #[error("the request body gave {got} bytes but {announced} were announced (file changed while sending?)")]
     BodyLength { announced: u64, got: u64 },
 }

@@ -25,6 +25,7 @@
 mod conn;
 mod error;
 mod response;
+pub mod transfer;
 mod upload;
 pub mod url;
 
@@ -34,7 +35,7 @@ use std::time::Duration;
 
 pub use error::Error;
 pub use response::Response;
-pub use upload::{Body, FileBody};
+pub use upload::{Body, FileBody, Observer, Progress};
 pub use url::Url;
 pub use wirespeed_proto::{Limits, ResponseHead};
 pub use wirespeed_tls::ClientTls;

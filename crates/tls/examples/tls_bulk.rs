@@ -16,6 +16,7 @@ use rustls::{
     ClientConfig, ClientConnection, Connection, RootCertStore, ServerConfig, ServerConnection,
 };
 
+#[allow(clippy::vec_init_then_push)]
 fn providers() -> Vec<(&'static str, CryptoProvider)> {
     #[allow(unused_mut)]
     let mut v = Vec::new();
