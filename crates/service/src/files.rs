@@ -79,10 +79,7 @@ impl<S: Storage> Handler for Files<S> {
             "GET" | "HEAD" => self.get(ex, key).await,
             "PUT" => self.put(ex, key).await,
             "DELETE" => self.delete(ex, key).await,
-            "POST" => Err(Error::status(
-                501,
-                "form uploads (multipart POST) are not implemented yet; upload with PUT /path/name",
-            )),
+            "POST" => crate::encoded::post(&self.storage, &self.cfg, ex, key).await,
             _ => Err(Error::status(405, "method not allowed")),
         }
     }

@@ -21,6 +21,7 @@ pub mod path;
 pub mod storage;
 pub mod upload;
 
+mod encoded;
 mod files;
 
 pub use auth::Access;

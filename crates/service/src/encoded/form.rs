@@ -1,0 +1,324 @@
+//! `POST /dir/` with `multipart/form-data`: browser and `curl -F` uploads.
+//!
+//! Each file part (one with a `filename`) streams into its own storage
+//! upload for `dir/<sanitized filename>`, hashed as it goes; the other parts
+//! are form fields, collected in memory under a small total budget.
+//!
+//! All or nothing: the uploads stay open (temporary files) until the close
+//! delimiter has been seen and the whole body read; only then are they
+//! committed, in body order. Any error before that aborts every one of
+//! them. Consequences worth knowing:
+//! - a file replaced by the POST changes only once the whole request has
+//!   arrived, and all the form's files appear together at the end;
+//! - the commits themselves are separate renames: if one fails (disk full,
+//!   a directory appeared at the name meanwhile), files committed before it
+//!   stay and the ones after it are aborted; the error says so.
+//!
+//! Answer: `201` (or `200` if the form carried no file) with
+//! `{"files": [{"name", "path", "size", "sha256", "created"}], "fields": {name: value}}`.
+//! `sha256` is lowercase hex: this is a JSON body for people and scripts,
+//! where hex is what `sha256sum` prints (the RFC 9530 base64 form stays in
+//! the `Repr-Digest` header of single-file uploads). A field name sent more
+//! than once maps to an array of its values, in order. With `?format=html`
+//! (for browser forms) the answer is `303 See Other` back to the listing.
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use wirespeed_multipart::{Limits, PartHeaders};
+use wirespeed_net::{Error, Exchange, Response};
+
+use super::{hex, Feeder, Parts, RequestDigest};
+use crate::path::{is_temp_name, RelPath};
+use crate::storage::{Storage, Upload, Written};
+use crate::ServiceConfig;
+
+/// Files per form. Every file is an open temporary file until the end of
+/// the request (that is what makes the form all-or-nothing), so this bounds
+/// the descriptors one request can hold.
+pub(crate) const MAX_FILES: usize = 100;
+/// All form fields together (values; the parser bounds each one).
+pub(crate) const MAX_FIELDS_BYTES: usize = 1024 * 1024;
+/// Longest stored file name, in bytes (the usual NAME_MAX).
+const MAX_NAME_BYTES: usize = 255;
+
+/// How to answer a successful form upload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    Json,
+    /// 303 back to the directory listing.
+    Html,
+}
+
+/// The stored name for a part's `filename`, or why there is none.
+///
+/// Browsers send a bare name, but old ones (and some tools) send a full
+/// client path (`C:\Users\me\a.txt`), so everything up to the last `/` or
+/// `\` is dropped. Control characters become `_` (they are legal on Linux
+/// but break terminals, logs and other clients' filesystems). Names that
+/// would be special here (`.`, `..`, our temporary-file prefix, the `-`
+/// control namespace at the root) or that are empty after this are refused,
+/// never silently renamed: the client should learn that its name was not
+/// usable.
+pub(crate) fn sanitize_filename(raw: &str, at_root: bool) -> Result<String, String> {
+    let base = raw.rsplit(['/', '\\']).next().unwrap_or("");
+    let name: String = base
+        .chars()
+        .map(|c| if c.is_control() { '_' } else { c })
+        .collect();
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!(
+            "file name {raw:?} is empty once its path is removed"
+        ));
+    }
+    if name == "." || name == ".." {
+        return Err(format!("file name {raw:?} is not a file name"));
+    }
+    if is_temp_name(name) || (at_root && name == "-") {
+        return Err(format!("file name {raw:?} is reserved"));
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(format!(
+            "file name {:?}... is longer than {MAX_NAME_BYTES} bytes",
+            name.chars().take(40).collect::<String>()
+        ));
+    }
+    Ok(name.to_owned())
+}
+
+struct FileSlot<U> {
+    name: String,
+    key: RelPath,
+    up: U,
+    hasher: Sha256,
+    size: u64,
+}
+
+enum Current {
+    None,
+    File(usize),
+    Field {
+        name: Option<String>,
+        value: Vec<u8>,
+    },
+    /// A file input left empty: browsers send `filename=""` and no data.
+    NoFile,
+}
+
+struct Form<'a, S: Storage> {
+    storage: &'a S,
+    dir: RelPath,
+    max_file: Option<u64>,
+    files: Vec<FileSlot<S::Upload>>,
+    fields: Map<String, Value>,
+    fields_bytes: usize,
+    cur: Current,
+}
+
+impl<S: Storage> Form<'_, S> {
+    fn add_field(&mut self, name: String, value: Vec<u8>) {
+        let value = Value::String(String::from_utf8_lossy(&value).into_owned());
+        match self.fields.get_mut(&name) {
+            None => {
+                self.fields.insert(name, value);
+            }
+            Some(Value::Array(a)) => a.push(value),
+            Some(prev) => {
+                let first = prev.take();
+                *prev = Value::Array(vec![first, value]);
+            }
+        }
+    }
+
+    async fn abort_all(&mut self) {
+        for f in self.files.drain(..) {
+            f.up.abort().await;
+        }
+    }
+}
+
+impl<S: Storage> Parts for Form<'_, S> {
+    async fn start(&mut self, h: PartHeaders) -> Result<(), Error> {
+        let Some(raw) = h.filename else {
+            self.cur = Current::Field {
+                name: h.name,
+                value: Vec::new(),
+            };
+            return Ok(());
+        };
+        if raw.is_empty() {
+            self.cur = Current::NoFile;
+            return Ok(());
+        }
+        let name =
+            sanitize_filename(&raw, self.dir.is_root()).map_err(|m| Error::status(400, m))?;
+        if self.files.iter().any(|f| f.name == name) {
+            return Err(Error::status(
+                400,
+                format!("two files named {name:?} in one form"),
+            ));
+        }
+        if self.files.len() >= MAX_FILES {
+            return Err(Error::status(
+                413,
+                format!("more than {MAX_FILES} files in one form"),
+            ));
+        }
+        let key = self
+            .dir
+            .join(&name)
+            .map_err(|e| Error::status(400, format!("file name {raw:?}: {e}")))?;
+        let up = self.storage.create(&key).await?;
+        self.files.push(FileSlot {
+            name,
+            key,
+            up,
+            hasher: Sha256::new(),
+            size: 0,
+        });
+        self.cur = Current::File(self.files.len() - 1);
+        Ok(())
+    }
+
+    async fn data(&mut self, d: &[u8]) -> Result<(), Error> {
+        match &mut self.cur {
+            Current::File(i) => {
+                let f = &mut self.files[*i];
+                f.size += d.len() as u64;
+                if self.max_file.is_some_and(|max| f.size > max) {
+                    return Err(Error::status(
+                        413,
+                        format!("file {:?} is larger than the upload limit", f.name),
+                    ));
+                }
+                f.hasher.update(d);
+                f.up.write(d).await?;
+            }
+            Current::Field { value, .. } => {
+                self.fields_bytes += d.len();
+                if self.fields_bytes > MAX_FIELDS_BYTES {
+                    return Err(Error::status(
+                        413,
+                        format!("form fields exceed {MAX_FIELDS_BYTES} bytes in total"),
+                    ));
+                }
+                value.extend_from_slice(d);
+            }
+            Current::NoFile if !d.is_empty() => {
+                return Err(Error::status(
+                    400,
+                    "a file part with an empty filename carries data",
+                ));
+            }
+            Current::NoFile | Current::None => {}
+        }
+        Ok(())
+    }
+
+    async fn end(&mut self) -> Result<(), Error> {
+        // A field without a name cannot be reported; it is dropped.
+        if let Current::Field {
+            name: Some(name),
+            value,
+        } = std::mem::replace(&mut self.cur, Current::None)
+        {
+            self.add_field(name, value);
+        }
+        Ok(())
+    }
+}
+
+/// `POST /dir/` with a multipart/form-data body.
+pub(crate) async fn post<S: Storage>(
+    storage: &S,
+    cfg: &ServiceConfig,
+    ex: &mut Exchange,
+    dir: RelPath,
+    boundary: &str,
+    format: Format,
+) -> Result<(), Error> {
+    if !dir.trailing_slash() {
+        let hint = dir.to_url(true);
+        return Err(Error::status(
+            400,
+            format!("form uploads go to a directory: POST {hint}"),
+        ));
+    }
+    let mut digest = RequestDigest::from_request(ex)?;
+    let limits = Limits::default();
+    let mut feeder = Feeder::new(boundary, limits)?;
+    let mut form = Form {
+        storage,
+        dir: dir.clone(),
+        // One knob for now: ServiceConfig has a body limit only, and a file
+        // can't be larger than the body; the check is per file so a future
+        // separate limit plugs in here.
+        max_file: cfg.max_body,
+        files: Vec::new(),
+        fields: Map::new(),
+        fields_bytes: 0,
+        cur: Current::None,
+    };
+    let received: Result<(), Error> = async {
+        while let Some(piece) = ex.read_body().await? {
+            digest.update(piece);
+            feeder.feed(piece, &mut form).await?;
+        }
+        feeder.finish()?;
+        digest.verify()
+    }
+    .await;
+    if let Err(e) = received {
+        form.abort_all().await;
+        return Err(e);
+    }
+
+    let mut files = Vec::with_capacity(form.files.len());
+    let mut slots = std::mem::take(&mut form.files).into_iter();
+    while let Some(f) = slots.next() {
+        match f.up.commit().await {
+            Ok(written) => files.push(serde_json::json!({
+                "name": f.name,
+                "path": f.key.to_url(false),
+                "size": f.size,
+                "sha256": hex(&f.hasher.finalize().into()),
+                "created": written == Written::Created,
+            })),
+            Err(e) => {
+                for rest in slots {
+                    rest.up.abort().await;
+                }
+                let done: Vec<&str> = files.iter().filter_map(|v| v["name"].as_str()).collect();
+                tracing::warn!(error = %e, committed = ?done, "form upload failed while committing");
+                let status = e.status();
+                return Err(Error::status(
+                    status,
+                    format!(
+                        "storing {:?} failed ({}); already stored from this form: {:?}",
+                        f.name,
+                        if status >= 500 {
+                            "storage error".to_string()
+                        } else {
+                            e.to_string()
+                        },
+                        done
+                    ),
+                ));
+            }
+        }
+    }
+    let any = !files.is_empty();
+    if format == Format::Html {
+        let resp = Response::new(303)
+            .header("Location", dir.to_url(true))
+            .header("Content-Type", "text/plain; charset=utf-8");
+        return ex.send(resp, b"uploaded\n").await;
+    }
+    let body = serde_json::json!({ "files": files, "fields": Value::Object(std::mem::take(&mut form.fields)) });
+    let mut text = serde_json::to_vec(&body).map_err(|e| Error::status(500, e.to_string()))?;
+    text.push(b'\n');
+    let resp = Response::new(if any { 201 } else { 200 })
+        .header("Content-Type", "application/json")
+        .header("Cache-Control", "no-store");
+    ex.send(resp, &text).await
+}
