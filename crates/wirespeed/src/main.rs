@@ -5,6 +5,7 @@
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod client_cmd;
 mod serve;
 
 #[derive(Parser)]
@@ -27,6 +28,14 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Measure end to end, side by side in one run (e.g. seed 000's token-by-token JSON).
     Bench(bench::BenchArgs),
+    /// Upload FILE to URL (PUT with Content-Length, sha-256 checked end to end).
+    Put(client_cmd::PutArgs),
+    /// Download URL to a file (via FILE.part; resumable with --continue; Repr-Digest checked).
+    Get(client_cmd::GetArgs),
+    /// List a directory URL: type, size, modified, name (--json for the raw listing).
+    Ls(client_cmd::LsArgs),
+    /// Delete a file (or empty directory) URL.
+    Rm(client_cmd::RmArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -41,5 +50,9 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Put(args) => client_cmd::put(args),
+        Command::Get(args) => client_cmd::get(args),
+        Command::Ls(args) => client_cmd::ls(args),
+        Command::Rm(args) => client_cmd::rm(args),
     }
 }

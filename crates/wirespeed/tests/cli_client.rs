@@ -1,0 +1,270 @@
+//! The built `wirespeed` binary as a user runs it: `serve` in one process,
+//! `put`/`get`/`ls`/`rm` in others; exit codes and messages. The TLS case
+//! runs an in-process TLS server (self-signed, `--cacert`).
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_wirespeed");
+
+struct Serve {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(dir: &Path, extra: &[&str]) -> Serve {
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .arg(dir)
+        .args(["--listen", "127.0.0.1:0", "--no-fsync"])
+        .args(extra)
+        .env_remove("WIRESPEED_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start wirespeed serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected start line {line:?}"))
+        .to_string();
+    Serve { child, base }
+}
+
+/// Run the client with a bounded time; returns (status, stdout, stderr).
+fn run(args: &[&str], envs: &[(&str, &str)]) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).env_remove("WIRESPEED_TOKEN");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("wirespeed {args:?} did not finish in 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = child.wait_with_output().unwrap();
+    (
+        status.code(),
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
+}
+
+fn data(len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect()
+}
+
+#[test]
+fn put_get_ls_rm_round_trip() {
+    let root = tempfile::tempdir().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let srv = serve(root.path(), &[]);
+    let bytes = data(3 << 20);
+    let src = local.path().join("a b.bin");
+    std::fs::write(&src, &bytes).unwrap();
+    let s = src.to_str().unwrap();
+
+    let (code, out, err) = run(&["put", s, &format!("{}/d/", srv.base)], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("verified by the server"), "{out}");
+    assert_eq!(std::fs::read(root.path().join("d/a b.bin")).unwrap(), bytes);
+
+    let (code, out, err) = run(&["ls", &format!("{}/d/", srv.base)], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.lines().next().unwrap().starts_with("TYPE"), "{out}");
+    assert!(
+        out.contains("file") && out.contains("3145728") && out.contains("a b.bin"),
+        "{out}"
+    );
+    let (code, out, _) = run(&["ls", "--json", &format!("{}/d/", srv.base)], &[]);
+    assert_eq!(code, Some(0));
+    assert!(
+        out.trim_start().starts_with('[') && out.contains("\"a b.bin\""),
+        "{out}"
+    );
+
+    let dest = local.path().join("copy.bin");
+    let url = format!("{}/d/a%20b.bin", srv.base);
+    let (code, out, err) = run(&["get", &url, "-o", dest.to_str().unwrap()], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("3145728 bytes"), "{out}");
+    assert_eq!(std::fs::read(&dest).unwrap(), bytes);
+
+    // -o an existing directory: the URL's (decoded) name inside it.
+    let (code, _, err) = run(
+        &["get", "-q", &url, "-o", local.path().to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(std::fs::read(local.path().join("a b.bin")).unwrap(), bytes);
+
+    // --continue from a correct partial file.
+    let dest2 = local.path().join("resumed.bin");
+    std::fs::write(local.path().join("resumed.bin.part"), &bytes[..1_000_000]).unwrap();
+    let (code, out, err) = run(&["get", "-c", &url, "-o", dest2.to_str().unwrap()], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("resumed at 1000000"), "{out}");
+    assert_eq!(std::fs::read(&dest2).unwrap(), bytes);
+
+    let (code, out, err) = run(&["rm", &url], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("deleted"), "{out}");
+    let dest3 = local.path().join("gone.bin");
+    let (code, _, err) = run(&["get", &url, "-o", dest3.to_str().unwrap()], &[]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("404"), "{err}");
+    assert!(!dest3.exists() && !local.path().join("gone.bin.part").exists());
+}
+
+#[test]
+fn token_errors_and_exit_codes() {
+    let root = tempfile::tempdir().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let srv = serve(root.path(), &["--token", "s3cret"]);
+    let src = local.path().join("t.bin");
+    std::fs::write(&src, data(2 << 20)).unwrap();
+    let s = src.to_str().unwrap();
+    let url = format!("{}/t.bin", srv.base);
+
+    let (code, _, err) = run(&["put", s, &url], &[]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("server answered 401"), "{err}");
+    assert!(!root.path().join("t.bin").exists());
+
+    let (code, _, err) = run(&["put", "-q", s, &url, "--token", "wrong"], &[]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("401"), "{err}");
+
+    let (code, out, err) = run(
+        &["put", "--digest-first", s, &url],
+        &[("WIRESPEED_TOKEN", "s3cret")],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("verified"), "{out}");
+
+    // Not a file; bad URL; nobody listening.
+    let (code, _, err) = run(
+        &["put", local.path().join("missing").to_str().unwrap(), &url],
+        &[],
+    );
+    assert_eq!(code, Some(1));
+    assert!(err.contains("missing"), "{err}");
+    let (code, _, err) = run(&["get", "ftp://x/y"], &[]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("only http:// and https://"), "{err}");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (code, _, err) = run(&["ls", &format!("http://127.0.0.1:{port}/")], &[]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("connection refused"), "{err}");
+}
+
+#[test]
+fn https_with_cacert_and_insecure() {
+    let root = tempfile::tempdir().unwrap();
+    let certdir = tempfile::tempdir().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let (acceptor, cert, _fp) = wirespeed_tls::server_self_signed(certdir.path()).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let storage = wirespeed_service::LocalStorage::new(root.path())
+        .unwrap()
+        .with_fsync(false);
+    let router = wirespeed_service::router(storage, wirespeed_service::ServiceConfig::default());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = rt.spawn(async move {
+        let s = wirespeed_net::Server::new(wirespeed_net::ServerConfig::default());
+        let _ = s
+            .serve_with(listener, Arc::new(acceptor), Arc::new(router), async {
+                let _ = stop_rx.await;
+            })
+            .await;
+    });
+
+    let bytes = data(2 << 20);
+    let src = local.path().join("s.bin");
+    std::fs::write(&src, &bytes).unwrap();
+    let url = format!("https://localhost:{}/s.bin", addr.port());
+    let cacert = cert.to_str().unwrap();
+    let (code, out, err) = run(
+        &["put", src.to_str().unwrap(), &url, "--cacert", cacert],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("verified"), "{out}");
+
+    let (code, _, err) = run(
+        &["get", &url, "-o", local.path().join("x").to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(code, Some(1));
+    assert!(err.contains("TLS handshake"), "{err}");
+    assert!(!local.path().join("x").exists());
+
+    let dest = local.path().join("y");
+    let (code, _, err) = run(&["get", "-k", &url, "-o", dest.to_str().unwrap()], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(std::fs::read(&dest).unwrap(), bytes);
+
+    let _ = stop_tx.send(());
+    let _ = rt.block_on(async { tokio::time::timeout(Duration::from_secs(15), server).await });
+}
+
+#[test]
+fn help_describes_each_client_command() {
+    for (cmd, needle) in [
+        ("put", "--digest-first"),
+        ("get", "--continue"),
+        ("ls", "--json"),
+        ("rm", "Delete"),
+    ] {
+        let (code, out, _) = run(&[cmd, "--help"], &[]);
+        assert_eq!(code, Some(0));
+        assert!(
+            out.contains(needle) && out.contains("--cacert") && out.contains("--token"),
+            "{cmd}: {out}"
+        );
+    }
+}
