@@ -37,36 +37,69 @@
 //! feature detection is needed here), which skips whitespace inside its SIMD
 //! loop. Its forgiving rules are made strict like this:
 //!
-//! * it also skips form feed (WHATWG whitespace), so a `memchr` for `0x0c` runs
-//!   over each slice first; if one is found the slice goes to the scalar path;
+//! * it also skips form feed (WHATWG whitespace), so a `memchr` for `0x0c`
+//!   runs over each 4 KiB block right before simdutf decodes that block (it
+//!   is then in L1); if one is found, the scalar path takes over from there
+//!   and reports it;
 //! * it is asked to stop before a partial final group
-//!   (`stop_before_partial`), so missing padding never reaches it: the partial
-//!   group (≤ 3 significant characters) is carried to the next call by the
-//!   scalar path, which also completes a carried group at the start of a call;
-//! * it validates `=` placement within the slice it sees; after it consumed a
+//!   (`stop_before_partial`), so missing padding never reaches it: the next
+//!   block restarts at the partial group, and at the end of the slice the
+//!   partial group (≤ 3 significant characters) is carried to the next call
+//!   by the scalar path, which also completes it at the start of that call so
+//!   simdutf always starts on a group boundary;
+//! * it validates `=` placement within the block it sees; after it consumed a
 //!   padded group the decoder only accepts whitespace (the scalar path enforces);
-//! * on any error it reports, its output is dropped and the whole slice is
-//!   re-decoded by the scalar reference path, which is authoritative for the
-//!   error kind and offset (the cold path only runs on input that is already
-//!   invalid, or once at a stream end whose padding straddles a call).
+//! * on any error it reports, that block's output is dropped and the scalar
+//!   reference path decodes the rest of the slice; it is authoritative for the
+//!   error kind and offset. This cold path only runs on input that is invalid
+//!   anyway, once at a stream end whose padding straddles a block or a call,
+//!   or for a 4 KiB block with fewer than 4 significant characters (runs of
+//!   whitespace, not line breaks): always linear, ~1 GB/s at worst.
+//!
+//! A differential test runs every short tail over a small alphabet, and
+//! corruptions around block boundaries, through both engines and requires
+//! identical bytes, verdicts and offsets.
 //!
 //! Output is written straight into the spare capacity of the caller's `Vec`
-//! (no zero-fill pass; a reused, cleared `Vec` costs nothing per call).
+//! (no zero-fill pass; a reused, cleared `Vec` costs nothing per call; a
+//! zero-fill would cost 10–20%, see below).
 //!
-//! Measured on the shared 2-core AVX-512 box (noisy: other builds running),
-//! 16 MiB payload fed in 256 KiB slices, GB/s of base64 input:
+//! # Measurements
 //!
-//! | input                 | `Engine::Simd` | `Engine::Scalar` |
-//! |-----------------------|---------------:|-----------------:|
-//! | no whitespace         | see below      | see below        |
+//! Shared 2-core AVX-512 box with other builds running (load average ~4), so
+//! numbers move ±20% between runs. 16 MiB payload, base64 text fed in 256 KiB
+//! slices into a reused, cleared `Vec`; GB/s (10^9) of base64 input.
 //!
-//! (table filled in from `cargo bench -p wirespeed-base64 -- --warm-up-time 1
-//! --measurement-time 3`; see the `bench numbers` section at the end.)
+//! Best of 15 runs, throwaway `Instant` harness (two runs, range shown):
 //!
-//! Alternatives considered: `base64-simd` 0.8 is ~3 GB/s with line breaks (its
-//! forgiving path copies whitespace out first); a hand-written AVX2 kernel
-//! would need the same strictness glue and more unsafe code than simdutf's
-//! already-fuzzed one, for no measured gain.
+//! | engine                                           | no ws     | CRLF/76   | LF/64     | CRLF/73   |
+//! |--------------------------------------------------|----------:|----------:|----------:|----------:|
+//! | **`Decoder` (this crate, 4 KiB blocks)**         | 16.8–17.8 | 10.2–12.2 | 10.6–11.9 | 10.5–12.2 |
+//! | same, one `memchr` per 256 KiB slice (first cut) | 13.8      | 9.8       | 9.5       | 9.5       |
+//! | same, 16 KiB blocks                              | 16.2      | 10.4      | 10.2      | 10.7      |
+//! | same + a zero-fill of the output per call        | 13.4      | 9.3       | 9.2       | 9.2       |
+//! | raw simdutf forgiving, no strictness, no carry   | 20.1–21.9 | 13.9–14.9 | 13.3–14.6 | 13.8–14.6 |
+//! | `base64-simd` 0.8 `forgiving_decode_to_vec`, whole 16 MiB | 5.8–6.0 | 1.2 | 1.2 | 1.2 |
+//! | `Engine::Scalar` (criterion)                     | ~1.0      | ~1.0–1.2  | ~1.4      | ~1.2      |
+//!
+//! Criterion (`cargo bench -p wirespeed-base64 -- --warm-up-time 1
+//! --measurement-time 3`, GiB/s, quietest run of three): `simd` no_ws 13.9,
+//! crlf76 9.2, lf64 9.4, crlf73 9.7; `raw_simdutf` 16.3 / 12.2 / 11.9 / 12.7;
+//! `scalar` 0.97 / 1.0 / 1.36 / 1.18. Noisier runs went as low as 5–6 GiB/s
+//! for the line-broken inputs, with the raw ceiling moving the same way.
+//!
+//! So: CRLF every 76 is ~0.6–0.7x the no-whitespace speed and around the
+//! 10 GB/s target (above it in quiet runs, below it under load). The gap to
+//! raw simdutf (~25%) is the form feed scan; it is memory-bound
+//! (~29 GB/s alone, no faster with hand-written AVX2/AVX-512 than with
+//! `memchr`), and doing it per 4 KiB block right before simdutf reads the
+//! same block recovers most of a second pass. Removing it would need a
+//! decoder kernel whose whitespace set is exactly CR/LF/space/tab.
+//!
+//! `base64-simd`'s forgiving path strips whitespace into a copy first and
+//! runs at ~1.2 GB/s with line breaks, 10x below simdutf. A hand-written
+//! AVX2 kernel would need the same strictness glue and far more unsafe code
+//! than simdutf's already-fuzzed one; not attempted in this time box.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -152,6 +185,19 @@ fn is_ws(b: u8) -> bool {
 /// Streaming decoder. Feed any split of the stream to [`decode`](Self::decode)
 /// (a split may fall inside a CRLF or a group), then call
 /// [`finish`](Self::finish).
+///
+/// ```
+/// let mut d = wirespeed_base64::Decoder::new();
+/// let mut out = Vec::new();
+/// d.decode(b"Zm9v\r\nYm", &mut out)?; // "Ym" is carried to the next call
+/// d.decode(b"Fy\r\n", &mut out)?;
+/// d.finish()?;
+/// assert_eq!(out, b"foobar");
+///
+/// let err = wirespeed_base64::decode(b"Zm9v\r\nYm\x0cFy").unwrap_err();
+/// assert_eq!(err.to_string(), "invalid base64 character 0x0c at byte 8");
+/// # Ok::<(), wirespeed_base64::DecodeError>(())
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Decoder {
     engine: Engine,
@@ -176,7 +222,8 @@ impl Decoder {
         Self::default()
     }
 
-    /// A decoder using the given engine.
+    /// A decoder using the given engine (`Engine::Scalar` is the reference
+    /// implementation, for differential tests and comparisons).
     pub fn with_engine(engine: Engine) -> Self {
         Self {
             engine,

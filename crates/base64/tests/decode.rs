@@ -372,3 +372,34 @@ fn differential_around_simd_blocks() {
         }
     }
 }
+
+/// Long whitespace runs (whole SIMD blocks without a group) stay correct.
+#[test]
+fn long_whitespace_runs() {
+    let data = payload(20_000);
+    let enc = std_encode(&data);
+    let (a, b) = enc.split_at(9_999);
+    let mut input = vec![b' '; 10_000];
+    input.extend_from_slice(a.as_bytes());
+    input.extend(std::iter::repeat_n(b'\n', 9_000));
+    input.extend_from_slice(b.as_bytes());
+    input.extend(std::iter::repeat_n(b'\t', 9_000));
+    for engine in [Engine::Simd, Engine::Scalar] {
+        for split in [0, 5_000, 19_999, 20_001, 30_000] {
+            assert_eq!(stream(engine, &input, &[split]).unwrap(), data);
+        }
+    }
+}
+
+#[test]
+fn max_decoded_len_bounds_output() {
+    use wirespeed_base64::max_decoded_len;
+    assert_eq!(max_decoded_len(0), 0);
+    assert_eq!(max_decoded_len(3), 0);
+    assert_eq!(max_decoded_len(4), 3);
+    assert_eq!(max_decoded_len(78), 57);
+    for len in 0..200 {
+        let enc = std_encode(&payload(len));
+        assert!(max_decoded_len(enc.len()) >= len);
+    }
+}
