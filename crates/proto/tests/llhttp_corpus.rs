@@ -77,7 +77,13 @@ fn serve(mut input: &[u8]) -> Served {
 
 #[test]
 fn llhttp_request_corpus() {
-    let data = include_str!("data/http-requests-llhttp.jsonl");
+    // The corpus lives in shared/ beside the checkout; read it, never a copy.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/corpora/http-requests-llhttp.jsonl"
+    );
+    let data = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("corpus {path} is required (shared/ beside the checkout): {e}"));
     let b64 = base64::engine::general_purpose::STANDARD;
     let mut failures = Vec::new();
     let mut counts = (0, 0, 0);
