@@ -507,7 +507,7 @@ async fn tls_garbage_does_not_disturb_a_concurrent_transfer() {
             }
             h.update(&buf[..n]);
             reads += 1;
-            if reads % 8 == 0 {
+            if reads.is_multiple_of(8) {
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
         }
