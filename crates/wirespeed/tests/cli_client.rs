@@ -138,6 +138,12 @@ fn put_get_ls_rm_round_trip() {
     assert!(out.contains("resumed at 1000000"), "{out}");
     assert_eq!(std::fs::read(&dest2).unwrap(), bytes);
 
+    // A browser-style form upload to the directory (the service's POST /dir/).
+    let (code, out, err) = run(&["put", "--form", s, &format!("{}/forms/", srv.base)], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with('2'), "{out}");
+    assert_eq!(std::fs::read(root.path().join("forms/a b.bin")).unwrap(), bytes);
+
     let (code, out, err) = run(&["rm", &url], &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("deleted"), "{out}");
