@@ -77,6 +77,7 @@ EXTRA=(--no-fsync)
 [[ "${FSYNC:-0}" == 1 ]] && EXTRA=()
 "$WS" serve "$W/data" --listen 127.0.0.1:0 "${EXTRA[@]}" >"$W/ws.addr" 2>"$W/ws.log" &
 PIDS+=($!)
+WS_PID=$!
 for _ in $(seq 100); do grep -q listening "$W/ws.addr" 2>/dev/null && break; sleep 0.05; done
 URL=$(sed 's/^listening on //' "$W/ws.addr")
 log "server at $URL"
@@ -92,6 +93,11 @@ declare -A LABEL=(
 declare -A STORED=(
     [put]=put.bin [form]=form/src.bin [soap_crlf]=soap-crlf.bin [soap_nolf]=soap-nolf.bin [json]=json.bin
 )
+
+# CPU seconds (user+sys) the server has used so far: per row, a measure of
+# the server's own cost that other load on a shared machine disturbs less
+# than wall time does.
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f", ($14+$15)/hz}' "/proc/$WS_PID/stat"; }
 
 # Runs one upload; prints curl's total time in seconds. Fails on a non-2xx.
 run() {
@@ -117,12 +123,15 @@ run() {
 
 # Warm-up (page cache for the sources, first-touch allocations).
 for r in "${ROWS[@]}"; do run "$r" >/dev/null; done
-declare -A TIMES
+declare -A TIMES CPUS
 for round in $(seq "$ROUNDS"); do
     for r in "${ROWS[@]}"; do
+        c0=$(cpu)
         t=$(run "$r")
+        c=$(awk -v a="$c0" -v b="$(cpu)" 'BEGIN {printf "%.2f", b-a}')
         TIMES[$r]="${TIMES[$r]:-} $t"
-        log "round $round $r ${t}s"
+        CPUS[$r]="${CPUS[$r]:-} $c"
+        log "round $round $r ${t}s (server CPU ${c}s)"
     done
 done
 for r in "${ROWS[@]}"; do
@@ -141,10 +150,10 @@ echo
 echo "Encoded uploads, ${SIZE_MB} MiB random payload, loopback, median of $ROUNDS interleaved rounds" \
     "($([[ ${#EXTRA[@]} -eq 0 ]] && echo fsync || echo no-fsync); $(nproc) CPUs)"
 echo
-echo "| upload | MB/s (decoded payload) | vs raw PUT | times (s) |"
-echo "|---|---:|---:|---|"
+echo "| upload | MB/s (decoded payload) | vs raw PUT | server CPU s (median) | times (s) |"
+echo "|---|---:|---:|---:|---|"
 for r in "${ROWS[@]}"; do
-    echo "| ${LABEL[$r]} | ${MBS[$r]} | $(ratio "${MBS[$r]}" "${MBS[put]}") |${TIMES[$r]} |"
+    echo "| ${LABEL[$r]} | ${MBS[$r]} | $(ratio "${MBS[$r]}" "${MBS[put]}") | $(printf '%s\n' ${CPUS[$r]} | median) |${TIMES[$r]} |"
 done
 echo
 echo "SOAP CRLF/76 vs no line breaks: $(ratio "${MBS[soap_crlf]}" "${MBS[soap_nolf]}") (time ratio $(ratio "${MBS[soap_nolf]}" "${MBS[soap_crlf]}"))"
