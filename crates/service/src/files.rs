@@ -249,7 +249,7 @@ impl<S: Storage> Files<S> {
                 .map_err(|e| Error::status(400, e.to_string()))?
         };
         let mut up = self.storage.create(&key).await?;
-        let sum = match receive(ex, &mut up, self.cfg.upload_path).await {
+        let sum = match receive(ex, &mut up, self.cfg.upload_path, self.cfg.hash).await {
             Ok(sum) => sum,
             Err(e) => {
                 // Disconnect, timeout, 413 mid-body: nothing may remain.

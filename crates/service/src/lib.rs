@@ -27,7 +27,7 @@ mod files;
 pub use auth::Access;
 pub use files::{Files, Health};
 pub use storage::{LocalStorage, Storage, StorageError};
-pub use upload::UploadPath;
+pub use upload::{HashMode, UploadPath};
 
 use wirespeed_net::Router;
 
@@ -42,6 +42,8 @@ pub struct ServiceConfig {
     pub max_body: Option<u64>,
     /// How upload bodies reach storage.
     pub upload_path: UploadPath,
+    /// Where upload digests are computed.
+    pub hash: HashMode,
 }
 
 /// The service's routes: `/-/health`, then every other path as a file.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use wirespeed_net::{Server, ServerConfig};
-use wirespeed_service::{Access, LocalStorage, ServiceConfig, UploadPath};
+use wirespeed_service::{Access, HashMode, LocalStorage, ServiceConfig, UploadPath};
 
 #[derive(Args, Debug)]
 #[command(long_about = "Serve DIR over HTTP/1.1.\n\n\
@@ -62,10 +62,17 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_fsync: bool,
 
-    /// How upload bodies reach the disk: `copy` (read, hash, write: the measured
-    /// faster one) or `splice` (zero-copy socket→pipe→file, then re-hash the file).
-    #[arg(long, value_enum, default_value_t = UploadArg::Copy, value_name = "PATH")]
+    /// How upload bodies reach the disk: `splice` (zero-copy socket→pipe→file on
+    /// plain TCP with a Content-Length; the measured faster one) or `copy` (read
+    /// into the connection buffer, then write). Chunked and TLS bodies always copy.
+    #[arg(long, value_enum, default_value_t = UploadArg::Splice, value_name = "PATH")]
     pub upload_path: UploadArg,
+
+    /// Where upload sha-256 digests are computed: `concurrent` (a helper thread
+    /// hashes the stored bytes right behind the writer) or `inline` (on the
+    /// connection's task).
+    #[arg(long, value_enum, default_value_t = HashArg::Concurrent, value_name = "MODE")]
+    pub upload_hash: HashArg,
 
     /// Worker threads of the async runtime (default: one per CPU).
     #[arg(long, value_name = "N")]
@@ -85,6 +92,12 @@ pub struct ServeArgs {
     pub shutdown_grace: u64,
     // TLS (--tls-cert/--tls-key) is added by the TLS work; it plugs in through
     // Server::serve_with and an acceptor, nothing else here changes.
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum HashArg {
+    Inline,
+    Concurrent,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -134,6 +147,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         upload_path: match args.upload_path {
             UploadArg::Copy => UploadPath::Copy,
             UploadArg::Splice => UploadPath::Splice,
+        },
+        hash: match args.upload_hash {
+            HashArg::Inline => HashMode::Inline,
+            HashArg::Concurrent => HashMode::Concurrent,
         },
     };
     let server_cfg = ServerConfig {
