@@ -83,7 +83,8 @@ struct Measured {
 async fn fetch(addr: std::net::SocketAddr) -> anyhow::Result<Measured> {
     let started = Instant::now();
     let mut s = TcpStream::connect(addr).await?;
-    s.write_all(b"GET / HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n").await?;
+    s.write_all(b"GET / HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
+        .await?;
     let mut raw = Vec::with_capacity(8 << 20);
     s.read_to_end(&mut raw).await?;
     let elapsed = started.elapsed();
@@ -131,14 +132,20 @@ async fn start(policy: FlushPolicy, items: usize) -> anyhow::Result<std::net::So
     };
     tokio::spawn(async move {
         let _ = Server::new(cfg)
-            .serve(listener, Arc::new(JsonTokens { items }), std::future::pending())
+            .serve(
+                listener,
+                Arc::new(JsonTokens { items }),
+                std::future::pending(),
+            )
             .await;
     });
     Ok(addr)
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async {
         match args.scenario {
             Scenario::JsonStream => json_stream(&args).await,
@@ -203,6 +210,8 @@ mod tests {
         assert_eq!(count_chunks(raw).unwrap(), (5, 2));
         let raw = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc";
         assert_eq!(count_chunks(raw).unwrap(), (3, 1));
-        assert!(count_chunks(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab").is_err());
+        assert!(
+            count_chunks(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab").is_err()
+        );
     }
 }

@@ -25,6 +25,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve DIR over HTTP: GET/HEAD files and listings, PUT/POST uploads, DELETE.
+    #[command(long_about = serve::LONG_ABOUT)]
     Serve(serve::ServeArgs),
     /// Measure end to end, side by side in one run (e.g. seed 000's token-by-token JSON).
     Bench(bench::BenchArgs),

@@ -12,17 +12,23 @@ use clap::{Args, ValueEnum};
 use wirespeed_net::{Server, ServerConfig};
 use wirespeed_service::{Access, HashMode, LocalStorage, ServiceConfig, UploadPath};
 
-#[derive(Args, Debug)]
-#[command(long_about = "Serve DIR over HTTP/1.1.\n\n\
+/// `serve --help`: the routes at a glance.
+pub const LONG_ABOUT: &str = "Serve DIR over HTTP/1.1.\n\n\
 Routes:\n  \
 GET/HEAD /path     a file (sendfile; ETag, Last-Modified, single byte ranges, If-None-Match, If-Range)\n  \
 GET /dir/          a listing: HTML, or JSON with ?format=json or Accept: application/json\n  \
 PUT /path          upload (atomic: temp file, fsync, rename); 201 new, 204 replaced;\n                     \
 checks a sha-256 Repr-Digest/Content-Digest and answers with Repr-Digest\n  \
 DELETE /path       a file or an empty directory\n  \
-GET /-/health      200 while serving\n\n\
+GET /-/health      200 while serving\n  \
+POST /dir/         multipart/form-data upload of one or more files\n  \
+POST /path?element=NAME   base64 in an XML/SOAP element (text/xml, application/soap+xml) or MTOM/XOP\n  \
+POST /path?field=NAME     base64 in a top-level JSON string field (application/json)\n\n\
 On start, prints one line `listening on http://ADDR` to stdout (the real address, useful with \
-port 0). SIGINT/SIGTERM stop accepting and let requests in flight finish.")]
+port 0); with TLS, `listening on https://ADDR` followed by the certificate lines of \
+--tls-self-signed. SIGINT/SIGTERM stop accepting and let requests in flight finish.";
+
+#[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Folder to serve (created if missing).
     #[arg(default_value = "./data")]
@@ -90,8 +96,30 @@ pub struct ServeArgs {
     /// On SIGINT/SIGTERM, how long requests in flight may take to finish.
     #[arg(long, default_value_t = 10, value_name = "SECS")]
     pub shutdown_grace: u64,
-    // TLS (--tls-cert/--tls-key) is added by the TLS work; it plugs in through
-    // Server::serve_with and an acceptor, nothing else here changes.
+
+    /// Serve HTTPS with this certificate chain (PEM). Needs --tls-key.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tls_key",
+        conflicts_with = "tls_self_signed"
+    )]
+    pub tls_cert: Option<PathBuf>,
+
+    /// Private key (PEM) for --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Serve HTTPS with a certificate for localhost/127.0.0.1/::1 generated at
+    /// start. Its path and SHA-256 fingerprint are printed after the listening
+    /// line; give the file to clients with --cacert.
+    #[arg(long)]
+    pub tls_self_signed: bool,
+
+    /// Where --tls-self-signed writes its certificate (default: a folder in the
+    /// system temp dir). Never the served folder.
+    #[arg(long, value_name = "DIR", requires = "tls_self_signed")]
+    pub tls_cert_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -166,6 +194,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(n) = args.threads {
         rt.worker_threads(n.max(1));
     }
+    let tls = tls_acceptor(&args)?;
     let rt = rt.build().context("starting the async runtime")?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.listen)
@@ -174,18 +203,58 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let addr = listener.local_addr()?;
         {
             let mut out = std::io::stdout().lock();
-            writeln!(out, "listening on http://{addr}")?;
+            let scheme = if tls.is_some() { "https" } else { "http" };
+            writeln!(out, "listening on {scheme}://{addr}")?;
+            if let Some((_, Some((cert, fingerprint)))) = &tls {
+                writeln!(out, "certificate: {}", cert.display())?;
+                writeln!(out, "certificate sha-256 fingerprint: {fingerprint}")?;
+            }
             out.flush()?;
         }
         tracing::info!(%addr, dir = %storage.root().display(), "serving");
-        let router = wirespeed_service::router(storage, cfg);
-        Server::new(server_cfg)
-            .serve(listener, Arc::new(router), shutdown_signal())
-            .await
-            .context("serving")?;
+        let router = Arc::new(wirespeed_service::router(storage, cfg));
+        let server = Server::new(server_cfg);
+        match tls {
+            Some((acceptor, _)) => server
+                .serve_with(listener, Arc::new(acceptor), router, shutdown_signal())
+                .await
+                .context("serving")?,
+            None => server
+                .serve(listener, router, shutdown_signal())
+                .await
+                .context("serving")?,
+        }
         tracing::info!("stopped");
         anyhow::Ok(())
     })
+}
+
+/// The TLS acceptor asked for on the command line, with the generated
+/// certificate's path and fingerprint for `--tls-self-signed`.
+type Tls = (wirespeed_tls::Acceptor, Option<(PathBuf, String)>);
+
+fn tls_acceptor(args: &ServeArgs) -> anyhow::Result<Option<Tls>> {
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        let acceptor = wirespeed_tls::server_from_files(cert, key).with_context(|| {
+            format!(
+                "loading TLS certificate {} and key {}",
+                cert.display(),
+                key.display()
+            )
+        })?;
+        return Ok(Some((acceptor, None)));
+    }
+    if !args.tls_self_signed {
+        return Ok(None);
+    }
+    let dir = args.tls_cert_dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("wirespeed-tls-{}", std::process::id()))
+    });
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("creating the certificate folder {}", dir.display()))?;
+    let (acceptor, cert, fingerprint) = wirespeed_tls::server_self_signed(&dir)
+        .with_context(|| format!("generating a self-signed certificate in {}", dir.display()))?;
+    Ok(Some((acceptor, Some((cert, fingerprint)))))
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -142,7 +142,10 @@ fn put_get_ls_rm_round_trip() {
     let (code, out, err) = run(&["put", "--form", s, &format!("{}/forms/", srv.base)], &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.starts_with('2'), "{out}");
-    assert_eq!(std::fs::read(root.path().join("forms/a b.bin")).unwrap(), bytes);
+    assert_eq!(
+        std::fs::read(root.path().join("forms/a b.bin")).unwrap(),
+        bytes
+    );
 
     let (code, out, err) = run(&["rm", &url], &[]);
     assert_eq!(code, Some(0), "{err}");
