@@ -252,7 +252,9 @@ impl Exchange {
                 BodyState::Done => return Ok(None),
                 BodyState::Length { remaining } => {
                     if self.conn.rbuf.is_empty() {
-                        if *remaining > self.conn.rbuf.len() as u64 {
+                        // Only a body larger than the buffer earns the big
+                        // buffer (shrunk again after the exchange).
+                        if *remaining > self.conn.rbuf.capacity() as u64 {
                             self.conn.rbuf.ensure_capacity(cap);
                         }
                         let n = deadline(
@@ -307,8 +309,10 @@ impl Exchange {
                     {
                         Some(0) => return Err(Error::UnexpectedEof),
                         Some(_) => {}
-                        // The decoder keeps split lines itself, so a full buffer
-                        // it cannot progress on is malformed framing.
+                        // Unreachable in practice: the decoder consumes all
+                        // framing bytes it is given (keeping split lines in its
+                        // own bounded state), so the buffer never fills with
+                        // unconsumed framing. Refuse rather than spin.
                         None => return Err(wirespeed_proto::ProtoError::InvalidChunkSize.into()),
                     }
                 }
@@ -394,6 +398,14 @@ impl Exchange {
         self.count_body(total)
     }
 
+    /// Close the connection after this response, whatever the request said.
+    /// For handlers that lost track of the request body (e.g. a zero-copy
+    /// receive that failed midway), where reusing the connection would read
+    /// body bytes as the next request.
+    pub fn close_after_response(&mut self) {
+        self.keep_alive = false;
+    }
+
     /// Send `100 Continue` now if the client waits for it (zero-copy
     /// receivers call this before reading the socket themselves).
     pub async fn accept_body(&mut self) -> Result<(), Error> {
@@ -439,8 +451,8 @@ impl Exchange {
 
     fn encode_head(&self, resp: &Response, framing: HeadFraming) -> Vec<u8> {
         let mut headers: Vec<(&str, &[u8])> = Vec::with_capacity(resp.headers.len() + 4);
-        let date = httpdate::fmt_http_date(std::time::SystemTime::now());
-        headers.push(("Date", date.as_bytes()));
+        let date = http_date();
+        headers.push(("Date", &date));
         for (n, v) in &resp.headers {
             headers.push((n, v));
         }
@@ -680,6 +692,13 @@ impl Exchange {
                 return false;
             }
             tracing::debug!(peer = %self.conn.peer, route = %self.route, error = %e, "request failed");
+            if self.resp == RespState::Started && self.pending_head.is_some() {
+                // A writer was opened but its head never left: the error can
+                // still be answered properly instead of closing silently.
+                self.pending_head = None;
+                self.out = None;
+                self.resp = RespState::NotStarted;
+            }
             if self.resp != RespState::NotStarted {
                 // Mid-body failure: closing is the only honest signal left.
                 return false;
@@ -740,6 +759,30 @@ impl Exchange {
             }
         }
     }
+}
+
+/// The current time as an HTTP date (always 29 bytes), formatted at most once
+/// per second per thread: every response carries one.
+pub(crate) fn http_date() -> [u8; 29] {
+    use std::cell::Cell;
+    use std::time::{SystemTime, UNIX_EPOCH};
+    thread_local! {
+        static CACHE: Cell<(u64, [u8; 29])> = const { Cell::new((u64::MAX, [b' '; 29])) };
+    }
+    let now = SystemTime::now();
+    let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    CACHE.with(|c| {
+        let (cached_secs, text) = c.get();
+        if cached_secs == secs {
+            return text;
+        }
+        let mut text = [b' '; 29];
+        let formatted = httpdate::fmt_http_date(now);
+        let n = formatted.len().min(29);
+        text[..n].copy_from_slice(&formatted.as_bytes()[..n]);
+        c.set((secs, text));
+        text
+    })
 }
 
 /// Route label of requests that did not go through a [`crate::Router`].

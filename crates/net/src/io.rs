@@ -92,6 +92,21 @@ impl ReadBuf {
         false
     }
 
+    /// Size of the storage.
+    pub fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Give back a large body buffer once it holds nothing, so idle
+    /// keep-alive connections cost `initial` bytes, not the body buffer size.
+    pub fn shrink_when_empty(&mut self, initial: usize) {
+        if self.is_empty() && self.buf.len() > initial {
+            self.buf = vec![0; initial];
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+
     /// Grow the storage to at least `size` bytes (for large body reads).
     pub fn ensure_capacity(&mut self, size: usize) {
         if self.buf.len() < size {
@@ -147,5 +162,34 @@ pub(crate) async fn deadline<T>(
     match tokio::time::timeout(limit, fut).await {
         Ok(r) => r.map_err(Error::from),
         Err(_) => Err(Error::Timeout(what)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReadBuf;
+
+    #[tokio::test]
+    async fn grows_to_the_cap_then_shrinks_when_empty() {
+        let mut rb = ReadBuf::new(8);
+        let data = vec![7u8; 100];
+        let mut src: &[u8] = &data;
+        while rb.fill(&mut src, 64).await.unwrap() != Some(0) {
+            if rb.len() == 64 {
+                break;
+            }
+        }
+        assert_eq!(rb.len(), 64, "fills up to the cap");
+        assert_eq!(
+            rb.fill(&mut src, 64).await.unwrap(),
+            None,
+            "full at the cap"
+        );
+        rb.shrink_when_empty(8);
+        assert_eq!(rb.capacity(), 64, "never drops unconsumed bytes");
+        rb.consume(64);
+        rb.shrink_when_empty(8);
+        assert_eq!(rb.capacity(), 8);
+        assert!(rb.is_empty());
     }
 }

@@ -71,6 +71,10 @@ struct Route {
 ///     .route(&["GET"], "/-/health", Health)
 ///     .route(&["GET", "PUT", "DELETE"], "/*", Files::new(root));
 /// ```
+/// Patterns match the path exactly as sent, still percent-encoded
+/// (`/%2D/health` is not `/-/health`): handlers behind a prefix must decode
+/// and validate the rest of the path themselves, and a route that guards
+/// something must not rely on a more specific route matching first.
 /// `GET` routes also answer `HEAD`. A path that matches a route but not its
 /// method gets 405 with `Allow`; no match at all gets 404.
 #[derive(Default)]

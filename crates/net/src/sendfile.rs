@@ -91,9 +91,11 @@ pub(crate) async fn copy_file<W: AsyncWrite + Unpin + ?Sized>(
     len: u64,
     timeout: Duration,
 ) -> Result<(), Error> {
-    let mut buf = vec![0u8; (len as usize).clamp(1, COPY_BUFFER)];
+    let end = offset
+        .checked_add(len)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "file range overflows"))?;
+    let mut buf = vec![0u8; len.clamp(1, COPY_BUFFER as u64) as usize];
     let mut pos = offset;
-    let end = offset + len;
     while pos < end {
         let want = ((end - pos) as usize).min(buf.len());
         let n = file.read_at(&mut buf[..want], pos)?;

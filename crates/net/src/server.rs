@@ -219,6 +219,7 @@ async fn serve_conn<H: Handler>(
         let result = handler.handle(&mut ex).await;
         let reuse = ex.complete(result).await;
         conn = ex.into_conn();
+        conn.rbuf.shrink_when_empty(conn.cfg.initial_read_buffer);
         if !reuse || *stop.borrow() {
             lingering_close(&mut conn).await;
             break;
@@ -232,9 +233,9 @@ async fn reject(conn: &mut Conn, e: &Error) {
     tracing::debug!(peer = %conn.peer, status, error = %e, "request rejected");
     let body = format!("{e}\n");
     let len = body.len().to_string();
-    let date = httpdate::fmt_http_date(std::time::SystemTime::now());
+    let date = crate::exchange::http_date();
     let headers: [(&str, &[u8]); 4] = [
-        ("Date", date.as_bytes()),
+        ("Date", &date),
         ("Content-Type", b"text/plain; charset=utf-8"),
         ("Content-Length", len.as_bytes()),
         ("Connection", b"close"),

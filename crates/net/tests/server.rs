@@ -54,6 +54,13 @@ impl Handler for App {
                 ex.send_text(200, "slow done").await
             }
             "/fail" => Err(Error::status(418, "teapot says no")),
+            // Opens a writer, buffers a little, then fails: nothing was sent,
+            // so the error can still be answered with its status.
+            "/writer-then-fail" => {
+                let mut w = ex.writer(Response::new(200))?;
+                w.write(b"partial").await?;
+                Err(Error::status(503, "storage went away"))
+            }
             "/no-response" => Ok(()),
             // Anything else: read the whole body, report what arrived.
             _ => {
@@ -499,6 +506,24 @@ async fn handler_errors_map_to_statuses() {
     assert_eq!(resps[0].status, 418);
     assert_eq!(resps[0].body, b"teapot says no\n");
     assert_eq!(resps[1].status, 500);
+    srv.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_error_before_the_writer_sent_anything_is_answered() {
+    let srv = start(ServerConfig::default()).await;
+    let out = exchange_raw(
+        srv.addr,
+        b"GET /writer-then-fail HTTP/1.1\r\nHost: t\r\n\r\nGET /tokens?n=1&size=1 HTTP/1.1\r\nHost: t\r\n\r\n",
+    )
+    .await;
+    let resps = parse_all(&out);
+    assert_eq!(resps[0].status, 503);
+    assert_eq!(resps[0].body, b"storage went away\n");
+    assert_eq!(resps.len(), 2, "the connection stays usable");
+    // Every answer carries a well-formed Date.
+    let date = resps[1].header("date").expect("Date header");
+    assert!(httpdate::parse_http_date(date).is_ok(), "{date:?}");
     srv.shutdown().await;
 }
 
