@@ -515,7 +515,8 @@ impl Exchange {
     }
 
     /// Answer with `len` bytes of `file` from `offset`: the head in one write,
-    /// then sendfile(2) on plain TCP, or a large-buffer read/write loop.
+    /// then sendfile(2) or a large-buffer read/write loop, as
+    /// [`ServerConfig::file_send`](crate::ServerConfig) says (TLS always loops).
     pub async fn send_file(
         &mut self,
         resp: Response,
@@ -525,12 +526,28 @@ impl Exchange {
     ) -> Result<(), Error> {
         self.start(resp.status)?;
         let head = self.encode_head(&resp, HeadFraming::Length(len));
+        // Cork the socket for the whole response (nginx's tcp_nopush): the
+        // head rides in the first full segment with the file's bytes, and
+        // the kernel only sends full segments until the guard uncorks.
+        // Measured on loopback, 1 GiB GET, interleaved with nginx:
+        // uncorked 1613–1723 MB/s, corked 2002–2292, nginx 1965–2140.
+        let _cork = match self.conn.io.plain_tcp() {
+            Some(tcp) if self.conn.cfg.cork_file_sends && !self.is_head && len > 0 => {
+                crate::sendfile::Cork::new(tcp)
+            }
+            _ => None,
+        };
         self.write_slices(&mut [IoSlice::new(&head)]).await?;
         if !self.is_head && len > 0 {
             let chunk = self.conn.cfg.file_chunk;
             let t = self.conn.cfg.write_timeout;
+            let use_sendfile = match self.conn.cfg.file_send {
+                crate::FileSend::Sendfile => true,
+                crate::FileSend::Copy => false,
+                crate::FileSend::Auto => !self.conn.peer.ip().to_canonical().is_loopback(),
+            };
             let io = &mut self.conn.io;
-            let sent = match io.plain_tcp() {
+            let sent = match io.plain_tcp().filter(|_| use_sendfile) {
                 Some(tcp) => crate::sendfile::send_file(tcp, file, offset, len, chunk, t).await,
                 None => crate::sendfile::copy_file(io, file, offset, len, t).await,
             };

@@ -21,7 +21,7 @@ mod sendfile;
 mod server;
 mod writer;
 
-pub use config::ServerConfig;
+pub use config::{FileSend, ServerConfig};
 pub use error::Error;
 pub use exchange::{Exchange, Response};
 pub use io::Transport;

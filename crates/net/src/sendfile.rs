@@ -17,6 +17,47 @@ use crate::Error;
 /// splits it into maximum-size records.
 const COPY_BUFFER: usize = 1024 * 1024;
 
+/// Holds TCP_CORK on a socket while alive; uncorking (on drop, on every exit
+/// path) pushes out the last partial segment.
+#[cfg(target_os = "linux")]
+pub(crate) struct Cork {
+    fd: std::os::fd::RawFd,
+}
+
+#[cfg(target_os = "linux")]
+impl Cork {
+    /// Cork `tcp`, or `None` if the option cannot be set (then nothing changes).
+    pub(crate) fn new(tcp: &TcpStream) -> Option<Cork> {
+        use std::os::fd::AsRawFd;
+        socket2::SockRef::from(tcp).set_tcp_cork(true).ok()?;
+        Some(Cork {
+            fd: tcp.as_raw_fd(),
+        })
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Cork {
+    fn drop(&mut self) {
+        // SAFETY: the guard lives inside `Exchange::send_file`, which holds the
+        // connection (and so the socket) for the guard's whole lifetime; the
+        // descriptor is therefore open, and BorrowedFd does not close it.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(self.fd) };
+        let _ = socket2::SockRef::from(&fd).set_tcp_cork(false);
+    }
+}
+
+/// Elsewhere corking is not attempted.
+#[cfg(not(target_os = "linux"))]
+pub(crate) struct Cork;
+
+#[cfg(not(target_os = "linux"))]
+impl Cork {
+    pub(crate) fn new(_tcp: &TcpStream) -> Option<Cork> {
+        None
+    }
+}
+
 /// sendfile(2) `len` bytes of `file` from `offset` to `tcp`, in steps of `step`.
 #[cfg(target_os = "linux")]
 pub(crate) async fn send_file(
@@ -110,4 +151,30 @@ pub(crate) async fn copy_file<W: AsyncWrite + Unpin + ?Sized>(
         pos += n as u64;
     }
     deadline(timeout, "sending a file", w.flush()).await
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::Cork;
+    use tokio::net::{TcpListener, TcpStream};
+
+    fn corked(tcp: &TcpStream) -> bool {
+        socket2::SockRef::from(tcp).tcp_cork().unwrap()
+    }
+
+    #[tokio::test]
+    async fn cork_guard_uncorks_on_drop() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        assert!(!corked(&server));
+        {
+            let _guard = Cork::new(&server).expect("TCP_CORK settable on a TCP socket");
+            assert!(corked(&server));
+        }
+        assert!(!corked(&server), "dropping the guard uncorks");
+        drop(client);
+    }
 }

@@ -8,7 +8,7 @@ use base64::Engine;
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use wirespeed_net::{Error, Exchange, FlushPolicy, Handler, Response, ServerConfig};
+use wirespeed_net::{Error, Exchange, FileSend, FlushPolicy, Handler, Response, ServerConfig};
 
 /// Test application: a few routes that exercise the engine.
 struct App;
@@ -558,4 +558,81 @@ async fn graceful_shutdown_lets_in_flight_requests_finish() {
             matches!(s.read(&mut b).await, Ok(0) | Err(_))
         }
     );
+}
+
+/// Serves byte ranges of one file: `/file?offset=N&len=M`.
+struct FileApp {
+    file: std::fs::File,
+}
+
+impl Handler for FileApp {
+    async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
+        let offset = query_num(ex, "offset", 0) as u64;
+        let len = query_num(ex, "len", 0) as u64;
+        ex.send_file(Response::new(200), &self.file, offset, len)
+            .await
+    }
+}
+
+#[tokio::test]
+async fn file_bodies_are_identical_with_sendfile_and_the_copy_loop() {
+    // 5 MiB + 7 bytes: more than one sendfile step with a small step size.
+    let data: Vec<u8> = (0..5 * 1024 * 1024 + 7u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    let path = std::env::temp_dir().join(format!("wirespeed-net-file-{}", std::process::id()));
+    std::fs::write(&path, &data).unwrap();
+    for mode in [FileSend::Sendfile, FileSend::Copy, FileSend::Auto] {
+        let cfg = ServerConfig {
+            file_send: mode,
+            file_chunk: 1024 * 1024,
+            ..ServerConfig::default()
+        };
+        let srv = TestServer::start(
+            cfg,
+            FileApp {
+                file: std::fs::File::open(&path).unwrap(),
+            },
+        )
+        .await;
+        let mut s = TcpStream::connect(srv.addr).await.unwrap();
+        for (offset, len) in [
+            (0usize, data.len()),
+            (3, 1_500_000),
+            (data.len() - 1, 1),
+            (10, 0),
+        ] {
+            let req = format!("GET /file?offset={offset}&len={len} HTTP/1.1\r\nHost: t\r\n\r\n");
+            s.write_all(req.as_bytes()).await.unwrap();
+            let r = read_response(&mut s, false).await;
+            assert_eq!(r.status, 200, "{mode:?}");
+            assert_eq!(r.header("content-length"), Some(len.to_string().as_str()));
+            assert!(
+                r.body == data[offset..offset + len],
+                "{mode:?} {offset}+{len}: bytes differ"
+            );
+        }
+        // HEAD: the length, no body, connection still in step.
+        s.write_all(b"HEAD /file?offset=0&len=100 HTTP/1.1\r\nHost: t\r\n\r\n")
+            .await
+            .unwrap();
+        assert_eq!(
+            read_response(&mut s, true).await.header("content-length"),
+            Some("100")
+        );
+        // A range past the end of the file: the head promised bytes that do
+        // not exist, so the connection must close rather than hang or lie.
+        let past = format!(
+            "GET /file?offset={}&len=100 HTTP/1.1\r\nHost: t\r\n\r\n",
+            data.len() - 10
+        );
+        s.write_all(past.as_bytes()).await.unwrap();
+        let out = read_to_close(&mut s, Duration::from_secs(10)).await;
+        assert!(
+            out.len() < 300,
+            "{mode:?}: at most the head and 10 bytes, then close"
+        );
+        srv.shutdown().await;
+    }
+    let _ = std::fs::remove_file(&path);
 }

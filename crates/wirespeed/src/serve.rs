@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use wirespeed_net::{Server, ServerConfig};
+use wirespeed_net::{FileSend, Server, ServerConfig};
 use wirespeed_service::{Access, HashMode, LocalStorage, ServiceConfig, UploadPath};
 
 /// `serve --help`: the routes at a glance.
@@ -80,6 +80,12 @@ pub struct ServeArgs {
     #[arg(long, value_enum, default_value_t = HashArg::Concurrent, value_name = "MODE")]
     pub upload_hash: HashArg,
 
+    /// How file downloads leave on plain TCP: `auto` (a 1 MiB read/write loop
+    /// for loopback clients, where it measured ~1.4x faster, sendfile(2) for
+    /// everyone else), `sendfile`, or `copy`.
+    #[arg(long, value_enum, default_value_t = FileSendArg::Auto, value_name = "MODE")]
+    pub file_send: FileSendArg,
+
     /// Worker threads of the async runtime (default: one per CPU).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -120,6 +126,13 @@ pub struct ServeArgs {
     /// system temp dir). Never the served folder.
     #[arg(long, value_name = "DIR", requires = "tls_self_signed")]
     pub tls_cert_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum FileSendArg {
+    Auto,
+    Sendfile,
+    Copy,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -186,6 +199,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         body_timeout: Duration::from_secs(args.io_timeout),
         write_timeout: Duration::from_secs(args.io_timeout),
         shutdown_grace: Duration::from_secs(args.shutdown_grace),
+        file_send: match args.file_send {
+            FileSendArg::Auto => FileSend::Auto,
+            FileSendArg::Sendfile => FileSend::Sendfile,
+            FileSendArg::Copy => FileSend::Copy,
+        },
         ..ServerConfig::default()
     };
 
