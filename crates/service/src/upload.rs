@@ -201,7 +201,7 @@ mod splice {
     use tokio::io::Interest;
     use wirespeed_net::{Error, Exchange};
 
-    use crate::storage::Upload;
+    use crate::storage::{StorageError, Upload};
 
     /// Pipe capacity asked for with F_SETPIPE_SZ (1 MiB is the default
     /// /proc/sys/fs/pipe-max-size; if refused, the 64 KiB default works, slower).
@@ -227,9 +227,10 @@ mod splice {
     }
 
     /// Move exactly `n` bytes from the pipe into the file at its current
-    /// position. The bytes are already in the pipe, so this does not block
-    /// on the network.
-    fn drain_pipe(pipe_r: RawFd, file: RawFd, mut n: usize) -> io::Result<()> {
+    /// position, adding what reached the file to `stored` as it goes (also
+    /// when it fails midway). The bytes are already in the pipe, so this does
+    /// not block on the network.
+    fn drain_pipe(pipe_r: RawFd, file: RawFd, mut n: usize, stored: &mut u64) -> io::Result<()> {
         while n > 0 {
             // SAFETY: both descriptors are open for the duration of the call
             // (owned by the caller); null offsets mean "current position".
@@ -257,8 +258,37 @@ mod splice {
                 ));
             }
             n -= m as usize;
+            *stored += m as u64;
         }
         Ok(())
+    }
+
+    /// Where the spliced bytes went: `taken` left the socket (the request
+    /// body is that much further along), `stored` reached the file. They
+    /// differ only after a failure, by what was stuck in the pipe.
+    #[derive(Debug, Default, Clone, Copy)]
+    struct Progress {
+        taken: u64,
+        stored: u64,
+    }
+
+    /// Account for a splice transfer, whatever its outcome: the upload learns
+    /// what reached its file and the exchange what left the socket. After a
+    /// failure that took bytes off the socket, the connection must close:
+    /// whatever sat in the pipe is gone, so the rest of the stream cannot be
+    /// framed as "the remainder of this body" with any confidence.
+    fn settle<U: Upload>(
+        ex: &mut Exchange,
+        up: &mut U,
+        p: Progress,
+        result: Result<(), Error>,
+    ) -> Result<(), Error> {
+        up.wrote_directly(p.stored);
+        let accounted = ex.body_consumed_raw(0, p.taken);
+        if (result.is_err() || accounted.is_err()) && p.taken > 0 {
+            ex.close_after_response();
+        }
+        result.and(accounted)
     }
 
     fn hash_file(file: &File, len: u64) -> io::Result<[u8; 32]> {
@@ -308,14 +338,14 @@ mod splice {
         let timeout = ex.config().body_timeout;
         let base = up.written();
         let (pipe_r, pipe_w, pipe_size) = pipe()?;
-        let mut moved: u64 = 0;
+        let mut progress = Progress::default();
         let result: Result<(), Error> = async {
             let Some((_, tcp, remaining)) = ex.raw_body_parts() else {
                 return Ok(());
             };
             let sock = tcp.as_raw_fd();
-            while moved < remaining {
-                let want = ((remaining - moved) as usize).min(pipe_size);
+            while progress.taken < remaining {
+                let want = ((remaining - progress.taken) as usize).min(pipe_size);
                 let n = tokio::time::timeout(
                     timeout,
                     tcp.async_io(Interest::READABLE, || {
@@ -346,18 +376,19 @@ mod splice {
                 if n == 0 {
                     return Err(Error::UnexpectedEof);
                 }
-                drain_pipe(pipe_r.as_raw_fd(), file_fd, n)?;
-                moved += n as u64;
+                progress.taken += n as u64;
+                // A failure here is the storage's (ENOSPC → 507, as on the
+                // copy path), not the connection's.
+                drain_pipe(pipe_r.as_raw_fd(), file_fd, n, &mut progress.stored)
+                    .map_err(StorageError::from)?;
                 if let Some(b) = behind.as_deref_mut() {
-                    b.advance(base + moved);
+                    b.advance(base + progress.stored);
                 }
             }
             Ok(())
         }
         .await;
-        up.wrote_directly(moved);
-        result?;
-        ex.body_consumed_raw(0, moved)?;
+        settle(ex, up, progress, result)?;
         // 3. Hash what was stored (page cache; the bytes never reached us).
         let len = up.written();
         if let Some(b) = behind {
@@ -366,7 +397,13 @@ mod splice {
         let Some(file) = up.as_file() else {
             return Err(Error::status(500, "upload file vanished"));
         };
-        let sum = hash_file(file, len)?;
+        // Reading back and hashing a large file takes ≈1 s/GiB: off the
+        // async workers.
+        let file = file.try_clone().map_err(StorageError::from)?;
+        let sum = tokio::task::spawn_blocking(move || hash_file(&file, len))
+            .await
+            .map_err(|e| Error::Io(io::Error::other(e)))?
+            .map_err(StorageError::from)?;
         Ok(Some(sum))
     }
 }

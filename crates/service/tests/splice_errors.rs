@@ -1,0 +1,141 @@
+//! A zero-copy (splice) upload that fails after bytes left the socket.
+//!
+//! The failure is injected with a storage whose upload hands out a file
+//! descriptor opened read-only: socket → pipe works, pipe → file fails
+//! with EBADF, so the first chunk is stuck in the pipe. The connection must
+//! then close after the error answer; before the fix it was kept alive with
+//! the body accounting stale, so the server went on to "drain" the client's
+//! next request as body and sat waiting for bytes that never come.
+
+mod common;
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wirespeed_net::{Server, ServerConfig};
+use wirespeed_service::path::RelPath;
+use wirespeed_service::storage::{LocalUpload, Meta, Upload, Written};
+use wirespeed_service::{HashMode, LocalStorage, ServiceConfig, Storage, StorageError, UploadPath};
+
+/// LocalStorage, except that uploads offer a read-only descriptor for
+/// zero-copy writes.
+struct ReadOnlyFd(LocalStorage);
+
+struct BrokenUpload {
+    inner: LocalUpload,
+    ro: File,
+}
+
+impl Upload for BrokenUpload {
+    async fn write(&mut self, data: &[u8]) -> Result<(), StorageError> {
+        self.inner.write(data).await
+    }
+    fn as_file(&mut self) -> Option<&File> {
+        Some(&self.ro)
+    }
+    fn wrote_directly(&mut self, n: u64) {
+        self.inner.wrote_directly(n)
+    }
+    fn written(&self) -> u64 {
+        self.inner.written()
+    }
+    async fn commit(self) -> Result<Written, StorageError> {
+        self.inner.commit().await
+    }
+    async fn abort(self) {
+        self.inner.abort().await
+    }
+}
+
+impl Storage for ReadOnlyFd {
+    type Object = <LocalStorage as Storage>::Object;
+    type Upload = BrokenUpload;
+    type Listing = <LocalStorage as Storage>::Listing;
+
+    async fn stat(&self, key: &RelPath) -> Result<Meta, StorageError> {
+        self.0.stat(key).await
+    }
+    async fn open(&self, key: &RelPath) -> Result<Self::Object, StorageError> {
+        self.0.open(key).await
+    }
+    async fn create(&self, key: &RelPath) -> Result<BrokenUpload, StorageError> {
+        Ok(BrokenUpload {
+            inner: self.0.create(key).await?,
+            ro: File::open("/dev/null")?,
+        })
+    }
+    async fn list(&self, key: &RelPath) -> Result<Self::Listing, StorageError> {
+        self.0.list(key).await
+    }
+    async fn delete(&self, key: &RelPath) -> Result<(), StorageError> {
+        self.0.delete(key).await
+    }
+}
+
+#[test]
+fn failed_splice_closes_the_connection() {
+    let tmp = tempfile::tempdir().unwrap();
+    let storage = ReadOnlyFd(LocalStorage::new(tmp.path()).unwrap().with_fsync(false));
+    let cfg = ServiceConfig {
+        upload_path: UploadPath::Splice,
+        hash: HashMode::Inline,
+        ..Default::default()
+    };
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            addr_tx.send(listener.local_addr().unwrap()).unwrap();
+            let router = wirespeed_service::router(storage, cfg);
+            Server::new(ServerConfig::default())
+                .serve(listener, Arc::new(router), async {
+                    let _ = stop_rx.await;
+                })
+                .await
+                .unwrap();
+        });
+    });
+    let addr = addr_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+
+    let body = common::bytes(100_000, 7);
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    // The head alone first, so the whole body comes off the socket by splice.
+    c.write_all(
+        format!(
+            "PUT /f.bin HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    // Then the body and, pipelined, a second request.
+    let mut rest = body.clone();
+    rest.extend_from_slice(b"GET /-/health HTTP/1.1\r\nHost: t\r\n\r\n");
+    c.write_all(&rest).unwrap();
+    let mut buf = Vec::new();
+    c.read_to_end(&mut buf)
+        .expect("the server should close the connection after the failed upload");
+    let r = common::Resp::parse(&buf, false);
+    assert_eq!(r.status, 500, "{}", r.text());
+    assert_eq!(r.header("connection"), Some("close"));
+    // The pipelined request was not answered (nor eaten as body).
+    let text = String::from_utf8_lossy(&buf);
+    assert_eq!(text.matches("HTTP/1.1 ").count(), 1, "{text}");
+    // Nothing stored, no temp file left.
+    let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(names.is_empty(), "{names:?}");
+
+    let _ = stop_tx.send(());
+    server.join().unwrap();
+}
