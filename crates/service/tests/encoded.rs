@@ -384,6 +384,33 @@ fn form_limits_are_413_and_store_nothing() {
 }
 
 #[test]
+fn form_many_empty_fields_with_long_names_are_413() {
+    // Each value is empty, so only names and per-field overhead add up:
+    // 200 × (6000 + 64) bytes > 1 MiB.
+    let s = TestServer::start();
+    let mut body = Vec::new();
+    file_part(&mut body, "file", "small.bin", b"ok");
+    for i in 0..200 {
+        field_part(&mut body, &format!("{i:04}{}", "n".repeat(5996)), "");
+    }
+    close(&mut body, B);
+    let r = post(&s, "/many/", &form_ct(), &body);
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert!(r.text().contains("form fields exceed"), "{}", r.text());
+    assert_nothing_stored(&s, "many");
+
+    // Short names: well within the budget.
+    let mut body = Vec::new();
+    for i in 0..200 {
+        field_part(&mut body, &format!("f{i}"), "");
+    }
+    close(&mut body, B);
+    let r = post(&s, "/many/", &form_ct(), &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(json(&r)["fields"].as_object().unwrap().len(), 200);
+}
+
+#[test]
 fn form_digest_of_the_request_body() {
     let s = TestServer::start();
     let mut body = Vec::new();

@@ -36,8 +36,16 @@ use crate::ServiceConfig;
 /// the request (that is what makes the form all-or-nothing), so this bounds
 /// the descriptors one request can hold.
 pub(crate) const MAX_FILES: usize = 100;
-/// All form fields together (values; the parser bounds each one).
+/// All form fields together: names, values and [`FIELD_OVERHEAD`] per
+/// field (the parser bounds each value and each header block).
 pub(crate) const MAX_FIELDS_BYTES: usize = 1024 * 1024;
+/// Form fields (parts without a filename) per form. The parser's part limit
+/// is the same today; this keeps the field map bounded if that one changes.
+pub(crate) const MAX_FIELDS: usize = 1000;
+/// What one field costs besides its name and value (map entry, `String`
+/// headers, JSON value), charged against [`MAX_FIELDS_BYTES`] so that many
+/// empty fields are not free.
+pub(crate) const FIELD_OVERHEAD: usize = 64;
 /// Longest stored file name, in bytes (the usual NAME_MAX).
 const MAX_NAME_BYTES: usize = 255;
 
@@ -111,11 +119,24 @@ struct Form<'a, S: Storage> {
     max_file: Option<u64>,
     files: Vec<FileSlot<S::Upload>>,
     fields: Map<String, Value>,
+    fields_count: usize,
     fields_bytes: usize,
     cur: Current,
 }
 
 impl<S: Storage> Form<'_, S> {
+    /// Charge `n` bytes to the fields budget.
+    fn charge_fields(&mut self, n: usize) -> Result<(), Error> {
+        self.fields_bytes = self.fields_bytes.saturating_add(n);
+        if self.fields_bytes > MAX_FIELDS_BYTES {
+            return Err(Error::status(
+                413,
+                format!("form fields exceed {MAX_FIELDS_BYTES} bytes in total"),
+            ));
+        }
+        Ok(())
+    }
+
     fn add_field(&mut self, name: String, value: Vec<u8>) {
         let value = Value::String(String::from_utf8_lossy(&value).into_owned());
         match self.fields.get_mut(&name) {
@@ -140,6 +161,15 @@ impl<S: Storage> Form<'_, S> {
 impl<S: Storage> Parts for Form<'_, S> {
     async fn start(&mut self, h: PartHeaders) -> Result<(), Error> {
         let Some(raw) = h.filename else {
+            self.fields_count += 1;
+            if self.fields_count > MAX_FIELDS {
+                return Err(Error::status(
+                    413,
+                    format!("more than {MAX_FIELDS} fields in one form"),
+                ));
+            }
+            let name_len = h.name.as_ref().map_or(0, String::len);
+            self.charge_fields(name_len + FIELD_OVERHEAD)?;
             self.cur = Current::Field {
                 name: h.name,
                 value: Vec::new(),
@@ -194,15 +224,11 @@ impl<S: Storage> Parts for Form<'_, S> {
                 f.hasher.update(d);
                 f.up.write(d).await?;
             }
-            Current::Field { value, .. } => {
-                self.fields_bytes += d.len();
-                if self.fields_bytes > MAX_FIELDS_BYTES {
-                    return Err(Error::status(
-                        413,
-                        format!("form fields exceed {MAX_FIELDS_BYTES} bytes in total"),
-                    ));
+            Current::Field { .. } => {
+                self.charge_fields(d.len())?;
+                if let Current::Field { value, .. } = &mut self.cur {
+                    value.extend_from_slice(d);
                 }
-                value.extend_from_slice(d);
             }
             Current::NoFile if !d.is_empty() => {
                 return Err(Error::status(
@@ -256,6 +282,7 @@ pub(crate) async fn post<S: Storage>(
         max_file: cfg.max_body,
         files: Vec::new(),
         fields: Map::new(),
+        fields_count: 0,
         fields_bytes: 0,
         cur: Current::None,
     };
