@@ -230,6 +230,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             out.flush()?;
         }
         tracing::info!(%addr, dir = %storage.root().display(), "serving");
+        // Leftovers of a crash (temp files the API never shows): removed in
+        // the background, so start-up does not wait on a big tree.
+        drop(storage.spawn_temp_sweep());
         let router = Arc::new(wirespeed_service::router(storage, cfg));
         let server = Server::new(server_cfg);
         match tls {
