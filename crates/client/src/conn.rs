@@ -15,6 +15,17 @@ use wirespeed_tls::ClientTlsStream;
 
 use crate::{ClientConfig, Error, Url};
 
+/// Interim (1xx) responses skipped before a final one; a server sending
+/// more is broken or hostile (each costs us a parse, and it could go on
+/// forever within the I/O timeout).
+pub(crate) const MAX_INTERIM: usize = 16;
+
+fn too_many_interim() -> Error {
+    Error::Proto(wirespeed_proto::ProtoError::MalformedHead(
+        "more than 16 interim (1xx) responses",
+    ))
+}
+
 /// Pool key: connections are only shared between identical origins.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct PoolKey {
@@ -250,9 +261,14 @@ impl Conn {
         cfg: &ClientConfig,
         limit: Duration,
     ) -> Result<ResponseHead, Error> {
+        let mut interim = 0;
         loop {
             if let Some(head) = self.parse_head(cfg)? {
                 if (100..200).contains(&head.status) && head.status != 101 {
+                    interim += 1;
+                    if interim > MAX_INTERIM {
+                        return Err(too_many_interim());
+                    }
                     continue;
                 }
                 return Ok(head);
@@ -291,12 +307,17 @@ impl Conn {
         wait: Duration,
     ) -> Result<Option<ResponseHead>, Error> {
         let deadline = tokio::time::Instant::now() + wait;
+        let mut interim = 0;
         loop {
             if let Some(head) = self.parse_head(cfg)? {
                 if head.status == 100 {
                     return Ok(None);
                 }
                 if (100..200).contains(&head.status) {
+                    interim += 1;
+                    if interim > MAX_INTERIM {
+                        return Err(too_many_interim());
+                    }
                     continue;
                 }
                 return Ok(Some(head));
