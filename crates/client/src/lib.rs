@@ -176,7 +176,9 @@ impl Client {
     /// here; use [`Response::error_for_status`] to turn >= 400 into an error.
     ///
     /// A reused idle connection that turns out dead before any answer is
-    /// replaced by a fresh one once, if the body can be sent again.
+    /// replaced by a fresh one once, if the body can be sent again and
+    /// either the request never got out whole or its method is idempotent
+    /// (a POST that reached the server may have taken effect).
     pub async fn send(&self, mut req: Request) -> Result<Response, Error> {
         let key = PoolKey::of(&req.url);
         let mut conn = match self.take_idle(&key).await {
@@ -287,8 +289,12 @@ impl Client {
             .await
             .map_err(fresh_fail)?;
         if req.body.is_empty() {
+            // The whole request went out: the server may have acted on it
+            // before the connection died, so only an idempotent request may
+            // be sent again (a POST must not run twice).
+            let idempotent = is_idempotent(&req.method);
             return conn.read_head(cfg, timeout).await.map_err(|e| Attempt {
-                retryable: matches!(e, Error::NoResponse),
+                retryable: idempotent && matches!(e, Error::NoResponse),
                 error: e,
             });
         }
@@ -330,6 +336,15 @@ impl Client {
             retryable: false,
         })
     }
+}
+
+/// Methods that may be repeated without changing the outcome (RFC 9110
+/// §9.2.2; POST and PATCH are not).
+fn is_idempotent(method: &str) -> bool {
+    matches!(
+        method,
+        "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE"
+    )
 }
 
 /// A failed attempt, and whether it may be retried on a fresh connection.
