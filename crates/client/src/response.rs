@@ -286,17 +286,20 @@ impl Response {
         progress: Option<&(dyn Fn(u64) + Send + Sync)>,
     ) -> Result<u64, Error> {
         let bufsize = self.client.config().read_buffer.max(4096);
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(2);
+        // Buffers travel with their filled length and come back whole, so a
+        // recycled one is reused as is (no re-zeroing of its tail per round).
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(Vec<u8>, usize)>(2);
         let (recycle_tx, mut recycle_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
         let writer = tokio::task::spawn_blocking(move || -> io::Result<u64> {
             let mut file = file;
             let mut total = 0u64;
-            for buf in rx {
-                file.write_all(&buf)?;
+            for (buf, filled) in rx {
+                let data = &buf[..filled];
+                file.write_all(data)?;
                 if let Some(o) = observer.as_mut() {
-                    o(&buf);
+                    o(data);
                 }
-                total += buf.len() as u64;
+                total += filled as u64;
                 let _ = recycle_tx.send(buf);
             }
             file.flush()?;
@@ -305,7 +308,6 @@ impl Response {
         let received = async {
             loop {
                 let mut buf = recycle_rx.try_recv().unwrap_or_else(|_| vec![0u8; bufsize]);
-                buf.resize(bufsize, 0);
                 // Fill most of the buffer before handing it over: fewer, larger
                 // disk writes and channel hops.
                 let mut filled = 0;
@@ -321,8 +323,7 @@ impl Response {
                         p(n as u64);
                     }
                 }
-                buf.truncate(filled);
-                if filled > 0 && tx.send(buf).is_err() {
+                if filled > 0 && tx.send((buf, filled)).is_err() {
                     // The writer died; its error is reported below.
                     return Ok::<bool, Error>(false);
                 }
