@@ -32,8 +32,9 @@ pub struct ClientOpts {
     /// For tests and throwaway setups only.
     #[arg(long, short = 'k')]
     pub insecure: bool,
-    /// Size of each socket read/write and file step (suffixes K, M: KiB, MiB).
-    #[arg(long, value_name = "SIZE", default_value = "256K", value_parser = parse_size)]
+    /// Size of each socket read/write and file step, 4K to 64M (suffixes K, M:
+    /// KiB, MiB).
+    #[arg(long, value_name = "SIZE", default_value = "256K", value_parser = parse_buffer_size)]
     pub buffer_size: usize,
     /// No progress bar and no summary line (errors are still printed).
     /// The bar is also off when stdout or stderr is not a terminal.
@@ -109,23 +110,13 @@ pub struct RmArgs {
     pub opts: ClientOpts,
 }
 
-/// `256K`, `1M`, `4096`.
-fn parse_size(s: &str) -> Result<usize, String> {
-    let s = s.trim();
-    let (num, mul) = match s.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&s[..i], 1024),
-        Some((i, 'm' | 'M')) => (&s[..i], 1024 * 1024),
-        _ => (s, 1),
-    };
-    let n: usize = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("not a size: {s:?} (use e.g. 256K or 1M)"))?;
-    let n = n.checked_mul(mul).ok_or("size too large")?;
+/// `--buffer-size`: a size ([`crate::size::parse_size`]) from 4K to 64M.
+fn parse_buffer_size(s: &str) -> Result<usize, String> {
+    let n = crate::size::parse_size(s)?;
     if !(4096..=(64 << 20)).contains(&n) {
         return Err("buffer size must be between 4K and 64M".into());
     }
-    Ok(n)
+    Ok(n as usize)
 }
 
 fn client(opts: &ClientOpts) -> anyhow::Result<Client> {
@@ -364,13 +355,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes() {
-        assert_eq!(parse_size("256K"), Ok(256 * 1024));
-        assert_eq!(parse_size("1m"), Ok(1 << 20));
-        assert_eq!(parse_size("8192"), Ok(8192));
-        assert!(parse_size("1").is_err());
-        assert!(parse_size("x").is_err());
-        assert!(parse_size("1G").is_err());
+    fn buffer_sizes() {
+        assert_eq!(parse_buffer_size("256K"), Ok(256 * 1024));
+        assert_eq!(parse_buffer_size("1m"), Ok(1 << 20));
+        assert_eq!(parse_buffer_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_buffer_size("8192"), Ok(8192));
+        assert_eq!(parse_buffer_size("64M"), Ok(64 << 20));
+        assert!(parse_buffer_size("1").is_err());
+        assert!(parse_buffer_size("x").is_err());
+        assert!(parse_buffer_size("1G").is_err());
     }
 
     #[test]

@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod client_cmd;
 mod serve;
+mod size;
 
 #[derive(Parser)]
 #[command(
