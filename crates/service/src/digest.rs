@@ -1,5 +1,6 @@
-//! RFC 9530 integrity fields, sans-IO: read the sha-256 a client announced in
-//! `Repr-Digest` / `Content-Digest`, and format ours.
+//! RFC 9530 integrity fields: read the sha-256 a client announced in
+//! `Repr-Digest` / `Content-Digest`, and format ours. Sans-IO apart from
+//! [`expected_from`], which only reads the two headers of an exchange.
 //!
 //! The fields are Structured Field Dictionaries (RFC 8941):
 //! `sha-256=:BASE64:, sha-512=:BASE64:`. We only verify sha-256; other
@@ -72,6 +73,25 @@ pub fn expected_sha256(
         (Some(a), Some(b)) if a != b => Err(DigestError::Conflict("Repr-Digest")),
         (a, b) => Ok(a.or(b)),
     }
+}
+
+/// [`expected_sha256`] from a request's `Repr-Digest` and `Content-Digest`
+/// headers (the one place that touches an exchange): a field that is not
+/// text, or a refused value, is a 400.
+pub fn expected_from(
+    ex: &wirespeed_net::Exchange,
+) -> Result<Option<[u8; 32]>, wirespeed_net::Error> {
+    use wirespeed_net::Error;
+    let field = |name: &str| -> Result<Option<&str>, Error> {
+        match ex.header(name) {
+            None => Ok(None),
+            Some(v) => std::str::from_utf8(v)
+                .map(Some)
+                .map_err(|_| Error::status(400, format!("{name} is not text"))),
+        }
+    };
+    expected_sha256(field("repr-digest")?, field("content-digest")?)
+        .map_err(|e| Error::status(400, e.to_string()))
 }
 
 /// `sha-256=:BASE64:` for a response's `Repr-Digest`.

@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use wirespeed_net::{Error, Exchange, Handler, Response};
 
 use crate::conditional::{evaluate, Conditions, Outcome, Validators};
-use crate::digest::{expected_sha256, format_sha256};
+use crate::digest::format_sha256;
 use crate::listing::{Format, Formatter, FLUSH_AT};
 use crate::path::{parse_request_path, RelPath};
 use crate::storage::{Kind, Listing, Meta, Object, Storage, StorageError, Upload, Written};
@@ -234,20 +234,7 @@ impl<S: Storage> Files<S> {
         if let Some(max) = self.cfg.max_body {
             ex.limit_body(max)?;
         }
-        // (A block, so the closure borrowing `ex` ends before any await:
-        // `&Exchange` is not Send.)
-        let expected = {
-            let field = |name: &str| -> Result<Option<&str>, Error> {
-                match ex.header(name) {
-                    None => Ok(None),
-                    Some(v) => std::str::from_utf8(v)
-                        .map(Some)
-                        .map_err(|_| Error::status(400, format!("{name} is not text"))),
-                }
-            };
-            expected_sha256(field("repr-digest")?, field("content-digest")?)
-                .map_err(|e| Error::status(400, e.to_string()))?
-        };
+        let expected = crate::digest::expected_from(ex)?;
         let mut up = self.storage.create(&key).await?;
         let sum = match receive(ex, &mut up, self.cfg.upload_path, self.cfg.hash).await {
             Ok(sum) => sum,
@@ -267,20 +254,7 @@ impl<S: Storage> Files<S> {
                 .await;
         }
         let written = up.commit().await?;
-        let mut resp = Response::new(match written {
-            Written::Created => 201,
-            Written::Replaced => 204,
-        })
-        .header("Repr-Digest", format_sha256(&sum));
-        if written == Written::Created {
-            resp = resp.header("Location", key.to_url(false));
-        }
-        if let Ok(meta) = self.storage.stat(&key).await {
-            if meta.kind == Kind::File {
-                resp = resp.header("ETag", etag(&meta));
-            }
-        }
-        ex.send(resp, b"").await
+        respond_stored(&self.storage, ex, &key, written, &sum).await
     }
 
     async fn delete(&self, ex: &mut Exchange, key: RelPath) -> Result<(), Error> {
@@ -290,4 +264,30 @@ impl<S: Storage> Files<S> {
         self.storage.delete(&key).await?;
         ex.send(Response::new(204), b"").await
     }
+}
+
+/// The answer to a stored single-file upload (PUT, and the single-file
+/// POSTs): 201 (with Location) or 204, `Repr-Digest` of the stored bytes,
+/// and the ETag.
+pub(crate) async fn respond_stored<S: Storage>(
+    storage: &S,
+    ex: &mut Exchange,
+    key: &RelPath,
+    written: Written,
+    sum: &[u8; 32],
+) -> Result<(), Error> {
+    let mut resp = Response::new(match written {
+        Written::Created => 201,
+        Written::Replaced => 204,
+    })
+    .header("Repr-Digest", format_sha256(sum));
+    if written == Written::Created {
+        resp = resp.header("Location", key.to_url(false));
+    }
+    if let Ok(meta) = storage.stat(key).await {
+        if meta.kind == Kind::File {
+            resp = resp.header("ETag", etag(&meta));
+        }
+    }
+    ex.send(resp, b"").await
 }

@@ -18,7 +18,8 @@ use wirespeed_base64::Decoder;
 use wirespeed_extract::{ExtractError, FieldExtractor};
 use wirespeed_net::{Error, Exchange};
 
-use super::{extract_error, respond_stored, RequestDigest};
+use super::{extract_error, RequestDigest};
+use crate::files::respond_stored;
 use crate::path::RelPath;
 use crate::storage::{Storage, Upload};
 

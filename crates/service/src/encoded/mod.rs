@@ -29,11 +29,10 @@ use std::future::Future;
 use sha2::{Digest, Sha256};
 use wirespeed_extract::{ExtractError, JsonFieldExtractor, XmlFieldExtractor};
 use wirespeed_multipart::{Event, Limits, MediaType, MultipartError, Parser, PartHeaders};
-use wirespeed_net::{Error, Exchange, Response};
+use wirespeed_net::{Error, Exchange};
 
-use crate::digest::{expected_sha256, format_sha256};
 use crate::path::RelPath;
-use crate::storage::{Kind, Storage, Written};
+use crate::storage::Storage;
 use crate::ServiceConfig;
 
 /// What the 415 answer lists.
@@ -223,16 +222,7 @@ struct RequestDigest {
 
 impl RequestDigest {
     fn from_request(ex: &Exchange) -> Result<Self, Error> {
-        let field = |name: &str| -> Result<Option<&str>, Error> {
-            match ex.header(name) {
-                None => Ok(None),
-                Some(v) => std::str::from_utf8(v)
-                    .map(Some)
-                    .map_err(|_| Error::status(400, format!("{name} is not text"))),
-            }
-        };
-        let expected = expected_sha256(field("repr-digest")?, field("content-digest")?)
-            .map_err(|e| Error::status(400, e.to_string()))?;
+        let expected = crate::digest::expected_from(ex)?;
         Ok(RequestDigest {
             expected,
             hasher: expected.map(|_| Sha256::new()),
@@ -259,33 +249,9 @@ impl RequestDigest {
     }
 }
 
-// ---- shared answer ---------------------------------------------------------------
+// ---- hex ---------------------------------------------------------------------
 
-/// The answer to a single-file POST, exactly like PUT's: 201 (with
-/// Location) or 204, `Repr-Digest` of the stored bytes, and the ETag.
-async fn respond_stored<S: Storage>(
-    storage: &S,
-    ex: &mut Exchange,
-    key: &RelPath,
-    written: Written,
-    sum: &[u8; 32],
-) -> Result<(), Error> {
-    let mut resp = Response::new(match written {
-        Written::Created => 201,
-        Written::Replaced => 204,
-    })
-    .header("Repr-Digest", format_sha256(sum));
-    if written == Written::Created {
-        resp = resp.header("Location", key.to_url(false));
-    }
-    if let Ok(meta) = storage.stat(key).await {
-        if meta.kind == Kind::File {
-            resp = resp.header("ETag", crate::files::etag(&meta));
-        }
-    }
-    ex.send(resp, b"").await
-}
-
+/// Lowercase hex, as `sha256sum` prints it (the form answer's `sha256`).
 fn hex(sum: &[u8; 32]) -> String {
     use std::fmt::Write;
     let mut s = String::with_capacity(64);

@@ -26,7 +26,8 @@ use wirespeed_extract::{find_xop_include, normalize_content_id};
 use wirespeed_multipart::{Limits, PartHeaders};
 use wirespeed_net::{Error, Exchange};
 
-use super::{extract_error, respond_stored, Feeder, Parts, RequestDigest};
+use super::{extract_error, Feeder, Parts, RequestDigest};
+use crate::files::respond_stored;
 use crate::path::RelPath;
 use crate::storage::{Storage, Upload};
 
