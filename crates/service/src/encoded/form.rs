@@ -28,9 +28,8 @@ use wirespeed_multipart::{Limits, PartHeaders};
 use wirespeed_net::{Error, Exchange, Response};
 
 use super::{hex, Feeder, Parts, RequestDigest};
-use crate::path::{is_temp_name, RelPath};
+use crate::path::RelPath;
 use crate::storage::{Storage, Upload, Written};
-use crate::ServiceConfig;
 
 /// Files per form. Every file is an open temporary file until the end of
 /// the request (that is what makes the form all-or-nothing), so this bounds
@@ -63,10 +62,10 @@ pub(crate) enum Format {
 /// client path (`C:\Users\me\a.txt`), so everything up to the last `/` or
 /// `\` is dropped. Control characters become `_` (they are legal on Linux
 /// but break terminals, logs and other clients' filesystems). Names that
-/// would be special here (`.`, `..`, our temporary-file prefix, the `-`
-/// control namespace at the root) or that are empty after this are refused,
-/// never silently renamed: the client should learn that its name was not
-/// usable.
+/// are empty after this, too long, or the `-` control namespace at the root
+/// are refused, never silently renamed: the client should learn that its
+/// name was not usable. Everything else a key segment must satisfy (`.`,
+/// `..`, our temporary-file prefix) is checked once, by `RelPath::join`.
 pub(crate) fn sanitize_filename(raw: &str, at_root: bool) -> Result<String, String> {
     let base = raw.rsplit(['/', '\\']).next().unwrap_or("");
     let name: String = base
@@ -79,10 +78,7 @@ pub(crate) fn sanitize_filename(raw: &str, at_root: bool) -> Result<String, Stri
             "file name {raw:?} is empty once its path is removed"
         ));
     }
-    if name == "." || name == ".." {
-        return Err(format!("file name {raw:?} is not a file name"));
-    }
-    if is_temp_name(name) || (at_root && name == "-") {
+    if at_root && name == "-" {
         return Err(format!("file name {raw:?} is reserved"));
     }
     if name.len() > MAX_NAME_BYTES {
@@ -116,7 +112,6 @@ enum Current {
 struct Form<'a, S: Storage> {
     storage: &'a S,
     dir: RelPath,
-    max_file: Option<u64>,
     files: Vec<FileSlot<S::Upload>>,
     fields: Map<String, Value>,
     fields_count: usize,
@@ -214,13 +209,9 @@ impl<S: Storage> Parts for Form<'_, S> {
         match &mut self.cur {
             Current::File(i) => {
                 let f = &mut self.files[*i];
+                // No per-file limit: a file is part of the body, which
+                // `limit_body` already bounds (413).
                 f.size += d.len() as u64;
-                if self.max_file.is_some_and(|max| f.size > max) {
-                    return Err(Error::status(
-                        413,
-                        format!("file {:?} is larger than the upload limit", f.name),
-                    ));
-                }
                 f.hasher.update(d);
                 f.up.write(d).await?;
             }
@@ -257,7 +248,6 @@ impl<S: Storage> Parts for Form<'_, S> {
 /// `POST /dir/` with a multipart/form-data body.
 pub(crate) async fn post<S: Storage>(
     storage: &S,
-    cfg: &ServiceConfig,
     ex: &mut Exchange,
     dir: RelPath,
     boundary: &str,
@@ -276,10 +266,6 @@ pub(crate) async fn post<S: Storage>(
     let mut form = Form {
         storage,
         dir: dir.clone(),
-        // One knob for now: ServiceConfig has a body limit only, and a file
-        // can't be larger than the body; the check is per file so a future
-        // separate limit plugs in here.
-        max_file: cfg.max_body,
         files: Vec::new(),
         fields: Map::new(),
         fields_count: 0,

@@ -75,7 +75,7 @@ pub(crate) async fn post<S: Storage>(
                 }
             };
             query.only(&["format"])?;
-            form::post(storage, cfg, ex, key, &boundary, format).await
+            form::post(storage, ex, key, &boundary, format).await
         }
         "text/xml" | "application/xml" | "application/soap+xml" => {
             let element = query.required("element", "the XML element holding the base64 data")?;
