@@ -70,7 +70,12 @@
 //! numbers move ±20% between runs. 16 MiB payload, base64 text fed in 256 KiB
 //! slices into a reused, cleared `Vec`; GB/s (10^9) of base64 input.
 //!
-//! Best of 15 runs, throwaway `Instant` harness (two runs, range shown):
+//! Best of 15 runs with an ad-hoc `Instant` loop that was **not committed**,
+//! so this table cannot be re-run as is (two runs, range shown). Its
+//! first, fifth and last rows have reproducible counterparts in the
+//! criterion bench below (`benches/decode.rs`, same payload and slicing:
+//! `simd`, `raw_simdutf`, `scalar`); the other rows are earlier variants of
+//! this crate or another crate, kept as history only.
 //!
 //! | engine                                           | no ws     | CRLF/76   | LF/64     | CRLF/73   |
 //! |--------------------------------------------------|----------:|----------:|----------:|----------:|
@@ -82,8 +87,9 @@
 //! | `base64-simd` 0.8 `forgiving_decode_to_vec`, whole 16 MiB | 5.8–6.0 | 1.2 | 1.2 | 1.2 |
 //! | `Engine::Scalar` (criterion)                     | ~1.0      | ~1.0–1.2  | ~1.4      | ~1.2      |
 //!
-//! Criterion (`cargo bench -p wirespeed-base64 -- --warm-up-time 1
-//! --measurement-time 3`, GiB/s, quietest run of three): `simd` no_ws 13.9,
+//! Reproducible: `cargo bench -p wirespeed-base64 --bench decode --
+//! --warm-up-time 1 --measurement-time 3` (criterion, GiB/s = 2^30, so
+//! about 7% below the GB/s above; quietest run of three): `simd` no_ws 13.9,
 //! crlf76 9.2, lf64 9.4, crlf73 9.7; `raw_simdutf` 16.3 / 12.2 / 11.9 / 12.7;
 //! `scalar` 0.97 / 1.0 / 1.36 / 1.18. Noisier runs went as low as 5–6 GiB/s
 //! for the line-broken inputs, with the raw ceiling moving the same way.

@@ -40,6 +40,19 @@ impl Default for UploadPath {
     /// | splice + rehash after  | 474 | 233 504 492 455 580 238 545 431 | ≈1.3 s |
     /// | splice + read-behind   | 528 | 290 657 581 475 530 442 607 526 | ≈1.3 s |
     ///
+    /// How it was run: the harness was an ad-hoc variant of
+    /// `bench/peers.sh` and is not in the repository. To reproduce, in that
+    /// script start one server per row with `start_ws NAME --no-fsync
+    /// --upload-path P --upload-hash H` and measure each with `put_big URL
+    /// NAME` (1 GiB `curl -T`, page cache dirtied and freed first) inside the
+    /// interleaved round loop, `ROUNDS=8`. Rows → flags: copy + inline hash =
+    /// `copy inline`; copy + read-behind = `copy concurrent`; splice + rehash
+    /// after = `splice inline`; splice + read-behind = `splice concurrent`.
+    /// The server CPU column's method was not recorded (e.g. utime+stime from
+    /// `/proc/PID/stat` before and after each upload would give it). The
+    /// shipped default alone is measured by `bash bench/peers.sh` (its
+    /// `--no-fsync` PUT row).
+    ///
     /// An earlier 5-run pair (copy+inline 471 vs splice+rehash-after 441)
     /// agreed that splice alone buys nothing when the file must be re-read
     /// serially for the digest. Splice with the read-behind hasher
