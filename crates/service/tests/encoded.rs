@@ -315,6 +315,10 @@ fn form_missing_final_boundary_stores_nothing() {
     );
     c.write_all(head.as_bytes()).unwrap();
     c.write_all(&body).unwrap();
+    // Wait until the server is mid-upload (it holds the temp files while it
+    // waits for the last 100 bytes); otherwise "no temp files" could be seen
+    // before the server even started, and the check would prove nothing.
+    s.eventually("the upload is in progress", || !s.temp_files().is_empty());
     drop(c);
     s.eventually("temp files removed after a disconnect", || {
         s.temp_files().is_empty()
