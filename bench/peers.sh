@@ -6,7 +6,8 @@
 #   bash bench/peers.sh            # ROUNDS=3 by default; ~3–6 minutes
 #   ROUNDS=5 KEEP=1 bash bench/peers.sh
 #
-# Measures: GET 1 GiB; GET 20 MiB x 20 on one keep-alive connection; PUT
+# Measures: GET 1 GiB (wirespeed as shipped, and with --file-send sendfile);
+# GET 20 MiB x 20 on one keep-alive connection; PUT
 # 1 GiB with curl -T (wirespeed as shipped — fsync before rename — and with
 # --no-fsync, which is what nginx's DAV module does); the JSON listing of a
 # 100,000-entry directory vs nginx's JSON autoindex vs find(1); and iperf3's
@@ -75,6 +76,7 @@ start_ws() { # name extra-args...
 }
 WS_URL=$(start_ws ws)
 WSNF_URL=$(start_ws ws-nofsync --no-fsync)
+WSSF_URL=$(start_ws ws-sendfile --file-send sendfile)
 
 NG_PORT=$(free_port)
 cat >"$W/nginx.conf" <<EOF
@@ -151,10 +153,23 @@ find_time() {
     awk -v t0="$t0" -v t1="$t1" 'BEGIN {printf "%.4f", t1 - t0}'
 }
 
+# iperf3's loopback TCP ceiling, measured inside every round like the rest.
+iperf_once() {
+    local port
+    port=$(free_port)
+    iperf3 -s -1 -p "$port" >/dev/null 2>&1 &
+    local pid=$!
+    sleep 0.3
+    iperf3 -c 127.0.0.1 -p "$port" -t 3 -J | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/8))'
+    wait "$pid" 2>/dev/null || true
+}
+
 for r in $(seq "$ROUNDS"); do
     log "round $r/$ROUNDS"
     add get1g ws "$(get_big "$WS_URL")"
     add get1g ng "$(get_big "$NG_URL")"
+    add get1g wssf "$(get_big "$WSSF_URL")"
+    add iperf x "$(iperf_once)"
     add get20 ws "$(get_20x20 "$WS_URL")"
     add get20 ng "$(get_20x20 "$NG_URL")"
     add put ws "$(put_big "$WS_URL" ws)"
@@ -171,16 +186,10 @@ for s in ws ng; do
     [[ "$n" == 100000 ]] || log "warning: $s listing has $n entries"
 done
 
-log "iperf3 loopback ceiling"
-IP_PORT=$(free_port)
-iperf3 -s -1 -p "$IP_PORT" >/dev/null 2>&1 &
-PIDS+=($!)
-sleep 0.3
-IPERF=$(iperf3 -c 127.0.0.1 -p "$IP_PORT" -t 5 -J | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/8))')
 
 med() { printf '%s' "${R[$1,$2]}" | median; }
 
-G1W=$(med get1g ws) G1N=$(med get1g ng)
+G1W=$(med get1g ws) G1N=$(med get1g ng) G1S=$(med get1g wssf) IPERF=$(med iperf x)
 G2W=$(med get20 ws) G2N=$(med get20 ng)
 PW=$(med put ws) PWNF=$(med put wsnf) PN=$(med put ng)
 LW=$(med list ws) LN=$(med list ng) LF=$(med list find)
@@ -190,13 +199,14 @@ echo "### wirespeed vs nginx, loopback, $(nproc) CPUs, median of $ROUNDS interle
 echo
 echo "| test | wirespeed | nginx | wirespeed / nginx | note |"
 echo "|---|---:|---:|---:|---|"
-echo "| GET 1 GiB (MB/s) | $(mb "$G1W") | $(mb "$G1N") | $(ratio "$G1W" "$G1N") | sendfile both |"
+echo "| GET 1 GiB (MB/s) | $(mb "$G1W") | $(mb "$G1N") | $(ratio "$G1W" "$G1N") | wirespeed default (--file-send auto: copy loop for a loopback peer); nginx sendfile + tcp_nopush |"
+echo "| GET 1 GiB (MB/s), wirespeed --file-send sendfile | $(mb "$G1S") | $(mb "$G1N") | $(ratio "$G1S" "$G1N") | sendfile + TCP_CORK both: what a non-loopback peer gets |"
 echo "| GET 20 MiB x 20, one keep-alive connection (MB/s) | $(mb "$G2W") | $(mb "$G2N") | $(ratio "$G2W" "$G2N") | |"
 echo "| PUT 1 GiB, curl -T (MB/s), wirespeed default: fsync + sha-256 | $(mb "$PW") | $(mb "$PN") | $(ratio "$PW" "$PN") | nginx DAV does not fsync or hash |"
 echo "| PUT 1 GiB, curl -T (MB/s), wirespeed --no-fsync (sha-256 still) | $(mb "$PWNF") | $(mb "$PN") | $(ratio "$PWNF" "$PN") | like for like on durability |"
 printf '| JSON listing, 100,000 entries (ms) | %.0f | %.0f | %s (time: lower is better) | find -printf: %.0f ms |\n' \
     "$(awk -v t="$LW" 'BEGIN{print t*1000}')" "$(awk -v t="$LN" 'BEGIN{print t*1000}')" "$(ratio "$LW" "$LN")" "$(awk -v t="$LF" 'BEGIN{print t*1000}')"
-echo "| iperf3 loopback TCP ceiling (MB/s) | $(mb "$IPERF") | | | one stream, 5 s |"
+echo "| iperf3 loopback TCP ceiling (MB/s) | $(mb "$IPERF") | | | one stream, 3 s, every round |"
 echo
 echo "GET 1 GiB as a share of the iperf3 ceiling: wirespeed $(ratio "$G1W" "$IPERF"), nginx $(ratio "$G1N" "$IPERF")."
 echo "Samples (bytes/s or s): $(for k in "${!R[@]}"; do printf '%s=[%s] ' "$k" "$(printf '%s' "${R[$k]}" | tr '\n' ' ' | sed 's/ $//')"; done)"
