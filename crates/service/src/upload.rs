@@ -136,15 +136,18 @@ pub(crate) struct ReadBehind {
 
 impl ReadBehind {
     pub(crate) fn start(file: std::fs::File) -> Self {
+        Self::start_at(file, Sha256::new(), 0)
+    }
+
+    /// Continue a hash that already covers the file's first `pos` bytes.
+    pub(crate) fn start_at(file: std::fs::File, mut hasher: Sha256, mut pos: u64) -> Self {
         use std::os::unix::fs::FileExt;
         use std::sync::atomic::Ordering;
         let (tx, rx) = std::sync::mpsc::channel::<u64>();
         let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stop = cancel.clone();
         let done = tokio::task::spawn_blocking(move || {
-            let mut hasher = Sha256::new();
             let mut buf = vec![0u8; 1 << 20];
-            let mut pos = 0u64;
             // Each message is a watermark; the channel closing means the
             // last one was final.
             while let Ok(mut mark) = rx.recv() {
@@ -190,6 +193,57 @@ impl ReadBehind {
         match (&mut self.done).await {
             Ok(r) => Ok(r?),
             Err(e) => Err(Error::Io(std::io::Error::other(e))),
+        }
+    }
+}
+
+/// The sha-256 of what an upload stores, for routes that write decoded or
+/// demultiplexed bytes piece by piece (forms, SOAP/JSON base64, MTOM). It
+/// hashes inline while the file is small and, with [`HashMode::Concurrent`],
+/// hands the hash over to a [`ReadBehind`] thread once the file reaches
+/// [`CONCURRENT_MIN`], so a big file's hash overlaps with receiving and
+/// decoding instead of running in series with them; many small files never
+/// pay for a thread.
+pub(crate) struct StoredHasher {
+    mode: HashMode,
+    inline: Option<Sha256>,
+    behind: Option<ReadBehind>,
+}
+
+impl StoredHasher {
+    pub(crate) fn new(mode: HashMode) -> Self {
+        StoredHasher {
+            mode,
+            inline: Some(Sha256::new()),
+            behind: None,
+        }
+    }
+
+    /// `data` was just written to `up` (so `up.written()` includes it).
+    pub(crate) fn wrote<U: Upload>(&mut self, data: &[u8], up: &mut U) {
+        if let Some(rb) = &mut self.behind {
+            rb.advance(up.written());
+            return;
+        }
+        let Some(h) = self.inline.as_mut() else {
+            return;
+        };
+        h.update(data);
+        if self.mode == HashMode::Concurrent && up.written() >= CONCURRENT_MIN {
+            if let Some(file) = up.as_file().and_then(|f| f.try_clone().ok()) {
+                if let Some(h) = self.inline.take() {
+                    self.behind = Some(ReadBehind::start_at(file, h, up.written()));
+                }
+            }
+        }
+    }
+
+    /// The digest of everything written (`written` bytes in all).
+    pub(crate) async fn finish(&mut self, written: u64) -> Result<[u8; 32], Error> {
+        match (self.behind.take(), self.inline.take()) {
+            (Some(mut rb), _) => rb.finish(written).await,
+            (None, Some(h)) => Ok(h.finalize().into()),
+            (None, None) => Err(Error::status(500, "upload digest already taken")),
         }
     }
 }

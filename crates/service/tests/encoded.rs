@@ -949,3 +949,44 @@ fn mtom_errors_store_nothing() {
     assert_eq!(r.status, 413, "{}", r.text());
     assert_nothing_stored(&s, "m");
 }
+
+/// Files past 4 MiB hand their sha-256 over to a read-behind thread in the
+/// middle of the upload (inline before): the digest must still cover every
+/// byte exactly once, in both hash modes.
+#[test]
+fn big_encoded_uploads_hash_correctly_across_the_hand_off() {
+    use wirespeed_service::{HashMode, ServiceConfig};
+    for hash in [HashMode::Concurrent, HashMode::Inline] {
+        let s = TestServer::with(ServiceConfig {
+            hash,
+            ..ServiceConfig::default()
+        });
+        let big = bytes(6 * 1024 * 1024 + 5, 71);
+        let small = bytes(1000, 72);
+        let mut body = Vec::new();
+        file_part(&mut body, "file", "big.bin", &big);
+        file_part(&mut body, "file", "small.bin", &small);
+        body.extend_from_slice(format!("--{B}--\r\n").as_bytes());
+        let r = post(&s, "/big/", &form_ct(), &body);
+        assert_eq!(r.status, 201, "{hash:?}: {}", r.text());
+        let files = json(&r)["files"].as_array().unwrap().clone();
+        assert_eq!(files[0]["sha256"], sha_hex(&big), "{hash:?}");
+        assert_eq!(files[1]["sha256"], sha_hex(&small), "{hash:?}");
+        assert_eq!(std::fs::read(s.root.join("big/big.bin")).unwrap(), big);
+
+        let r = post(
+            &s,
+            "/big/soap.bin?element=data",
+            "text/xml",
+            &soap(&wrap(&b64(&big), 76, "\r\n")),
+        );
+        assert_eq!(r.status, 201, "{hash:?}: {}", r.text());
+        assert_eq!(
+            r.header("repr-digest").unwrap(),
+            sha256_field(&big),
+            "{hash:?}"
+        );
+        assert_eq!(std::fs::read(s.root.join("big/soap.bin")).unwrap(), big);
+        assert!(s.temp_files().is_empty());
+    }
+}

@@ -13,7 +13,7 @@
 //! upload is aborted and the answer is 400 with the reason. DTDs are
 //! refused by the extractor (no entity expansion), so a DOCTYPE is a 400.
 
-use sha2::{Digest, Sha256};
+use crate::upload::{HashMode, StoredHasher};
 use wirespeed_base64::Decoder;
 use wirespeed_extract::{ExtractError, FieldExtractor};
 use wirespeed_net::{Error, Exchange};
@@ -29,6 +29,7 @@ pub(crate) async fn post<S: Storage, E: FieldExtractor + Send>(
     ex: &mut Exchange,
     key: RelPath,
     extractor: E,
+    hash: HashMode,
 ) -> Result<(), Error> {
     if key.is_root() || key.trailing_slash() {
         return Err(Error::status(
@@ -38,7 +39,7 @@ pub(crate) async fn post<S: Storage, E: FieldExtractor + Send>(
     }
     let mut digest = RequestDigest::from_request(ex)?;
     let mut up = storage.create(&key).await?;
-    let sum = match receive(ex, &mut up, extractor, &mut digest).await {
+    let sum = match receive(ex, &mut up, extractor, &mut digest, hash).await {
         Ok(sum) => match digest.verify() {
             Ok(()) => sum,
             Err(e) => {
@@ -62,12 +63,13 @@ async fn receive<U: Upload, E: FieldExtractor>(
     up: &mut U,
     mut extractor: E,
     digest: &mut RequestDigest,
+    hash: HashMode,
 ) -> Result<[u8; 32], Error> {
     let mut decoder = Decoder::new();
     // Decoded output of one body piece (≤ 3/4 of it); reused, so after the
     // first piece there is no allocation per read.
     let mut out: Vec<u8> = Vec::with_capacity(192 * 1024 + 64);
-    let mut hasher = Sha256::new();
+    let mut hasher = StoredHasher::new(hash);
     while let Some(piece) = ex.read_body().await? {
         digest.update(piece);
         extractor
@@ -76,8 +78,8 @@ async fn receive<U: Upload, E: FieldExtractor>(
             })
             .map_err(extract_error)?;
         if !out.is_empty() {
-            hasher.update(&out);
             up.write(&out).await?;
+            hasher.wrote(&out, up);
             out.clear();
         }
     }
@@ -85,5 +87,5 @@ async fn receive<U: Upload, E: FieldExtractor>(
     decoder
         .finish()
         .map_err(|e| Error::status(400, format!("invalid base64 in the field: {e}")))?;
-    Ok(hasher.finalize().into())
+    hasher.finish(up.written()).await
 }

@@ -23,13 +23,13 @@
 //! (for browser forms) the answer is `303 See Other` back to the listing.
 
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use wirespeed_multipart::{Limits, PartHeaders};
 use wirespeed_net::{Error, Exchange, Response};
 
 use super::{hex, Feeder, Parts, RequestDigest};
 use crate::path::RelPath;
 use crate::storage::{Storage, Upload, Written};
+use crate::upload::{HashMode, StoredHasher};
 
 /// Files per form. Every file is an open temporary file until the end of
 /// the request (that is what makes the form all-or-nothing), so this bounds
@@ -94,7 +94,7 @@ struct FileSlot<U> {
     name: String,
     key: RelPath,
     up: U,
-    hasher: Sha256,
+    hasher: StoredHasher,
     size: u64,
 }
 
@@ -117,6 +117,7 @@ struct Form<'a, S: Storage> {
     fields_count: usize,
     fields_bytes: usize,
     cur: Current,
+    hash: HashMode,
 }
 
 impl<S: Storage> Form<'_, S> {
@@ -198,7 +199,7 @@ impl<S: Storage> Parts for Form<'_, S> {
             name,
             key,
             up,
-            hasher: Sha256::new(),
+            hasher: StoredHasher::new(self.hash),
             size: 0,
         });
         self.cur = Current::File(self.files.len() - 1);
@@ -212,8 +213,8 @@ impl<S: Storage> Parts for Form<'_, S> {
                 // No per-file limit: a file is part of the body, which
                 // `limit_body` already bounds (413).
                 f.size += d.len() as u64;
-                f.hasher.update(d);
                 f.up.write(d).await?;
+                f.hasher.wrote(d, &mut f.up);
             }
             Current::Field { .. } => {
                 self.charge_fields(d.len())?;
@@ -252,6 +253,7 @@ pub(crate) async fn post<S: Storage>(
     dir: RelPath,
     boundary: &str,
     format: Format,
+    hash: HashMode,
 ) -> Result<(), Error> {
     if !dir.trailing_slash() {
         let hint = dir.to_url(true);
@@ -271,6 +273,7 @@ pub(crate) async fn post<S: Storage>(
         fields_count: 0,
         fields_bytes: 0,
         cur: Current::None,
+        hash,
     };
     let received: Result<(), Error> = async {
         while let Some(piece) = ex.read_body().await? {
@@ -286,19 +289,35 @@ pub(crate) async fn post<S: Storage>(
         return Err(e);
     }
 
+    // Every digest before any commit: a failure here still stores nothing.
+    let mut sums = Vec::with_capacity(form.files.len());
+    let mut failed = None;
+    for f in &mut form.files {
+        match f.hasher.finish(f.size).await {
+            Ok(sum) => sums.push(sum),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    if let Some(e) = failed {
+        form.abort_all().await;
+        return Err(e);
+    }
     let mut files = Vec::with_capacity(form.files.len());
-    let mut slots = std::mem::take(&mut form.files).into_iter();
-    while let Some(f) = slots.next() {
+    let mut slots = std::mem::take(&mut form.files).into_iter().zip(sums);
+    while let Some((f, sum)) = slots.next() {
         match f.up.commit().await {
             Ok(written) => files.push(serde_json::json!({
                 "name": f.name,
                 "path": f.key.to_url(false),
                 "size": f.size,
-                "sha256": hex(&f.hasher.finalize().into()),
+                "sha256": hex(&sum),
                 "created": written == Written::Created,
             })),
             Err(e) => {
-                for rest in slots {
+                for (rest, _) in slots {
                     rest.up.abort().await;
                 }
                 let done: Vec<&str> = files.iter().filter_map(|v| v["name"].as_str()).collect();

@@ -75,7 +75,7 @@ pub(crate) async fn post<S: Storage>(
                 }
             };
             query.only(&["format"])?;
-            form::post(storage, ex, key, &boundary, format).await
+            form::post(storage, ex, key, &boundary, format, cfg.hash).await
         }
         "text/xml" | "application/xml" | "application/soap+xml" => {
             let element = query.required("element", "the XML element holding the base64 data")?;
@@ -83,12 +83,12 @@ pub(crate) async fn post<S: Storage>(
             // A prefixed name is accepted; prefixes are per document, so
             // only the local name is matched.
             let local = element.rsplit(':').next().unwrap_or(element);
-            field::post(storage, ex, key, XmlFieldExtractor::new(local)).await
+            field::post(storage, ex, key, XmlFieldExtractor::new(local), cfg.hash).await
         }
         "application/json" => {
             let name = query.required("field", "the JSON member holding the base64 data")?;
             query.only(&["field"])?;
-            field::post(storage, ex, key, JsonFieldExtractor::new(name)).await
+            field::post(storage, ex, key, JsonFieldExtractor::new(name), cfg.hash).await
         }
         "multipart/related" => {
             let is_xop = media
@@ -108,7 +108,7 @@ pub(crate) async fn post<S: Storage>(
             let start = media
                 .param("start")
                 .map(|s| wirespeed_extract::normalize_content_id(s).to_owned());
-            mtom::post(storage, ex, key, &boundary, start, element).await
+            mtom::post(storage, ex, key, &boundary, start, element, cfg.hash).await
         }
         other => Err(Error::status(
             415,

@@ -21,7 +21,7 @@
 //! nothing stored. Attachments with a `Content-Transfer-Encoding` other
 //! than binary/8bit/7bit are refused (400) rather than stored still encoded.
 
-use sha2::{Digest, Sha256};
+use crate::upload::{HashMode, StoredHasher};
 use wirespeed_extract::{find_xop_include, normalize_content_id};
 use wirespeed_multipart::{Limits, PartHeaders};
 use wirespeed_net::{Error, Exchange};
@@ -39,7 +39,7 @@ pub(crate) const MAX_PENDING: usize = 16;
 struct Stream<U> {
     cid: String,
     up: U,
-    hasher: Sha256,
+    hasher: StoredHasher,
 }
 
 enum Current {
@@ -64,6 +64,7 @@ struct Mtom<'a, S: Storage> {
     pending: Vec<Stream<S::Upload>>,
     target: Option<Stream<S::Upload>>,
     cur: Current,
+    hash: HashMode,
 }
 
 impl<S: Storage> Mtom<'_, S> {
@@ -133,7 +134,7 @@ impl<S: Storage> Parts for Mtom<'_, S> {
             self.pending.push(Stream {
                 cid,
                 up,
-                hasher: Sha256::new(),
+                hasher: StoredHasher::new(self.hash),
             });
             self.cur = Current::Pending(self.pending.len() - 1);
             return Ok(());
@@ -151,7 +152,7 @@ impl<S: Storage> Parts for Mtom<'_, S> {
                 self.target = Some(Stream {
                     cid: c,
                     up,
-                    hasher: Sha256::new(),
+                    hasher: StoredHasher::new(self.hash),
                 });
                 self.cur = Current::Target;
             }
@@ -179,8 +180,8 @@ impl<S: Storage> Parts for Mtom<'_, S> {
             },
             Current::None | Current::Skip => return Ok(()),
         };
-        stream.hasher.update(d);
         stream.up.write(d).await?;
+        stream.hasher.wrote(d, &mut stream.up);
         Ok(())
     }
 
@@ -209,6 +210,7 @@ pub(crate) async fn post<S: Storage>(
     boundary: &str,
     start: Option<String>,
     element: &str,
+    hash: HashMode,
 ) -> Result<(), Error> {
     if key.is_root() || key.trailing_slash() {
         return Err(Error::status(
@@ -231,6 +233,7 @@ pub(crate) async fn post<S: Storage>(
         pending: Vec::new(),
         target: None,
         cur: Current::None,
+        hash,
     };
     let received: Result<(), Error> = async {
         while let Some(piece) = ex.read_body().await? {
@@ -265,7 +268,14 @@ pub(crate) async fn post<S: Storage>(
     let Some(t) = m.target.take() else {
         return Err(Error::status(500, "MTOM target vanished"));
     };
-    let sum: [u8; 32] = t.hasher.finalize().into();
+    let mut t = t;
+    let sum = match t.hasher.finish(t.up.written()).await {
+        Ok(sum) => sum,
+        Err(e) => {
+            t.up.abort().await;
+            return Err(e);
+        }
+    };
     let written = t.up.commit().await?;
     respond_stored(storage, ex, &key, written, &sum).await
 }
