@@ -12,6 +12,7 @@
 #   put  wirespeed put FILE URL                (sha-256 while streaming, checked
 #                                               against the server's Repr-Digest)
 #   put  wirespeed put --digest-first          (hash first, then sendfile)
+#   put  wirespeed put --no-verify             (no client-side hash: sendfile, like curl)
 #   put  curl -T FILE URL                      (the baseline: no hashing at all)
 #   get  wirespeed get URL -o FILE             (via FILE.part + rename)
 #   get  curl -o FILE URL
@@ -81,10 +82,11 @@ HTTPS=${HTTPS/127.0.0.1/localhost}
 log "plain $PLAIN, https $HTTPS ($TLS_SERVER), cert $CERT"
 
 # ---- rows --------------------------------------------------------------------
-ROWS=(ws_put ws_put_df curl_put ws_get curl_get ws_put_tls curl_put_tls ws_get_tls curl_get_tls)
+ROWS=(ws_put ws_put_df ws_put_nv curl_put ws_get curl_get ws_put_tls curl_put_tls ws_get_tls curl_get_tls)
 declare -A DESC=(
     [ws_put]="put | HTTP | wirespeed put"
     [ws_put_df]="put | HTTP | wirespeed put --digest-first"
+    [ws_put_nv]="put | HTTP | wirespeed put --no-verify"
     [curl_put]="put | HTTP | curl -T"
     [ws_get]="get | HTTP | wirespeed get"
     [curl_get]="get | HTTP | curl -o"
@@ -99,6 +101,7 @@ run_row() { # row -> runs it; the stored/downloaded file is left for checking
     case "$1" in
         ws_put) "$WS" put -q "$SRC" "$PLAIN/up_ws_put.bin" ;;
         ws_put_df) "$WS" put -q --digest-first "$SRC" "$PLAIN/up_ws_put_df.bin" ;;
+        ws_put_nv) "$WS" put -q --no-verify "$SRC" "$PLAIN/up_ws_put_nv.bin" ;;
         curl_put) "${CURL[@]}" -o /dev/null -T "$SRC" "$PLAIN/up_curl_put.bin" ;;
         ws_get) "$WS" get -q "$PLAIN/dl.bin" -o "$W/out_ws_get.bin" ;;
         curl_get) "${CURL[@]}" -o "$W/out_curl_get.bin" "$PLAIN/dl.bin" ;;
@@ -150,7 +153,7 @@ echo "|---|---|---|---|---|---|---|"
 for row in "${ROWS[@]}"; do
     base=${row%_tls}
     case "$row" in
-        ws_put|ws_put_df) vs=$(ratio "${M[$row]}" "${M[curl_put]}") ;;
+        ws_put|ws_put_df|ws_put_nv) vs=$(ratio "${M[$row]}" "${M[curl_put]}") ;;
         ws_get) vs=$(ratio "${M[$row]}" "${M[curl_get]}") ;;
         ws_put_tls) vs=$(ratio "${M[$row]}" "${M[curl_put_tls]}") ;;
         ws_get_tls) vs=$(ratio "${M[$row]}" "${M[curl_get_tls]}") ;;

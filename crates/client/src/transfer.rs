@@ -88,6 +88,10 @@ pub struct UploadOptions {
     /// refuses (and does not store) a body that arrives corrupted. Lets the
     /// body go out with sendfile on plain TCP.
     pub digest_first: bool,
+    /// Hash the file while it streams and compare with the server's
+    /// `Repr-Digest` (the default). Off: no client-side hash at all, so the
+    /// body goes out with sendfile; the transfer is then only as safe as TCP.
+    pub verify: bool,
     pub progress: Option<Arc<dyn TransferProgress>>,
 }
 
@@ -96,7 +100,8 @@ pub struct UploadReport {
     pub url: Url,
     pub status: u16,
     pub bytes: u64,
-    pub sha256: [u8; 32],
+    /// Our sha-256 of the file (`None` when `verify` was off).
+    pub sha256: Option<[u8; 32]>,
     /// What the server said it stored (`Repr-Digest`), if it said.
     pub server_sha256: Option<[u8; 32]>,
 }
@@ -137,13 +142,15 @@ pub async fn upload_file(
         let sum: [u8; 32] = h.finalize().into();
         req = req.header("Repr-Digest", format_sha256(&sum));
         Some(sum)
-    } else {
+    } else if opts.verify {
         let h = hasher.clone();
         fb = fb.observe(move |bytes| {
             if let Ok(mut h) = h.lock() {
                 h.update(bytes);
             }
         });
+        None
+    } else {
         None
     };
     let mut body = Body::file(fb);
@@ -161,29 +168,34 @@ pub async fn upload_file(
     let server = resp.header("Repr-Digest").map(str::to_string);
     // Read the (small) confirmation body so the connection can be reused.
     let _ = resp.bytes(64 * 1024).await;
-    let sha256 = match ours {
-        Some(s) => s,
-        None => {
+    let sha256: Option<[u8; 32]> = match ours {
+        Some(s) => Some(s),
+        None if opts.verify => {
             let h = std::mem::take(&mut *hasher.lock().map_err(|_| Error::Io {
                 context: "hashing",
                 source: io::Error::other("hasher poisoned"),
             })?);
-            h.finalize().into()
+            Some(h.finalize().into())
         }
+        None => None,
     };
     let server_sha256 = match server {
-        Some(v) => Some(parse_sha256(&v).ok_or_else(|| Error::DigestMismatch {
-            what: "upload",
-            ours: hex(&sha256),
-            theirs: format!("unreadable Repr-Digest {v:?}"),
+        Some(v) => Some(parse_sha256(&v).ok_or_else(|| {
+            Error::DigestMismatch {
+                what: "upload",
+                ours: sha256
+                    .as_ref()
+                    .map_or_else(|| "(not computed)".to_string(), hex),
+                theirs: format!("unreadable Repr-Digest {v:?}"),
+            }
         })?),
         None => None,
     };
-    if let Some(s) = server_sha256 {
-        if s != sha256 {
+    if let (Some(s), Some(ours)) = (server_sha256, sha256) {
+        if s != ours {
             return Err(Error::DigestMismatch {
                 what: "upload",
-                ours: hex(&sha256),
+                ours: hex(&ours),
                 theirs: hex(&s),
             });
         }

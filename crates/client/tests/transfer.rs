@@ -50,10 +50,9 @@ async fn plain_put_get_round_trip_reuses_the_connection() {
         "a URL ending in / gets the file name"
     );
     assert_eq!(up.bytes, bytes.len() as u64);
-    assert_eq!(up.sha256, <[u8; 32]>::from(Sha256::digest(&bytes)));
+    assert_eq!(up.sha256, Some(<[u8; 32]>::from(Sha256::digest(&bytes))));
     assert_eq!(
-        up.server_sha256,
-        Some(up.sha256),
+        up.server_sha256, up.sha256,
         "the service echoes Repr-Digest"
     );
     assert_eq!(
@@ -128,6 +127,7 @@ async fn digest_first_upload_over_sendfile_and_small_buffers() {
         });
         let opts = UploadOptions {
             digest_first: true,
+            verify: true,
             progress: None,
         };
         let up = within(
@@ -136,7 +136,7 @@ async fn digest_first_upload_over_sendfile_and_small_buffers() {
         )
         .await
         .unwrap();
-        assert_eq!(up.server_sha256, Some(up.sha256));
+        assert_eq!(up.server_sha256, up.sha256);
         assert_eq!(std::fs::read(srv.root().join("a.bin")).unwrap(), bytes);
         let dest = local.path().join(format!("b{buf}.bin"));
         within(
@@ -168,7 +168,7 @@ async fn tls_round_trip_with_cacert_and_untrusted_refused() {
     )
     .await
     .unwrap();
-    assert_eq!(up.server_sha256, Some(up.sha256));
+    assert_eq!(up.server_sha256, up.sha256);
     let dest = local.path().join("t2.bin");
     within(
         30,
@@ -418,7 +418,7 @@ async fn unauthorized_is_an_error_with_the_server_message() {
         )
         .await
         .unwrap();
-        assert_eq!(up.server_sha256, Some(up.sha256));
+        assert_eq!(up.server_sha256, up.sha256);
     }
     srv.stop().await;
 }

@@ -59,6 +59,11 @@ pub struct PutArgs {
     /// `Repr-Digest` the server answers.
     #[arg(long)]
     pub digest_first: bool,
+    /// Do not hash the file on this side: no end-to-end check, the transfer is
+    /// only as safe as TCP. Saves the sha-256's CPU (it lets the body go out
+    /// with sendfile); the server still hashes what it stores.
+    #[arg(long, conflicts_with = "digest_first")]
+    pub no_verify: bool,
     /// Send a `multipart/form-data` POST (as a browser form would) to URL
     /// (a directory, ending in `/`) instead of a PUT.
     #[arg(long)]
@@ -210,6 +215,7 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
     }
     let opts = UploadOptions {
         digest_first: args.digest_first,
+        verify: !args.no_verify,
         progress: bar.as_ref().map(|b| b.0.clone()),
     };
     let result = rt.block_on(transfer::upload_file(&client, &target, &args.file, &opts));
@@ -218,17 +224,22 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
     }
     let rep = result.with_context(|| format!("uploading {} to {target}", args.file.display()))?;
     if !args.opts.quiet {
-        let check = match rep.server_sha256 {
-            Some(_) => "verified by the server",
-            None => "NOT verified (the server sent no Repr-Digest)",
+        let check = match (rep.sha256, rep.server_sha256) {
+            (Some(ours), Some(_)) => {
+                format!("sha-256 {} verified by the server", transfer::hex(&ours))
+            }
+            (Some(ours), None) => format!(
+                "sha-256 {} NOT verified (the server sent no Repr-Digest)",
+                transfer::hex(&ours)
+            ),
+            (None, _) => "not verified (--no-verify)".to_string(),
         };
         println!(
-            "{} -> {} ({} bytes, {}), sha-256 {} {check}",
+            "{} -> {} ({} bytes, {}), {check}",
             args.file.display(),
             rep.url,
             rep.bytes,
             rate(rep.bytes, started),
-            transfer::hex(&rep.sha256)
         );
     }
     Ok(())

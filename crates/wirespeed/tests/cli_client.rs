@@ -101,6 +101,15 @@ fn put_get_ls_rm_round_trip() {
     assert!(out.contains("verified by the server"), "{out}");
     assert_eq!(std::fs::read(root.path().join("d/a b.bin")).unwrap(), bytes);
 
+    // --no-verify: stored the same, and says it was not checked.
+    let (code, out, err) = run(
+        &["put", "--no-verify", s, &format!("{}/nv/x.bin", srv.base)],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("not verified (--no-verify)"), "{out}");
+    assert_eq!(std::fs::read(root.path().join("nv/x.bin")).unwrap(), bytes);
+
     let (code, out, err) = run(&["ls", &format!("{}/d/", srv.base)], &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.lines().next().unwrap().starts_with("TYPE"), "{out}");
