@@ -84,7 +84,7 @@ impl Formatter {
 <style>body{{font-family:system-ui,sans-serif;margin:2em}}table{{border-collapse:collapse}}\
 td,th{{padding:.2em 1em;text-align:left}}td.s{{text-align:right}}</style></head><body>\n\
 <h1>Index of {t}</h1>\n\
-<form method=\"post\" enctype=\"multipart/form-data\"><input type=\"file\" name=\"file\" multiple> \
+<form method=\"post\" action=\"?format=html\" enctype=\"multipart/form-data\"><input type=\"file\" name=\"file\" multiple> \
 <button type=\"submit\">Upload</button></form>\n\
 <table><thead><tr><th>Name</th><th>Size</th><th>Modified (UTC)</th></tr></thead><tbody>\n"
                     )

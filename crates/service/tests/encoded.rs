@@ -990,3 +990,43 @@ fn big_encoded_uploads_hash_correctly_across_the_hand_off() {
         assert!(s.temp_files().is_empty());
     }
 }
+
+/// The HTML listing's form, used the way a browser uses it: read the form's
+/// method, action, enctype and file field from the page, post a file the way
+/// the browser would, follow the 303 back, and find the file listed.
+#[test]
+fn the_listing_upload_form_works_like_a_browser() {
+    let s = TestServer::start();
+    std::fs::create_dir_all(s.root.join("inbox")).unwrap();
+    let page = s.req("GET", "/inbox/", &[("Accept", "text/html")], b"");
+    assert_eq!(page.status, 200);
+    let html = page.text();
+    let form = &html[html.find("<form").expect("an upload form")..];
+    let form = &form[..form.find("</form>").unwrap()];
+    let attr = |name: &str| -> String {
+        let at = form
+            .find(&format!("{name}=\""))
+            .unwrap_or_else(|| panic!("{name} in {form}"));
+        let v = &form[at + name.len() + 2..];
+        v[..v.find('"').unwrap()].to_string()
+    };
+    assert_eq!(attr("method").to_ascii_lowercase(), "post");
+    assert_eq!(attr("enctype"), "multipart/form-data");
+    let action = attr("action");
+    let input = &form[form.find("type=\"file\"").expect("a file input")..];
+    let field = {
+        let at = input.find("name=\"").unwrap() + 6;
+        input[at..at + input[at..].find('"').unwrap()].to_string()
+    };
+    // What a browser sends for one chosen file.
+    let data = bytes(10_000, 5);
+    let mut body = Vec::new();
+    file_part(&mut body, &field, "scan.pdf", &data);
+    body.extend_from_slice(format!("--{B}--\r\n").as_bytes());
+    let r = post(&s, &format!("/inbox/{action}"), &form_ct(), &body);
+    assert_eq!(r.status, 303, "{}", r.text());
+    assert_eq!(r.header("location"), Some("/inbox/"));
+    assert_eq!(std::fs::read(s.root.join("inbox/scan.pdf")).unwrap(), data);
+    let page = s.req("GET", "/inbox/", &[("Accept", "text/html")], b"");
+    assert!(page.text().contains("scan.pdf"), "{}", page.text());
+}
