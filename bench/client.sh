@@ -29,24 +29,15 @@ set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
 SIZE_MB=${SIZE_MB:-1024}
-REPO=$(cd "$(dirname "$0")/.." && pwd)
-W=$(mktemp -d /tmp/wirespeed-client.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    [[ "${KEEP:-0}" == 1 ]] && echo "kept $W" >&2 || rm -rf "$W"
-}
-trap cleanup EXIT
-log() { echo "[client] $*" >&2; }
+BENCH=client
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 log "building wirespeed and the TLS example (release)"
 (cd "$REPO" && cargo build --release -q -p wirespeed && cargo build --release -q -p wirespeed-tls --example serve_tls)
 WS="$REPO/target/release/wirespeed"
 TLS_EXAMPLE="$REPO/target/release/examples/serve_tls"
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"} else if (NR%2) {print a[(NR+1)/2]} else {print (a[NR/2]+a[NR/2+1])/2}}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b>0) printf "%.2f", a/b; else print "n/a"}'; }
 now() { date +%s.%N; }
 
 # ---- data and servers ---------------------------------------------------------

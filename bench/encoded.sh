@@ -23,23 +23,14 @@ set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
 SIZE_MB=${SIZE_MB:-256}
-REPO=$(cd "$(dirname "$0")/.." && pwd)
-W=$(mktemp -d /tmp/wirespeed-encoded.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    [[ "${KEEP:-0}" == 1 ]] && echo "kept $W" >&2 || rm -rf "$W"
-}
-trap cleanup EXIT
-log() { echo "[encoded] $*" >&2; }
+BENCH=encoded
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 log "building wirespeed (release)"
 (cd "$REPO" && cargo build --release -q -p wirespeed)
 WS="$REPO/target/release/wirespeed"
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"} else if (NR%2) {print a[(NR+1)/2]} else {print (a[NR/2]+a[NR/2+1])/2}}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b>0) printf "%.2f", a/b; else print "n/a"}'; }
 
 # ---- data ------------------------------------------------------------------
 SRC=$W/src.bin

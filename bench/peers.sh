@@ -19,17 +19,9 @@
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
-REPO=$(cd "$(dirname "$0")/.." && pwd)
-W=$(mktemp -d /tmp/wirespeed-peers.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    [[ "${KEEP:-0}" == 1 ]] && echo "kept $W" >&2 || rm -rf "$W"
-}
-trap cleanup EXIT
-
-log() { echo "[peers] $*" >&2; }
+BENCH=peers
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 need() { # need CMD PACKAGE
     if ! command -v "$1" >/dev/null 2>&1; then
@@ -52,9 +44,7 @@ log "building wirespeed (release)"
 WS="$REPO/target/release/wirespeed"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"} else if (NR%2) {print a[(NR+1)/2]} else {print (a[NR/2]+a[NR/2+1])/2}}'; }
 mb() { awk -v b="$1" 'BEGIN {printf "%.0f", b/1e6}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b>0) printf "%.2f", a/b; else print "n/a"}'; }
 
 # ---- data ------------------------------------------------------------
 DATA=$W/data

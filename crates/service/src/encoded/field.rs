@@ -31,12 +31,7 @@ pub(crate) async fn post<S: Storage, E: FieldExtractor + Send>(
     extractor: E,
     hash: HashMode,
 ) -> Result<(), Error> {
-    if key.is_root() || key.trailing_slash() {
-        return Err(Error::status(
-            400,
-            "this POST stores one file: it needs a file path, not a directory",
-        ));
-    }
+    super::require_file_path(&key)?;
     let mut digest = RequestDigest::from_request(ex)?;
     let mut up = storage.create(&key).await?;
     let sum = match receive(ex, &mut up, extractor, &mut digest, hash).await {

@@ -41,6 +41,17 @@ text/xml, application/xml or application/soap+xml with ?element=NAME, \
 application/json with ?field=NAME, \
 multipart/related; type=\"application/xop+xml\" (MTOM) with ?element=NAME";
 
+/// The single-file POSTs (SOAP/JSON field, MTOM) store at a file path.
+fn require_file_path(key: &RelPath) -> Result<(), Error> {
+    if key.is_root() || key.trailing_slash() {
+        return Err(Error::status(
+            400,
+            "this POST stores one file: it needs a file path, not a directory",
+        ));
+    }
+    Ok(())
+}
+
 /// Handle a `POST` to `key` (the hook from the file routes).
 pub(crate) async fn post<S: Storage>(
     storage: &S,

@@ -212,12 +212,7 @@ pub(crate) async fn post<S: Storage>(
     element: &str,
     hash: HashMode,
 ) -> Result<(), Error> {
-    if key.is_root() || key.trailing_slash() {
-        return Err(Error::status(
-            400,
-            "this POST stores one file: it needs a file path, not a directory",
-        ));
-    }
+    super::require_file_path(&key)?;
     let local = element.rsplit(':').next().unwrap_or(element);
     let mut digest = RequestDigest::from_request(ex)?;
     let mut feeder = Feeder::new(boundary, Limits::default())?;
