@@ -82,7 +82,7 @@ pub async fn hash_file(
 
 // ---- upload -----------------------------------------------------------------
 
-#[derive(Default, Clone)]
+#[derive(Clone)]
 pub struct UploadOptions {
     /// Hash the file before sending and send `Repr-Digest`, so the server
     /// refuses (and does not store) a body that arrives corrupted. Lets the
@@ -93,6 +93,17 @@ pub struct UploadOptions {
     /// body goes out with sendfile; the transfer is then only as safe as TCP.
     pub verify: bool,
     pub progress: Option<Arc<dyn TransferProgress>>,
+}
+
+impl Default for UploadOptions {
+    /// Verified by default: hash while streaming, compare with the server.
+    fn default() -> Self {
+        UploadOptions {
+            digest_first: false,
+            verify: true,
+            progress: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
