@@ -337,6 +337,9 @@ mod splice {
     struct Progress {
         taken: u64,
         stored: u64,
+        /// Of `stored`, what the upload was already told (per step, so the
+        /// storage can start write-back during the transfer).
+        reported: u64,
     }
 
     /// Account for a splice transfer, whatever its outcome: the upload learns
@@ -350,7 +353,7 @@ mod splice {
         p: Progress,
         result: Result<(), Error>,
     ) -> Result<(), Error> {
-        up.wrote_directly(p.stored);
+        up.wrote_directly(p.stored - p.reported);
         let accounted = ex.body_consumed_raw(0, p.taken);
         if (result.is_err() || accounted.is_err()) && p.taken > 0 {
             ex.close_after_response();
@@ -448,6 +451,8 @@ mod splice {
                 // copy path), not the connection's.
                 drain_pipe(pipe_r.as_raw_fd(), file_fd, n, &mut progress.stored)
                     .map_err(StorageError::from)?;
+                up.wrote_directly(progress.stored - progress.reported);
+                progress.reported = progress.stored;
                 if let Some(b) = behind.as_deref_mut() {
                     b.advance(base + progress.stored);
                 }
