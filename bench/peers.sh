@@ -116,10 +116,14 @@ declare -A R # R[test,server] = newline-separated samples
 
 add() { R[$1,$2]+="$3"$'\n'; }
 
-get_big() { curl -sS -o /dev/null -w '%{speed_download}' "$1/big.bin"; }
+# Every timed operation starts after `sync`: an earlier upload leaves up to
+# 1 GiB of dirty pages whose write-back would otherwise land on whichever
+# test runs next (it made GET samples bimodal).
+get_big() { sync; curl -sS -o /dev/null -w '%{speed_download}' "$1/big.bin"; }
 get_20x20() {
     local args=() t0 t1
     for _ in $(seq 20); do args+=(-o /dev/null "$1/m20.bin"); done
+    sync
     t0=$(date +%s.%N)
     curl -sS "${args[@]}"
     t1=$(date +%s.%N)
@@ -127,6 +131,7 @@ get_20x20() {
 }
 put_big() { # url name
     # Same page-cache state for every server: dirty and free 1 GiB first.
+    sync
     head -c $((1 << 30)) /dev/zero >"$W/scratch.bin"
     rm -f "$W/scratch.bin"
     local s
@@ -134,9 +139,10 @@ put_big() { # url name
     rm -f "$DATA/up/$2.bin"
     echo "$s"
 }
-list_time() { curl -sS -o "$W/list.$2.json" -w '%{time_total}' "$1"; }
+list_time() { sync; curl -sS -o "$W/list.$2.json" -w '%{time_total}' "$1"; }
 find_time() {
     local t0 t1
+    sync
     t0=$(date +%s.%N)
     find "$DATA/list" -maxdepth 1 -printf '%f %s %T@\n' >/dev/null
     t1=$(date +%s.%N)
