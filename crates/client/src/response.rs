@@ -288,12 +288,14 @@ impl Response {
         let bufsize = self.client.config().read_buffer.max(4096);
         // Buffers travel with their filled length and come back whole, so a
         // recycled one is reused as is (no re-zeroing of its tail per round).
-        let (tx, rx) = std::sync::mpsc::sync_channel::<(Vec<u8>, usize)>(2);
+        // Async on the receiving side (a slow disk must park this task, not
+        // block a runtime worker), blocking on the writer thread's side.
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<(Vec<u8>, usize)>(2);
         let (recycle_tx, mut recycle_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
         let writer = tokio::task::spawn_blocking(move || -> io::Result<u64> {
             let mut file = file;
             let mut total = 0u64;
-            for (buf, filled) in rx {
+            while let Some((buf, filled)) = rx.blocking_recv() {
                 let data = &buf[..filled];
                 file.write_all(data)?;
                 if let Some(o) = observer.as_mut() {
@@ -323,7 +325,7 @@ impl Response {
                         p(n as u64);
                     }
                 }
-                if filled > 0 && tx.send((buf, filled)).is_err() {
+                if filled > 0 && tx.send((buf, filled)).await.is_err() {
                     // The writer died; its error is reported below.
                     return Ok::<bool, Error>(false);
                 }
