@@ -284,6 +284,20 @@ fn offset_in(base: &[u8], part: &[u8]) -> Option<Range<usize>> {
     (end <= base.len()).then_some(start..end)
 }
 
+/// The part of `buf` a head may occupy: leading empty lines skipped (RFC 9112
+/// §2.2), and never more than `max_head_bytes` after them, since a head that
+/// has not ended by then is too large whatever follows. Returns the skipped
+/// count and the window. The skipped lines count against the limit too: an
+/// endless run of them is a head that never ends.
+fn head_window<'b>(buf: &'b [u8], limits: &Limits) -> Result<(usize, &'b [u8]), ProtoError> {
+    let skip = leading_empty_lines(buf);
+    if skip > limits.max_head_bytes {
+        return Err(ProtoError::HeadTooLarge);
+    }
+    let rest = &buf[skip..];
+    Ok((skip, &rest[..rest.len().min(limits.max_head_bytes)]))
+}
+
 /// Parse a request head from the start of `buf`.
 ///
 /// - `Ok(Some((head, n)))`: a complete head occupying `buf[..n]`.
@@ -304,16 +318,7 @@ pub fn parse_request_head(
     buf: &[u8],
     limits: &Limits,
 ) -> Result<Option<(RequestHead, usize)>, ProtoError> {
-    let skip = leading_empty_lines(buf);
-    // Empty lines are skipped, not free: an endless run of them is a head
-    // that never ends.
-    if skip > limits.max_head_bytes {
-        return Err(ProtoError::HeadTooLarge);
-    }
-    let rest = &buf[skip..];
-    // Never look past the limit: a head that does not end within
-    // `max_head_bytes` is too large whatever follows.
-    let window = &rest[..rest.len().min(limits.max_head_bytes)];
+    let (skip, window) = head_window(buf, limits)?;
     let config = parser_config();
 
     let outcome = with_header_slots(limits.max_headers, |slots| {
@@ -350,7 +355,7 @@ pub fn parse_request_head(
         return Err(ProtoError::UriTooLong);
     }
     let partial_checks = || -> Result<Option<(RequestHead, usize)>, ProtoError> {
-        if rest.len() > limits.max_head_bytes {
+        if buf.len() - skip > limits.max_head_bytes {
             return Err(ProtoError::HeadTooLarge);
         }
         if partial_field_lines(window) > limits.max_headers {
@@ -472,14 +477,7 @@ pub fn parse_response_head(
     buf: &[u8],
     limits: &Limits,
 ) -> Result<Option<(ResponseHead, usize)>, ProtoError> {
-    let skip = leading_empty_lines(buf);
-    // Empty lines are skipped, not free: an endless run of them is a head
-    // that never ends.
-    if skip > limits.max_head_bytes {
-        return Err(ProtoError::HeadTooLarge);
-    }
-    let rest = &buf[skip..];
-    let window = &rest[..rest.len().min(limits.max_head_bytes)];
+    let (skip, window) = head_window(buf, limits)?;
     let config = parser_config();
 
     let outcome = with_header_slots(limits.max_headers, |slots| {
@@ -504,7 +502,7 @@ pub fn parse_response_head(
         }
     });
     let partial = || {
-        if rest.len() > limits.max_head_bytes {
+        if buf.len() - skip > limits.max_head_bytes {
             Err(ProtoError::HeadTooLarge)
         } else if partial_field_lines(window) > limits.max_headers {
             Err(ProtoError::TooManyHeaders)

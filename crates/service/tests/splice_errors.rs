@@ -12,10 +12,9 @@ mod common;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::Arc;
 use std::time::Duration;
 
-use wirespeed_net::{Server, ServerConfig};
+use wirespeed_net::ServerConfig;
 use wirespeed_service::path::RelPath;
 use wirespeed_service::storage::{LocalUpload, Meta, Upload, Written};
 use wirespeed_service::{HashMode, LocalStorage, ServiceConfig, Storage, StorageError, UploadPath};
@@ -77,37 +76,15 @@ impl Storage for ReadOnlyFd {
 
 #[test]
 fn failed_splice_closes_the_connection() {
-    let tmp = tempfile::tempdir().unwrap();
-    let storage = ReadOnlyFd(LocalStorage::new(tmp.path()).unwrap().with_fsync(false));
     let cfg = ServiceConfig {
         upload_path: UploadPath::Splice,
         hash: HashMode::Inline,
         ..Default::default()
     };
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            addr_tx.send(listener.local_addr().unwrap()).unwrap();
-            let router = wirespeed_service::router(storage, cfg);
-            Server::new(ServerConfig::default())
-                .serve(listener, Arc::new(router), async {
-                    let _ = stop_rx.await;
-                })
-                .await
-                .unwrap();
-        });
-    });
-    let addr = addr_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let srv = common::TestServer::with_storage(ReadOnlyFd, cfg, ServerConfig::default());
 
     let body = common::bytes(100_000, 7);
-    let mut c = TcpStream::connect(addr).unwrap();
+    let mut c = TcpStream::connect(srv.addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     // The head alone first, so the whole body comes off the socket by splice.
     c.write_all(
@@ -133,9 +110,6 @@ fn failed_splice_closes_the_connection() {
     let text = String::from_utf8_lossy(&buf);
     assert_eq!(text.matches("HTTP/1.1 ").count(), 1, "{text}");
     // Nothing stored, no temp file left.
-    let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    let names: Vec<_> = std::fs::read_dir(&srv.root).unwrap().collect();
     assert!(names.is_empty(), "{names:?}");
-
-    let _ = stop_tx.send(());
-    server.join().unwrap();
 }

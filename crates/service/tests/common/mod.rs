@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wirespeed_net::{Server, ServerConfig};
-use wirespeed_service::{LocalStorage, ServiceConfig};
+use wirespeed_service::{LocalStorage, ServiceConfig, Storage};
 
 pub struct TestServer {
     pub addr: SocketAddr,
@@ -32,11 +32,21 @@ impl TestServer {
     }
 
     pub fn with_server(cfg: ServiceConfig, server_cfg: ServerConfig) -> Self {
+        Self::with_storage(|local| local, cfg, server_cfg)
+    }
+
+    /// The server over a storage built from the root's `LocalStorage`
+    /// (tests wrap it to inject failures).
+    pub fn with_storage<S: Storage>(
+        wrap: impl FnOnce(LocalStorage) -> S,
+        cfg: ServiceConfig,
+        server_cfg: ServerConfig,
+    ) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("root");
         std::fs::create_dir(&root).unwrap();
         // Tests don't need durability; fsync would only slow them down.
-        let storage = LocalStorage::new(&root).unwrap().with_fsync(false);
+        let storage = wrap(LocalStorage::new(&root).unwrap().with_fsync(false));
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
