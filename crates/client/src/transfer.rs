@@ -154,6 +154,8 @@ pub async fn upload_file(
         req = req.header("Repr-Digest", format_sha256(&sum));
         Some(sum)
     } else if opts.verify {
+        // RFC 9530 §4: servers hash only when asked (wirespeed's default).
+        req = req.header("Want-Repr-Digest", "sha-256=10");
         let h = hasher.clone();
         fb = fb.observe(move |bytes| {
             if let Ok(mut h) = h.lock() {
@@ -245,6 +247,8 @@ pub async fn upload_form(
             "Content-Type",
             format!("multipart/form-data; boundary={boundary}"),
         )
+        // The answer then lists each stored file's sha-256.
+        .header("Want-Repr-Digest", "sha-256=10")
         .body(body);
     let resp = client.send(req).await?.error_for_status().await?;
     let status = resp.status();

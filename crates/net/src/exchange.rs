@@ -525,6 +525,9 @@ impl Exchange {
         len: u64,
     ) -> Result<(), Error> {
         self.start(resp.status)?;
+        if !self.is_head && len > 0 && len <= self.conn.cfg.write_buffer as u64 {
+            return self.send_small_file(&resp, file, offset, len).await;
+        }
         let head = self.encode_head(&resp, HeadFraming::Length(len));
         // Cork the socket for the whole response (nginx's tcp_nopush): the
         // head rides in the first full segment with the file's bytes, and
@@ -557,6 +560,39 @@ impl Exchange {
                 return Err(e);
             }
         }
+        self.resp = RespState::Done;
+        Ok(())
+    }
+
+    /// A file body that fits the write buffer: read behind the head in one
+    /// buffer and sent with one write, so the response is one segment
+    /// without toggling TCP_CORK (two setsockopt calls per request).
+    async fn send_small_file(
+        &mut self,
+        resp: &Response,
+        file: &std::fs::File,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), Error> {
+        use std::os::unix::fs::FileExt;
+        let mut out = self.encode_head(resp, HeadFraming::Length(len));
+        let head_len = out.len();
+        out.resize(head_len + len as usize, 0);
+        let mut filled = head_len;
+        while filled < out.len() {
+            let n = file.read_at(&mut out[filled..], offset + (filled - head_len) as u64)?;
+            if n == 0 {
+                // Nothing has been sent: the caller answers the error.
+                self.resp = RespState::NotStarted;
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "file shrank while being sent",
+                )
+                .into());
+            }
+            filled += n;
+        }
+        self.write_slices(&mut [IoSlice::new(&out)]).await?;
         self.resp = RespState::Done;
         Ok(())
     }

@@ -94,6 +94,57 @@ pub fn expected_from(
         .map_err(|e| Error::status(400, e.to_string()))
 }
 
+/// When the server computes the sha-256 of what it stores and serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DigestPolicy {
+    /// Only when a request asks (RFC 9530 §4: `Want-Repr-Digest` or
+    /// `Want-Content-Digest` naming sha-256), or announces a digest to
+    /// verify. An unhashed upload runs at the speed of the disk; the hash
+    /// costs about 0.7 CPU-seconds per GiB.
+    #[default]
+    OnRequest,
+    /// Every upload is hashed and its digest recorded.
+    Always,
+}
+
+/// Whether a `Want-Repr-Digest`/`Want-Content-Digest` value asks for
+/// sha-256: a dictionary of algorithm = preference 0–10 (RFC 9530 §4),
+/// where 0 means "not acceptable". A malformed preference counts as not
+/// asking (the field is a hint).
+pub fn wants_sha256(value: &str) -> bool {
+    value.split(',').any(|member| {
+        let member = member.trim_matches([' ', '\t']);
+        let (key, rest) = member.split_once('=').unwrap_or((member, "?1"));
+        if key.trim() != "sha-256" {
+            return false;
+        }
+        let item = rest.split(';').next().unwrap_or("").trim();
+        match item {
+            // A bare key is boolean true in a structured dictionary.
+            "?1" => true,
+            v => v.parse::<u8>().is_ok_and(|w| (1..=10).contains(&w)),
+        }
+    })
+}
+
+/// Whether a request asks for the sha-256 of the representation (either
+/// `Want-*-Digest` field names it).
+pub fn asked_for(ex: &wirespeed_net::Exchange) -> bool {
+    ["want-repr-digest", "want-content-digest"]
+        .iter()
+        .any(|f| ex.header_str(f).is_some_and(wants_sha256))
+}
+
+/// Whether an upload must be hashed: the policy says always, the client
+/// asked, or the client announced a digest to verify (`expected`).
+pub fn hash_upload(
+    policy: DigestPolicy,
+    ex: &wirespeed_net::Exchange,
+    expected: Option<&[u8; 32]>,
+) -> bool {
+    policy == DigestPolicy::Always || expected.is_some() || asked_for(ex)
+}
+
 /// `sha-256=:BASE64:` for a response's `Repr-Digest`.
 pub fn format_sha256(sum: &[u8; 32]) -> String {
     format!("sha-256=:{}:", STANDARD.encode(sum))
@@ -134,6 +185,38 @@ mod tests {
             sha256_member("R", "sha-256"),
             Err(DigestError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn want_digest_preferences() {
+        for yes in [
+            "sha-256=10",
+            "sha-256=1",
+            "sha-512=3, sha-256=5",
+            "sha-256",
+            "sha-256=3;x=1",
+            " sha-256=7 ",
+        ] {
+            assert!(wants_sha256(yes), "{yes}");
+        }
+        for no in [
+            "",
+            "sha-256=0",
+            "sha-512=10",
+            "sha-256=11",
+            "sha-256=x",
+            "sha-256=-1",
+            "sha-2560=5",
+        ] {
+            assert!(!wants_sha256(no), "{no}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn want_digest_never_panics(s in ".{0,80}") {
+            let _ = wants_sha256(&s);
+        }
     }
 
     #[test]

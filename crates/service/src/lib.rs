@@ -5,8 +5,11 @@
 //!   ([`conditional`]).
 //! - `GET /dir/`: a listing streamed as JSON (`?format=json` or
 //!   `Accept: application/json`) or HTML ([`listing`]); `GET /dir` → 301.
-//! - `PUT /path`: atomic upload (temp file, fsync, rename), sha-256 checked
-//!   against `Repr-Digest`/`Content-Digest` and echoed as `Repr-Digest`.
+//! - `PUT /path`: atomic upload (temp file, fsync, rename); 507 at once when
+//!   the announced length exceeds the free space. Digests on request
+//!   ([`digest::DigestPolicy`]): hashed when the client asks
+//!   (`Want-Repr-Digest`) or sends `Repr-Digest`/`Content-Digest` to check;
+//!   a computed digest is recorded with the file and answered by GET/HEAD.
 //! - `DELETE /path`: a file, or an empty directory.
 //! - `GET /-/health`.
 //!
@@ -25,6 +28,7 @@ mod encoded;
 mod files;
 
 pub use auth::Access;
+pub use digest::DigestPolicy;
 pub use files::{Files, Health};
 pub use storage::{LocalStorage, Storage, StorageError};
 pub use upload::{HashMode, UploadPath};
@@ -44,6 +48,20 @@ pub struct ServiceConfig {
     pub upload_path: UploadPath,
     /// Where upload digests are computed.
     pub hash: HashMode,
+    /// When uploads are hashed.
+    pub digest: DigestPolicy,
+}
+
+impl ServiceConfig {
+    /// Where to hash this request's upload, or `None` to store it unhashed
+    /// (see [`digest::hash_upload`]).
+    pub(crate) fn hash_for(
+        &self,
+        ex: &wirespeed_net::Exchange,
+        expected: Option<&[u8; 32]>,
+    ) -> Option<HashMode> {
+        digest::hash_upload(self.digest, ex, expected).then_some(self.hash)
+    }
 }
 
 /// The service's routes: `/-/health`, then every other path as a file.

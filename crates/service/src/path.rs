@@ -4,9 +4,10 @@
 //! segment is decoded exactly once. A decoded segment that contains `/`, `\`
 //! or NUL, or that is `.`/`..`, is refused: such a segment can never name a
 //! file inside the root, and accepting it would let `%2e%2e`, `%2f` or `%5c`
-//! smuggle a traversal past a check done on the encoded form. Names of
-//! temporary upload files are refused too, so a half-written upload can never
-//! be read, listed, replaced or deleted through the API.
+//! smuggle a traversal past a check done on the encoded form. Names the
+//! server reserves (temporary uploads, digest records: `.wirespeed-…`) are
+//! refused too, so a half-written upload can never be read, listed, replaced
+//! or deleted through the API.
 //!
 //! What this module guarantees — every segment of a [`RelPath`] is a plain
 //! file name — is what lets the storage backend join segments onto its root
@@ -15,13 +16,21 @@
 
 use std::fmt;
 
+/// Names with this prefix belong to the server (temporary uploads, digest
+/// records): never served, listed, overwritten or deleted through the API.
+pub const RESERVED_PREFIX: &str = ".wirespeed-";
+
 /// Prefix of the temporary files uploads are written to before the rename.
-/// Never served, listed, overwritten or deleted through the API.
 pub const TEMP_PREFIX: &str = ".wirespeed-tmp-";
 
 /// Whether a file name is one of our temporary upload files.
 pub fn is_temp_name(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX)
+}
+
+/// Whether a file name is reserved for the server (see [`RESERVED_PREFIX`]).
+pub fn is_reserved_name(name: &str) -> bool {
+    name.starts_with(RESERVED_PREFIX)
 }
 
 /// Why a request path was refused.
@@ -184,7 +193,7 @@ pub fn check_segment(seg: &str) -> Result<(), PathError> {
     if seg.contains('/') {
         return Err(PathError::EncodedSlash);
     }
-    if is_temp_name(seg) {
+    if is_reserved_name(seg) {
         return Err(PathError::Hidden);
     }
     Ok(())
@@ -361,6 +370,7 @@ mod tests {
             "e",
             "-",
             ".wirespeed-tmp-",
+            ".wirespeed-digests",
             "%c3%a9",
             "%ff",
             " ",
@@ -378,7 +388,7 @@ mod tests {
                     prop_assert!(check_segment(s).is_ok());
                     prop_assert!(!s.contains('/') && !s.contains('\\') && !s.contains('\0'));
                     prop_assert!(s != "." && s != ".." && !s.is_empty());
-                    prop_assert!(!is_temp_name(s));
+                    prop_assert!(!is_reserved_name(s));
                 }
                 // Our own URLs parse back to the same key.
                 prop_assert_eq!(parse_request_path(&p.to_url(p.trailing_slash())).unwrap(), p);

@@ -84,16 +84,17 @@ pub enum HashMode {
 /// than it saves).
 pub const CONCURRENT_MIN: u64 = 4 << 20;
 
-/// Receive the whole body into `up`; returns the sha-256 of the bytes stored.
+/// Receive the whole body into `up`; with `hash`, returns the sha-256 of
+/// the bytes stored (computed where `hash` says).
 pub async fn receive<U: Upload>(
     ex: &mut Exchange,
     up: &mut U,
     path: UploadPath,
-    hash: HashMode,
-) -> Result<[u8; 32], Error> {
+    hash: Option<HashMode>,
+) -> Result<Option<[u8; 32]>, Error> {
     let big = ex.content_length().is_none_or(|n| n >= CONCURRENT_MIN);
     let mut behind = match (hash, big) {
-        (HashMode::Concurrent, true) => up
+        (Some(HashMode::Concurrent), true) => up
             .as_file()
             .and_then(|f| f.try_clone().ok())
             .map(ReadBehind::start),
@@ -101,25 +102,31 @@ pub async fn receive<U: Upload>(
     };
     if path == UploadPath::Splice {
         #[cfg(target_os = "linux")]
-        if let Some(sum) = splice::receive(ex, up, behind.as_mut()).await? {
+        if let Some(sum) = splice::receive(ex, up, hash.is_some(), behind.as_mut()).await? {
             return Ok(sum);
         }
     }
-    match behind {
-        Some(mut rb) => {
+    match (hash, behind) {
+        (None, _) => {
+            while let Some(piece) = ex.read_body().await? {
+                up.write(piece).await?;
+            }
+            Ok(None)
+        }
+        (Some(_), Some(mut rb)) => {
             while let Some(piece) = ex.read_body().await? {
                 up.write(piece).await?;
                 rb.advance(up.written());
             }
-            rb.finish(up.written()).await
+            rb.finish(up.written()).await.map(Some)
         }
-        None => {
+        (Some(_), None) => {
             let mut hasher = Sha256::new();
             while let Some(piece) = ex.read_body().await? {
                 hasher.update(piece);
                 up.write(piece).await?;
             }
-            Ok(hasher.finalize().into())
+            Ok(Some(hasher.finalize().into()))
         }
     }
 }
@@ -203,18 +210,19 @@ impl ReadBehind {
 /// hands the hash over to a [`ReadBehind`] thread once the file reaches
 /// [`CONCURRENT_MIN`], so a big file's hash overlaps with receiving and
 /// decoding instead of running in series with them; many small files never
-/// pay for a thread.
+/// pay for a thread. With no mode (nobody asked for a digest) it does
+/// nothing and finishes with `None`.
 pub(crate) struct StoredHasher {
-    mode: HashMode,
+    mode: Option<HashMode>,
     inline: Option<Sha256>,
     behind: Option<ReadBehind>,
 }
 
 impl StoredHasher {
-    pub(crate) fn new(mode: HashMode) -> Self {
+    pub(crate) fn new(mode: Option<HashMode>) -> Self {
         StoredHasher {
             mode,
-            inline: Some(Sha256::new()),
+            inline: mode.map(|_| Sha256::new()),
             behind: None,
         }
     }
@@ -229,7 +237,7 @@ impl StoredHasher {
             return;
         };
         h.update(data);
-        if self.mode == HashMode::Concurrent && up.written() >= CONCURRENT_MIN {
+        if self.mode == Some(HashMode::Concurrent) && up.written() >= CONCURRENT_MIN {
             if let Some(file) = up.as_file().and_then(|f| f.try_clone().ok()) {
                 if let Some(h) = self.inline.take() {
                     self.behind = Some(ReadBehind::start_at(file, h, up.written()));
@@ -238,11 +246,15 @@ impl StoredHasher {
         }
     }
 
-    /// The digest of everything written (`written` bytes in all).
-    pub(crate) async fn finish(&mut self, written: u64) -> Result<[u8; 32], Error> {
+    /// The digest of everything written (`written` bytes in all); `None`
+    /// when not hashing.
+    pub(crate) async fn finish(&mut self, written: u64) -> Result<Option<[u8; 32]>, Error> {
+        if self.mode.is_none() {
+            return Ok(None);
+        }
         match (self.behind.take(), self.inline.take()) {
-            (Some(mut rb), _) => rb.finish(written).await,
-            (None, Some(h)) => Ok(h.finalize().into()),
+            (Some(mut rb), _) => rb.finish(written).await.map(Some),
+            (None, Some(h)) => Ok(Some(h.finalize().into())),
             (None, None) => Err(Error::status(500, "upload digest already taken")),
         }
     }
@@ -381,11 +393,14 @@ mod splice {
     }
 
     /// `Ok(None)`: not applicable here (TLS, chunked, non-local storage).
+    /// `Ok(Some(sum))`: received, with the sha-256 when `hash` (from
+    /// `behind`, or by reading the file back).
     pub(super) async fn receive<U: Upload>(
         ex: &mut Exchange,
         up: &mut U,
+        hash: bool,
         mut behind: Option<&mut super::ReadBehind>,
-    ) -> Result<Option<[u8; 32]>, Error> {
+    ) -> Result<Option<Option<[u8; 32]>>, Error> {
         if up.as_file().is_none() || ex.raw_body_parts().is_none() {
             return Ok(None);
         }
@@ -461,10 +476,13 @@ mod splice {
         }
         .await;
         settle(ex, up, progress, result)?;
+        if !hash {
+            return Ok(Some(None));
+        }
         // 3. Hash what was stored (page cache; the bytes never reached us).
         let len = up.written();
         if let Some(b) = behind {
-            return Ok(Some(b.finish(len).await?));
+            return Ok(Some(Some(b.finish(len).await?)));
         }
         let Some(file) = up.as_file() else {
             return Err(Error::status(500, "upload file vanished"));
@@ -476,6 +494,6 @@ mod splice {
             .await
             .map_err(|e| Error::Io(io::Error::other(e)))?
             .map_err(StorageError::from)?;
-        Ok(Some(sum))
+        Ok(Some(Some(sum)))
     }
 }

@@ -61,6 +61,15 @@ fn post(s: &TestServer, path: &str, ct: &str, body: &[u8]) -> Resp {
     s.req("POST", path, &[("Content-Type", ct)], body)
 }
 
+/// A server that hashes every upload (`--digest always`), for tests that
+/// check stored bytes through the answered digests.
+fn hashing_server() -> TestServer {
+    TestServer::with(ServiceConfig {
+        digest: wirespeed_service::DigestPolicy::Always,
+        ..ServiceConfig::default()
+    })
+}
+
 fn json(r: &Resp) -> serde_json::Value {
     serde_json::from_slice(&r.body).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", r.text()))
 }
@@ -86,7 +95,7 @@ fn assert_nothing_stored(s: &TestServer, dir: &str) {
 
 #[test]
 fn form_files_and_fields() {
-    let s = TestServer::start();
+    let s = hashing_server();
     let a = bytes(700_000, 11);
     let b = b"second file\r\n".to_vec();
     let mut body = Vec::new();
@@ -248,7 +257,7 @@ fn split_request(s: &TestServer, head: &[u8], body: &[u8], split: usize) -> Resp
 /// headers, delimiters, the CRLF before them, the close delimiter.
 #[test]
 fn form_split_at_every_offset() {
-    let s = TestServer::start();
+    let s = hashing_server();
     let a = b"alpha\r\n--not-the-boundary\r\n".to_vec();
     let mut b = bytes(60, 5);
     b.extend_from_slice(format!("\r\n--{B}x").as_bytes());
@@ -448,7 +457,7 @@ fn temp_file(s: &TestServer, name: &str, data: &[u8]) -> PathBuf {
 /// curl -F, an independent multipart client.
 #[test]
 fn form_with_curl() {
-    let s = TestServer::start();
+    let s = hashing_server();
     let data = bytes(3 * 1024 * 1024 + 17, 21);
     let src = temp_file(&s, "upload me.bin", &data);
     let file_arg = format!("file=@{}", src.display());
@@ -486,7 +495,7 @@ fn form_with_curl() {
 /// installed: this test fails rather than skips without it).
 #[test]
 fn form_with_python_requests() {
-    let s = TestServer::start();
+    let s = hashing_server();
     let data = bytes(2 * 1024 * 1024 + 5, 22);
     let src = temp_file(&s, "py.bin", &data);
     let script = r#"
@@ -562,7 +571,7 @@ fn soap(b64_text: &str) -> Vec<u8> {
 /// breaks stores identical bytes.
 #[test]
 fn soap_line_breaks_store_identical_bytes() {
-    let s = TestServer::start();
+    let s = hashing_server();
     let data = bytes(1_000_003, 31);
     let text = b64(&data);
     let variants = [
@@ -674,7 +683,7 @@ fn soap_errors_store_nothing() {
 
 #[test]
 fn json_escaped_line_breaks() {
-    let s = TestServer::start();
+    let s = hashing_server();
     let data = bytes(400_001, 41);
     let text = b64(&data);
     for (name, t) in [
@@ -799,7 +808,7 @@ fn mtom_attachment(out: &mut Vec<u8>, cid: &str, data: &[u8]) {
 
 #[test]
 fn mtom_root_first_and_attachment_first() {
-    let s = TestServer::start();
+    let s = hashing_server();
     let mut payload = bytes(500_000, 51);
     payload.extend_from_slice(format!("\r\n--{MB}X\r\n").as_bytes());
     payload.extend_from_slice(&bytes(1000, 52));
@@ -959,6 +968,7 @@ fn big_encoded_uploads_hash_correctly_across_the_hand_off() {
     for hash in [HashMode::Concurrent, HashMode::Inline] {
         let s = TestServer::with(ServiceConfig {
             hash,
+            digest: wirespeed_service::DigestPolicy::Always,
             ..ServiceConfig::default()
         });
         let big = bytes(6 * 1024 * 1024 + 5, 71);
@@ -1029,4 +1039,64 @@ fn the_listing_upload_form_works_like_a_browser() {
     assert_eq!(std::fs::read(s.root.join("inbox/scan.pdf")).unwrap(), data);
     let page = s.req("GET", "/inbox/", &[("Accept", "text/html")], b"");
     assert!(page.text().contains("scan.pdf"), "{}", page.text());
+}
+
+/// The encoded routes hash what they store only when asked (or with
+/// `--digest always`), like PUT: no `sha256`/`Repr-Digest` otherwise, and the
+/// digest they computed is answered by a later GET.
+#[test]
+fn encoded_uploads_hash_only_on_request() {
+    let s = TestServer::start();
+    let a = bytes(50_000, 90);
+    let mut body = Vec::new();
+    file_part(&mut body, "file", "a.bin", &a);
+    close(&mut body, B);
+    let r = post(&s, "/up/", &form_ct(), &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert!(json(&r)["files"][0].get("sha256").is_none(), "{}", r.text());
+    let r = s.req("GET", "/up/a.bin", &[], b"");
+    assert_eq!(
+        r.header("repr-digest"),
+        None,
+        "nothing recorded when not asked"
+    );
+
+    let r = s.req(
+        "POST",
+        "/up/",
+        &[
+            ("Content-Type", &form_ct()),
+            ("Want-Repr-Digest", "sha-256=5"),
+        ],
+        &body,
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(json(&r)["files"][0]["sha256"], sha_hex(&a));
+    let r = s.req("GET", "/up/a.bin", &[], b"");
+    assert_eq!(r.body, a);
+    let want = format!(
+        "sha-256=:{}:",
+        base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(&a))
+    );
+    assert_eq!(r.header("repr-digest"), Some(want.as_str()));
+
+    // SOAP: the same rule.
+    let xml = format!(
+        "<Envelope><Body><data>{}</data></Body></Envelope>",
+        base64::engine::general_purpose::STANDARD.encode(&a)
+    );
+    let r = post(&s, "/soap/a.bin?element=data", "text/xml", xml.as_bytes());
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.header("repr-digest"), None);
+    let r = s.req(
+        "POST",
+        "/soap/a.bin?element=data",
+        &[
+            ("Content-Type", "text/xml"),
+            ("Want-Repr-Digest", "sha-256=5"),
+        ],
+        xml.as_bytes(),
+    );
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(r.header("repr-digest"), Some(want.as_str()));
 }

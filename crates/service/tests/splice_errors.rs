@@ -41,8 +41,8 @@ impl Upload for BrokenUpload {
     fn written(&self) -> u64 {
         self.inner.written()
     }
-    async fn commit(self) -> Result<Written, StorageError> {
-        self.inner.commit().await
+    async fn commit(self, sha256: Option<[u8; 32]>) -> Result<Written, StorageError> {
+        self.inner.commit(sha256).await
     }
     async fn abort(self) {
         self.inner.abort().await

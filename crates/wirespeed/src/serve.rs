@@ -10,17 +10,19 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use wirespeed_net::{FileSend, Server, ServerConfig};
-use wirespeed_service::{Access, HashMode, LocalStorage, ServiceConfig, UploadPath};
+use wirespeed_service::{Access, DigestPolicy, HashMode, LocalStorage, ServiceConfig, UploadPath};
 
 use crate::size::parse_size;
 
 /// `serve --help`: the routes at a glance.
 pub const LONG_ABOUT: &str = "Serve DIR over HTTP/1.1.\n\n\
 Routes:\n  \
-GET/HEAD /path     a file (sendfile; ETag, Last-Modified, single byte ranges, If-None-Match, If-Range)\n  \
+GET/HEAD /path     a file (sendfile; ETag, Last-Modified, single byte ranges, If-None-Match, If-Range);\n                     \
+Repr-Digest when one is recorded, or computed on Want-Repr-Digest\n  \
 GET /dir/          a listing: HTML, or JSON with ?format=json or Accept: application/json\n  \
 PUT /path          upload (atomic: temp file, fsync, rename); 201 new, 204 replaced;\n                     \
-checks a sha-256 Repr-Digest/Content-Digest and answers with Repr-Digest\n  \
+507 at once if the Content-Length exceeds the free space; with Want-Repr-Digest: sha-256=N\n                     \
+(or a Repr-Digest/Content-Digest to check) hashes the body and answers Repr-Digest\n  \
 DELETE /path       a file or an empty directory\n  \
 GET /-/health      200 while serving\n  \
 POST /dir/         multipart/form-data upload of one or more files\n  \
@@ -81,6 +83,13 @@ pub struct ServeArgs {
     /// connection's task).
     #[arg(long, value_enum, default_value_t = HashArg::Concurrent, value_name = "MODE")]
     pub upload_hash: HashArg,
+
+    /// When uploads are hashed (sha-256): `on-request` (when the client sends
+    /// `Want-Repr-Digest: sha-256=N` or a Repr-Digest/Content-Digest to check; costs
+    /// ~0.7 CPU-s/GiB) or `always`. A computed digest is recorded with the file
+    /// (extended attribute) and answered as Repr-Digest by later GETs.
+    #[arg(long, value_enum, default_value_t = DigestArg::OnRequest, value_name = "WHEN")]
+    pub digest: DigestArg,
 
     /// How file downloads leave on plain TCP: `auto` (a 1 MiB read/write loop
     /// for loopback clients, where it measured ~1.4x faster, sendfile(2) for
@@ -144,6 +153,12 @@ pub enum HashArg {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum DigestArg {
+    OnRequest,
+    Always,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum UploadArg {
     Copy,
     Splice,
@@ -174,6 +189,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         hash: match args.upload_hash {
             HashArg::Inline => HashMode::Inline,
             HashArg::Concurrent => HashMode::Concurrent,
+        },
+        digest: match args.digest {
+            DigestArg::OnRequest => DigestPolicy::OnRequest,
+            DigestArg::Always => DigestPolicy::Always,
         },
     };
     let server_cfg = ServerConfig {

@@ -29,7 +29,7 @@ pub(crate) async fn post<S: Storage, E: FieldExtractor + Send>(
     ex: &mut Exchange,
     key: RelPath,
     extractor: E,
-    hash: HashMode,
+    hash: Option<HashMode>,
 ) -> Result<(), Error> {
     super::require_file_path(&key)?;
     let mut digest = RequestDigest::from_request(ex)?;
@@ -47,19 +47,19 @@ pub(crate) async fn post<S: Storage, E: FieldExtractor + Send>(
             return Err(e);
         }
     };
-    let written = up.commit().await?;
-    respond_stored(storage, ex, &key, written, &sum).await
+    let written = up.commit(sum).await?;
+    respond_stored(storage, ex, &key, written, sum.as_ref()).await
 }
 
 /// Stream the body through extractor → decoder → upload; the sha-256 of
-/// the decoded bytes.
+/// the decoded bytes when `hash`.
 async fn receive<U: Upload, E: FieldExtractor>(
     ex: &mut Exchange,
     up: &mut U,
     mut extractor: E,
     digest: &mut RequestDigest,
-    hash: HashMode,
-) -> Result<[u8; 32], Error> {
+    hash: Option<HashMode>,
+) -> Result<Option<[u8; 32]>, Error> {
     let mut decoder = Decoder::new();
     // Decoded output of one body piece (≤ 3/4 of it); reused, so after the
     // first piece there is no allocation per read.

@@ -16,7 +16,8 @@
 //!
 //! Answer: `201` (or `200` if the form carried no file) with
 //! `{"files": [{"name", "path", "size", "sha256", "created"}], "fields": {name: value}}`.
-//! `sha256` is lowercase hex: this is a JSON body for people and scripts,
+//! `sha256` is present when the request asked for digests (`Want-Repr-Digest:
+//! sha-256=…`, or the server runs with `--digest always`), in lowercase hex: this is a JSON body for people and scripts,
 //! where hex is what `sha256sum` prints (the RFC 9530 base64 form stays in
 //! the `Repr-Digest` header of single-file uploads). A field name sent more
 //! than once maps to an array of its values, in order. With `?format=html`
@@ -117,7 +118,7 @@ struct Form<'a, S: Storage> {
     fields_count: usize,
     fields_bytes: usize,
     cur: Current,
-    hash: HashMode,
+    hash: Option<HashMode>,
 }
 
 impl<S: Storage> Form<'_, S> {
@@ -253,7 +254,7 @@ pub(crate) async fn post<S: Storage>(
     dir: RelPath,
     boundary: &str,
     format: Format,
-    hash: HashMode,
+    hash: Option<HashMode>,
 ) -> Result<(), Error> {
     if !dir.trailing_slash() {
         let hint = dir.to_url(true);
@@ -308,14 +309,19 @@ pub(crate) async fn post<S: Storage>(
     let mut files = Vec::with_capacity(form.files.len());
     let mut slots = std::mem::take(&mut form.files).into_iter().zip(sums);
     while let Some((f, sum)) = slots.next() {
-        match f.up.commit().await {
-            Ok(written) => files.push(serde_json::json!({
-                "name": f.name,
-                "path": f.key.to_url(false),
-                "size": f.size,
-                "sha256": hex(&sum),
-                "created": written == Written::Created,
-            })),
+        match f.up.commit(sum).await {
+            Ok(written) => {
+                let mut file = serde_json::json!({
+                    "name": f.name,
+                    "path": f.key.to_url(false),
+                    "size": f.size,
+                    "created": written == Written::Created,
+                });
+                if let Some(sum) = &sum {
+                    file["sha256"] = Value::String(hex(sum));
+                }
+                files.push(file);
+            }
             Err(e) => {
                 for (rest, _) in slots {
                     rest.up.abort().await;

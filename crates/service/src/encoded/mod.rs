@@ -69,9 +69,10 @@ pub(crate) async fn post<S: Storage>(
         MediaType::parse(ct).map_err(|e| Error::status(400, e.to_string()))?
     };
     let query = Query::parse(ex.query())?;
-    if let Some(max) = cfg.max_body {
-        ex.limit_body(max)?;
-    }
+    crate::files::check_room(storage, cfg, ex).await?;
+    // The stored file is hashed when asked for; a Repr-Digest sent with a
+    // POST describes the request body and is checked separately.
+    let hash = cfg.hash_for(ex, None);
     match media.essence() {
         "multipart/form-data" => {
             let boundary = media.boundary().map_err(multipart_error)?.to_owned();
@@ -86,7 +87,7 @@ pub(crate) async fn post<S: Storage>(
                 }
             };
             query.only(&["format"])?;
-            form::post(storage, ex, key, &boundary, format, cfg.hash).await
+            form::post(storage, ex, key, &boundary, format, hash).await
         }
         "text/xml" | "application/xml" | "application/soap+xml" => {
             let element = query.required("element", "the XML element holding the base64 data")?;
@@ -94,12 +95,12 @@ pub(crate) async fn post<S: Storage>(
             // A prefixed name is accepted; prefixes are per document, so
             // only the local name is matched.
             let local = element.rsplit(':').next().unwrap_or(element);
-            field::post(storage, ex, key, XmlFieldExtractor::new(local), cfg.hash).await
+            field::post(storage, ex, key, XmlFieldExtractor::new(local), hash).await
         }
         "application/json" => {
             let name = query.required("field", "the JSON member holding the base64 data")?;
             query.only(&["field"])?;
-            field::post(storage, ex, key, JsonFieldExtractor::new(name), cfg.hash).await
+            field::post(storage, ex, key, JsonFieldExtractor::new(name), hash).await
         }
         "multipart/related" => {
             let is_xop = media
@@ -119,7 +120,7 @@ pub(crate) async fn post<S: Storage>(
             let start = media
                 .param("start")
                 .map(|s| wirespeed_extract::normalize_content_id(s).to_owned());
-            mtom::post(storage, ex, key, &boundary, start, element, cfg.hash).await
+            mtom::post(storage, ex, key, &boundary, start, element, hash).await
         }
         other => Err(Error::status(
             415,

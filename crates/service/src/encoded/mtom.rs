@@ -64,7 +64,7 @@ struct Mtom<'a, S: Storage> {
     pending: Vec<Stream<S::Upload>>,
     target: Option<Stream<S::Upload>>,
     cur: Current,
-    hash: HashMode,
+    hash: Option<HashMode>,
 }
 
 impl<S: Storage> Mtom<'_, S> {
@@ -210,7 +210,7 @@ pub(crate) async fn post<S: Storage>(
     boundary: &str,
     start: Option<String>,
     element: &str,
-    hash: HashMode,
+    hash: Option<HashMode>,
 ) -> Result<(), Error> {
     super::require_file_path(&key)?;
     let local = element.rsplit(':').next().unwrap_or(element);
@@ -271,6 +271,6 @@ pub(crate) async fn post<S: Storage>(
             return Err(e);
         }
     };
-    let written = t.up.commit().await?;
-    respond_stored(storage, ex, &key, written, &sum).await
+    let written = t.up.commit(sum).await?;
+    respond_stored(storage, ex, &key, written, sum.as_ref()).await
 }

@@ -1,0 +1,238 @@
+//! Where files live. The routes talk to a [`Storage`]; [`LocalStorage`] (a
+//! directory) is the embedded default, and an S3-compatible backend can be
+//! added without touching the routes:
+//!
+//! | operation            | local directory                    | S3-compatible                      |
+//! |----------------------|------------------------------------|------------------------------------|
+//! | [`Storage::open`] + [`Object::read_at`] | `openat2` + `pread` | `HEAD` + ranged `GET`          |
+//! | [`Storage::create`] → [`Upload`] | temp file, `write`        | multipart upload, `UploadPart`     |
+//! | [`Upload::commit`]   | `fsync` + `renameat` over the target | `CompleteMultipartUpload`        |
+//! | [`Upload::abort`] / drop | unlink the temp file           | `AbortMultipartUpload`             |
+//! | [`Storage::list`]    | `getdents` on a blocking thread    | `ListObjectsV2` pages              |
+//! | [`Storage::delete`]  | `unlinkat`                         | `DeleteObject`                     |
+//! | [`Object::stored_sha256`] | an extended attribute (or a hidden sidecar) bound to the file's identity | object metadata |
+//!
+//! Fast paths are optional capabilities, not separate code paths in the
+//! routes: [`Object::as_file`] hands a `std::fs::File` to the engine's
+//! sendfile(2), and [`Upload::as_file`] lets an upload splice(2) socket bytes
+//! straight into the file. Backends without a local file return `None` and the
+//! routes fall back to plain reads and writes.
+//!
+//! - [`local`]: the directory backend.
+//! - [`resolve`]: path containment (`openat2(RESOLVE_BENEATH)`, or checks
+//!   where the kernel lacks it).
+//! - [`digest_store`]: where the local backend keeps computed digests.
+//! - [`sweep`]: removal of temporary files a crash left behind.
+
+use std::fs::File;
+use std::future::Future;
+use std::io;
+use std::time::SystemTime;
+
+use crate::path::RelPath;
+
+pub mod digest_store;
+pub mod local;
+pub mod resolve;
+pub mod sweep;
+
+pub use local::{LocalListing, LocalObject, LocalStorage, LocalUpload, LIST_BATCH};
+pub use sweep::{sweep_stale_temp_files, Sweep, STALE_TEMP_AGE, SWEEP_MAX_ENTRIES};
+
+/// File or directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+}
+
+/// What a listing or a `stat` tells about an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    pub kind: Kind,
+    /// Size in bytes (0 for directories).
+    pub size: u64,
+    pub modified: Option<SystemTime>,
+}
+
+/// One listing entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub name: String,
+    pub meta: Meta,
+}
+
+/// How a committed upload landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// No file existed at the key (201).
+    Created,
+    /// An existing file was replaced (204).
+    Replaced,
+}
+
+/// Storage failures, each with the HTTP status it maps to.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("not found")]
+    NotFound,
+    /// The key names a directory where a file was expected.
+    #[error("is a directory")]
+    IsDir,
+    /// The key names a file where a directory was expected.
+    #[error("not a directory")]
+    NotDir,
+    /// Outside the root (a symlink pointing out), or not permitted.
+    #[error("forbidden")]
+    Forbidden,
+    #[error("directory not empty")]
+    NotEmpty,
+    /// The operation clashes with what exists (e.g. a parent is a file).
+    #[error("conflict: {0}")]
+    Conflict(&'static str),
+    #[error("storage full")]
+    Full,
+    /// Refused before any byte was read: the announced size exceeds the
+    /// free space.
+    #[error("not enough space: the body is {needed} bytes and the storage has {available} free")]
+    NoRoom { needed: u64, available: u64 },
+    #[error("name too long")]
+    NameTooLong,
+    #[error("storage I/O error: {0}")]
+    Io(io::Error),
+}
+
+impl StorageError {
+    pub fn status(&self) -> u16 {
+        match self {
+            StorageError::NotFound | StorageError::NotDir => 404,
+            StorageError::IsDir | StorageError::NotEmpty | StorageError::Conflict(_) => 409,
+            StorageError::Forbidden => 403,
+            StorageError::Full | StorageError::NoRoom { .. } => 507,
+            StorageError::NameTooLong => 414,
+            StorageError::Io(_) => 500,
+        }
+    }
+}
+
+impl From<io::Error> for StorageError {
+    fn from(e: io::Error) -> Self {
+        match e.kind() {
+            io::ErrorKind::NotFound => return StorageError::NotFound,
+            io::ErrorKind::PermissionDenied => return StorageError::Forbidden,
+            io::ErrorKind::DirectoryNotEmpty => return StorageError::NotEmpty,
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => return StorageError::Full,
+            io::ErrorKind::NotADirectory => return StorageError::NotDir,
+            io::ErrorKind::IsADirectory => return StorageError::IsDir,
+            _ => {}
+        }
+        match e.raw_os_error() {
+            Some(libc::ENAMETOOLONG) => StorageError::NameTooLong,
+            // ELOOP: a symlink where none may be; EXDEV: openat2 refused a
+            // step out of the root.
+            Some(libc::ELOOP) | Some(libc::EXDEV) => StorageError::Forbidden,
+            _ => StorageError::Io(e),
+        }
+    }
+}
+
+impl From<rustix::io::Errno> for StorageError {
+    fn from(e: rustix::io::Errno) -> Self {
+        io::Error::from(e).into()
+    }
+}
+
+/// A storage backend. Keys are validated [`RelPath`]s: plain names only.
+pub trait Storage: Send + Sync + 'static {
+    type Object: Object;
+    type Upload: Upload;
+    type Listing: Listing;
+
+    /// Metadata of a file or directory.
+    fn stat(&self, key: &RelPath) -> impl Future<Output = Result<Meta, StorageError>> + Send;
+    /// Open a file for (ranged) reading; [`StorageError::IsDir`] for a directory.
+    fn open(
+        &self,
+        key: &RelPath,
+    ) -> impl Future<Output = Result<Self::Object, StorageError>> + Send;
+    /// Start writing a file; nothing is visible at `key` until
+    /// [`Upload::commit`]. Missing parent directories are created.
+    fn create(
+        &self,
+        key: &RelPath,
+    ) -> impl Future<Output = Result<Self::Upload, StorageError>> + Send;
+    /// List a directory in batches.
+    fn list(
+        &self,
+        key: &RelPath,
+    ) -> impl Future<Output = Result<Self::Listing, StorageError>> + Send;
+    /// Remove a file, or an empty directory.
+    fn delete(&self, key: &RelPath) -> impl Future<Output = Result<(), StorageError>> + Send;
+    /// Bytes a new upload can still use, if the backend knows (a local
+    /// filesystem's free space; object stores: `None`).
+    fn available(&self) -> impl Future<Output = Option<u64>> + Send {
+        async { None }
+    }
+}
+
+/// An open file.
+pub trait Object: Send {
+    fn meta(&self) -> &Meta;
+    /// Read at `offset` into `buf`; `Ok(0)` at the end.
+    fn read_at(
+        &mut self,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> impl Future<Output = Result<usize, StorageError>> + Send;
+    /// The local file behind this object, for sendfile(2).
+    fn as_file(&self) -> Option<&File> {
+        None
+    }
+    /// The sha-256 recorded for exactly these bytes, if one was recorded
+    /// and the object has not changed since (never a stale one).
+    fn stored_sha256(&self) -> Option<[u8; 32]> {
+        None
+    }
+    /// Record `sum`, computed over the bytes of this object as opened.
+    /// Returns `false` (and records nothing) if the object changed since it
+    /// was opened, so the sum may describe bytes that are gone.
+    fn store_sha256(
+        &mut self,
+        _sum: &[u8; 32],
+    ) -> impl Future<Output = Result<bool, StorageError>> + Send {
+        async { Ok(false) }
+    }
+}
+
+/// A file being written. Dropping it without [`commit`](Self::commit) aborts.
+pub trait Upload: Send {
+    /// Append bytes.
+    fn write(&mut self, data: &[u8]) -> impl Future<Output = Result<(), StorageError>> + Send;
+    /// The local file being written, positioned at the end of what was
+    /// written so far, for zero-copy receive (splice(2)). A caller that
+    /// writes through it must report the count with
+    /// [`wrote_directly`](Self::wrote_directly).
+    fn as_file(&mut self) -> Option<&File> {
+        None
+    }
+    /// Account for `n` bytes written through [`as_file`](Self::as_file).
+    fn wrote_directly(&mut self, _n: u64) {}
+    /// Bytes written so far.
+    fn written(&self) -> u64;
+    /// Make the bytes visible at the key, atomically; `sha256`, when the
+    /// caller computed it, is recorded with the file.
+    fn commit(
+        self,
+        sha256: Option<[u8; 32]>,
+    ) -> impl Future<Output = Result<Written, StorageError>> + Send;
+    /// Throw the bytes away.
+    fn abort(self) -> impl Future<Output = ()> + Send;
+}
+
+/// A directory listing, fetched in batches (bounded memory for any size).
+pub trait Listing: Send {
+    /// The next batch, or `None` at the end.
+    fn next_batch(
+        &mut self,
+    ) -> impl Future<Output = Result<Option<Vec<Entry>>, StorageError>> + Send;
+}
