@@ -79,6 +79,10 @@ async fn plain_put_get_round_trip_reuses_the_connection() {
     .unwrap();
     assert_eq!(down.bytes, bytes.len() as u64);
     assert_eq!(std::fs::read(&dest).unwrap(), bytes);
+    assert!(
+        down.verified,
+        "the digest the verified upload recorded is answered by GET and checked"
+    );
     assert!(!transfer::part_path(&dest).exists());
     assert_eq!(
         client.idle_connections(),

@@ -1,14 +1,12 @@
 //! One request/response pair on a connection, as handed to a handler.
 
-use std::borrow::Cow;
 use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::io::AsyncWrite;
 use wirespeed_proto::{
-    chunk_head, reason_phrase, write_response_head, BodyFraming, RequestHead, Version, CHUNK_END,
-    LAST_CHUNK,
+    chunk_head, reason_phrase, BodyFraming, RequestHead, Version, CHUNK_END, LAST_CHUNK,
 };
 
 use crate::body::BodyState;
@@ -29,48 +27,62 @@ pub(crate) struct Conn {
 
 /// A response head under construction: status and headers, set once.
 /// Framing headers (Content-Length, Transfer-Encoding) and Date/Connection are
-/// added by the server; a handler never writes them.
+/// added by the server; a handler never writes them. Header lines are encoded
+/// as they are added, into one buffer (one allocation per response head
+/// instead of one per name and value).
 #[derive(Debug, Clone)]
 pub struct Response {
     status: u16,
-    headers: Vec<(Cow<'static, str>, Vec<u8>)>,
+    /// `Name: value\r\n` lines, sanitized.
+    fields: Vec<u8>,
 }
 
 impl Response {
     pub fn new(status: u16) -> Self {
         Response {
             status,
-            headers: Vec::new(),
+            fields: Vec::new(),
         }
     }
 
     /// Add a header (builder style).
-    pub fn header(mut self, name: impl Into<Cow<'static, str>>, value: impl AsRef<[u8]>) -> Self {
+    pub fn header(mut self, name: impl AsRef<str>, value: impl AsRef<[u8]>) -> Self {
         self.add_header(name, value);
         self
     }
 
     /// Add a header. Framing headers are ignored: the server owns framing.
-    pub fn add_header(&mut self, name: impl Into<Cow<'static, str>>, value: impl AsRef<[u8]>) {
-        let name = name.into();
+    pub fn add_header(&mut self, name: impl AsRef<str>, value: impl AsRef<[u8]>) {
+        let name = name.as_ref();
         if name.eq_ignore_ascii_case("content-length")
             || name.eq_ignore_ascii_case("transfer-encoding")
         {
             tracing::debug!(%name, "framing header set by a handler ignored");
             return;
         }
-        self.headers.push((name, value.as_ref().to_vec()));
+        if self.fields.capacity() == 0 {
+            self.fields.reserve(256);
+        }
+        wirespeed_proto::head::push_field(&mut self.fields, name, value.as_ref());
     }
 
     pub fn status(&self) -> u16 {
         self.status
     }
 
+    /// The value of the first header called `name` (as encoded).
     pub fn get_header(&self, name: &str) -> Option<&[u8]> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_slice())
+        self.fields.split(|&b| b == b'\n').find_map(|line| {
+            let line = line.strip_suffix(b"\r")?;
+            let colon = line.iter().position(|&b| b == b':')?;
+            line[..colon]
+                .eq_ignore_ascii_case(name.as_bytes())
+                .then(|| {
+                    line[colon + 1..]
+                        .strip_prefix(b" ")
+                        .unwrap_or(&line[colon + 1..])
+                })
+        })
     }
 }
 
@@ -450,29 +462,34 @@ impl Exchange {
     }
 
     fn encode_head(&self, resp: &Response, framing: HeadFraming) -> Vec<u8> {
-        let mut headers: Vec<(&str, &[u8])> = Vec::with_capacity(resp.headers.len() + 4);
-        let date = http_date();
-        headers.push(("Date", &date));
-        for (n, v) in &resp.headers {
-            headers.push((n, v));
-        }
-        let len_text;
+        self.encode_head_with(resp, framing, 0)
+    }
+
+    /// The response head, in a buffer with room for `extra` more bytes (a
+    /// small body sent along in the same write).
+    fn encode_head_with(&self, resp: &Response, framing: HeadFraming, extra: usize) -> Vec<u8> {
+        use std::io::Write as _;
+        let version = self.head.version();
+        let mut out = Vec::with_capacity(160 + resp.fields.len() + extra);
+        wirespeed_proto::head::write_status_line(version, resp.status, &mut out);
+        out.extend_from_slice(b"Date: ");
+        out.extend_from_slice(&http_date());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&resp.fields);
         match framing {
             HeadFraming::Length(n) => {
-                len_text = n.to_string();
-                headers.push(("Content-Length", len_text.as_bytes()));
+                // Writing into a Vec cannot fail.
+                let _ = write!(out, "Content-Length: {n}\r\n");
             }
-            HeadFraming::Chunked => headers.push(("Transfer-Encoding", b"chunked")),
+            HeadFraming::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
             HeadFraming::None => {}
         }
-        let version = self.head.version();
         if !self.keep_alive {
-            headers.push(("Connection", b"close"));
+            out.extend_from_slice(b"Connection: close\r\n");
         } else if version == Version::Http10 {
-            headers.push(("Connection", b"keep-alive"));
+            out.extend_from_slice(b"Connection: keep-alive\r\n");
         }
-        let mut out = Vec::with_capacity(256);
-        write_response_head(version, resp.status, &headers, &mut out);
+        out.extend_from_slice(b"\r\n");
         out
     }
 
@@ -575,7 +592,7 @@ impl Exchange {
         len: u64,
     ) -> Result<(), Error> {
         use std::os::unix::fs::FileExt;
-        let mut out = self.encode_head(resp, HeadFraming::Length(len));
+        let mut out = self.encode_head_with(resp, HeadFraming::Length(len), len as usize);
         let head_len = out.len();
         out.resize(head_len + len as usize, 0);
         let mut filled = head_len;

@@ -575,15 +575,16 @@ fn push_headers(headers: &[(&str, &[u8])], out: &mut Vec<u8>) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// Append a response head (status line, headers, empty line) to `out`.
-/// `headers` are written as given (CR, LF and NUL replaced by SP so that no
-/// value can split the message); the caller supplies framing headers.
-pub fn write_response_head(
-    version: Version,
-    status: u16,
-    headers: &[(&str, &[u8])],
-    out: &mut Vec<u8>,
-) {
+/// Append one header line `name: value\r\n` (CR, LF and NUL replaced by SP).
+pub fn push_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    push_sanitized(out, name.as_bytes());
+    out.extend_from_slice(b": ");
+    push_sanitized(out, value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Append a status line `HTTP/1.x NNN Reason\r\n`.
+pub fn write_status_line(version: Version, status: u16, out: &mut Vec<u8>) {
     out.extend_from_slice(version.as_str().as_bytes());
     out.push(b' ');
     // status-code is three digits (RFC 9110 §15); pad/limit so the line stays valid.
@@ -596,6 +597,18 @@ pub fn write_response_head(
     out.push(b' ');
     out.extend_from_slice(reason_phrase(status).as_bytes());
     out.extend_from_slice(b"\r\n");
+}
+
+/// Append a response head (status line, headers, empty line) to `out`.
+/// `headers` are written as given (CR, LF and NUL replaced by SP so that no
+/// value can split the message); the caller supplies framing headers.
+pub fn write_response_head(
+    version: Version,
+    status: u16,
+    headers: &[(&str, &[u8])],
+    out: &mut Vec<u8>,
+) {
+    write_status_line(version, status, out);
     push_headers(headers, out);
 }
 

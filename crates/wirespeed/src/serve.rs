@@ -97,6 +97,11 @@ pub struct ServeArgs {
     #[arg(long, value_enum, default_value_t = FileSendArg::Auto, value_name = "MODE")]
     pub file_send: FileSendArg,
 
+    /// Read buffer per connection while a request body streams in (copy path);
+    /// suffixes K, M (powers of 1024). Bigger means fewer read/write calls.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "256K")]
+    pub body_buffer: u64,
+
     /// Worker threads of the async runtime (default: one per CPU).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -205,6 +210,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             FileSendArg::Sendfile => FileSend::Sendfile,
             FileSendArg::Copy => FileSend::Copy,
         },
+        body_buffer: usize::try_from(args.body_buffer)
+            .ok()
+            .filter(|n| (16 << 10..=64 << 20).contains(n))
+            .context("--body-buffer must be between 16K and 64M")?,
         ..ServerConfig::default()
     };
 

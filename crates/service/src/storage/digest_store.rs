@@ -41,6 +41,8 @@ pub struct Identity {
 }
 
 impl Identity {
+    // The stat field types differ between targets (u64 here, i64 elsewhere).
+    #[allow(clippy::unnecessary_cast)]
     pub fn of(st: &rustix::fs::Stat) -> Identity {
         Identity {
             dev: st.st_dev,
