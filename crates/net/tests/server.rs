@@ -82,10 +82,10 @@ async fn start(cfg: ServerConfig) -> TestServer {
 async fn llhttp_corpus() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/corpora/http-requests-llhttp.jsonl"
+        "/../../tests/corpora/http-requests-llhttp.jsonl"
     );
     let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("corpus {path} is required (shared/ beside the checkout): {e}"));
+        .unwrap_or_else(|e| panic!("corpus {path} is required (vendored in tests/corpora): {e}"));
     let srv = start(ServerConfig::default()).await;
     let mut failures = Vec::new();
     let mut cases = 0;
