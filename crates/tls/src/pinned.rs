@@ -72,6 +72,11 @@ pub fn describe_tls_error(e: &rustls::Error) -> String {
         if let Some(pinned) = other.0.downcast_ref::<PinnedCertError>() {
             return pinned.to_string();
         }
+        if let Some(webpki::Error::CaUsedAsEndEntity) = other.0.downcast_ref::<webpki::Error>() {
+            return "invalid peer certificate: the server presented a CA certificate as its own \
+                    (CaUsedAsEndEntity); to trust it, give exactly that certificate with --cacert"
+                .to_string();
+        }
         return format!("invalid peer certificate: {other}");
     }
     e.to_string()

@@ -159,7 +159,8 @@ fn unrelated_certificate_in_cacert_is_refused_by_webpki() {
     let err = handshake(&cacert, vec![server.der], server.key, "localhost").unwrap_err();
     assert_eq!(
         describe_tls_error(&err),
-        "invalid peer certificate: CaUsedAsEndEntity"
+        "invalid peer certificate: the server presented a CA certificate as its own \
+         (CaUsedAsEndEntity); to trust it, give exactly that certificate with --cacert"
     );
 }
 
