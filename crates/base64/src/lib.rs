@@ -21,7 +21,7 @@
 //!   character of the final group; after it only whitespace may follow.
 //! * Non-zero trailing bits (`"ab=="`, where `b` leaves bits set that the
 //!   decoded byte drops) are **accepted**. RFC 4648 §3.5 allows rejecting them,
-//!   but the shared WPT corpus's strict verdicts accept them (`"ab=="` → `0x69`),
+//!   but the vendored WPT corpus's strict verdicts accept them (`"ab=="` → `0x69`),
 //!   and MIME producers in the wild are not always careful.
 //!
 //! Every error carries the absolute byte offset in the whole stream (not in the

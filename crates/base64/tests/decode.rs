@@ -170,13 +170,12 @@ fn nonzero_trailing_bits_are_accepted() {
 
 #[test]
 fn wpt_corpus_strict_verdicts() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/corpora/base64_wpt.jsonl");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "WPT base64 corpus missing at {}: {e} (CI must clone shared/ beside the repo)",
-            path.display()
-        )
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/corpora/base64_wpt.jsonl"
+    );
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!("WPT base64 corpus missing at {path}: {e} (vendored in tests/corpora)")
     });
     let mut n = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {

@@ -350,10 +350,13 @@ impl Conn {
 }
 
 /// rustls errors arrive wrapped in io::Error; show the inner error's text
-/// (e.g. "invalid peer certificate: UnknownIssuer").
+/// (e.g. "invalid peer certificate: UnknownIssuer"), never rustls' Debug form.
 fn tls_message(e: &io::Error) -> String {
     match e.get_ref() {
-        Some(inner) => inner.to_string(),
+        Some(inner) => match inner.downcast_ref::<rustls::Error>() {
+            Some(tls) => wirespeed_tls::describe_tls_error(tls),
+            None => inner.to_string(),
+        },
         None => e.to_string(),
     }
 }

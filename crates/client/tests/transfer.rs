@@ -226,6 +226,56 @@ async fn tls_round_trip_with_cacert_and_untrusted_refused() {
     srv.stop().await;
 }
 
+/// A self-signed CA:TRUE certificate (what `openssl req -x509` makes) for
+/// `names`, served over TLS; the client trusts it through `--cacert`.
+async fn start_ca_true_tls(names: &[&str], certdir: &Path) -> TestServer {
+    let mut params =
+        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let path = write_file(certdir, "cert.pem", cert.pem().as_bytes());
+    let key = rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
+    let config = wirespeed_tls::server_config(vec![cert.der().clone()], key).unwrap();
+    start_tls_with(wirespeed_tls::Acceptor::new(config), path).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cacert_pins_a_ca_true_self_signed_certificate() {
+    let certdir = tempfile::tempdir().unwrap();
+    let srv = start_ca_true_tls(&["localhost", "127.0.0.1"], certdir.path()).await;
+    let local = tempfile::tempdir().unwrap();
+    let bytes = data(MIB + 7, 9);
+    let src = write_file(local.path(), "p.bin", &bytes);
+    let up = within(
+        30,
+        transfer::upload_file(
+            &srv.client(),
+            &srv.url("/p.bin"),
+            &src,
+            &UploadOptions::default(),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(up.server_sha256, up.sha256);
+    srv.stop().await;
+
+    // Pinned, but not for the host the client connects to: a sentence, not Debug output.
+    let certdir = tempfile::tempdir().unwrap();
+    let srv = start_ca_true_tls(&["localhost"], certdir.path()).await;
+    let err = within(10, srv.client().send(Request::get(srv.url("/p.bin"))))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Tls { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!("TLS handshake with {} failed: the server's certificate (pinned via --cacert) is not valid for host 127.0.0.1", srv.addr)
+    );
+    srv.stop().await;
+}
+
 /// Wraps the service: the first GET is cut in the middle (Content-Length
 /// announced, half the bytes sent, connection closed).
 struct CutFirstGet {

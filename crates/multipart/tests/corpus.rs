@@ -1,4 +1,4 @@
-//! The python-multipart corpus (/work/shared/corpora), fed whole, byte by
+//! The python-multipart corpus (tests/corpora), fed whole, byte by
 //! byte and at random splits. An `alt_expect` reading also counts as right.
 
 mod common;
@@ -9,7 +9,7 @@ use wirespeed_multipart::{Limits, MultipartError, Part};
 
 const CORPUS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/corpora/multipart_python_multipart.jsonl"
+    "/../../tests/corpora/multipart_python_multipart.jsonl"
 );
 
 /// The corpus's outcome shape: files list + fields map, or "error".
@@ -40,7 +40,7 @@ fn outcome(r: &Result<Vec<Part>, MultipartError>) -> Value {
 fn python_multipart_corpus() {
     let text = std::fs::read_to_string(CORPUS).unwrap_or_else(|e| {
         panic!(
-            "multipart corpus missing at {CORPUS} ({e}); the test data lives in shared/ beside the checkout (CI clones it there)"
+            "multipart corpus missing at {CORPUS} ({e}); the test data is vendored in tests/corpora"
         )
     });
     let mut rng = Rng(0x5eed_1234_abcd_ef01);

@@ -82,10 +82,10 @@ async fn start(cfg: ServerConfig) -> TestServer {
 async fn llhttp_corpus() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/corpora/http-requests-llhttp.jsonl"
+        "/../../tests/corpora/http-requests-llhttp.jsonl"
     );
     let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("corpus {path} is required (shared/ beside the checkout): {e}"));
+        .unwrap_or_else(|e| panic!("corpus {path} is required (vendored in tests/corpora): {e}"));
     let srv = start(ServerConfig::default()).await;
     let mut failures = Vec::new();
     let mut cases = 0;
@@ -319,6 +319,10 @@ async fn framing_rejections_answer_and_close() {
         ("bad chunk size", b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n".to_vec(), 400),
         ("bare lf in chunk", b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\n".to_vec(), 400),
         ("http/2.0", b"GET / HTTP/2.0\r\nHost: t\r\n\r\n".to_vec(), 505),
+        ("http/0.9", b"GET / HTTP/0.9\r\nHost: t\r\n\r\n".to_vec(), 505),
+        ("two-digit minor", b"GET / HTTP/1.10\r\nHost: t\r\n\r\n".to_vec(), 400),
+        ("space in host", b"GET / HTTP/1.1\r\nHost: t t\r\n\r\n".to_vec(), 400),
+        ("userinfo in host", b"GET / HTTP/1.1\r\nHost: u@t\r\n\r\n".to_vec(), 400),
         ("missing host", b"GET / HTTP/1.1\r\n\r\n".to_vec(), 400),
         ("obs-fold", b"GET / HTTP/1.1\r\nHost: t\r\nX: a\r\n b\r\n\r\n".to_vec(), 400),
         ("space before colon", b"GET / HTTP/1.1\r\nHost : t\r\n\r\n".to_vec(), 400),
@@ -341,6 +345,28 @@ async fn framing_rejections_answer_and_close() {
         assert_eq!(resps[0].status, want, "{name}");
         assert!(!resps[0].body.is_empty(), "{name}: a reason in the body");
         assert_eq!(resps[0].header("connection"), Some("close"), "{name}");
+    }
+    srv.shutdown().await;
+}
+
+#[tokio::test]
+async fn newer_http_1_minor_version_is_served_as_1_1() {
+    let srv = start(ServerConfig::default()).await;
+    let mut s = TcpStream::connect(srv.addr).await.unwrap();
+    // Two requests on one connection: 1.2 keeps the connection alive like 1.1.
+    s.write_all(b"GET /a HTTP/1.2\r\nHost: t\r\n\r\nGET /b HTTP/1.9\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let out = read_to_close(&mut s, Duration::from_secs(10)).await;
+    let resps = parse_all(&out);
+    assert_eq!(resps.len(), 2, "{:?}", String::from_utf8_lossy(&out));
+    assert!(
+        out.starts_with(b"HTTP/1.1 "),
+        "{:?}",
+        String::from_utf8_lossy(&out)
+    );
+    for r in &resps {
+        assert!(r.status < 400, "status {}", r.status);
     }
     srv.shutdown().await;
 }

@@ -15,7 +15,7 @@ pub enum ProtoError {
     /// The request target is longer than `Limits::max_target_len` (414).
     #[error("request target too long")]
     UriTooLong,
-    /// An HTTP version other than 1.0 or 1.1 (505).
+    /// An HTTP major version other than 1 (505); HTTP/1.2 to 1.9 are read as 1.1.
     #[error("HTTP version not supported")]
     VersionNotSupported,
     /// A syntactically malformed head; the string says what (400).
@@ -24,6 +24,9 @@ pub enum ProtoError {
     /// An HTTP/1.1 request without Host, or with more than one (400).
     #[error("missing or repeated Host header")]
     BadHost,
+    /// A Host value that is not `host [":" port]` per RFC 3986 (400).
+    #[error("invalid Host header")]
+    InvalidHost,
     /// A Content-Length value that is not a plain decimal u64 (400).
     #[error("invalid Content-Length")]
     InvalidContentLength,
@@ -74,6 +77,7 @@ impl ProtoError {
             BodyTooLarge => 413,
             MalformedHead(_)
             | BadHost
+            | InvalidHost
             | InvalidContentLength
             | ConflictingContentLength
             | TransferEncodingWithContentLength

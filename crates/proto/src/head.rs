@@ -1,5 +1,5 @@
 //! Request and response heads. Parsing sits on httparse; this module adds the
-//! limits, the version rule (1.0/1.1 only), strict field checks, and owns the
+//! limits, the version rule (HTTP/1.x only), strict field checks, and owns the
 //! parsed head so the I/O layer can reuse its read buffer.
 //!
 //! What httparse already rejects with its default (strict) `ParserConfig`, and
@@ -13,15 +13,19 @@
 //! | NUL, CTLs, DEL, bare CR inside values | httparse |
 //! | bare LF as a line terminator | here (httparse accepts it) |
 //! | non-ASCII bytes in the request target | here (httparse accepts obs-text) |
-//! | HTTP/x.y other than 1.0/1.1 → 505 | here (httparse says "invalid version") |
+//! | HTTP/1.2 … HTTP/1.9 in a request read as HTTP/1.1 (RFC 9110 §6.2) | here (httparse knows only 1.0/1.1) |
+//! | HTTP/x.y with a major version other than 1 → 505 | here (httparse says "invalid version") |
+//! | multi-digit versions (`HTTP/1.10`, `HTTP/11.0`) → 400: RFC 9112 §2.3 has one DIGIT each | here |
 //! | limits, also on partial input | here |
-//! | exactly one Host in HTTP/1.1 | here |
+//! | exactly one Host in HTTP/1.1, at most one in 1.0 | here |
+//! | Host value is `host [":" port]` (RFC 9112 §3.2; empty allowed) → else 400 | here ([`crate::host`]) |
 
 use crate::{Limits, ProtoError};
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
-/// HTTP version of a message. Only 1.0 and 1.1 are accepted (others → 505).
+/// HTTP version of a message. Only major version 1 is accepted (others → 505);
+/// a request's minor version above 1 is read as 1.1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Version {
     Http10,
@@ -240,6 +244,71 @@ fn classify_version(rest: &[u8]) -> VersionToken {
     }
 }
 
+/// Offset of the version token in a request line ("method SP target SP
+/// version"), if the line has its two spaces yet.
+fn request_version_at(window: &[u8]) -> Option<usize> {
+    let line_end = window
+        .iter()
+        .position(|&b| b == b'\r' || b == b'\n')
+        .unwrap_or(window.len());
+    let line = &window[..line_end];
+    let a = memchr::memchr(b' ', line)?;
+    memchr::memchr(b' ', &line[a + 1..]).map(|b| a + 1 + b + 1)
+}
+
+/// Index of the minor digit in "HTTP/1.d".
+const MINOR_DIGIT: usize = 7;
+
+/// "HTTP/1.2" to "HTTP/1.9" (possibly followed by more bytes, which the
+/// parser then judges): the minor versions RFC 9110 §6.2 has us read as 1.1.
+/// "HTTP/1.10" is not among them: RFC 9112 §2.3 allows one digit, so 400.
+fn newer_minor_of_1(rest: &[u8]) -> bool {
+    rest.starts_with(b"HTTP/1.")
+        && rest
+            .get(MINOR_DIGIT)
+            .is_some_and(|d| (b'2'..=b'9').contains(d))
+}
+
+/// What httparse found in a request head, as ranges into the parsed bytes
+/// (so the caller may parse a copy and still index the same offsets).
+type RequestRanges = (
+    usize,
+    Option<Range<usize>>,
+    Option<Range<usize>>,
+    Option<u8>,
+    Option<Vec<(Range<usize>, Range<usize>)>>,
+);
+
+fn parse_request_ranges(
+    config: &httparse::ParserConfig,
+    window: &[u8],
+    limits: &Limits,
+) -> Result<Option<RequestRanges>, httparse::Error> {
+    with_header_slots(limits.max_headers, |slots| {
+        let mut req = httparse::Request::new(&mut []);
+        match config.parse_request_with_uninit_headers(&mut req, window, slots) {
+            Ok(httparse::Status::Complete(n)) => {
+                let method = req.method.and_then(|m| offset_in(window, m.as_bytes()));
+                let target = req.path.and_then(|p| offset_in(window, p.as_bytes()));
+                let version = req.version;
+                let headers: Option<Vec<_>> = req
+                    .headers
+                    .iter()
+                    .map(|h| {
+                        Some((
+                            offset_in(window, h.name.as_bytes())?,
+                            offset_in(window, h.value)?,
+                        ))
+                    })
+                    .collect();
+                Ok(Some((n, method, target, version, headers)))
+            }
+            Ok(httparse::Status::Partial) => Ok(None),
+            Err(e) => Err(e),
+        }
+    })
+}
+
 /// Length of the request target as far as it goes in `buf` (possibly cut
 /// off by the end of input). Counted only where httparse would get that far:
 /// after a valid method token, over bytes httparse accepts in a target.
@@ -306,9 +375,10 @@ fn head_window<'b>(buf: &'b [u8], limits: &Limits) -> Result<(usize, &'b [u8]), 
 ///   request line whose target is already past `max_target_len` is `UriTooLong`.
 /// - `Err(e)`: reject with `e.status()`.
 ///
-/// Rules (issue 2 §1): version 1.0/1.1 else 505; header count > max → 431;
-/// obs-fold, whitespace before the colon, invalid name bytes, NUL/CR/LF in
-/// values → 400; HTTP/1.1 without exactly one Host → 400. Leading empty lines
+/// Rules: HTTP/1.0 and 1.1, with 1.2–1.9 read as 1.1, other major versions
+/// → 505; header count > max → 431; obs-fold, whitespace before the colon,
+/// invalid name bytes, NUL/CR/LF in values → 400; HTTP/1.1 without exactly
+/// one Host, or a Host value that is not `host [":" port]` → 400. Leading empty lines
 /// before the request line (RFC 9112 §2.2) are skipped. Bare LF line endings
 /// and non-ASCII bytes in the target → 400.
 ///
@@ -320,30 +390,22 @@ pub fn parse_request_head(
 ) -> Result<Option<(RequestHead, usize)>, ProtoError> {
     let (skip, window) = head_window(buf, limits)?;
     let config = parser_config();
-
-    let outcome = with_header_slots(limits.max_headers, |slots| {
-        let mut req = httparse::Request::new(&mut []);
-        match config.parse_request_with_uninit_headers(&mut req, window, slots) {
-            Ok(httparse::Status::Complete(n)) => {
-                let method = req.method.and_then(|m| offset_in(window, m.as_bytes()));
-                let target = req.path.and_then(|p| offset_in(window, p.as_bytes()));
-                let version = req.version;
-                let headers: Option<Vec<_>> = req
-                    .headers
-                    .iter()
-                    .map(|h| {
-                        Some((
-                            offset_in(window, h.name.as_bytes())?,
-                            offset_in(window, h.value)?,
-                        ))
-                    })
-                    .collect();
-                Ok(Some((n, method, target, version, headers)))
-            }
-            Ok(httparse::Status::Partial) => Ok(None),
-            Err(e) => Err(e),
+    let mut outcome = parse_request_ranges(&config, window, limits);
+    // RFC 9110 §6.2: a higher minor version of a major version we implement
+    // is processed as the highest minor we know. httparse only knows 1.0 and
+    // 1.1, so parse a copy whose minor digit reads 1; only these rare
+    // requests pay for the copy.
+    let rewritten;
+    let window = match (&outcome, request_version_at(window)) {
+        (Err(httparse::Error::Version), Some(at)) if newer_minor_of_1(&window[at..]) => {
+            let mut copy = window.to_vec();
+            copy[at + MINOR_DIGIT] = b'1';
+            rewritten = copy;
+            outcome = parse_request_ranges(&config, &rewritten, limits);
+            &rewritten[..]
         }
-    });
+        _ => window,
+    };
 
     // 414 outranks anything found later in the head, on every path, so that
     // a prefix of a message and the whole message get the same answer.
@@ -368,17 +430,7 @@ pub fn parse_request_head(
         Ok(Some(parts)) => parts,
         Ok(None) => return partial_checks(),
         Err(httparse::Error::Version) => {
-            // Request line is "method SP target SP version": find the version.
-            let line_end = window
-                .iter()
-                .position(|&b| b == b'\r' || b == b'\n')
-                .unwrap_or(window.len());
-            let line = &window[..line_end];
-            let version_at = match memchr::memchr(b' ', line) {
-                Some(a) => memchr::memchr(b' ', &line[a + 1..]).map(|b| a + 1 + b + 1),
-                None => None,
-            };
-            let Some(at) = version_at else {
+            let Some(at) = request_version_at(window) else {
                 return Err(ProtoError::MalformedHead("invalid HTTP version"));
             };
             return match classify_version(&window[at..]) {
@@ -422,6 +474,15 @@ pub fn parse_request_head(
     // RFC 9112 §3.2: 1.1 needs exactly one; more than one is always ambiguous.
     if hosts > 1 || (hosts == 0 && version == Version::Http11) {
         return Err(ProtoError::BadHost);
+    }
+    // RFC 9112 §3.2: a Host value that is not `host [":" port]` → 400.
+    let host_value = headers.iter().find_map(|(name, value)| {
+        head.get(name.clone())
+            .filter(|n| n.eq_ignore_ascii_case(b"host"))
+            .and_then(|_| head.get(value.clone()))
+    });
+    if host_value.is_some_and(|v| !crate::host::is_valid_host(trim_ows(v))) {
+        return Err(ProtoError::InvalidHost);
     }
 
     let parsed = RequestHead {
@@ -737,9 +798,9 @@ mod tests {
     }
 
     #[test]
-    fn http10_and_11_only() {
+    fn major_version_1_only() {
         assert_eq!(status(b"GET / HTTP/1.0\r\n\r\n"), 200);
-        for v in ["HTTP/2.0", "HTTP/1.2", "HTTP/0.9", "HTTP/3.0", "HTTP/5.6"] {
+        for v in ["HTTP/2.0", "HTTP/0.9", "HTTP/0.1", "HTTP/3.0", "HTTP/5.6"] {
             let raw = format!("GET / {v}\r\nHost: a\r\n\r\n");
             assert_eq!(
                 parse(raw.as_bytes()).unwrap_err(),
@@ -749,6 +810,8 @@ mod tests {
         }
         for v in [
             "HTTP/1.10",
+            "HTTP/1.20",
+            "HTTP/1.2x",
             "HTTP/11",
             "http/1.1",
             "HTTP/1.x",
@@ -768,6 +831,53 @@ mod tests {
             parse(b"GET / HTTP/2.0\r").unwrap_err(),
             ProtoError::VersionNotSupported
         );
+    }
+
+    #[test]
+    fn newer_minor_versions_are_read_as_1_1() {
+        for d in b'2'..=b'9' {
+            let raw = format!("GET /x HTTP/1.{}\r\nHost: a\r\n\r\n", d as char);
+            let (head, n) = parse(raw.as_bytes()).unwrap().unwrap();
+            assert_eq!(n, raw.len());
+            assert_eq!(head.version(), Version::Http11, "{raw}");
+            assert_eq!(head.target(), "/x");
+            assert_eq!(head.header("host"), Some(&b"a"[..]));
+            assert!(head.keep_alive());
+        }
+        // Read as 1.1, so Host is required as in 1.1.
+        assert_eq!(
+            parse(b"GET / HTTP/1.2\r\n\r\n").unwrap_err(),
+            ProtoError::BadHost
+        );
+        // Every prefix is still undecided.
+        let raw = b"GET / HTTP/1.5\r\nHost: a\r\n\r\n";
+        for i in 0..raw.len() {
+            assert!(parse(&raw[..i]).unwrap().is_none(), "prefix {i}");
+        }
+        // Leading empty lines shift the offsets; the rewrite follows them.
+        let raw = b"\r\nPOST / HTTP/1.9\r\nHost: a\r\nContent-Length: 0\r\n\r\n";
+        let (head, n) = parse(raw).unwrap().unwrap();
+        assert_eq!((head.method(), n), ("POST", raw.len()));
+    }
+
+    #[test]
+    fn host_value_must_be_host_and_port() {
+        for h in ["a", "example.com:8080", "[::1]:80", "127.0.0.1", "", "a.b "] {
+            let raw = format!("GET / HTTP/1.1\r\nHost: {h}\r\n\r\n");
+            assert!(parse(raw.as_bytes()).unwrap().is_some(), "{h:?}");
+        }
+        for h in ["a b", "a/b", "user@a", "a:b", "[::1", "a:80:80", "\"a\""] {
+            let raw = format!("GET / HTTP/1.1\r\nHost: {h}\r\n\r\n");
+            assert_eq!(
+                parse(raw.as_bytes()).unwrap_err(),
+                ProtoError::InvalidHost,
+                "{h:?}"
+            );
+            assert_eq!(status(raw.as_bytes()), 400);
+            // HTTP/1.0 does not need Host, but one that is sent must be valid.
+            let raw = format!("GET / HTTP/1.0\r\nhost: {h}\r\n\r\n");
+            assert_eq!(status(raw.as_bytes()), 400, "{h:?}");
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod chunked;
 pub mod error;
 pub mod framing;
 pub mod head;
+pub mod host;
 
 pub use chunked::{chunk_head, ChunkHead, ChunkedDecoder, Decoded, CHUNK_END, LAST_CHUNK};
 pub use error::ProtoError;
@@ -22,6 +23,7 @@ pub use head::{
     parse_request_head, parse_response_head, reason_phrase, write_request_head,
     write_response_head, RequestHead, ResponseHead, Version,
 };
+pub use host::is_valid_host;
 
 /// Limits applied while parsing. Defaults follow the engine issue: a 16 KiB
 /// head, 100 header fields, an 8 KiB request target.

@@ -1,5 +1,5 @@
 //! Cases from nodejs/llhttp's request tests (MIT), converted to JSON lines
-//! (see /work/shared/corpora/README.md; each line names its origin). A tiny
+//! (see tests/corpora/README.md; each line names its origin). A tiny
 //! sans-IO "server" drives one connection's bytes through the crate: head,
 //! framing, body, keep-alive; the verdict is compared with the corpus.
 
@@ -77,13 +77,13 @@ fn serve(mut input: &[u8]) -> Served {
 
 #[test]
 fn llhttp_request_corpus() {
-    // The corpus lives in shared/ beside the checkout; read it, never a copy.
+    // The corpus is vendored at the workspace root so every crate reads the same cases.
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/corpora/http-requests-llhttp.jsonl"
+        "/../../tests/corpora/http-requests-llhttp.jsonl"
     );
     let data = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("corpus {path} is required (shared/ beside the checkout): {e}"));
+        .unwrap_or_else(|e| panic!("corpus {path} is required (vendored in tests/corpora): {e}"));
     let b64 = base64::engine::general_purpose::STANDARD;
     let mut failures = Vec::new();
     let mut counts = (0, 0, 0);

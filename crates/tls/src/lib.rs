@@ -6,7 +6,9 @@
 //!   Both give an [`Acceptor`] that plugs into `wirespeed_net::Server::serve_with`.
 //! - Client: [`client_config`] with the Mozilla roots shipped by
 //!   `webpki-roots` (no system store is needed, so it works offline), extra
-//!   roots from a `--cacert` file, or [`ClientTls::insecure_accept_anything`]
+//!   roots from a `--cacert` file (whose certificates are also accepted when
+//!   the server presents one of them as is, see [`PinnedOrWebPki`]), or
+//!   [`ClientTls::insecure_accept_anything`]
 //!   for tests (the verifier is named `DangerousAcceptAnyCertificate`).
 //!
 //! ALPN is `http/1.1` on both sides.
@@ -60,6 +62,9 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+
+mod pinned;
+pub use pinned::{describe_tls_error, validity, PinnedCertError, PinnedOrWebPki};
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
@@ -398,15 +403,25 @@ pub fn client_config(opts: &ClientTls) -> Result<Arc<ClientConfig>, TlsError> {
         let mut roots = RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
-        if let Some(path) = &opts.cacert {
-            for cert in load_certs(path)? {
-                roots.add(cert).map_err(|source| TlsError::BadCaCert {
-                    path: path.clone(),
-                    source,
-                })?;
+        match &opts.cacert {
+            None => builder.with_root_certificates(roots).with_no_client_auth(),
+            Some(path) => {
+                let certs = load_certs(path)?;
+                for cert in &certs {
+                    roots
+                        .add(cert.clone())
+                        .map_err(|source| TlsError::BadCaCert {
+                            path: path.clone(),
+                            source,
+                        })?;
+                }
+                let verifier = PinnedOrWebPki::new(certs, Arc::new(roots), provider())?;
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(verifier))
+                    .with_no_client_auth()
             }
         }
-        builder.with_root_certificates(roots).with_no_client_auth()
     };
     config.alpn_protocols = vec![ALPN_HTTP11.to_vec()];
     Ok(Arc::new(config))

@@ -24,7 +24,9 @@ pub struct ClientOpts {
     )]
     pub token: Option<String>,
     /// Also trust the PEM certificate(s) in FILE for https:// (e.g. the file
-    /// `serve --tls-self-signed` prints). The built-in Mozilla roots stay trusted.
+    /// `serve --tls-self-signed` prints, or one from `openssl req -x509`): as
+    /// roots, and a server presenting exactly one of them is accepted if it is
+    /// in date and names the host. The built-in Mozilla roots stay trusted.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
     /// Accept ANY TLS certificate: the connection is encrypted but the server

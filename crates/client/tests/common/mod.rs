@@ -122,6 +122,14 @@ pub async fn start_tls(tokens: &[&str]) -> (TestServer, tempfile::TempDir) {
     (start_inner(acc, h, dir, true, Some(cert)).await, certdir)
 }
 
+/// The real service over TLS with a given acceptor; `cert` is what clients
+/// get as `--cacert`.
+pub async fn start_tls_with(acceptor: wirespeed_tls::Acceptor, cert: PathBuf) -> TestServer {
+    let dir = tempfile::tempdir().unwrap();
+    let h = service(dir.path(), &[]);
+    start_inner(acceptor, h, dir, true, Some(cert)).await
+}
+
 /// A custom handler (with the service's storage dir available to it), plain.
 pub async fn start_with<H: Handler>(make: impl FnOnce(&Path) -> H) -> TestServer {
     let dir = tempfile::tempdir().unwrap();
