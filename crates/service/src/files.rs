@@ -68,6 +68,29 @@ fn base_headers(resp: Response, tag: &str, modified: Option<SystemTime>) -> Resp
 impl<S: Storage> Handler for Files<S> {
     async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
         let write = !matches!(ex.method(), "GET" | "HEAD");
+        if let Some(hosts) = &self.cfg.loopback_hosts {
+            if !ex.header_str("host").is_some_and(|h| hosts.allows(h)) {
+                return ex
+                    .send_text(
+                        421,
+                        "misdirected request: this server is bound to loopback and answers only \
+                         localhost, 127.0.0.1 and [::1] (serve --allow-host NAME adds a name)",
+                    )
+                    .await;
+            }
+        }
+        if write
+            && crate::origin::is_cross_origin(
+                ex.header_str("sec-fetch-site"),
+                ex.header_str("origin"),
+                ex.header_str("host"),
+            )
+        {
+            return Err(Error::status(
+                403,
+                "cross-origin write refused: a page on another site may not change files here",
+            ));
+        }
         if self.cfg.access.required(write) && !self.cfg.access.allows(ex.header("authorization")) {
             let resp = Response::new(401)
                 .header("WWW-Authenticate", "Bearer realm=\"wirespeed\"")
@@ -153,8 +176,12 @@ impl<S: Storage> Files<S> {
         };
         let name = key.name().unwrap_or("");
         let mime = mime_guess::from_path(name).first_or_octet_stream();
+        // User content never runs as this origin (the built-in pages do):
+        // an uploaded .html is shown sandboxed, and never sniffed.
         let mut resp = base_headers(Response::new(status), &tag, meta.modified)
-            .header("Content-Type", mime.essence_str());
+            .header("Content-Type", mime.essence_str())
+            .header("Content-Security-Policy", "sandbox")
+            .header("X-Content-Type-Options", "nosniff");
         if let Some(sum) = representation_digest(asked_for(ex), &mut obj).await? {
             resp = resp.header("Repr-Digest", format_sha256(&sum));
         }

@@ -20,6 +20,7 @@ pub mod auth;
 pub mod conditional;
 pub mod digest;
 pub mod listing;
+pub mod origin;
 pub mod path;
 pub mod storage;
 pub mod upload;
@@ -50,6 +51,9 @@ pub struct ServiceConfig {
     pub hash: HashMode,
     /// When uploads are hashed.
     pub digest: DigestPolicy,
+    /// On a loopback bind: the `Host` names answered (others get 421, a
+    /// DNS-rebinding guard). `None`: any Host.
+    pub loopback_hosts: Option<origin::LoopbackHosts>,
 }
 
 impl ServiceConfig {

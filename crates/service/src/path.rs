@@ -46,6 +46,8 @@ pub enum PathError {
     Nul,
     #[error("the path contains a backslash")]
     Backslash,
+    #[error("the path contains a control character (names may not)")]
+    ControlChar,
     #[error("the path contains an encoded '/' inside a name")]
     EncodedSlash,
     #[error("the path contains a '.' or '..' segment")]
@@ -190,6 +192,11 @@ pub fn check_segment(seg: &str) -> Result<(), PathError> {
     if seg.contains('\\') {
         return Err(PathError::Backslash);
     }
+    // ESC, BEL, CR/LF, DEL, C1: a name that reaches a terminal or a log
+    // must not be able to drive it.
+    if seg.chars().any(char::is_control) {
+        return Err(PathError::ControlChar);
+    }
     if seg.contains('/') {
         return Err(PathError::EncodedSlash);
     }
@@ -298,6 +305,11 @@ mod tests {
             ("/a%5c..%5cb", Backslash),
             ("/a\\b", Backslash),
             ("/a%00b", Nul),
+            ("/a%1b]0;x%07", ControlChar),
+            ("/a%0ab", ControlChar),
+            ("/dir/%0d", ControlChar),
+            ("/%7f", ControlChar),
+            ("/%c2%9b", ControlChar),
             ("/a//b", EmptySegment),
             ("//", EmptySegment),
             ("/%zz", BadEscape),

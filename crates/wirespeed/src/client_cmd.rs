@@ -344,11 +344,30 @@ pub fn ls(args: LsArgs) -> anyhow::Result<()> {
         };
         println!(
             "{kind:<4}  {size:>width$}  {:<20}  {}{suffix}",
-            e.modified.as_deref().unwrap_or("-"),
-            e.name
+            printable(e.modified.as_deref().unwrap_or("-")),
+            printable(&e.name)
         );
     }
     Ok(())
+}
+
+/// A name from the network made safe for a terminal: control characters
+/// (ESC, BEL, CR, LF, DEL, C1) are shown as escapes (`\u{1b}`) instead of
+/// being interpreted, so a file name cannot retitle, clear or recolour the
+/// terminal of whoever lists the folder.
+pub fn printable(name: &str) -> std::borrow::Cow<'_, str> {
+    if !name.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut out = String::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 pub fn rm(args: RmArgs) -> anyhow::Result<()> {
@@ -388,5 +407,19 @@ mod tests {
             PathBuf::from("/nonexistent/x")
         );
         assert!(destination(&Url::parse("http://h/").unwrap(), None).is_err());
+    }
+}
+
+#[cfg(test)]
+mod printable_tests {
+    use super::printable;
+
+    #[test]
+    fn control_characters_never_reach_the_terminal() {
+        assert_eq!(printable("plain ünï.txt"), "plain ünï.txt");
+        let evil = "a\u{1b}]0;pwned\u{7}b\r\n\u{7f}\u{9b}";
+        let shown = printable(evil);
+        assert!(!shown.chars().any(char::is_control), "{shown}");
+        assert_eq!(shown, "a\\u{1b}]0;pwned\\u{7}b\\u{d}\\u{a}\\u{7f}\\u{9b}");
     }
 }

@@ -58,6 +58,12 @@ pub struct ServeArgs {
     )]
     pub tokens: Vec<String>,
 
+    /// On a loopback address the server answers only `Host: localhost`, `127.0.0.1`
+    /// or `[::1]` (any port): other names get 421, which stops DNS-rebinding pages.
+    /// Add a name here to allow it too (repeatable).
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub allow_hosts: Vec<String>,
+
     /// Reads need a token too (everything but /-/health). Requires --token.
     #[arg(long, requires = "tokens")]
     pub private: bool,
@@ -172,12 +178,16 @@ pub enum UploadArg {
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("creating the folder to serve, {}", args.dir.display()))?;
-    let tokens: Vec<String> = args
-        .tokens
-        .iter()
-        .filter(|t| !t.is_empty())
-        .cloned()
-        .collect();
+    // An empty token (`--token ""`, or WIRESPEED_TOKEN set but empty) would
+    // silently leave writes open: refuse to start instead.
+    let empty_env = std::env::var_os("WIRESPEED_TOKEN").is_some_and(|v| v.is_empty());
+    if empty_env || args.tokens.iter().any(|t| t.trim().is_empty()) {
+        anyhow::bail!(
+            "a --token (or WIRESPEED_TOKEN) is empty: give a non-empty secret, or drop the \
+             option to serve without authentication"
+        );
+    }
+    let tokens = args.tokens.clone();
     if args.private && tokens.is_empty() {
         anyhow::bail!("--private needs at least one non-empty --token");
     }
@@ -195,6 +205,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             HashArg::Inline => HashMode::Inline,
             HashArg::Concurrent => HashMode::Concurrent,
         },
+        loopback_hosts: args
+            .listen
+            .ip()
+            .is_loopback()
+            .then(|| wirespeed_service::origin::LoopbackHosts::new(&args.allow_hosts)),
         digest: match args.digest {
             DigestArg::OnRequest => DigestPolicy::OnRequest,
             DigestArg::Always => DigestPolicy::Always,

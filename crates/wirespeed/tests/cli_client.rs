@@ -286,3 +286,26 @@ fn help_describes_each_client_command() {
         );
     }
 }
+
+/// An empty token would leave writes open without a word: `serve` refuses
+/// to start, whether it came from the flag or the environment.
+#[test]
+fn empty_token_is_refused_at_start() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().to_str().unwrap();
+    for (args, envs) in [
+        (
+            vec!["serve", dir, "--listen", "127.0.0.1:0", "--token", ""],
+            vec![],
+        ),
+        (
+            vec!["serve", dir, "--listen", "127.0.0.1:0"],
+            vec![("WIRESPEED_TOKEN", "")],
+        ),
+    ] {
+        let (code, out, err) = run(&args, &envs);
+        assert_ne!(code, Some(0), "{out}");
+        assert!(err.contains("is empty"), "{err}");
+        assert!(!out.contains("listening"), "{out}");
+    }
+}
