@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/encoded.sh — encoded uploads (issue 4) next to a raw PUT, end to end
+# bench/encoded.sh — encoded uploads next to a raw PUT, end to end
 # on loopback, in one run: interleaved rounds (round 1: every row, round 2:
 # every row, …) so all rows see the same machine state; medians over ROUNDS.
 # Not a test: prints a markdown table.

@@ -9,7 +9,8 @@
 #   SIZE_MB=64 ROUNDS=1 SMALL_SECS=2 bash bench/peers.sh   # smoke test, ~30 s
 #   KEEP=1 …                         # keep the temp dir (logs, wrk output)
 #
-# Knobs: ROUNDS (3), SIZE_MB (1024: the big file, the upload source and the
+# Knobs: WS (a wirespeed binary to measure instead of building one),
+# ROUNDS (3), SIZE_MB (1024: the big file, the upload source and the
 # dd file; the labels show it), SMALL_SECS (5: wrk duration per sample).
 #
 # Rows (SIZE = SIZE_MB MiB, 1 GiB by default):
@@ -78,8 +79,12 @@ if ! { taskset -c 0 true && taskset -c 1 true; }; then
 fi
 
 log "building wirespeed (release)"
-(cd "$REPO" && cargo build --release -q -p wirespeed)
-WS="$REPO/target/release/wirespeed"
+# WS=/path/to/wirespeed measures that binary (e.g. an older build, for a
+# before/after table); otherwise the repository's release build.
+if [[ -z "${WS:-}" ]]; then
+    (cd "$REPO" && cargo build --release -q -p wirespeed)
+    WS="$REPO/target/release/wirespeed"
+fi
 SERVE_HELP=$("$WS" serve --help)
 if [[ "$SERVE_HELP" == *"--digest <"* ]]; then
     DEFAULT_HASH="no sha-256 unless asked (--digest on-request)"

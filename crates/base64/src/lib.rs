@@ -66,46 +66,9 @@
 //!
 //! # Measurements
 //!
-//! Shared 2-core AVX-512 box with other builds running (load average ~4), so
-//! numbers move ±20% between runs. 16 MiB payload, base64 text fed in 256 KiB
-//! slices into a reused, cleared `Vec`; GB/s (10^9) of base64 input.
-//!
-//! Best of 15 runs with an ad-hoc `Instant` loop that was **not committed**,
-//! so this table cannot be re-run as is (two runs, range shown). Its
-//! first, fifth and last rows have reproducible counterparts in the
-//! criterion bench below (`benches/decode.rs`, same payload and slicing:
-//! `simd`, `raw_simdutf`, `scalar`); the other rows are earlier variants of
-//! this crate or another crate, kept as history only.
-//!
-//! | engine                                           | no ws     | CRLF/76   | LF/64     | CRLF/73   |
-//! |--------------------------------------------------|----------:|----------:|----------:|----------:|
-//! | **`Decoder` (this crate, 4 KiB blocks)**         | 16.8–17.8 | 10.2–12.2 | 10.6–11.9 | 10.5–12.2 |
-//! | same, one `memchr` per 256 KiB slice (first cut) | 13.8      | 9.8       | 9.5       | 9.5       |
-//! | same, 16 KiB blocks                              | 16.2      | 10.4      | 10.2      | 10.7      |
-//! | same + a zero-fill of the output per call        | 13.4      | 9.3       | 9.2       | 9.2       |
-//! | raw simdutf forgiving, no strictness, no carry   | 20.1–21.9 | 13.9–14.9 | 13.3–14.6 | 13.8–14.6 |
-//! | `base64-simd` 0.8 `forgiving_decode_to_vec`, whole 16 MiB | 5.8–6.0 | 1.2 | 1.2 | 1.2 |
-//! | `Engine::Scalar` (criterion)                     | ~1.0      | ~1.0–1.2  | ~1.4      | ~1.2      |
-//!
-//! Reproducible: `cargo bench -p wirespeed-base64 --bench decode --
-//! --warm-up-time 1 --measurement-time 3` (criterion, GiB/s = 2^30, so
-//! about 7% below the GB/s above; quietest run of three): `simd` no_ws 13.9,
-//! crlf76 9.2, lf64 9.4, crlf73 9.7; `raw_simdutf` 16.3 / 12.2 / 11.9 / 12.7;
-//! `scalar` 0.97 / 1.0 / 1.36 / 1.18. Noisier runs went as low as 5–6 GiB/s
-//! for the line-broken inputs, with the raw ceiling moving the same way.
-//!
-//! So: CRLF every 76 is ~0.6–0.7x the no-whitespace speed and around the
-//! 10 GB/s target (above it in quiet runs, below it under load). The gap to
-//! raw simdutf (~25%) is the form feed scan; it is memory-bound
-//! (~29 GB/s alone, no faster with hand-written AVX2/AVX-512 than with
-//! `memchr`), and doing it per 4 KiB block right before simdutf reads the
-//! same block recovers most of a second pass. Removing it would need a
-//! decoder kernel whose whitespace set is exactly CR/LF/space/tab.
-//!
-//! `base64-simd`'s forgiving path strips whitespace into a copy first and
-//! runs at ~1.2 GB/s with line breaks, 10x below simdutf. A hand-written
-//! AVX2 kernel would need the same strictness glue and far more unsafe code
-//! than simdutf's already-fuzzed one; not attempted in this time box.
+//! CRLF every 76 runs at ~0.6–0.7x the no-whitespace speed (~10 GB/s); the
+//! gap to raw simdutf is the form-feed scan. Tables and how they were made:
+//! `bench/RESULTS.md`; reproduce with `cargo bench -p wirespeed-base64`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

@@ -5,14 +5,10 @@ use crate::writer::FlushPolicy;
 
 /// How a file body goes out on plain TCP (TLS always encrypts from a buffer).
 ///
-/// Measured on this project's 2-core VM, loopback, 1 GiB GET with curl,
-/// interleaved (MB/s): sendfile 1822–2103, 1 MiB pread/write loop 2030–3854,
-/// nginx (sendfile, tcp_nopush) 1848–2564. On loopback the receiver's core
-/// does the only copy with sendfile, reading cold page-cache memory, and
-/// becomes the bottleneck; the copy loop splits the work over both cores and
-/// hands the receiver cache-hot bytes. Over a real interface the receiver is
-/// another machine and sendfile's saved copy (and zero per-connection buffer)
-/// wins, hence `Auto`.
+/// On loopback the receiver's core does sendfile's only copy from cold page
+/// cache and becomes the bottleneck, so a copy loop that splits the work over
+/// two cores is faster there; over a real interface sendfile's saved copy
+/// wins, hence `Auto` (measurements: `bench/RESULTS.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileSend {
     /// Copy loop for loopback peers, sendfile(2) for everyone else.

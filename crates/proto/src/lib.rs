@@ -25,7 +25,7 @@ pub use head::{
 };
 pub use host::is_valid_host;
 
-/// Limits applied while parsing. Defaults follow the engine issue: a 16 KiB
+/// Limits applied while parsing. Defaults (like nginx and hyper): a 16 KiB
 /// head, 100 header fields, an 8 KiB request target.
 #[derive(Debug, Clone)]
 pub struct Limits {

@@ -1,15 +1,14 @@
-//! Receiving an upload body into storage while computing its sha-256.
+//! Receiving an upload body into storage, hashing it when a digest was
+//! asked for.
 //!
 //! Two paths, chosen by [`UploadPath`]:
-//! - `Copy`: `read_body` lends slices of the connection buffer (256 KiB);
-//!   each is hashed and written. One copy kernel→user, one user→page cache,
-//!   and the hash runs on bytes already in cache.
+//! - `Copy`: `read_body` lends slices of the connection buffer (256 KiB by
+//!   default); each is written (and hashed, if asked). One copy
+//!   kernel→user, one user→page cache.
 //! - `Splice`: on plain TCP with a Content-Length body and a local file,
 //!   splice(2) socket → pipe → file, so the body never enters user space;
-//!   the sha-256 for `Repr-Digest` then needs the bytes anyway, so the file
-//!   is read back (from the page cache) and hashed after the transfer.
-//!
-//! Which is faster was measured (see `UploadPath::default` for the numbers).
+//!   when a digest is asked for, a [`ReadBehind`] thread hashes the stored
+//!   bytes from the page cache right behind the writer.
 
 use sha2::{Digest, Sha256};
 use wirespeed_net::{Error, Exchange};
@@ -27,40 +26,9 @@ pub enum UploadPath {
 }
 
 impl Default for UploadPath {
-    /// Measured on this project's VM (2 vCPUs shared with other engineers'
-    /// builds, load average ≈ 4.5, so single runs swing ±40%): loopback,
-    /// 1 GiB of random bytes with `curl -T`, `--no-fsync` so only the
-    /// receive path differs, the four variants interleaved, page cache evened
-    /// out before each run, 8 runs each; every digest checked.
-    ///
-    /// | path + hashing         | median MB/s | runs (MB/s)                             | server CPU/GiB |
-    /// |------------------------|------------:|-----------------------------------------|----------------|
-    /// | copy + inline hash     | 451 | 266 594 594 441 668 411 424 461 | ≈1.3 s |
-    /// | copy + read-behind     | 447 | 376 662 472 459 435 488 429 421 | ≈1.3 s |
-    /// | splice + rehash after  | 474 | 233 504 492 455 580 238 545 431 | ≈1.3 s |
-    /// | splice + read-behind   | 528 | 290 657 581 475 530 442 607 526 | ≈1.3 s |
-    ///
-    /// How it was run: the harness was an ad-hoc variant of
-    /// `bench/peers.sh` and is not in the repository. To reproduce, in that
-    /// script start one server per row with `start_ws NAME --no-fsync
-    /// --upload-path P --upload-hash H` and measure each with `put_big URL
-    /// NAME` (1 GiB `curl -T`, page cache dirtied and freed first) inside the
-    /// interleaved round loop, `ROUNDS=8`. Rows → flags: copy + inline hash =
-    /// `copy inline`; copy + read-behind = `copy concurrent`; splice + rehash
-    /// after = `splice inline`; splice + read-behind = `splice concurrent`.
-    /// The server CPU column's method was not recorded (e.g. utime+stime from
-    /// `/proc/PID/stat` before and after each upload would give it). The
-    /// shipped default alone is measured by `bash bench/peers.sh` (its
-    /// `--no-fsync` PUT row).
-    ///
-    /// An earlier 5-run pair (copy+inline 471 vs splice+rehash-after 441)
-    /// agreed that splice alone buys nothing when the file must be re-read
-    /// serially for the digest. Splice with the read-behind hasher
-    /// (`HashMode::Concurrent`) is the fastest median, so it is the default;
-    /// the sha-256 (≈1 s/GiB with sha2's SHA-NI code here) dominates CPU in
-    /// every variant, which is why the gaps are small on 2 busy cores and
-    /// should grow with spare cores. Non-TCP transports, chunked bodies and
-    /// backends without a local file take the copy path automatically.
+    /// Splice: no user-space copy and no per-connection body buffer; with
+    /// the digest off the default path it was re-measured against the copy
+    /// loop at several buffer sizes and kept (`bench/RESULTS.md`).
     fn default() -> Self {
         UploadPath::Splice
     }

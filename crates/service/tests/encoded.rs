@@ -1,4 +1,4 @@
-//! Encoded POST uploads end to end (issue 4): multipart/form-data, SOAP/XML
+//! Encoded POST uploads end to end: multipart/form-data, SOAP/XML
 //! and JSON base64 fields, MTOM/XOP — the real server on 127.0.0.1:0 over a
 //! temporary directory, driven by raw sockets, curl and Python `requests`.
 

@@ -17,27 +17,11 @@
 //!
 //! The default is **aws-lc-rs** (feature `aws-lc`, also rustls' own
 //! default); `ring` is the alternative (`--no-default-features --features
-//! ring`). Chosen by measuring bulk throughput of full 16 KiB records through
-//! an in-memory rustls pair, encrypt + decrypt on one core, best of 3
-//! interleaved rounds per run (`cargo run --release -p wirespeed-tls
-//! --features ring --example tls_bulk -- 4096`; 2-core Xeon with AES-NI,
-//! shared and noisy, so several runs):
-//!
-//! | run | aws-lc-rs MB/s | ring MB/s |
-//! |---|---|---|
-//! | 1 GiB | 2298 | 2142 |
-//! | 1 GiB | 2067 | 2025 |
-//! | 1 GiB | 1814 | 2075 |
-//! | 1 GiB | 2565 | 2234 |
-//! | 4 GiB | 2113 | 2037 |
-//! | 4 GiB | 1711 | 1526 |
-//!
-//! (TLS13_AES_256_GCM_SHA384 in every case: both providers prefer it.)
-//! aws-lc-rs was ahead in 5 of 6 runs, by 2–12 %: a small but consistent
-//! edge on the one thing the data path does per byte. The price is build
-//! time (aws-lc-sys compiles a C library, about a minute on 2 cores, once);
-//! if it ever fails to build somewhere, `ring` is a feature switch away and
-//! within ~5 % on this machine.
+//! ring`). aws-lc-rs was ahead in bulk throughput of full 16 KiB records in 5
+//! of 6 runs, by 2–12% (`cargo run --release -p wirespeed-tls --features ring
+//! --example tls_bulk -- 4096`; table in `bench/RESULTS.md`).
+//! The price is build time (aws-lc-sys compiles a C library once); if it
+//! ever fails to build somewhere, `ring` is a feature switch away.
 //!
 //! # Record size
 //!

@@ -1,4 +1,4 @@
-//! `POST` uploads whose file travels inside an encoded body (issue 4):
+//! `POST` uploads whose file travels inside an encoded body:
 //!
 //! | Content-Type | target | what is stored |
 //! |---|---|---|
