@@ -42,29 +42,40 @@ fn percent_decode(s: &[u8]) -> Result<Vec<u8>, ExtractError> {
     Ok(out)
 }
 
-/// In-scope namespace bindings: one frame per open element.
+/// In-scope namespace bindings: a stack of URIs per prefix, and per open
+/// element the prefixes it bound. Resolving a prefix is one hash lookup
+/// whatever the number of bindings in scope (a scan of every binding per
+/// element made a root part with many bindings and many elements quadratic).
+#[derive(Default)]
 struct Scopes {
-    /// (prefix, uri); the default namespace has an empty prefix.
-    bindings: Vec<(Vec<u8>, Vec<u8>)>,
-    /// Start of each open element's frame in `bindings`.
-    frames: Vec<usize>,
+    /// prefix (empty for the default namespace) → URIs, innermost last.
+    uris: std::collections::HashMap<Vec<u8>, Vec<Vec<u8>>>,
+    /// Prefixes bound by each open element.
+    frames: Vec<Vec<Vec<u8>>>,
 }
 
 impl Scopes {
     fn push(&mut self, attrs: &[(Vec<u8>, Vec<u8>)]) {
-        self.frames.push(self.bindings.len());
+        let mut bound = Vec::new();
         for (name, value) in attrs {
-            if name == b"xmlns" {
-                self.bindings.push((Vec::new(), value.clone()));
+            let prefix = if name == b"xmlns" {
+                Vec::new()
             } else if let Some(prefix) = name.strip_prefix(b"xmlns:") {
-                self.bindings.push((prefix.to_vec(), value.clone()));
-            }
+                prefix.to_vec()
+            } else {
+                continue;
+            };
+            self.uris.entry(prefix.clone()).or_default().push(value.clone());
+            bound.push(prefix);
         }
+        self.frames.push(bound);
     }
 
     fn pop(&mut self) {
-        if let Some(start) = self.frames.pop() {
-            self.bindings.truncate(start);
+        for prefix in self.frames.pop().unwrap_or_default() {
+            if let Some(stack) = self.uris.get_mut(&prefix) {
+                stack.pop();
+            }
         }
     }
 
@@ -73,11 +84,10 @@ impl Scopes {
             Some(i) => &qname[..i],
             None => b"",
         };
-        self.bindings
-            .iter()
-            .rev()
-            .find(|(p, _)| p == prefix)
-            .map(|(_, uri)| uri.as_slice())
+        self.uris
+            .get(prefix)
+            .and_then(|stack| stack.last())
+            .map(Vec::as_slice)
     }
 }
 
@@ -90,10 +100,7 @@ impl Scopes {
 /// [`crate::XmlFieldExtractor`], DTDs refused).
 pub fn find_xop_include(xml_root_part_bytes: &[u8], name: &str) -> Result<String, ExtractError> {
     let mut tok = Tokenizer::new(DEFAULT_MAX_DEPTH, DEFAULT_MAX_NAME_LEN).with_capture();
-    let mut scopes = Scopes {
-        bindings: Vec::new(),
-        frames: Vec::new(),
-    };
+    let mut scopes = Scopes::default();
     // Depth of the field element once found; the href once found.
     let mut field_depth: Option<usize> = None;
     let mut field_closed = false;
