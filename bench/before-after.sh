@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# bench/before-after.sh — two wirespeed builds side by side on the GET rows
+# (GET 20 MiB x 20 on one keep-alive connection, GET 1 GiB), rounds
+# interleaved, medians in MB/s. For "this change made nothing slower".
+#
+#   BEFORE=/path/old-wirespeed AFTER=/path/new-wirespeed bash bench/before-after.sh
+#   (ROUNDS=7 by default)
+set -euo pipefail
+: "${BEFORE:?set BEFORE to the old binary}" "${AFTER:?set AFTER to the new binary}"
+ROUNDS=${ROUNDS:-7}
+BENCH=before-after
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+mkdir -p "$W/d"
+head -c $((20 << 20)) /dev/urandom >"$W/d/m20.bin"
+head -c $((1 << 30)) /dev/urandom >"$W/d/big.bin"
+declare -A URL R
+for b in before after; do
+    bin=$BEFORE
+    [[ $b == after ]] && bin=$AFTER
+    "$bin" serve "$W/d" --listen 127.0.0.1:0 >"$W/$b.addr" 2>"$W/$b.log" &
+    PIDS+=($!)
+    for _ in $(seq 100); do grep -q listening "$W/$b.addr" 2>/dev/null && break; sleep 0.05; done
+    URL[$b]=$(sed 's/^listening on //' "$W/$b.addr")
+done
+for r in $(seq "$ROUNDS"); do
+    log "round $r/$ROUNDS"
+    for b in before after; do
+        args=()
+        for _ in $(seq 20); do args+=(-o /dev/null "${URL[$b]}/m20.bin"); done
+        sync
+        t0=$(date +%s.%N)
+        curl -sS "${args[@]}"
+        t1=$(date +%s.%N)
+        R[$b,get20]+="$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.0f", 20*20*1048576/(b-a)/1e6}')"$'\n'
+        sync
+        R[$b,get1g]+="$(curl -sS -o /dev/null -w '%{speed_download}' "${URL[$b]}/big.bin" | awk '{printf "%.0f", $1/1e6}')"$'\n'
+    done
+done
+echo "| row | before MB/s | after MB/s | after / before |"
+echo "|---|---:|---:|---:|"
+for t in get20 get1g; do
+    a=$(printf '%s' "${R[before,$t]}" | median)
+    b=$(printf '%s' "${R[after,$t]}" | median)
+    echo "| $t | $a | $b | $(ratio "$b" "$a") |"
+done
