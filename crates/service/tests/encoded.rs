@@ -1100,3 +1100,26 @@ fn encoded_uploads_hash_only_on_request() {
     assert_eq!(r.status, 204, "{}", r.text());
     assert_eq!(r.header("repr-digest"), Some(want.as_str()));
 }
+
+/// MTOM attachments carry no filename; they stream to storage at any size
+/// (they used to hit the 1 MiB form-field cap: 1,048,577 bytes → 413), both
+/// before and after the root part.
+#[test]
+fn mtom_attachments_above_a_mebibyte_are_stored() {
+    let s = TestServer::start();
+    let payload = bytes(3 * 1024 * 1024 + 1, 54);
+    for root_first in [true, false] {
+        let mut body = Vec::new();
+        if root_first {
+            mtom_root_part(&mut body);
+            mtom_attachment(&mut body, "payload@wirespeed.test", &payload);
+        } else {
+            mtom_attachment(&mut body, "payload@wirespeed.test", &payload);
+            mtom_root_part(&mut body);
+        }
+        close(&mut body, MB);
+        let r = post(&s, "/mtom/big.bin?element=data", &mtom_ct(!root_first), &body);
+        assert!(matches!(r.status, 201 | 204), "{}", r.text());
+        assert_eq!(std::fs::read(s.root.join("mtom/big.bin")).unwrap(), payload);
+    }
+}

@@ -215,7 +215,14 @@ pub(crate) async fn post<S: Storage>(
     super::require_file_path(&key)?;
     let local = element.rsplit(':').next().unwrap_or(element);
     let mut digest = RequestDigest::from_request(ex)?;
-    let mut feeder = Feeder::new(boundary, Limits::default())?;
+    // MTOM attachments carry no filename, so the multipart parser would
+    // treat them as form fields (1 MiB cap); they stream to storage like
+    // form files, and the root part has its own cap (MAX_ROOT).
+    let limits = Limits {
+        max_field_bytes: u64::MAX,
+        ..Limits::default()
+    };
+    let mut feeder = Feeder::new(boundary, limits)?;
     let mut m = Mtom {
         storage,
         key: key.clone(),
