@@ -65,7 +65,10 @@ impl Scopes {
             } else {
                 continue;
             };
-            self.uris.entry(prefix.clone()).or_default().push(value.clone());
+            self.uris
+                .entry(prefix.clone())
+                .or_default()
+                .push(value.clone());
             bound.push(prefix);
         }
         self.frames.push(bound);

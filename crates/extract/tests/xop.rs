@@ -111,7 +111,9 @@ fn many_bindings_and_includes_stay_linear() {
         // p0 is bound first, so a scan from the innermost binding is longest.
         evil.push_str("<p0:Include/>");
     }
-    evil.push_str("<xop:Include xmlns:xop=\"http://www.w3.org/2004/08/xop/include\" href=\"cid:x\"/>");
+    evil.push_str(
+        "<xop:Include xmlns:xop=\"http://www.w3.org/2004/08/xop/include\" href=\"cid:x\"/>",
+    );
     evil.push_str("</data>");
     for _ in 0..WRAPPERS {
         evil.push_str("</w>");

@@ -43,6 +43,18 @@ impl<S: Storage> Files<S> {
 /// whether a second batch exists.
 pub const SORT_LIMIT: usize = crate::storage::LIST_BATCH;
 
+/// A refused request's body is not drained (that would let anyone without
+/// a token hold a 256 KiB buffer for as long as they trickle bytes): the
+/// connection closes after the answer instead.
+fn close_if_body(ex: &mut Exchange) {
+    if !matches!(
+        ex.body_framing(),
+        wirespeed_net::proto::BodyFraming::Empty | wirespeed_net::proto::BodyFraming::Length(0)
+    ) {
+        ex.close_after_response();
+    }
+}
+
 fn path_error(e: crate::path::PathError) -> Error {
     Error::status(e.status(), e.to_string())
 }
@@ -70,6 +82,7 @@ impl<S: Storage> Handler for Files<S> {
         let write = !matches!(ex.method(), "GET" | "HEAD");
         if let Some(hosts) = &self.cfg.loopback_hosts {
             if !ex.header_str("host").is_some_and(|h| hosts.allows(h)) {
+                close_if_body(ex);
                 return ex
                     .send_text(
                         421,
@@ -86,12 +99,14 @@ impl<S: Storage> Handler for Files<S> {
                 ex.header_str("host"),
             )
         {
+            close_if_body(ex);
             return Err(Error::status(
                 403,
                 "cross-origin write refused: a page on another site may not change files here",
             ));
         }
         if self.cfg.access.required(write) && !self.cfg.access.allows(ex.header("authorization")) {
+            close_if_body(ex);
             let resp = Response::new(401)
                 .header("WWW-Authenticate", "Bearer realm=\"wirespeed\"")
                 .header("Content-Type", "text/plain; charset=utf-8");

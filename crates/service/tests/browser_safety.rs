@@ -131,3 +131,33 @@ fn names_with_control_characters_are_refused_on_every_route() {
     }
     assert!(s.names("").is_empty(), "{:?}", s.names(""));
 }
+
+/// A refused request (no token) with a body is answered and the connection
+/// closed at once, instead of draining the body into a 256 KiB buffer for as
+/// long as the client trickles it.
+#[test]
+fn refused_request_bodies_are_not_drained() {
+    use wirespeed_service::Access;
+    let s = TestServer::with(ServiceConfig {
+        access: Access::new(&["secret".to_string()], true),
+        ..ServiceConfig::default()
+    });
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    // A chunked body that never ends.
+    c.write_all(b"GET /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n")
+        .unwrap();
+    let mut buf = Vec::new();
+    let started = std::time::Instant::now();
+    c.read_to_end(&mut buf).unwrap();
+    let text = String::from_utf8_lossy(&buf);
+    assert!(text.starts_with("HTTP/1.1 401 "), "{text}");
+    assert!(text.contains("Connection: close"), "{text}");
+    // The close comes after at most the lingering-close window (2 s), not
+    // after the body timeout.
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+}

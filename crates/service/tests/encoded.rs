@@ -1118,7 +1118,12 @@ fn mtom_attachments_above_a_mebibyte_are_stored() {
             mtom_root_part(&mut body);
         }
         close(&mut body, MB);
-        let r = post(&s, "/mtom/big.bin?element=data", &mtom_ct(!root_first), &body);
+        let r = post(
+            &s,
+            "/mtom/big.bin?element=data",
+            &mtom_ct(!root_first),
+            &body,
+        );
         assert!(matches!(r.status, 201 | 204), "{}", r.text());
         assert_eq!(std::fs::read(s.root.join("mtom/big.bin")).unwrap(), payload);
     }
