@@ -27,6 +27,7 @@ pub mod upload;
 
 mod encoded;
 mod files;
+mod respond;
 
 pub use auth::Access;
 pub use digest::DigestPolicy;

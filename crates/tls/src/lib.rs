@@ -3,7 +3,8 @@
 //! - Server: [`server_from_files`] (PEM certificate chain + private key) and
 //!   [`server_self_signed`] (a fresh certificate for `localhost`, `127.0.0.1`
 //!   and `::1`, written to a file so clients can trust it with `--cacert`).
-//!   Both give an [`Acceptor`] that plugs into `wirespeed_net::Server::serve_with`.
+//!   Both give an [`Acceptor`] that plugs into `wirespeed_net::Server::serve_with`
+//!   (feature `server`; the client builds without the server).
 //! - Client: [`client_config`] with the Mozilla roots shipped by
 //!   `webpki-roots` (no system store is needed, so it works offline), extra
 //!   roots from a `--cacert` file (whose certificates are also accepted when
@@ -55,6 +56,7 @@ use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
+#[cfg(feature = "server")]
 use wirespeed_net::{Accept, Transport};
 
 /// The ALPN protocol both sides offer.
@@ -142,6 +144,7 @@ impl Acceptor {
     }
 }
 
+#[cfg(feature = "server")]
 impl Accept for Acceptor {
     async fn accept(&self, tcp: TcpStream) -> io::Result<Box<dyn Transport>> {
         Ok(Box::new(self.handshake(tcp).await?))
@@ -188,6 +191,7 @@ impl ServerTlsStream {
     }
 }
 
+#[cfg(feature = "server")]
 impl Transport for ServerTlsStream {}
 
 macro_rules! delegate_io {

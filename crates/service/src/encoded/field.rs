@@ -19,8 +19,8 @@ use wirespeed_extract::{ExtractError, FieldExtractor};
 use wirespeed_net::{Error, Exchange};
 
 use super::{extract_error, RequestDigest};
-use crate::files::respond_stored;
 use crate::path::RelPath;
+use crate::respond::respond_stored;
 use crate::storage::{Storage, Upload};
 
 /// Store the decoded field of the request body at `key`.

@@ -69,7 +69,7 @@ pub(crate) async fn post<S: Storage>(
         MediaType::parse(ct).map_err(|e| Error::status(400, e.to_string()))?
     };
     let query = Query::parse(ex.query())?;
-    crate::files::check_room(storage, cfg, ex).await?;
+    crate::respond::check_room(storage, cfg, ex).await?;
     // The stored file is hashed when asked for; a Repr-Digest sent with a
     // POST describes the request body and is checked separately.
     let hash = cfg.hash_for(ex, None);

@@ -27,8 +27,8 @@ use wirespeed_multipart::{Limits, PartHeaders};
 use wirespeed_net::{Error, Exchange};
 
 use super::{extract_error, Feeder, Parts, RequestDigest};
-use crate::files::respond_stored;
 use crate::path::RelPath;
+use crate::respond::respond_stored;
 use crate::storage::{Storage, Upload};
 
 /// Largest root (XML) part kept in memory.
