@@ -138,16 +138,24 @@ enum NextHead {
 async fn read_head(conn: &mut Conn, stop: &mut watch::Receiver<bool>) -> NextHead {
     let limits = &conn.cfg.limits;
     let mut head_deadline: Option<Instant> = None;
+    // Bytes of the buffered head already seen without a new line end: the
+    // head is parsed again only when a line completes, so a head trickled a
+    // byte per segment costs one parse per line, not one per byte.
+    let mut scanned = 0;
     loop {
         if !conn.rbuf.is_empty() {
             head_deadline.get_or_insert_with(|| Instant::now() + conn.cfg.head_timeout);
-            match parse_request_head(conn.rbuf.data(), limits) {
-                Ok(Some((head, n))) => {
-                    conn.rbuf.consume(n);
-                    return NextHead::Head(head);
+            let data = conn.rbuf.data();
+            if memchr::memchr(b'\n', &data[scanned.min(data.len())..]).is_some() {
+                scanned = data.len();
+                match parse_request_head(data, limits) {
+                    Ok(Some((head, n))) => {
+                        conn.rbuf.consume(n);
+                        return NextHead::Head(head);
+                    }
+                    Ok(None) => {}
+                    Err(e) => return NextHead::Reject(e.into()),
                 }
-                Ok(None) => {}
-                Err(e) => return NextHead::Reject(e.into()),
             }
         }
         let cap = limits.max_head_bytes;
@@ -175,7 +183,14 @@ async fn read_head(conn: &mut Conn, stop: &mut watch::Receiver<bool>) -> NextHea
                 return NextHead::Close;
             }
             Ok(Some(_)) => {}
-            Ok(None) => return NextHead::Reject(ProtoError::HeadTooLarge.into()),
+            Ok(None) => {
+                // Full without a complete head: the parser says which limit
+                // (a request target too long is 414, anything else 431).
+                return NextHead::Reject(match parse_request_head(conn.rbuf.data(), limits) {
+                    Err(e) => e.into(),
+                    Ok(_) => ProtoError::HeadTooLarge.into(),
+                });
+            }
             Err(e) => {
                 tracing::debug!(peer = %conn.peer, error = %e, "read failed");
                 return NextHead::Close;

@@ -664,3 +664,24 @@ async fn file_bodies_are_identical_with_sendfile_and_the_copy_loop() {
     }
     let _ = std::fs::remove_file(&path);
 }
+
+/// A long head sent in tiny pieces (the server parses only when a line
+/// completes) is still answered, byte-exact, and a head split inside a line
+/// and inside the final CRLF CRLF is recognised.
+#[tokio::test]
+async fn head_trickled_in_tiny_pieces_is_served() {
+    let srv = start(ServerConfig::default()).await;
+    let mut head = b"GET /tokens?n=1&size=1 HTTP/1.1\r\nHost: t\r\n".to_vec();
+    for i in 0..60 {
+        head.extend_from_slice(format!("X-Pad-{i}: {}\r\n", "v".repeat(150)).as_bytes());
+    }
+    head.extend_from_slice(b"Connection: close\r\n\r\n");
+    let mut s = TcpStream::connect(srv.addr).await.unwrap();
+    s.set_nodelay(true).unwrap();
+    for piece in head.chunks(3) {
+        s.write_all(piece).await.unwrap();
+        tokio::task::yield_now().await;
+    }
+    let out = read_to_close(&mut s, Duration::from_secs(10)).await;
+    assert_eq!(parse_all(&out)[0].status, 200);
+}
