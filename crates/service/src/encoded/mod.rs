@@ -299,7 +299,17 @@ struct Feeder {
     tail: Vec<u8>,
     step: usize,
     ended: bool,
+    /// Small data events gathered into one write (see [`COALESCE_BELOW`]).
+    pending: Vec<u8>,
 }
+
+/// Data events shorter than this are gathered (up to [`COALESCE_MAX`])
+/// before they reach the part: a body full of near-miss delimiters
+/// (`\r\n--BOUNDARYX` repeated) yields an event every few bytes, which
+/// would otherwise cost a write(2) and a hash update each.
+const COALESCE_BELOW: usize = 16 * 1024;
+/// Gathered bytes flushed at once.
+const COALESCE_MAX: usize = 64 * 1024;
 
 impl Feeder {
     fn new(boundary: &str, limits: Limits) -> Result<Self, Error> {
@@ -310,6 +320,7 @@ impl Feeder {
             parser,
             step,
             ended: false,
+            pending: Vec::new(),
         })
     }
 
@@ -322,7 +333,14 @@ impl Feeder {
             let take = rest.len().min(self.step);
             self.tail.extend_from_slice(&rest[..take]);
             rest = &rest[take..];
-            let used = drive(&mut self.parser, &mut self.ended, &self.tail, parts).await?;
+            let used = drive(
+                &mut self.parser,
+                &mut self.ended,
+                &self.tail,
+                &mut self.pending,
+                parts,
+            )
+            .await?;
             if used >= old {
                 // The old tail is gone; what is left of the buffer is a copy
                 // of the piece: rewind and go on from the piece itself.
@@ -335,7 +353,14 @@ impl Feeder {
             }
         }
         if !self.ended && self.tail.is_empty() && !rest.is_empty() {
-            let used = drive(&mut self.parser, &mut self.ended, rest, parts).await?;
+            let used = drive(
+                &mut self.parser,
+                &mut self.ended,
+                rest,
+                &mut self.pending,
+                parts,
+            )
+            .await?;
             self.tail.extend_from_slice(&rest[used..]);
         }
         if self.ended {
@@ -360,12 +385,27 @@ async fn drive<P: Parts>(
     parser: &mut Parser,
     ended: &mut bool,
     input: &[u8],
+    pending: &mut Vec<u8>,
     parts: &mut P,
 ) -> Result<usize, Error> {
     let mut off = 0;
     loop {
         let (ev, n) = parser.feed(&input[off..]).map_err(multipart_error)?;
         off += n;
+        if let Event::Data(d) = &ev {
+            if d.len() < COALESCE_BELOW {
+                pending.extend_from_slice(d);
+                if pending.len() >= COALESCE_MAX {
+                    parts.data(pending).await?;
+                    pending.clear();
+                }
+                continue;
+            }
+        }
+        if !pending.is_empty() {
+            parts.data(pending).await?;
+            pending.clear();
+        }
         match ev {
             Event::PartStart(h) => parts.start(h).await?,
             Event::Data(d) => parts.data(d).await?,
