@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -304,58 +304,14 @@ impl Storage for LocalStorage {
         let dir = self
             .root
             .open_at(key.segments(), OFlags::RDONLY | OFlags::DIRECTORY)?;
-        let root = self.root.clone();
-        let segments = key.segments().to_vec();
-        let at_root = key.is_root();
-        // getdents + one fstatat per entry are blocking calls: they run on a
-        // blocking thread that hands batches over a 2-deep channel, so memory
-        // stays bounded (a slow client stops the reader) and no async worker
-        // stalls on a 100k-entry directory.
-        let (tx, rx) = tokio::sync::mpsc::channel(2);
-        tokio::task::spawn_blocking(move || {
-            let entries = match rustix::fs::Dir::read_from(&dir) {
-                Ok(d) => d,
-                Err(e) => {
-                    let _ = tx.blocking_send(Err(StorageError::from(e)));
-                    return;
-                }
-            };
-            let mut batch = Vec::with_capacity(LIST_BATCH);
-            for de in entries {
-                let de = match de {
-                    Ok(de) => de,
-                    Err(e) => {
-                        let _ = tx.blocking_send(Err(StorageError::from(e)));
-                        return;
-                    }
-                };
-                let Ok(name) = de.file_name().to_str() else {
-                    tracing::debug!(name = ?de.file_name(), "listing skips a name that is not UTF-8");
-                    continue;
-                };
-                if name == "." || name == ".." || is_reserved_name(name) || (at_root && name == "-")
-                {
-                    continue;
-                }
-                let Some(meta) = entry_meta(&root, &dir, &segments, name) else {
-                    continue;
-                };
-                batch.push(Entry {
-                    name: name.to_string(),
-                    meta,
-                });
-                if batch.len() == LIST_BATCH {
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(LIST_BATCH));
-                    if tx.blocking_send(Ok(full)).is_err() {
-                        return; // the client went away
-                    }
-                }
-            }
-            if !batch.is_empty() {
-                let _ = tx.blocking_send(Ok(batch));
-            }
-        });
-        Ok(LocalListing { rx })
+        Ok(LocalListing {
+            state: Some(ListState {
+                dir: rustix::fs::Dir::new(dir)?,
+                root: self.root.clone(),
+                segments: key.segments().to_vec(),
+                at_root: key.is_root(),
+            }),
+        })
     }
 
     async fn delete(&self, key: &RelPath) -> Result<(), StorageError> {
@@ -396,7 +352,7 @@ impl Storage for LocalStorage {
 
 /// Listing metadata of one entry; symlinks are followed only when they stay
 /// inside the root (others are left out, as GET would refuse them anyway).
-fn entry_meta(root: &Root, dir: &OwnedFd, segments: &[String], name: &str) -> Option<Meta> {
+fn entry_meta(root: &Root, dir: BorrowedFd<'_>, segments: &[String], name: &str) -> Option<Meta> {
     let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
     if FileType::from_raw_mode(st.st_mode) == FileType::Symlink {
         let mut full = segments.to_vec();
@@ -655,14 +611,66 @@ impl Upload for LocalUpload {
     }
 }
 
-/// Batches from the directory-reading thread.
+/// A directory being listed. Each batch is read by one short blocking task
+/// (getdents + one fstatat per entry), so a client that stops reading a
+/// listing holds a descriptor and a buffer, never a thread of the shared
+/// blocking pool.
 pub struct LocalListing {
-    rx: tokio::sync::mpsc::Receiver<Result<Vec<Entry>, StorageError>>,
+    state: Option<ListState>,
+}
+
+struct ListState {
+    dir: rustix::fs::Dir,
+    root: Arc<Root>,
+    segments: Vec<String>,
+    at_root: bool,
+}
+
+impl ListState {
+    /// Up to [`LIST_BATCH`] entries; fewer only at the end.
+    fn read_batch(&mut self) -> Result<Vec<Entry>, StorageError> {
+        let mut batch = Vec::with_capacity(LIST_BATCH);
+        while batch.len() < LIST_BATCH {
+            let Some(de) = self.dir.next() else { break };
+            let de = de?;
+            let Ok(name) = de.file_name().to_str() else {
+                tracing::debug!(name = ?de.file_name(), "listing skips a name that is not UTF-8");
+                continue;
+            };
+            if name == "."
+                || name == ".."
+                || is_reserved_name(name)
+                || (self.at_root && name == "-")
+            {
+                continue;
+            }
+            let name = name.to_string();
+            let Ok(fd) = self.dir.fd() else { break };
+            let Some(meta) = entry_meta(&self.root, fd, &self.segments, &name) else {
+                continue;
+            };
+            batch.push(Entry { name, meta });
+        }
+        Ok(batch)
+    }
 }
 
 impl Listing for LocalListing {
     async fn next_batch(&mut self) -> Result<Option<Vec<Entry>>, StorageError> {
-        self.rx.recv().await.transpose()
+        let Some(mut state) = self.state.take() else {
+            return Ok(None);
+        };
+        let (state, batch) = tokio::task::spawn_blocking(move || {
+            let batch = state.read_batch();
+            (state, batch)
+        })
+        .await
+        .map_err(|e| StorageError::Io(io::Error::other(e)))?;
+        let batch = batch?;
+        if batch.len() == LIST_BATCH {
+            self.state = Some(state);
+        }
+        Ok((!batch.is_empty()).then_some(batch))
     }
 }
 
@@ -735,6 +743,39 @@ mod tests {
             storage.delete(&key).await.unwrap();
             assert!(!tmp.path().join("a/b/c/new.txt").exists());
         }
+    }
+
+    /// A listing nobody reads holds no thread of the blocking pool: with a
+    /// pool of one thread, other blocking work still runs while a 5,000-entry
+    /// listing sits half-read. (The reader thread used to park in a channel
+    /// send until the client read on.)
+    #[test]
+    fn unread_listing_holds_no_blocking_thread() {
+        let tmp = tempfile::tempdir().unwrap();
+        for i in 0..5000 {
+            std::fs::write(tmp.path().join(format!("f{i:05}")), b"").unwrap();
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .max_blocking_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let storage = LocalStorage::new(tmp.path()).unwrap();
+            let mut listing = storage.list(&RelPath::root()).await.unwrap();
+            let first = listing.next_batch().await.unwrap().unwrap();
+            assert_eq!(first.len(), LIST_BATCH);
+            let other =
+                tokio::time::timeout(Duration::from_secs(10), tokio::task::spawn_blocking(|| 42))
+                    .await
+                    .expect("the blocking pool is free while the listing waits");
+            assert_eq!(other.unwrap(), 42);
+            let mut total = first.len();
+            while let Some(b) = listing.next_batch().await.unwrap() {
+                total += b.len();
+            }
+            assert_eq!(total, 5000);
+        });
     }
 
     /// A digest recorded at commit is read back on open, in both stores, and
