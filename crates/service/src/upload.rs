@@ -7,8 +7,8 @@
 //!   kernel→user, one user→page cache.
 //! - `Splice`: on plain TCP with a Content-Length body and a local file,
 //!   splice(2) socket → pipe → file, so the body never enters user space;
-//!   when a digest is asked for, a [`ReadBehind`] thread hashes the stored
-//!   bytes from the page cache right behind the writer.
+//!   when a digest is asked for, [`ReadBehind`] hashes the stored bytes from
+//!   the page cache right behind the writer, in short blocking steps.
 
 use sha2::{Digest, Sha256};
 use wirespeed_net::{Error, Exchange};
@@ -99,15 +99,21 @@ pub async fn receive<U: Upload>(
     }
 }
 
-/// Hashes a file on a blocking thread, reading it behind the writer up to
-/// the watermark the writer announces. The bytes are hot in the page cache,
-/// so the read costs a memcpy; in exchange the hash (≈1 s/GiB here) runs on
-/// another core instead of in series with the network.
+/// Hashes a file behind the writer: whenever at least [`BEHIND_STEP`] new
+/// bytes are in the file and no step is running, one short blocking task
+/// reads them (hot in the page cache) and hashes them, so the hash overlaps
+/// with receiving on another core. No thread is held between steps: a
+/// client that trickles its body costs no thread of the shared pool.
 pub(crate) struct ReadBehind {
-    tx: Option<std::sync::mpsc::Sender<u64>>,
+    file: std::sync::Arc<std::fs::File>,
+    /// The hash and how far it got, while no step runs.
+    idle: Option<(Sha256, u64)>,
+    running: Option<tokio::task::JoinHandle<std::io::Result<(Sha256, u64)>>>,
     cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    done: tokio::task::JoinHandle<std::io::Result<[u8; 32]>>,
 }
+
+/// Smallest amount of new data worth a blocking task.
+const BEHIND_STEP: u64 = 8 << 20;
 
 impl ReadBehind {
     pub(crate) fn start(file: std::fs::File) -> Self {
@@ -115,67 +121,96 @@ impl ReadBehind {
     }
 
     /// Continue a hash that already covers the file's first `pos` bytes.
-    pub(crate) fn start_at(file: std::fs::File, mut hasher: Sha256, mut pos: u64) -> Self {
-        use std::os::unix::fs::FileExt;
-        use std::sync::atomic::Ordering;
-        let (tx, rx) = std::sync::mpsc::channel::<u64>();
-        let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let stop = cancel.clone();
-        let done = tokio::task::spawn_blocking(move || {
-            let mut buf = vec![0u8; 1 << 20];
-            // Each message is a watermark; the channel closing means the
-            // last one was final.
-            while let Ok(mut mark) = rx.recv() {
-                while let Ok(m) = rx.try_recv() {
-                    mark = m; // coalesce: only the newest watermark matters
-                }
-                while pos < mark {
-                    if stop.load(Ordering::Relaxed) {
-                        return Err(std::io::Error::other("upload aborted"));
-                    }
-                    let want = ((mark - pos) as usize).min(buf.len());
-                    let n = file.read_at(&mut buf[..want], pos)?;
-                    if n == 0 {
-                        return Err(std::io::Error::new(
-                            std::io::ErrorKind::UnexpectedEof,
-                            "stored file shorter than written",
-                        ));
-                    }
-                    hasher.update(&buf[..n]);
-                    pos += n as u64;
-                }
-            }
-            Ok(hasher.finalize().into())
-        });
+    pub(crate) fn start_at(file: std::fs::File, hasher: Sha256, pos: u64) -> Self {
         ReadBehind {
-            tx: Some(tx),
-            cancel,
-            done,
+            file: std::sync::Arc::new(file),
+            idle: Some((hasher, pos)),
+            running: None,
+            cancel: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
         }
     }
 
-    /// Bytes up to `written` are in the file.
+    /// Hash `[pos, to)` of the file on a blocking task.
+    fn spawn(&mut self, mut hasher: Sha256, mut pos: u64, to: u64) {
+        let file = self.file.clone();
+        let stop = self.cancel.clone();
+        self.running = Some(tokio::task::spawn_blocking(move || {
+            use std::os::unix::fs::FileExt;
+            let mut buf = vec![0u8; ((to - pos) as usize).clamp(1, 1 << 20)];
+            while pos < to {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    return Err(std::io::Error::other("upload aborted"));
+                }
+                let want = ((to - pos) as usize).min(buf.len());
+                let n = file.read_at(&mut buf[..want], pos)?;
+                if n == 0 {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "stored file shorter than written",
+                    ));
+                }
+                hasher.update(&buf[..n]);
+                pos += n as u64;
+            }
+            Ok((hasher, pos))
+        }));
+    }
+
+    /// Bytes up to `written` are in the file: start a step if one is due.
+    /// A finished step's result is collected without waiting.
     pub(crate) fn advance(&mut self, written: u64) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(written);
+        if let Some(handle) = self.running.as_mut() {
+            if !handle.is_finished() {
+                return;
+            }
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            match std::future::Future::poll(std::pin::Pin::new(handle), &mut cx) {
+                std::task::Poll::Ready(Ok(Ok(state))) => {
+                    self.running = None;
+                    self.idle = Some(state);
+                }
+                // A failed step: leave it for `finish` to report.
+                _ => return,
+            }
+        }
+        if let Some((_, pos)) = &self.idle {
+            if written.saturating_sub(*pos) >= BEHIND_STEP {
+                if let Some((hasher, pos)) = self.idle.take() {
+                    self.spawn(hasher, pos, written);
+                }
+            }
         }
     }
 
     /// The last watermark; wait for the digest.
     pub(crate) async fn finish(&mut self, written: u64) -> Result<[u8; 32], Error> {
-        self.advance(written);
-        self.tx = None;
-        match (&mut self.done).await {
-            Ok(r) => Ok(r?),
+        let join = |r: Result<std::io::Result<(Sha256, u64)>, tokio::task::JoinError>| match r {
+            Ok(r) => r.map_err(|e| Error::from(crate::storage::StorageError::from(e))),
             Err(e) => Err(Error::Io(std::io::Error::other(e))),
+        };
+        if let Some(handle) = self.running.take() {
+            self.idle = Some(join(handle.await)?);
         }
+        let Some((hasher, pos)) = self.idle.take() else {
+            return Err(Error::status(500, "upload digest already taken"));
+        };
+        let (hasher, _) = if pos < written {
+            self.spawn(hasher, pos, written);
+            match self.running.take() {
+                Some(handle) => join(handle.await)?,
+                None => return Err(Error::status(500, "upload digest step vanished")),
+            }
+        } else {
+            (hasher, pos)
+        };
+        Ok(hasher.finalize().into())
     }
 }
 
 /// The sha-256 of what an upload stores, for routes that write decoded or
 /// demultiplexed bytes piece by piece (forms, SOAP/JSON base64, MTOM). It
 /// hashes inline while the file is small and, with [`HashMode::Concurrent`],
-/// hands the hash over to a [`ReadBehind`] thread once the file reaches
+/// hands the hash over to a [`ReadBehind`] once the file reaches
 /// [`CONCURRENT_MIN`], so a big file's hash overlaps with receiving and
 /// decoding instead of running in series with them; many small files never
 /// pay for a thread. With no mode (nobody asked for a digest) it does
@@ -230,8 +265,8 @@ impl StoredHasher {
 
 impl Drop for ReadBehind {
     fn drop(&mut self) {
-        // On abort the thread stops at its next step instead of hashing a
-        // file that is about to be deleted.
+        // On abort a running step stops at its next read instead of
+        // hashing a file that is about to be deleted.
         self.cancel
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
@@ -463,5 +498,45 @@ mod splice {
             .map_err(|e| Error::Io(io::Error::other(e)))?
             .map_err(StorageError::from)?;
         Ok(Some(Some(sum)))
+    }
+}
+
+#[cfg(test)]
+mod read_behind_tests {
+    use super::*;
+    use std::io::Write;
+
+    /// Progressive writes with watermarks, some steps overlapping the
+    /// writer: the digest is the file's. A trickle of small writes starts
+    /// no step (no blocking thread) until `finish`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn hashes_behind_the_writer_in_steps() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("f");
+        let mut w = std::fs::File::create(&path).unwrap();
+        let mut rb = ReadBehind::start(std::fs::File::open(&path).unwrap());
+        let data: Vec<u8> = (0..(3 * BEHIND_STEP as usize + 4321))
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        let mut written = 0u64;
+        for piece in data.chunks(1 << 20) {
+            w.write_all(piece).unwrap();
+            written += piece.len() as u64;
+            rb.advance(written);
+            tokio::task::yield_now().await;
+        }
+        let want: [u8; 32] = Sha256::digest(&data).into();
+        assert_eq!(rb.finish(written).await.unwrap(), want);
+
+        let path = tmp.path().join("trickle");
+        let mut w = std::fs::File::create(&path).unwrap();
+        let mut rb = ReadBehind::start(std::fs::File::open(&path).unwrap());
+        for i in 0..1000u64 {
+            w.write_all(b"0123456789").unwrap();
+            rb.advance((i + 1) * 10);
+            assert!(rb.running.is_none(), "no step for a trickle");
+        }
+        let want: [u8; 32] = Sha256::digest(b"0123456789".repeat(1000)).into();
+        assert_eq!(rb.finish(10_000).await.unwrap(), want);
     }
 }
