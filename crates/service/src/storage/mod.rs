@@ -8,7 +8,7 @@
 //! | [`Storage::create`] → [`Upload`] | temp file, `write`        | multipart upload, `UploadPart`     |
 //! | [`Upload::commit`]   | `fsync` + `renameat` over the target | `CompleteMultipartUpload`        |
 //! | [`Upload::abort`] / drop | unlink the temp file           | `AbortMultipartUpload`             |
-//! | [`Storage::list`]    | `getdents` on a blocking thread    | `ListObjectsV2` pages              |
+//! | [`Storage::list`]    | `getdents`, a batch per blocking task | `ListObjectsV2` pages              |
 //! | [`Storage::delete`]  | `unlinkat`                         | `DeleteObject`                     |
 //! | [`Object::stored_sha256`] | an extended attribute (or a hidden sidecar) bound to the file's identity | object metadata |
 //!
