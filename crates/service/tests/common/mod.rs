@@ -42,6 +42,17 @@ impl TestServer {
         cfg: ServiceConfig,
         server_cfg: ServerConfig,
     ) -> Self {
+        Self::with_pool(wrap, cfg, server_cfg, 512)
+    }
+
+    /// Like [`with_storage`](Self::with_storage), with a blocking pool of
+    /// `max_blocking` threads (tests that try to exhaust it).
+    pub fn with_pool<S: Storage>(
+        wrap: impl FnOnce(LocalStorage) -> S,
+        cfg: ServiceConfig,
+        server_cfg: ServerConfig,
+        max_blocking: usize,
+    ) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("root");
         std::fs::create_dir(&root).unwrap();
@@ -52,6 +63,7 @@ impl TestServer {
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
+                .max_blocking_threads(max_blocking)
                 .enable_all()
                 .build()
                 .unwrap();
