@@ -178,6 +178,30 @@ pub fn etag_list_matches(list: &str, current: &str, strong: bool) -> bool {
     }
 }
 
+/// RFC 9110 §13.1.1–2 for a state-changing request (PUT): whether it may
+/// proceed, given the ETag of the current file (`None`: there is none).
+/// `If-Match` needs a file whose ETag matches strongly (`*`: any file);
+/// `If-None-Match` refuses when the file's ETag matches weakly (`*`: any
+/// file, i.e. "create only").
+pub fn write_allowed(
+    if_match: Option<&str>,
+    if_none_match: Option<&str>,
+    current: Option<&str>,
+) -> bool {
+    if let Some(im) = if_match {
+        match current {
+            Some(tag) if etag_list_matches(im, tag, true) => {}
+            _ => return false,
+        }
+    }
+    if let (Some(inm), Some(tag)) = (if_none_match, current) {
+        if etag_list_matches(inm, tag, false) {
+            return false;
+        }
+    }
+    true
+}
+
 /// Parse a `Range` header against `size` bytes (RFC 9110 §14.1.2).
 pub fn parse_range(header: &str, size: u64) -> RangeSpec {
     let header = header.trim();
@@ -249,6 +273,30 @@ fn parse_digits(s: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn write_preconditions() {
+        let t = Some("\"a\"");
+        // No header: always.
+        assert!(write_allowed(None, None, None) && write_allowed(None, None, t));
+        // Create only.
+        assert!(write_allowed(None, Some("*"), None));
+        assert!(!write_allowed(None, Some("*"), t));
+        // Update only what was read.
+        assert!(write_allowed(Some("\"a\""), None, t));
+        assert!(!write_allowed(Some("\"b\""), None, t));
+        assert!(
+            !write_allowed(Some("W/\"a\""), None, t),
+            "If-Match compares strongly"
+        );
+        assert!(!write_allowed(Some("*"), None, None));
+        assert!(write_allowed(Some("*"), None, t));
+        assert!(
+            !write_allowed(None, Some("W/\"a\""), t),
+            "If-None-Match compares weakly"
+        );
+    }
+
     use super::*;
     use proptest::prelude::*;
 

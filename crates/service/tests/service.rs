@@ -699,3 +699,33 @@ fn keep_alive_across_requests() {
     assert!(ok);
     assert_eq!(out, b"onetwo");
 }
+
+/// RFC 9110 §13.1.1–2 on PUT: `If-None-Match: *` creates only,
+/// `If-Match: ETAG` replaces only the version that was read; a refused PUT
+/// stores nothing.
+#[test]
+fn put_preconditions_prevent_lost_updates() {
+    let s = TestServer::start();
+    let r = s.req("PUT", "/p.txt", &[("If-None-Match", "*")], b"first");
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = s.req("PUT", "/p.txt", &[("If-None-Match", "*")], b"second");
+    assert_eq!(r.status, 412, "{}", r.text());
+    assert_eq!(std::fs::read(s.root.join("p.txt")).unwrap(), b"first");
+
+    let tag = s.get("/p.txt").header("etag").unwrap().to_string();
+    let r = s.req("PUT", "/p.txt", &[("If-Match", "\"not-it\"")], b"third");
+    assert_eq!(r.status, 412);
+    assert_eq!(std::fs::read(s.root.join("p.txt")).unwrap(), b"first");
+    let r = s.req("PUT", "/p.txt", &[("If-Match", &tag)], b"fourth");
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(std::fs::read(s.root.join("p.txt")).unwrap(), b"fourth");
+    // The old tag no longer matches: a second writer with it is refused.
+    let r = s.req("PUT", "/p.txt", &[("If-Match", &tag)], b"fifth");
+    assert_eq!(r.status, 412);
+    assert_eq!(
+        s.req("PUT", "/none.txt", &[("If-Match", "*")], b"x").status,
+        412
+    );
+    assert!(!s.root.join("none.txt").exists());
+    assert!(s.temp_files().is_empty());
+}

@@ -22,7 +22,8 @@ Repr-Digest when one is recorded, or computed on Want-Repr-Digest\n  \
 GET /dir/          a listing: HTML, or JSON with ?format=json or Accept: application/json\n  \
 PUT /path          upload (atomic: temp file, fsync, rename); 201 new, 204 replaced;\n                     \
 507 at once if the Content-Length exceeds the free space; with Want-Repr-Digest: sha-256=N\n                     \
-(or a Repr-Digest/Content-Digest to check) hashes the body and answers Repr-Digest\n  \
+(or a Repr-Digest/Content-Digest to check) hashes the body and answers Repr-Digest;\n                     \
+If-None-Match: * creates only, If-Match: ETAG replaces only that version (412)\n  \
 DELETE /path       a file or an empty directory\n  \
 GET /-/health      200 while serving\n  \
 POST /dir/         multipart/form-data upload of one or more files\n  \

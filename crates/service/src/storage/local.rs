@@ -16,7 +16,9 @@ use rustix::io::Errno;
 use super::digest_store::{self, DigestStore, Identity};
 use super::resolve::Root;
 use super::sweep::{sweep_stale_temp_files, Sweep, STALE_TEMP_AGE, SWEEP_MAX_ENTRIES};
-use super::{Entry, Kind, Listing, Meta, Object, Storage, StorageError, Upload, Written};
+use super::{
+    CommitCheck, Entry, Kind, Listing, Meta, Object, Storage, StorageError, Upload, Written,
+};
 use crate::path::{is_reserved_name, RelPath, TEMP_PREFIX};
 
 /// Entries per listing batch handed from the directory-reading thread.
@@ -297,6 +299,7 @@ impl Storage for LocalStorage {
             digests: self.digests,
             written: 0,
             writeback_from: 0,
+            check: None,
         })
     }
 
@@ -466,6 +469,8 @@ pub struct LocalUpload {
     written: u64,
     /// Bytes before this offset have had write-back started.
     writeback_from: u64,
+    /// Precondition on the target, checked right before the rename.
+    check: Option<CommitCheck>,
 }
 
 impl LocalUpload {
@@ -534,6 +539,10 @@ impl Upload for LocalUpload {
         self.start_writeback();
     }
 
+    fn check_before_commit(&mut self, check: CommitCheck) {
+        self.check = Some(check);
+    }
+
     fn written(&self) -> u64 {
         self.written
     }
@@ -550,6 +559,7 @@ impl Upload for LocalUpload {
             created: std::mem::take(&mut self.guard.created),
         };
         let (name, fsync, digests) = (std::mem::take(&mut self.name), self.fsync, self.digests);
+        let check = self.check.take();
         // fsync of a large file takes as long as the disk needs: off the
         // async workers. The guard moves along, so any failure in here
         // (or a panic) still removes the temporary file.
@@ -572,6 +582,17 @@ impl Upload for LocalUpload {
                 return Err(StorageError::Conflict("upload already finished"));
             };
             let dir = guard.dir.clone();
+            if let Some(check) = &check {
+                // The same descriptor walk as the rename below, microseconds
+                // before it (the window another writer could use).
+                let current = rustix::fs::statat(&*dir, name.as_str(), AtFlags::empty())
+                    .ok()
+                    .and_then(|st| meta_of(&st))
+                    .filter(|m| m.kind == Kind::File);
+                if !check(current.as_ref()) {
+                    return Err(StorageError::PreconditionFailed);
+                }
+            }
             let old = match rustix::fs::statat(&*dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {
                     return Err(StorageError::Conflict("a directory exists at this path"))
@@ -776,6 +797,29 @@ mod tests {
             }
             assert_eq!(total, 5000);
         });
+    }
+
+    /// A precondition is checked again right before the rename: a file that
+    /// appeared during the upload is not overwritten by a create-only PUT.
+    #[tokio::test]
+    async fn commit_check_sees_a_file_created_during_the_upload() {
+        let tmp = tempfile::tempdir().unwrap();
+        let storage = LocalStorage::new(tmp.path()).unwrap();
+        let key = parse_request_path("/race.txt").unwrap();
+        let mut up = storage.create(&key).await.unwrap();
+        up.check_before_commit(Box::new(|current| current.is_none()));
+        up.write(b"mine").await.unwrap();
+        std::fs::write(tmp.path().join("race.txt"), b"theirs").unwrap();
+        assert!(matches!(
+            up.commit(None).await,
+            Err(StorageError::PreconditionFailed)
+        ));
+        assert_eq!(
+            std::fs::read(tmp.path().join("race.txt")).unwrap(),
+            b"theirs"
+        );
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "temporary file removed");
     }
 
     /// A digest recorded at commit is read back on open, in both stores, and

@@ -98,6 +98,9 @@ pub enum StorageError {
     NoRoom { needed: u64, available: u64 },
     #[error("name too long")]
     NameTooLong,
+    /// A commit's precondition did not hold (the target changed).
+    #[error("precondition failed: the file changed (If-Match / If-None-Match)")]
+    PreconditionFailed,
     #[error("storage I/O error: {0}")]
     Io(io::Error),
 }
@@ -110,6 +113,7 @@ impl StorageError {
             StorageError::Forbidden => 403,
             StorageError::Full | StorageError::NoRoom { .. } => 507,
             StorageError::NameTooLong => 414,
+            StorageError::PreconditionFailed => 412,
             StorageError::Io(_) => 500,
         }
     }
@@ -204,6 +208,10 @@ pub trait Object: Send {
     }
 }
 
+/// A test on what is at an upload's key when it commits (see
+/// [`Upload::check_before_commit`]).
+pub type CommitCheck = Box<dyn Fn(Option<&Meta>) -> bool + Send + Sync>;
+
 /// A file being written. Dropping it without [`commit`](Self::commit) aborts.
 pub trait Upload: Send {
     /// Append bytes.
@@ -215,6 +223,11 @@ pub trait Upload: Send {
     fn as_file(&mut self) -> Option<&File> {
         None
     }
+    /// Check `check` against what is at the key (`None`: nothing) right
+    /// before the commit makes the upload visible, and fail the commit with
+    /// [`StorageError::PreconditionFailed`] if it says no. Backends that
+    /// cannot check at commit ignore it (the route checks before the body).
+    fn check_before_commit(&mut self, _check: CommitCheck) {}
     /// Account for `n` bytes written through [`as_file`](Self::as_file).
     fn wrote_directly(&mut self, _n: u64) {}
     /// Bytes written so far.
