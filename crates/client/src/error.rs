@@ -28,6 +28,9 @@ pub enum Error {
     },
     #[error("the server closed the connection without answering")]
     NoResponse,
+    /// A redirect that is not followed (another origin, or too many).
+    #[error("{0}")]
+    Redirect(String),
     #[error("the connection closed mid-body: got {received} of {} bytes", expected.map_or("the".to_string(), |e| e.to_string()))]
     Truncated {
         received: u64,

@@ -108,10 +108,22 @@ impl Response {
     /// Turn a status >= 400 into [`Error::Status`] carrying the server's
     /// message (the start of its body).
     pub async fn error_for_status(self) -> Result<Response, Error> {
-        if self.head.status < 400 {
+        if (200..300).contains(&self.head.status) {
             return Ok(self);
         }
         let status = self.head.status;
+        if (300..400).contains(&status) {
+            // Not followed here: say where it pointed.
+            let location = self
+                .header("Location")
+                .unwrap_or("(no Location)")
+                .to_string();
+            return Err(Error::Status {
+                status,
+                reason: wirespeed_proto::reason_phrase(status).to_string(),
+                message: format!("redirected to {location}"),
+            });
+        }
         let reason = if self.head.reason.is_empty() {
             wirespeed_proto::reason_phrase(status).to_string()
         } else {

@@ -352,11 +352,27 @@ pub async fn download_file(
         0
     };
     let mut resp = loop {
-        let mut req = Request::get(url.clone());
-        if have > 0 {
-            req = req.header("Range", format!("bytes={have}-"));
+        let range = have;
+        let (resp, final_url) = get_following(client, url, |u| {
+            let req = Request::get(u.clone());
+            if range > 0 {
+                req.header("Range", format!("bytes={range}-"))
+            } else {
+                req
+            }
+        })
+        .await?;
+        if final_url.path().ends_with('/') {
+            // A folder's listing is not the file the user asked for.
+            return Err(Error::Status {
+                status: resp.status(),
+                reason: "Is a folder".to_string(),
+                message: format!(
+                    "{} is a folder: use `wirespeed ls` to list it",
+                    final_url.target
+                ),
+            });
         }
-        let resp = client.send(req).await?;
         if have == 0 {
             break resp.error_for_status().await?;
         }
@@ -496,9 +512,48 @@ pub struct Entry {
 
 /// GET a directory listing as JSON (`Accept: application/json`). Returns the
 /// raw JSON and the parsed entries.
+/// Most redirects a GET follows.
+pub const MAX_REDIRECTS: usize = 10;
+
+/// Send a GET built by `build` for `url`, following up to
+/// [`MAX_REDIRECTS`] redirects (301, 302, 303, 307, 308) on the same origin;
+/// a redirect to another origin is an error (the token must not travel
+/// there). Returns the final response (any status) and its URL.
+pub async fn get_following(
+    client: &Client,
+    url: &Url,
+    build: impl Fn(&Url) -> Request,
+) -> Result<(Response, Url), Error> {
+    let mut url = url.clone();
+    for _ in 0..=MAX_REDIRECTS {
+        let resp = client.send(build(&url)).await?;
+        if !matches!(resp.status(), 301 | 302 | 303 | 307 | 308) {
+            return Ok((resp, url));
+        }
+        let Some(location) = resp.header("Location").map(str::to_string) else {
+            return Ok((resp, url));
+        };
+        let next = url.resolve(&location)?;
+        if !next.same_origin(&url) {
+            return Err(Error::Redirect(format!(
+                "{url} redirects to another origin, {location}; not followed (the token must not \
+                 travel there): use that URL if you trust it"
+            )));
+        }
+        let _ = resp.bytes(64 * 1024).await;
+        url = next;
+    }
+    Err(Error::Redirect(format!(
+        "more than {MAX_REDIRECTS} redirects starting at {url}"
+    )))
+}
+
 pub async fn list(client: &Client, url: &Url) -> Result<(String, Vec<Entry>), Error> {
-    let req = Request::get(url.clone()).header("Accept", "application/json");
-    let resp: Response = client.send(req).await?.error_for_status().await?;
+    let (resp, _) = get_following(client, url, |u| {
+        Request::get(u.clone()).header("Accept", "application/json")
+    })
+    .await?;
+    let resp: Response = resp.error_for_status().await?;
     let raw = resp.bytes(64 << 20).await?;
     let raw = String::from_utf8_lossy(&raw).into_owned();
     let entries: Vec<Entry> = serde_json::from_str(&raw).map_err(|e| Error::Io {

@@ -97,6 +97,41 @@ impl Url {
         }
     }
 
+    /// Resolve a `Location` value against this URL (absolute, or an
+    /// absolute or relative path).
+    pub fn resolve(&self, location: &str) -> Result<Url, Error> {
+        let location = location.trim();
+        if strip_prefix_ci(location, "http://").is_some()
+            || strip_prefix_ci(location, "https://").is_some()
+        {
+            return Url::parse(location);
+        }
+        if location.starts_with("//") {
+            let scheme = if self.tls { "https:" } else { "http:" };
+            return Url::parse(&format!("{scheme}{location}"));
+        }
+        let target = if location.starts_with('/') {
+            location.to_string()
+        } else {
+            let base = self.path();
+            let dir = &base[..base.rfind('/').map_or(0, |i| i + 1)];
+            format!("{}{location}", if dir.is_empty() { "/" } else { dir })
+        };
+        Ok(Url {
+            tls: self.tls,
+            host: self.host.clone(),
+            port: self.port,
+            target,
+        })
+    }
+
+    /// Same scheme, host and port.
+    pub fn same_origin(&self, other: &Url) -> bool {
+        self.tls == other.tls
+            && self.host.eq_ignore_ascii_case(&other.host)
+            && self.port == other.port
+    }
+
     /// The path without the query (still percent-encoded).
     pub fn path(&self) -> &str {
         self.target.split_once('?').map_or(&self.target, |(p, _)| p)

@@ -309,3 +309,109 @@ fn empty_token_is_refused_at_start() {
         assert!(!out.contains("listening"), "{out}");
     }
 }
+
+/// `get` never leaves a wrong file behind with exit 0: a folder (with or
+/// without its `/`, the 301 followed) and a 404 both fail and write
+/// nothing; `ls` follows the folder's 301.
+#[test]
+fn get_fails_cleanly_on_folders_and_errors_and_ls_follows_redirects() {
+    let root = tempfile::tempdir().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("dir")).unwrap();
+    std::fs::write(root.path().join("dir/a.txt"), b"a").unwrap();
+    let srv = serve(root.path(), &[]);
+    for (path, want) in [
+        ("/dir", "is a folder"),
+        ("/dir/", "is a folder"),
+        ("/missing.txt", "404"),
+    ] {
+        let out = local.path().join("out");
+        let (code, stdout, err) = run(
+            &[
+                "get",
+                &format!("{}{path}", srv.base),
+                "-o",
+                out.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert_ne!(code, Some(0), "{path}: {stdout}");
+        assert!(err.contains(want), "{path}: {err}");
+        assert!(!out.exists(), "{path}: no output file");
+        assert!(
+            std::fs::read_dir(local.path()).unwrap().next().is_none(),
+            "{path}: no .part left"
+        );
+    }
+    let (code, out, err) = run(&["ls", &format!("{}/dir", srv.base)], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("a.txt"), "{out}");
+}
+
+/// Against a foreign server (Python's http.server with a redirecting
+/// handler): a same-origin redirect is followed, one to another origin is
+/// refused with a clear message, and nothing is written.
+#[test]
+fn get_follows_same_origin_redirects_only() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("new.txt"), b"moved here").unwrap();
+    let script = r#"
+import http.server, sys, os
+os.chdir(sys.argv[1])
+class H(http.server.SimpleHTTPRequestHandler):
+    def do_GET(self):
+        if self.path == "/old.txt":
+            self.send_response(301); self.send_header("Location", "/new.txt"); self.send_header("Content-Length", "0"); self.end_headers(); return
+        if self.path == "/away.txt":
+            self.send_response(302); self.send_header("Location", "http://127.0.0.2:9/x"); self.send_header("Content-Length", "0"); self.end_headers(); return
+        return super().do_GET()
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let mut py = match Command::new("python3")
+        .args(["-c", script, dir.path().to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .spawn()
+    {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("python3 unavailable ({e}); skipping");
+            return;
+        }
+    };
+    let mut port = String::new();
+    BufReader::new(py.stdout.take().unwrap())
+        .read_line(&mut port)
+        .unwrap();
+    let base = format!("http://127.0.0.1:{}", port.trim());
+    let local = tempfile::tempdir().unwrap();
+    let out = local.path().join("got.txt");
+    let (code, _, err) = run(
+        &[
+            "get",
+            &format!("{base}/old.txt"),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(std::fs::read(&out).unwrap(), b"moved here");
+    let out2 = local.path().join("away.txt");
+    let (code, _, err) = run(
+        &[
+            "get",
+            &format!("{base}/away.txt"),
+            "-o",
+            out2.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_ne!(code, Some(0));
+    assert!(err.contains("another origin"), "{err}");
+    assert!(!out2.exists());
+    let _ = py.kill();
+    let _ = py.wait();
+}
