@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# bench/before-after.sh — two wirespeed builds side by side on the GET rows
-# (GET 20 MiB x 20 on one keep-alive connection, GET 1 GiB), rounds
-# interleaved, medians in MB/s. For "this change made nothing slower".
+# bench/before-after.sh — two wirespeed builds side by side: GET 20 MiB x 20
+# on one keep-alive connection, GET 1 GiB, and PUT 1 GiB with
+# `Want-Repr-Digest: sha-256=10` (server hashes; `--no-fsync`; the answered
+# digest is checked), rounds interleaved, medians in MB/s. For "this change
+# made nothing slower".
 #
 #   BEFORE=/path/old-wirespeed AFTER=/path/new-wirespeed bash bench/before-after.sh
 #   (ROUNDS=7 by default)
@@ -15,11 +17,12 @@ BENCH=before-after
 mkdir -p "$W/d"
 head -c $((20 << 20)) /dev/urandom >"$W/d/m20.bin"
 head -c $((1 << 30)) /dev/urandom >"$W/d/big.bin"
+WANT="sha-256=:$(sha256sum "$W/d/big.bin" | cut -c1-64 | xxd -r -p | base64):"
 declare -A URL R
 for b in before after; do
     bin=$BEFORE
     [[ $b == after ]] && bin=$AFTER
-    "$bin" serve "$W/d" --listen 127.0.0.1:0 >"$W/$b.addr" 2>"$W/$b.log" &
+    "$bin" serve "$W/d" --no-fsync --listen 127.0.0.1:0 >"$W/$b.addr" 2>"$W/$b.log" &
     PIDS+=($!)
     for _ in $(seq 100); do grep -q listening "$W/$b.addr" 2>/dev/null && break; sleep 0.05; done
     URL[$b]=$(sed 's/^listening on //' "$W/$b.addr")
@@ -36,11 +39,17 @@ for r in $(seq "$ROUNDS"); do
         R[$b,get20]+="$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.0f", 20*20*1048576/(b-a)/1e6}')"$'\n'
         sync
         R[$b,get1g]+="$(curl -sS -o /dev/null -w '%{speed_download}' "${URL[$b]}/big.bin" | awk '{printf "%.0f", $1/1e6}')"$'\n'
+        sync
+        s=$(curl -sS -T "$W/d/big.bin" -H 'Want-Repr-Digest: sha-256=10' -D "$W/h" -o /dev/null \
+            -w '%{speed_upload}' "${URL[$b]}/up-$b.bin")
+        grep -qi "repr-digest: $WANT" "$W/h" || { log "$b: wrong or missing Repr-Digest"; exit 1; }
+        rm -f "$W/d/up-$b.bin"
+        R[$b,puthash]+="$(awk -v s="$s" 'BEGIN{printf "%.0f", s/1e6}')"$'\n'
     done
 done
 echo "| row | before MB/s | after MB/s | after / before |"
 echo "|---|---:|---:|---:|"
-for t in get20 get1g; do
+for t in get20 get1g puthash; do
     a=$(printf '%s' "${R[before,$t]}" | median)
     b=$(printf '%s' "${R[after,$t]}" | median)
     echo "| $t | $a | $b | $(ratio "$b" "$a") |"

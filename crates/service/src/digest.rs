@@ -145,6 +145,17 @@ pub fn hash_upload(
     policy == DigestPolicy::Always || expected.is_some() || asked_for(ex)
 }
 
+/// Lowercase hex, as `sha256sum` prints it (the form answer's `sha256`, the
+/// recorded digests).
+pub fn hex(sum: &[u8; 32]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(64);
+    for b in sum {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
 /// `sha-256=:BASE64:` for a response's `Repr-Digest`.
 pub fn format_sha256(sum: &[u8; 32]) -> String {
     format!("sha-256=:{}:", STANDARD.encode(sum))

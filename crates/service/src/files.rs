@@ -345,22 +345,8 @@ async fn hash_object<O: Object>(obj: &mut O) -> Result<[u8; 32], Error> {
     if let Some(file) = obj.as_file() {
         let file = file.try_clone().map_err(StorageError::from)?;
         return tokio::task::spawn_blocking(move || -> std::io::Result<[u8; 32]> {
-            use std::os::unix::fs::FileExt;
             let mut h = Sha256::new();
-            let mut buf = vec![0u8; (size as usize).clamp(1, 1 << 20)];
-            let mut pos = 0u64;
-            while pos < size {
-                let want = ((size - pos) as usize).min(buf.len());
-                let n = file.read_at(&mut buf[..want], pos)?;
-                if n == 0 {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        "file shrank while being hashed",
-                    ));
-                }
-                h.update(&buf[..n]);
-                pos += n as u64;
-            }
+            crate::upload::hash_file_range(&file, &mut h, 0, size, None)?;
             Ok(h.finalize().into())
         })
         .await

@@ -99,6 +99,38 @@ pub async fn receive<U: Upload>(
     }
 }
 
+/// Feed `[from, to)` of `file` into `hasher` with positional reads (1 MiB
+/// at a time); `stop`, when set, ends it early with an error. Blocking: call
+/// it on a blocking thread. The one read-and-hash loop of the service
+/// (read-behind steps, the splice path's read-back, digests computed on GET).
+pub(crate) fn hash_file_range(
+    file: &std::fs::File,
+    hasher: &mut Sha256,
+    from: u64,
+    to: u64,
+    stop: Option<&std::sync::atomic::AtomicBool>,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; (to.saturating_sub(from) as usize).clamp(1, 1 << 20)];
+    let mut pos = from;
+    while pos < to {
+        if stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
+            return Err(std::io::Error::other("upload aborted"));
+        }
+        let want = ((to - pos) as usize).min(buf.len());
+        let n = file.read_at(&mut buf[..want], pos)?;
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "file shorter than expected while hashing it",
+            ));
+        }
+        hasher.update(&buf[..n]);
+        pos += n as u64;
+    }
+    Ok(())
+}
+
 /// Hashes a file behind the writer: whenever at least [`BEHIND_STEP`] new
 /// bytes are in the file and no step is running, one short blocking task
 /// reads them (hot in the page cache) and hashes them, so the hash overlaps
@@ -131,28 +163,12 @@ impl ReadBehind {
     }
 
     /// Hash `[pos, to)` of the file on a blocking task.
-    fn spawn(&mut self, mut hasher: Sha256, mut pos: u64, to: u64) {
+    fn spawn(&mut self, mut hasher: Sha256, pos: u64, to: u64) {
         let file = self.file.clone();
         let stop = self.cancel.clone();
         self.running = Some(tokio::task::spawn_blocking(move || {
-            use std::os::unix::fs::FileExt;
-            let mut buf = vec![0u8; ((to - pos) as usize).clamp(1, 1 << 20)];
-            while pos < to {
-                if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    return Err(std::io::Error::other("upload aborted"));
-                }
-                let want = ((to - pos) as usize).min(buf.len());
-                let n = file.read_at(&mut buf[..want], pos)?;
-                if n == 0 {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        "stored file shorter than written",
-                    ));
-                }
-                hasher.update(&buf[..n]);
-                pos += n as u64;
-            }
-            Ok((hasher, pos))
+            hash_file_range(&file, &mut hasher, pos, to, Some(&stop))?;
+            Ok((hasher, to))
         }));
     }
 
@@ -277,7 +293,6 @@ mod splice {
     use std::fs::File;
     use std::io;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-    use std::os::unix::fs::FileExt;
 
     use sha2::{Digest, Sha256};
     use tokio::io::Interest;
@@ -288,8 +303,6 @@ mod splice {
     /// Pipe capacity asked for with F_SETPIPE_SZ (1 MiB is the default
     /// /proc/sys/fs/pipe-max-size; if refused, the 64 KiB default works, slower).
     const PIPE_SIZE: usize = 1024 * 1024;
-    /// Read-back buffer for hashing the stored file.
-    const HASH_BUF: usize = 1024 * 1024;
 
     fn pipe() -> io::Result<(OwnedFd, OwnedFd, usize)> {
         let mut fds = [0 as libc::c_int; 2];
@@ -378,20 +391,7 @@ mod splice {
 
     fn hash_file(file: &File, len: u64) -> io::Result<[u8; 32]> {
         let mut hasher = Sha256::new();
-        let mut buf = vec![0u8; HASH_BUF.min(len as usize).max(1)];
-        let mut pos = 0;
-        while pos < len {
-            let want = ((len - pos) as usize).min(buf.len());
-            let n = file.read_at(&mut buf[..want], pos)?;
-            if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "stored file shorter than received",
-                ));
-            }
-            hasher.update(&buf[..n]);
-            pos += n as u64;
-        }
+        super::hash_file_range(file, &mut hasher, 0, len, None)?;
         Ok(hasher.finalize().into())
     }
 

@@ -15,14 +15,10 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use wirespeed_net::ServerConfig;
-use wirespeed_service::path::RelPath;
-use wirespeed_service::storage::{LocalUpload, Meta, Upload, Written};
-use wirespeed_service::{HashMode, LocalStorage, ServiceConfig, Storage, StorageError, UploadPath};
+use wirespeed_service::storage::{LocalUpload, Upload, Written};
+use wirespeed_service::{HashMode, ServiceConfig, StorageError, UploadPath};
 
-/// LocalStorage, except that uploads offer a read-only descriptor for
-/// zero-copy writes.
-struct ReadOnlyFd(LocalStorage);
-
+/// An upload that offers a read-only descriptor for zero-copy writes.
 struct BrokenUpload {
     inner: LocalUpload,
     ro: File,
@@ -49,31 +45,6 @@ impl Upload for BrokenUpload {
     }
 }
 
-impl Storage for ReadOnlyFd {
-    type Object = <LocalStorage as Storage>::Object;
-    type Upload = BrokenUpload;
-    type Listing = <LocalStorage as Storage>::Listing;
-
-    async fn stat(&self, key: &RelPath) -> Result<Meta, StorageError> {
-        self.0.stat(key).await
-    }
-    async fn open(&self, key: &RelPath) -> Result<Self::Object, StorageError> {
-        self.0.open(key).await
-    }
-    async fn create(&self, key: &RelPath) -> Result<BrokenUpload, StorageError> {
-        Ok(BrokenUpload {
-            inner: self.0.create(key).await?,
-            ro: File::open("/dev/null")?,
-        })
-    }
-    async fn list(&self, key: &RelPath) -> Result<Self::Listing, StorageError> {
-        self.0.list(key).await
-    }
-    async fn delete(&self, key: &RelPath) -> Result<(), StorageError> {
-        self.0.delete(key).await
-    }
-}
-
 #[test]
 fn failed_splice_closes_the_connection() {
     let cfg = ServiceConfig {
@@ -81,7 +52,17 @@ fn failed_splice_closes_the_connection() {
         hash: HashMode::Inline,
         ..Default::default()
     };
-    let srv = common::TestServer::with_storage(ReadOnlyFd, cfg, ServerConfig::default());
+    let srv = common::TestServer::with_storage(
+        |inner| common::WrapUploads {
+            inner,
+            wrap: |up| BrokenUpload {
+                inner: up,
+                ro: File::open("/dev/null").unwrap(),
+            },
+        },
+        cfg,
+        ServerConfig::default(),
+    );
 
     let body = common::bytes(100_000, 7);
     let mut c = TcpStream::connect(srv.addr).unwrap();

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use common::TestServer;
 use wirespeed_net::ServerConfig;
-use wirespeed_service::path::{parse_request_path, RelPath};
-use wirespeed_service::storage::{LocalUpload, Meta, Object, Upload, Written};
+use wirespeed_service::path::parse_request_path;
+use wirespeed_service::storage::{LocalUpload, Object, Upload, Written};
 use wirespeed_service::{LocalStorage, ServiceConfig, Storage, StorageError, UploadPath};
 
 /// A directory inside the root is swapped, over and over, for a symlink to
@@ -134,13 +134,7 @@ fn oversize_content_length_is_507_before_the_body() {
     assert!(s.temp_files().is_empty());
 }
 
-/// The local storage, except that every upload's disk fills up after
-/// `room` bytes (ENOSPC), and it reports no free-space figure.
-struct FillsUp {
-    inner: LocalStorage,
-    room: u64,
-}
-
+/// An upload whose disk fills up after `room` bytes (ENOSPC).
 struct FillingUpload {
     inner: LocalUpload,
     room: u64,
@@ -168,37 +162,15 @@ fn libc_enospc() -> i32 {
     28 // ENOSPC on Linux
 }
 
-impl Storage for FillsUp {
-    type Object = <LocalStorage as Storage>::Object;
-    type Upload = FillingUpload;
-    type Listing = <LocalStorage as Storage>::Listing;
-
-    async fn stat(&self, key: &RelPath) -> Result<Meta, StorageError> {
-        self.inner.stat(key).await
-    }
-    async fn open(&self, key: &RelPath) -> Result<Self::Object, StorageError> {
-        self.inner.open(key).await
-    }
-    async fn create(&self, key: &RelPath) -> Result<FillingUpload, StorageError> {
-        Ok(FillingUpload {
-            inner: self.inner.create(key).await?,
-            room: self.room,
-        })
-    }
-    async fn list(&self, key: &RelPath) -> Result<Self::Listing, StorageError> {
-        self.inner.list(key).await
-    }
-    async fn delete(&self, key: &RelPath) -> Result<(), StorageError> {
-        self.inner.delete(key).await
-    }
-}
-
 #[test]
 fn disk_full_mid_body_is_507_and_leaves_nothing() {
     let s = TestServer::with_storage(
-        |inner| FillsUp {
+        |inner| common::WrapUploads {
             inner,
-            room: 64 << 10,
+            wrap: |up| FillingUpload {
+                inner: up,
+                room: 64 << 10,
+            },
         },
         ServiceConfig {
             upload_path: UploadPath::Copy,
@@ -233,12 +205,7 @@ fn chunked(data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Counts the writes each upload makes into storage.
-struct CountsWrites {
-    inner: LocalStorage,
-    writes: Arc<std::sync::atomic::AtomicU64>,
-}
-
+/// Counts the writes an upload makes into storage.
 struct CountingUpload {
     inner: LocalUpload,
     writes: Arc<std::sync::atomic::AtomicU64>,
@@ -260,31 +227,6 @@ impl Upload for CountingUpload {
     }
 }
 
-impl Storage for CountsWrites {
-    type Object = <LocalStorage as Storage>::Object;
-    type Upload = CountingUpload;
-    type Listing = <LocalStorage as Storage>::Listing;
-
-    async fn stat(&self, key: &RelPath) -> Result<Meta, StorageError> {
-        self.inner.stat(key).await
-    }
-    async fn open(&self, key: &RelPath) -> Result<Self::Object, StorageError> {
-        self.inner.open(key).await
-    }
-    async fn create(&self, key: &RelPath) -> Result<CountingUpload, StorageError> {
-        Ok(CountingUpload {
-            inner: self.inner.create(key).await?,
-            writes: self.writes.clone(),
-        })
-    }
-    async fn list(&self, key: &RelPath) -> Result<Self::Listing, StorageError> {
-        self.inner.list(key).await
-    }
-    async fn delete(&self, key: &RelPath) -> Result<(), StorageError> {
-        self.inner.delete(key).await
-    }
-}
-
 /// A form file made of near-miss delimiters (`\r\n--BOUNDARYX` repeated)
 /// is stored byte-exact with a few large writes, not one per 9 bytes
 /// (131,075 writes for 1.18 MB before data events were coalesced).
@@ -293,9 +235,12 @@ fn near_miss_boundaries_are_written_in_large_pieces() {
     let writes = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let counter = writes.clone();
     let s = TestServer::with_storage(
-        move |inner| CountsWrites {
+        move |inner| common::WrapUploads {
             inner,
-            writes: counter,
+            wrap: move |up| CountingUpload {
+                inner: up,
+                writes: counter.clone(),
+            },
         },
         ServiceConfig::default(),
         ServerConfig::default(),

@@ -27,7 +27,8 @@ use serde_json::{Map, Value};
 use wirespeed_multipart::{Limits, PartHeaders};
 use wirespeed_net::{Error, Exchange, Response};
 
-use super::{hex, Feeder, Parts, RequestDigest};
+use super::{Feeder, Parts, RequestDigest};
+use crate::digest::hex;
 use crate::path::RelPath;
 use crate::storage::{Storage, Upload, Written};
 use crate::upload::{HashMode, StoredHasher};

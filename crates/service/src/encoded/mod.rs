@@ -261,18 +261,6 @@ impl RequestDigest {
     }
 }
 
-// ---- hex ---------------------------------------------------------------------
-
-/// Lowercase hex, as `sha256sum` prints it (the form answer's `sha256`).
-fn hex(sum: &[u8; 32]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(64);
-    for b in sum {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
 // ---- the multipart feeding loop -------------------------------------------------------
 
 /// What a multipart route does with the parser's events.

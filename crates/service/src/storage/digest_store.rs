@@ -56,10 +56,7 @@ impl Identity {
 
 /// The record's text: `v1 DEV INO SIZE SEC NSEC HEX` (readable with `getfattr`).
 pub fn encode(id: &Identity, sum: &[u8; 32]) -> String {
-    let mut hex = String::with_capacity(64);
-    for b in sum {
-        hex.push_str(&format!("{b:02x}"));
-    }
+    let hex = crate::digest::hex(sum);
     format!(
         "v1 {} {} {} {} {} {hex}",
         id.dev, id.ino, id.size, id.mtime_sec, id.mtime_nsec

@@ -315,3 +315,52 @@ pub fn curl(args: &[&str]) -> (bool, Vec<u8>) {
     }
     (out.status.success(), out.stdout)
 }
+
+/// The root's `LocalStorage`, with every upload passed through `wrap`
+/// (tests inject write failures or count writes in the wrapper); everything
+/// else is the local backend's.
+pub struct WrapUploads<F> {
+    pub inner: LocalStorage,
+    pub wrap: F,
+}
+
+impl<U, F> Storage for WrapUploads<F>
+where
+    U: wirespeed_service::storage::Upload + 'static,
+    F: Fn(wirespeed_service::storage::LocalUpload) -> U + Send + Sync + 'static,
+{
+    type Object = <LocalStorage as Storage>::Object;
+    type Upload = U;
+    type Listing = <LocalStorage as Storage>::Listing;
+
+    async fn stat(
+        &self,
+        key: &wirespeed_service::path::RelPath,
+    ) -> Result<wirespeed_service::storage::Meta, wirespeed_service::StorageError> {
+        self.inner.stat(key).await
+    }
+    async fn open(
+        &self,
+        key: &wirespeed_service::path::RelPath,
+    ) -> Result<Self::Object, wirespeed_service::StorageError> {
+        self.inner.open(key).await
+    }
+    async fn create(
+        &self,
+        key: &wirespeed_service::path::RelPath,
+    ) -> Result<U, wirespeed_service::StorageError> {
+        Ok((self.wrap)(self.inner.create(key).await?))
+    }
+    async fn list(
+        &self,
+        key: &wirespeed_service::path::RelPath,
+    ) -> Result<Self::Listing, wirespeed_service::StorageError> {
+        self.inner.list(key).await
+    }
+    async fn delete(
+        &self,
+        key: &wirespeed_service::path::RelPath,
+    ) -> Result<(), wirespeed_service::StorageError> {
+        self.inner.delete(key).await
+    }
+}
