@@ -9,7 +9,7 @@
 //! count. Only the trailer section is buffered (it has to be parsed as
 //! fields), bounded by `max_trailer_bytes`. Data bytes are never looked at.
 
-use crate::framing::is_tchar;
+use crate::abnf::is_tchar;
 use crate::{Limits, ProtoError};
 use std::ops::Range;
 

@@ -5,7 +5,7 @@
 //! differ, a length next to Transfer-Encoding, a coding list we cannot
 //! decode. Those are the inputs request smuggling is made of.
 
-use crate::head::trim_ows;
+use crate::abnf::{is_tchar, trim_ows};
 use crate::{ProtoError, RequestHead, ResponseHead, Version};
 
 /// How a message body is delimited.
@@ -246,28 +246,6 @@ fn check_transfer_encoding<'a>(values: impl Iterator<Item = &'a [u8]>) -> Result
     Ok(())
 }
 
-/// RFC 9110 §5.6.2 token characters.
-pub(crate) fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric()
-        || matches!(
-            b,
-            b'!' | b'#'
-                | b'$'
-                | b'%'
-                | b'&'
-                | b'\''
-                | b'*'
-                | b'+'
-                | b'-'
-                | b'.'
-                | b'^'
-                | b'_'
-                | b'`'
-                | b'|'
-                | b'~'
-        )
-}
-
 /// The framing rules shared by requests and responses once the no-body
 /// cases are out of the way.
 fn framing_from_fields<'a, I>(
@@ -326,9 +304,7 @@ pub fn response_framing(
 ) -> Result<BodyFraming, ProtoError> {
     let status = head.status;
     if request_method == "HEAD"
-        || (100..200).contains(&status)
-        || status == 204
-        || status == 304
+        || status_has_no_body(status)
         || (request_method == "CONNECT" && (200..300).contains(&status))
     {
         return Ok(BodyFraming::Empty);
@@ -339,6 +315,110 @@ pub fn response_framing(
         head.header_all("content-length"),
     )?;
     Ok(framing.unwrap_or(BodyFraming::UntilClose))
+}
+
+/// Statuses whose responses never have a body, whatever their fields say
+/// (RFC 9112 §6.3 rule 1): 1xx, 204 No Content, 304 Not Modified.
+pub fn status_has_no_body(status: u16) -> bool {
+    (100..200).contains(&status) || status == 204 || status == 304
+}
+
+/// What a server knows about a response body when its head must be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodySize {
+    /// Exactly this many bytes (a buffer, a file range, a body that ended
+    /// while still buffered).
+    Known(u64),
+    /// The body is streamed and its end is not known yet.
+    Streamed,
+}
+
+/// The framing field a response head carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FramingField {
+    /// Neither Content-Length nor Transfer-Encoding.
+    None,
+    ContentLength(u64),
+    Chunked,
+}
+
+/// How the body bytes that follow a response head go on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyEncoding {
+    /// Nothing follows the head (HEAD request, or a status without body).
+    Nothing,
+    /// The bytes as they are: their length was announced, or the connection
+    /// closes after them.
+    Raw,
+    /// Chunked transfer coding.
+    Chunked,
+}
+
+/// The server's framing decision for one response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResponseFraming {
+    pub field: FramingField,
+    pub body: BodyEncoding,
+    /// The body is delimited by closing the connection, so it must close.
+    pub close_delimited: bool,
+}
+
+/// Decide how a server frames a response (RFC 9112 §6.1–6.3 from the
+/// sender's side), the mirror of [`response_framing`]:
+/// - 1xx/204/304: no framing field and no body;
+/// - a known size: Content-Length (also on HEAD, which sends no body);
+/// - a streamed body: chunked for an HTTP/1.1 request; an HTTP/1.0 peer
+///   cannot decode chunked, so raw bytes ended by closing the connection
+///   (a HEAD then carries no framing field at all).
+pub fn server_response_framing(
+    request_method: &str,
+    request_version: Version,
+    status: u16,
+    size: BodySize,
+) -> ResponseFraming {
+    let is_head = request_method == "HEAD";
+    let body = |encoding| {
+        if is_head {
+            BodyEncoding::Nothing
+        } else {
+            encoding
+        }
+    };
+    if status_has_no_body(status) {
+        return ResponseFraming {
+            field: FramingField::None,
+            body: BodyEncoding::Nothing,
+            close_delimited: false,
+        };
+    }
+    match (size, request_version) {
+        (BodySize::Known(n), _) => ResponseFraming {
+            field: FramingField::ContentLength(n),
+            body: body(BodyEncoding::Raw),
+            close_delimited: false,
+        },
+        (BodySize::Streamed, Version::Http11) => ResponseFraming {
+            field: FramingField::Chunked,
+            body: body(BodyEncoding::Chunked),
+            close_delimited: false,
+        },
+        (BodySize::Streamed, Version::Http10) => ResponseFraming {
+            field: FramingField::None,
+            body: body(BodyEncoding::Raw),
+            close_delimited: !is_head,
+        },
+    }
+}
+
+/// The `Connection` field a response needs (RFC 9112 §9.3, §9.6): `close`
+/// when the connection will not carry another request, `keep-alive` for an
+/// HTTP/1.0 peer that keeps it open, nothing otherwise (the default).
+pub fn connection_field(request_version: Version, keep_alive: bool) -> &'static [u8] {
+    match (keep_alive, request_version) {
+        (false, _) => b"Connection: close\r\n",
+        (true, Version::Http10) => b"Connection: keep-alive\r\n",
+        (true, Version::Http11) => b"",
+    }
 }
 
 #[cfg(test)]
@@ -625,6 +705,183 @@ mod tests {
         assert_eq!(
             response_framing("GET", &conflict),
             Err(ProtoError::ConflictingContentLength)
+        );
+    }
+
+    /// The server side of RFC 9112 §6.1–6.3: what the head says and what
+    /// follows it, for every status class, HEAD, both versions, known and
+    /// streamed sizes.
+    #[test]
+    fn server_frames_each_response_kind() {
+        use BodyEncoding as E;
+        use FramingField as F;
+        let cases: &[(&str, Version, u16, BodySize, F, E, bool)] = &[
+            (
+                "GET",
+                Version::Http11,
+                200,
+                BodySize::Known(5),
+                F::ContentLength(5),
+                E::Raw,
+                false,
+            ),
+            (
+                "GET",
+                Version::Http11,
+                200,
+                BodySize::Known(0),
+                F::ContentLength(0),
+                E::Raw,
+                false,
+            ),
+            (
+                "GET",
+                Version::Http11,
+                200,
+                BodySize::Streamed,
+                F::Chunked,
+                E::Chunked,
+                false,
+            ),
+            (
+                "GET",
+                Version::Http10,
+                200,
+                BodySize::Streamed,
+                F::None,
+                E::Raw,
+                true,
+            ),
+            (
+                "GET",
+                Version::Http10,
+                200,
+                BodySize::Known(5),
+                F::ContentLength(5),
+                E::Raw,
+                false,
+            ),
+            (
+                "HEAD",
+                Version::Http11,
+                200,
+                BodySize::Known(5),
+                F::ContentLength(5),
+                E::Nothing,
+                false,
+            ),
+            (
+                "HEAD",
+                Version::Http11,
+                200,
+                BodySize::Streamed,
+                F::Chunked,
+                E::Nothing,
+                false,
+            ),
+            (
+                "HEAD",
+                Version::Http10,
+                200,
+                BodySize::Streamed,
+                F::None,
+                E::Nothing,
+                false,
+            ),
+            (
+                "GET",
+                Version::Http11,
+                204,
+                BodySize::Known(5),
+                F::None,
+                E::Nothing,
+                false,
+            ),
+            (
+                "GET",
+                Version::Http11,
+                304,
+                BodySize::Streamed,
+                F::None,
+                E::Nothing,
+                false,
+            ),
+            (
+                "GET",
+                Version::Http11,
+                100,
+                BodySize::Known(0),
+                F::None,
+                E::Nothing,
+                false,
+            ),
+            (
+                "PUT",
+                Version::Http11,
+                201,
+                BodySize::Known(0),
+                F::ContentLength(0),
+                E::Raw,
+                false,
+            ),
+            (
+                "GET",
+                Version::Http11,
+                404,
+                BodySize::Streamed,
+                F::Chunked,
+                E::Chunked,
+                false,
+            ),
+        ];
+        for &(method, version, status, size, field, body, close) in cases {
+            let f = server_response_framing(method, version, status, size);
+            assert_eq!(
+                (f.field, f.body, f.close_delimited),
+                (field, body, close),
+                "{method} {version:?} {status} {size:?}"
+            );
+        }
+    }
+
+    /// What the server writes, the client reads back as the same body.
+    #[test]
+    fn server_framing_round_trips_through_the_client_rule() {
+        for status in [200u16, 204, 304, 404] {
+            let f = server_response_framing("GET", Version::Http11, status, BodySize::Known(3));
+            let field = match f.field {
+                FramingField::ContentLength(n) => format!("Content-Length: {n}\r\n"),
+                FramingField::Chunked => "Transfer-Encoding: chunked\r\n".into(),
+                FramingField::None => String::new(),
+            };
+            let wire = format!("HTTP/1.1 {status} X\r\n{field}\r\n");
+            let (head, _) = parse_response_head(wire.as_bytes(), &Limits::default())
+                .unwrap()
+                .unwrap();
+            let back = response_framing("GET", &head).unwrap();
+            let expect = if f.body == BodyEncoding::Nothing {
+                BodyFraming::Empty
+            } else {
+                BodyFraming::Length(3)
+            };
+            assert_eq!(back, expect, "status {status}");
+        }
+    }
+
+    #[test]
+    fn connection_field_follows_version_and_persistence() {
+        assert_eq!(connection_field(Version::Http11, true), b"");
+        assert_eq!(
+            connection_field(Version::Http11, false),
+            b"Connection: close\r\n"
+        );
+        assert_eq!(
+            connection_field(Version::Http10, true),
+            b"Connection: keep-alive\r\n"
+        );
+        assert_eq!(
+            connection_field(Version::Http10, false),
+            b"Connection: close\r\n"
         );
     }
 }

@@ -20,6 +20,7 @@
 //! | exactly one Host in HTTP/1.1, at most one in 1.0 | here |
 //! | Host value is `host [":" port]` (RFC 9112 §3.2; empty allowed) → else 400 | here ([`crate::host`]) |
 
+use crate::abnf::{is_tchar, list_has, trim_ows};
 use crate::{Limits, ProtoError};
 use std::mem::MaybeUninit;
 use std::ops::Range;
@@ -130,26 +131,6 @@ impl RequestHead {
     pub fn is_empty(&self) -> bool {
         self.raw.is_empty()
     }
-}
-
-/// Strip optional whitespace (SP / HTAB, RFC 9110 §5.6.3) from both ends.
-pub(crate) fn trim_ows(v: &[u8]) -> &[u8] {
-    let start = v
-        .iter()
-        .position(|&b| b != b' ' && b != b'\t')
-        .unwrap_or(v.len());
-    let end = v
-        .iter()
-        .rposition(|&b| b != b' ' && b != b'\t')
-        .map_or(start, |i| i + 1);
-    &v[start..end]
-}
-
-/// Whether any of the comma-separated lists in `values` contains `token`.
-fn list_has<'a>(values: impl Iterator<Item = &'a [u8]>, token: &str) -> bool {
-    values
-        .flat_map(|v| v.split(|&b| b == b','))
-        .any(|item| trim_ows(item).eq_ignore_ascii_case(token.as_bytes()))
 }
 
 /// The persistence rule of RFC 9112 §9.3, given the `Connection` field values.
@@ -316,7 +297,7 @@ fn request_line_target_len(buf: &[u8]) -> usize {
     let Some(sp) = memchr::memchr(b' ', buf) else {
         return 0;
     };
-    if sp == 0 || !buf[..sp].iter().all(|&b| crate::framing::is_tchar(b)) {
+    if sp == 0 || !buf[..sp].iter().all(|&b| is_tchar(b)) {
         return 0;
     }
     buf[sp + 1..]

@@ -7,18 +7,30 @@
 //! - [`head`]: request and response heads (httparse underneath) with limits.
 //! - [`framing`]: the body-length decision of RFC 9112 §6.3 with a dedicated,
 //!   strict Content-Length parser (seed 001) and Transfer-Encoding rules.
+//! - [`framing`] also decides how a server frames each response
+//!   ([`server_response_framing`]) and which `Connection` field it carries.
+//! - [`body`]: the one body decoder (Content-Length, chunked, until close)
+//!   shared by the server's request bodies and the client's responses.
 //! - [`chunked`]: a streaming chunked decoder and the encoder's chunk framing.
+//! - `abnf` (private): the RFC grammar rules the parsers share.
 //! - [`error`]: every rejection, with the status and reason it maps to.
 
+mod abnf;
+pub mod body;
 pub mod chunked;
 pub mod error;
 pub mod framing;
 pub mod head;
 pub mod host;
 
+pub use body::BodyDecoder;
 pub use chunked::{chunk_head, ChunkHead, ChunkedDecoder, Decoded, CHUNK_END, LAST_CHUNK};
 pub use error::ProtoError;
-pub use framing::{parse_content_length, request_framing, response_framing, BodyFraming};
+pub use framing::{
+    connection_field, parse_content_length, request_framing, response_framing,
+    server_response_framing, status_has_no_body, BodyEncoding, BodyFraming, BodySize, FramingField,
+    ResponseFraming,
+};
 pub use head::{
     parse_request_head, parse_response_head, reason_phrase, write_request_head,
     write_response_head, RequestHead, ResponseHead, Version,
