@@ -5,18 +5,11 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use wirespeed_proto::{response_framing, BodyFraming, ChunkedDecoder, ResponseHead};
+use wirespeed_proto::{response_framing, BodyDecoder, BodyFraming, ResponseHead};
 
 use crate::conn::Conn;
 use crate::upload::Observer;
 use crate::{Client, Error};
-
-enum BodyState {
-    Length { remaining: u64 },
-    Chunked(Box<ChunkedDecoder>),
-    UntilClose,
-    Done,
-}
 
 /// The most of an error body kept as the error's message.
 const MAX_ERROR_MESSAGE: usize = 4096;
@@ -30,7 +23,7 @@ pub struct Response {
     client: Client,
     conn: Option<Conn>,
     head: ResponseHead,
-    body: BodyState,
+    body: BodyDecoder,
     received: u64,
     expected: Option<u64>,
 }
@@ -54,18 +47,16 @@ impl Response {
         if !head.keep_alive() || head.status == 101 {
             conn.reusable = false;
         }
-        let (body, expected) = match framing {
-            BodyFraming::Empty => (BodyState::Done, Some(0)),
-            BodyFraming::Length(n) => (BodyState::Length { remaining: n }, Some(n)),
-            BodyFraming::Chunked => (
-                BodyState::Chunked(Box::new(ChunkedDecoder::new(&client.config().limits))),
-                None,
-            ),
+        let expected = match framing {
+            BodyFraming::Empty => Some(0),
+            BodyFraming::Length(n) => Some(n),
+            BodyFraming::Chunked => None,
             BodyFraming::UntilClose => {
                 conn.reusable = false;
-                (BodyState::UntilClose, None)
+                None
             }
         };
+        let body = BodyDecoder::new(framing, &client.config().limits);
         let mut r = Response {
             client,
             conn: Some(conn),
@@ -74,7 +65,7 @@ impl Response {
             received: 0,
             expected,
         };
-        if matches!(r.body, BodyState::Done) {
+        if r.body.is_done() {
             r.finish();
         }
         Ok(r)
@@ -184,83 +175,57 @@ impl Response {
             return Ok(0);
         };
         let n = loop {
-            match &mut self.body {
-                BodyState::Done => return Ok(0),
-                BodyState::Length { remaining } => {
-                    let want = (*remaining).min(out.len() as u64) as usize;
-                    let n = if !conn.buffered().is_empty() {
-                        let n = want.min(conn.buffered().len());
-                        out[..n].copy_from_slice(&conn.buffered()[..n]);
-                        conn.consume(n);
-                        n
-                    } else {
-                        conn.read_direct(&mut out[..want], timeout, "reading the response body")
-                            .await?
-                    };
-                    if n == 0 {
-                        let (received, expected) = (self.received, self.expected);
-                        self.close();
-                        return Err(Error::Truncated { received, expected });
-                    }
-                    *remaining -= n as u64;
-                    if *remaining == 0 {
-                        self.body = BodyState::Done;
-                    }
+            if self.body.is_done() {
+                return Ok(0);
+            }
+            if !conn.buffered().is_empty() {
+                // Feed at most `out.len()` bytes so the data range always
+                // fits `out`; the decoder keeps partial framing.
+                let input = &conn.buffered()[..conn.buffered().len().min(out.len())];
+                let d = self.body.decode(input)?;
+                let n = d.data.len();
+                out[..n].copy_from_slice(&input[d.data.clone()]);
+                conn.consume(d.consumed);
+                if n > 0 {
                     break n;
                 }
-                BodyState::UntilClose => {
-                    let n = if !conn.buffered().is_empty() {
-                        let n = out.len().min(conn.buffered().len());
-                        out[..n].copy_from_slice(&conn.buffered()[..n]);
-                        conn.consume(n);
-                        n
-                    } else {
-                        conn.read_direct(out, timeout, "reading the response body")
-                            .await?
-                    };
-                    if n == 0 {
-                        self.body = BodyState::Done;
-                        self.close();
-                        return Ok(0);
-                    }
-                    break n;
+                if d.done {
+                    self.finish();
+                    return Ok(0);
                 }
-                BodyState::Chunked(dec) => {
-                    if !conn.buffered().is_empty() {
-                        // Feed at most `out.len()` bytes so the data range
-                        // always fits `out`; the decoder keeps partial framing.
-                        let input = &conn.buffered()[..conn.buffered().len().min(out.len())];
-                        let d = dec.decode(input)?;
-                        let n = d.data.len();
-                        out[..n].copy_from_slice(&input[d.data.clone()]);
-                        conn.consume(d.consumed);
-                        if d.done {
-                            self.body = BodyState::Done;
-                        }
-                        if n > 0 {
-                            break n;
-                        }
-                        if d.done {
-                            self.finish();
-                            return Ok(0);
-                        }
-                        if d.consumed > 0 {
-                            continue;
-                        }
-                    }
-                    if conn.fill(timeout, "reading the response body").await? == 0 {
-                        let received = self.received;
-                        self.close();
-                        return Err(Error::Truncated {
-                            received,
-                            expected: None,
-                        });
-                    }
+                if d.consumed > 0 {
+                    continue;
                 }
+            }
+            // Nothing buffered: a length- or close-delimited body is read
+            // straight into `out` (no copy through the connection buffer);
+            // chunked framing goes through the buffer.
+            let got = match self.body.direct_limit() {
+                Some(limit) => {
+                    let want = limit.min(out.len() as u64) as usize;
+                    let n = conn
+                        .read_direct(&mut out[..want], timeout, "reading the response body")
+                        .await?;
+                    if n > 0 {
+                        self.body.advance_direct(n as u64);
+                        break n;
+                    }
+                    0
+                }
+                None => conn.fill(timeout, "reading the response body").await?,
+            };
+            if got == 0 {
+                if self.body.end_of_input() {
+                    self.close();
+                    return Ok(0);
+                }
+                let (received, expected) = (self.received, self.expected);
+                self.close();
+                return Err(Error::Truncated { received, expected });
             }
         };
         self.received += n as u64;
-        if matches!(self.body, BodyState::Done) {
+        if self.body.is_done() {
             self.finish();
         }
         Ok(n)

@@ -289,67 +289,34 @@ async fn write_raw(stream: &mut Stream, buf: &[u8], cfg: &ClientConfig) -> Resul
 }
 
 /// sendfile(2): page-cache pages go to the socket without a trip through
-/// user space.
-#[cfg(target_os = "linux")]
+/// user space (the loop is `wirespeed_zerocopy`'s, shared with the server).
 async fn send_file_zero_copy(
     conn: &mut Conn,
     f: &mut FileBody,
     cfg: &ClientConfig,
     report: &impl Fn(u64),
 ) -> Result<(), Error> {
-    use std::os::fd::AsRawFd;
-    use tokio::io::Interest;
-
     let Some(tcp) = conn.stream.plain_tcp() else {
         return send_file_pipelined(conn, f, cfg, report).await;
     };
-    let sock = tcp.as_raw_fd();
-    let fd = f.file.as_raw_fd();
-    let end = f.offset + f.len;
-    let mut pos = f.offset;
     // Large steps: the kernel stops at what the socket buffer takes anyway.
-    const STEP: u64 = 16 * 1024 * 1024;
-    while pos < end {
-        let want = (end - pos).min(STEP) as usize;
-        let mut off = libc::off_t::try_from(pos).map_err(|_| {
-            Error::io("sending a file")(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "offset too large",
-            ))
-        })?;
-        let step = tcp.async_io(Interest::WRITABLE, || {
-            // SAFETY: `sock` and `fd` are open descriptors owned by `conn`
-            // and `f`, both alive across this call; `off` is a valid,
-            // exclusively borrowed off_t the kernel updates.
-            let r = unsafe { libc::sendfile(sock, fd, &mut off, want) };
-            if r < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(r as usize)
-            }
-        });
-        let n = match tokio::time::timeout(cfg.io_timeout, step).await {
-            Ok(r) => r.map_err(Error::io("sending the request body"))?,
-            Err(_) => return Err(Error::Timeout("sending the request body")),
-        };
-        if n == 0 {
-            return Err(Error::BodyLength {
-                announced: f.len,
-                got: pos - f.offset,
-            });
+    const STEP: usize = 16 * 1024 * 1024;
+    let mut sent = 0u64;
+    let result =
+        wirespeed_zerocopy::send_file(tcp, &f.file, f.offset, f.len, STEP, cfg.io_timeout, |n| {
+            sent += n;
+            report(n);
+        })
+        .await;
+    match result {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(Error::BodyLength {
+            announced: f.len,
+            got: sent,
+        }),
+        Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+            Err(Error::Timeout("sending the request body"))
         }
-        pos += n as u64;
-        report(n as u64);
+        Err(e) => Err(Error::io("sending the request body")(e)),
     }
-    Ok(())
-}
-
-#[cfg(not(target_os = "linux"))]
-async fn send_file_zero_copy(
-    conn: &mut Conn,
-    f: &mut FileBody,
-    cfg: &ClientConfig,
-    report: &impl Fn(u64),
-) -> Result<(), Error> {
-    send_file_pipelined(conn, f, cfg, report).await
 }

@@ -11,20 +11,23 @@
 //!   otherwise, head + chunk header + data + CRLF in one `writev`.
 //! - [`Router`]: a small typed router over [`Handler`] trait objects.
 
-mod body;
 mod config;
+mod conn;
 mod error;
 mod exchange;
 mod io;
+mod request_body;
+mod response;
 mod router;
-mod sendfile;
 mod server;
 mod writer;
 
 pub use config::{FileSend, ServerConfig};
 pub use error::Error;
-pub use exchange::{Exchange, Response};
+pub use exchange::Exchange;
 pub use io::Transport;
+pub use request_body::FileBodyError;
+pub use response::Response;
 pub use router::{Handler, Router};
 pub use server::{Accept, PlainTcp, Server};
 pub use wirespeed_proto as proto;

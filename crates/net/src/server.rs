@@ -15,8 +15,9 @@ use wirespeed_proto::{
     parse_request_head, request_framing, write_response_head, ProtoError, RequestHead, Version,
 };
 
-use crate::exchange::{Conn, Exchange};
-use crate::io::{write_all_vectored, ReadBuf, Transport};
+use crate::conn::{Conn, ReadBuf};
+use crate::exchange::Exchange;
+use crate::io::{write_all_vectored, Transport};
 use crate::{Error, Handler, ServerConfig};
 
 /// Turns an accepted TCP stream into a transport (e.g. a TLS handshake).
@@ -248,7 +249,7 @@ async fn reject(conn: &mut Conn, e: &Error) {
     tracing::debug!(peer = %conn.peer, status, error = %e, "request rejected");
     let body = format!("{e}\n");
     let len = body.len().to_string();
-    let date = crate::exchange::http_date();
+    let date = crate::response::http_date();
     let headers: [(&str, &[u8]); 4] = [
         ("Date", &date),
         ("Content-Type", b"text/plain; charset=utf-8"),

@@ -1,4 +1,7 @@
-//! The response body writer: the seed-000 fix.
+//! Writing a response, the outbound direction in one place: complete
+//! bodies, files, and the streaming [`BodyWriter`] with its flush policy —
+//! the seed-000 fix. Framing is `wirespeed_proto::server_response_framing`'s
+//! decision; this module only carries it out.
 //!
 //! A JSON serializer that writes token by token must not become one socket
 //! write (and one tiny chunk) per token. `write` only copies into a 64 KiB
@@ -10,10 +13,18 @@
 //! reported once per route.
 
 use std::collections::HashSet;
+use std::fs::File;
+use std::io::{self, IoSlice};
 use std::sync::{Mutex, OnceLock};
 
-use crate::exchange::Exchange;
-use crate::Error;
+use wirespeed_proto::{
+    chunk_head, server_response_framing, BodyEncoding, BodySize, Version, CHUNK_END, LAST_CHUNK,
+};
+
+use crate::conn::Conn;
+use crate::io::{deadline, flush, write_all_vectored};
+use crate::response::{encode_head, Response};
+use crate::{Error, FileSend};
 
 /// When a body writer touches the socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,37 +57,318 @@ pub(crate) fn first_storm_on_route(route: &str) -> bool {
     warned.insert(route.to_string())
 }
 
-/// How the body bytes are framed on the wire once the head is out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OutMode {
-    /// Head not sent yet: framing is still open (Content-Length if the body ends in the buffer).
-    Pending,
-    /// `Transfer-Encoding: chunked`.
-    Chunked,
-    /// HTTP/1.0 peer: raw bytes, the connection closes to end the body.
-    UntilClose,
-    /// HEAD request: body bytes are counted and dropped.
-    Discard,
+/// Where the response is: nothing sent yet, a body streaming through a
+/// [`BodyWriter`], or done. One enum, so no two flags can contradict.
+enum Writing {
+    Idle,
+    Streaming(Box<Stream>),
+    Done,
 }
 
-/// Writer state, kept in the [`Exchange`] so the server can finish a body the
-/// handler left open.
-pub(crate) struct OutState {
-    pub buf: Vec<u8>,
-    pub cap: usize,
-    pub mode: OutMode,
-    pub policy: FlushPolicy,
+/// A streamed body: the head held back until its framing is known, then
+/// the buffer.
+struct Stream {
+    head: Option<Response>,
+    /// How body bytes go out, decided when the head is sent.
+    encoding: Option<BodyEncoding>,
+    buf: Vec<u8>,
+    cap: usize,
+    policy: FlushPolicy,
     /// Socket sends made for this body (each is one chunk when chunked).
-    pub sends: u64,
+    sends: u64,
     /// Body bytes accepted from the handler.
-    pub bytes: u64,
+    bytes: u64,
 }
 
-/// Streams a response body through a buffer; see the module docs. Obtained from
-/// [`Exchange::writer`]. Dropping it without [`finish`](Self::finish) is fine:
-/// the server finishes the body after the handler returns.
+/// The response side of an exchange.
+pub(crate) struct ResponseWriter {
+    state: Writing,
+    version: Version,
+    head_request: bool,
+    /// Whether the connection carries another request after this response.
+    pub keep_alive: bool,
+    status: u16,
+}
+
+fn step_error(what: &'static str) -> impl Fn(io::Error) -> Error {
+    move |e| match e.kind() {
+        io::ErrorKind::TimedOut => Error::Timeout(what),
+        _ => Error::Io(e),
+    }
+}
+
+async fn write_slices(conn: &mut Conn, slices: &mut [IoSlice<'_>]) -> Result<(), Error> {
+    let io = &mut conn.io;
+    deadline(conn.cfg.write_timeout, "writing the response", async {
+        write_all_vectored(io, slices).await?;
+        flush(io).await
+    })
+    .await
+}
+
+impl ResponseWriter {
+    pub fn new(version: Version, head_request: bool, keep_alive: bool) -> Self {
+        ResponseWriter {
+            state: Writing::Idle,
+            version,
+            head_request,
+            keep_alive,
+            status: 0,
+        }
+    }
+
+    pub fn started(&self) -> bool {
+        !matches!(self.state, Writing::Idle)
+    }
+
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// Forget a streamed response whose head never left, so an error can
+    /// still be answered properly.
+    pub fn abandon_unsent(&mut self) {
+        if matches!(&self.state, Writing::Streaming(s) if s.head.is_some()) {
+            self.state = Writing::Idle;
+        }
+    }
+
+    /// Claim the response for `status`; a second answer is a handler bug.
+    pub fn begin(&mut self, status: u16) -> Result<(), Error> {
+        if self.started() {
+            return Err(Error::status(500, "response already started"));
+        }
+        self.status = status;
+        Ok(())
+    }
+
+    fn framing(&self, size: BodySize) -> wirespeed_proto::ResponseFraming {
+        server_response_framing(self.head_request, self.version, self.status, size)
+    }
+
+    /// Answer with a complete body (head and body in one `writev`).
+    pub async fn send(
+        &mut self,
+        conn: &mut Conn,
+        resp: Response,
+        body: &[u8],
+    ) -> Result<(), Error> {
+        self.begin(resp.status())?;
+        self.state = Writing::Done;
+        let f = self.framing(BodySize::Known(body.len() as u64));
+        let head = encode_head(&resp, self.version, f.field, self.keep_alive, 0);
+        let body = if f.body == BodyEncoding::Nothing {
+            &[][..]
+        } else {
+            body
+        };
+        write_slices(conn, &mut [IoSlice::new(&head), IoSlice::new(body)]).await
+    }
+
+    /// Answer with `len` bytes of `file` from `offset`: small files with the
+    /// head in one write; larger ones corked, head then sendfile(2) or the
+    /// copy loop, as [`ServerConfig::file_send`](crate::ServerConfig) says
+    /// (TLS always copies).
+    pub async fn send_file(
+        &mut self,
+        conn: &mut Conn,
+        resp: Response,
+        file: &File,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), Error> {
+        self.begin(resp.status())?;
+        let f = self.framing(BodySize::Known(len));
+        let with_body = f.body != BodyEncoding::Nothing && len > 0;
+        if with_body && len <= conn.cfg.write_buffer as u64 {
+            return self.send_small_file(conn, &resp, file, offset, len).await;
+        }
+        self.state = Writing::Done;
+        let head = encode_head(&resp, self.version, f.field, self.keep_alive, 0);
+        // Cork for the whole response (nginx's tcp_nopush): the head rides in
+        // the first full segment with the file's bytes (bench/RESULTS.md).
+        let _cork = match conn.io.plain_tcp() {
+            Some(tcp) if conn.cfg.cork_file_sends && with_body => {
+                wirespeed_zerocopy::Cork::new(tcp)
+            }
+            _ => None,
+        };
+        write_slices(conn, &mut [IoSlice::new(&head)]).await?;
+        if !with_body {
+            return Ok(());
+        }
+        let (step, t) = (conn.cfg.file_chunk, conn.cfg.write_timeout);
+        let use_sendfile = match conn.cfg.file_send {
+            FileSend::Sendfile => true,
+            FileSend::Copy => false,
+            FileSend::Auto => !conn.peer.ip().to_canonical().is_loopback(),
+        };
+        let sent = match conn.io.plain_tcp().filter(|_| use_sendfile) {
+            Some(tcp) => {
+                wirespeed_zerocopy::send_file(tcp, file, offset, len, step, t, |_| {}).await
+            }
+            None => wirespeed_zerocopy::copy_file(&mut conn.io, file, offset, len, t).await,
+        };
+        if let Err(e) = sent {
+            // The head promised `len` bytes: the connection cannot be reused.
+            self.keep_alive = false;
+            return Err(step_error("sending a file")(e));
+        }
+        Ok(())
+    }
+
+    /// A file body that fits the write buffer: read behind the head in one
+    /// buffer and sent with one write, so the response is one segment
+    /// without toggling TCP_CORK (two setsockopt calls per request).
+    async fn send_small_file(
+        &mut self,
+        conn: &mut Conn,
+        resp: &Response,
+        file: &File,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), Error> {
+        use std::os::unix::fs::FileExt;
+        let f = self.framing(BodySize::Known(len));
+        let mut out = encode_head(resp, self.version, f.field, self.keep_alive, len as usize);
+        let head_len = out.len();
+        out.resize(head_len + len as usize, 0);
+        let mut filled = head_len;
+        while filled < out.len() {
+            let n = file.read_at(&mut out[filled..], offset + (filled - head_len) as u64)?;
+            if n == 0 {
+                // Nothing has been sent: the caller answers the error.
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "file shrank while being sent",
+                )
+                .into());
+            }
+            filled += n;
+        }
+        self.state = Writing::Done;
+        write_slices(conn, &mut [IoSlice::new(&out)]).await
+    }
+
+    /// Start a streamed body; bytes go through [`BodyWriter`].
+    pub fn open_stream(
+        &mut self,
+        resp: Response,
+        cap: usize,
+        policy: FlushPolicy,
+    ) -> Result<(), Error> {
+        self.begin(resp.status())?;
+        let cap = cap.max(1);
+        self.state = Writing::Streaming(Box::new(Stream {
+            head: Some(resp),
+            encoding: None,
+            buf: Vec::with_capacity(cap),
+            cap,
+            policy,
+            sends: 0,
+            bytes: 0,
+        }));
+        Ok(())
+    }
+
+    fn stream(&mut self) -> Result<&mut Stream, Error> {
+        match &mut self.state {
+            Writing::Streaming(s) => Ok(s),
+            _ => Err(Error::status(500, "no response body is being written")),
+        }
+    }
+
+    /// Send the buffer plus `extra` (as one chunk when chunked), with the head
+    /// first if it is still held back; `last` ends the body.
+    async fn emit(&mut self, conn: &mut Conn, extra: &[u8], last: bool) -> Result<(), Error> {
+        let (version, head_request, status) = (self.version, self.head_request, self.status);
+        let Writing::Streaming(s) = &mut self.state else {
+            return Ok(());
+        };
+        let data_len = s.buf.len() + extra.len();
+        let mut head = Vec::new();
+        if let Some(resp) = s.head.take() {
+            // Still held back at the end: the whole body is here, so its
+            // length is known (Content-Length, one writev).
+            let size = if last {
+                BodySize::Known(data_len as u64)
+            } else {
+                BodySize::Streamed
+            };
+            let f = server_response_framing(head_request, version, status, size);
+            if f.close_delimited {
+                self.keep_alive = false;
+            }
+            head = encode_head(&resp, version, f.field, self.keep_alive, 0);
+            s.encoding = Some(f.body);
+        }
+        let ch;
+        let mut slices: [IoSlice<'_>; 6] = [
+            IoSlice::new(&head),
+            IoSlice::new(&[]),
+            IoSlice::new(&[]),
+            IoSlice::new(&[]),
+            IoSlice::new(&[]),
+            IoSlice::new(&[]),
+        ];
+        match s.encoding {
+            None => return Err(Error::status(500, "body framing undecided after the head")),
+            Some(BodyEncoding::Nothing) => {}
+            Some(BodyEncoding::Raw) => {
+                slices[1] = IoSlice::new(&s.buf);
+                slices[2] = IoSlice::new(extra);
+            }
+            Some(BodyEncoding::Chunked) => {
+                if data_len > 0 {
+                    ch = chunk_head(data_len);
+                    slices[1] = IoSlice::new(ch.as_ref());
+                    slices[2] = IoSlice::new(&s.buf);
+                    slices[3] = IoSlice::new(extra);
+                    slices[4] = IoSlice::new(CHUNK_END);
+                }
+                if last {
+                    slices[5] = IoSlice::new(LAST_CHUNK);
+                }
+            }
+        }
+        let r = write_slices(conn, &mut slices).await;
+        if data_len > 0 || !head.is_empty() {
+            s.sends += 1;
+        }
+        s.buf.clear();
+        r
+    }
+
+    /// End a streamed body (idempotent): Content-Length if it is all still
+    /// buffered, else the last chunk. Warns once per route about a flush storm.
+    pub async fn finish(&mut self, conn: &mut Conn, route: &str) -> Result<(), Error> {
+        if !matches!(self.state, Writing::Streaming(_)) {
+            return Ok(());
+        }
+        let r = self.emit(conn, &[], true).await;
+        if let Writing::Streaming(s) = std::mem::replace(&mut self.state, Writing::Done) {
+            if is_flush_storm(s.sends, s.bytes) && first_storm_on_route(route) {
+                tracing::warn!(
+                    route = %route,
+                    sends = s.sends,
+                    bytes = s.bytes,
+                    avg = s.bytes / s.sends.max(1),
+                    "flush storm: a response was sent as many tiny writes; buffer the body (seed 000)"
+                );
+            }
+        }
+        r
+    }
+}
+
+/// Streams a response body through a buffer; see the module docs. Obtained
+/// from [`Exchange::writer`](crate::Exchange::writer). Dropping it without
+/// [`finish`](Self::finish) is fine: the server finishes the body after the
+/// handler returns.
 pub struct BodyWriter<'e> {
-    pub(crate) ex: &'e mut Exchange,
+    pub(crate) conn: &'e mut Conn,
+    pub(crate) w: &'e mut ResponseWriter,
+    pub(crate) route: &'e str,
 }
 
 impl BodyWriter<'_> {
@@ -84,31 +376,32 @@ impl BodyWriter<'_> {
     /// full; a write larger than the buffer goes out as one big chunk without
     /// being copied.
     pub async fn write(&mut self, data: &[u8]) -> Result<(), Error> {
-        let out = self.ex.out_mut();
-        out.bytes += data.len() as u64;
-        if out.policy == FlushPolicy::PerWrite {
-            out.buf.extend_from_slice(data);
-            return self.ex.emit(&[], false).await;
+        let s = self.w.stream()?;
+        s.bytes += data.len() as u64;
+        if s.policy == FlushPolicy::PerWrite {
+            s.buf.extend_from_slice(data);
+            return self.w.emit(self.conn, &[], false).await;
         }
-        let room = out.cap - out.buf.len();
+        let room = s.cap - s.buf.len();
         if data.len() <= room {
-            out.buf.extend_from_slice(data);
-            if out.buf.len() == out.cap {
-                return self.ex.emit(&[], false).await;
+            s.buf.extend_from_slice(data);
+            if s.buf.len() == s.cap {
+                return self.w.emit(self.conn, &[], false).await;
             }
             return Ok(());
         }
-        if out.buf.is_empty() {
+        if s.buf.is_empty() {
             // Big write, empty buffer: send it as its own chunk, no copy.
-            return self.ex.emit(data, false).await;
+            return self.w.emit(self.conn, data, false).await;
         }
         let (head, rest) = data.split_at(room);
-        out.buf.extend_from_slice(head);
-        self.ex.emit(&[], false).await?;
-        if rest.len() >= self.ex.out_mut().cap {
-            self.ex.emit(rest, false).await
+        s.buf.extend_from_slice(head);
+        self.w.emit(self.conn, &[], false).await?;
+        let s = self.w.stream()?;
+        if rest.len() >= s.cap {
+            self.w.emit(self.conn, rest, false).await
         } else {
-            self.ex.out_mut().buf.extend_from_slice(rest);
+            s.buf.extend_from_slice(rest);
             Ok(())
         }
     }
@@ -116,21 +409,25 @@ impl BodyWriter<'_> {
     /// Send what is buffered now, because the handler asked (e.g. a progress
     /// line a client waits for). This commits the response to chunked framing.
     pub async fn flush(&mut self) -> Result<(), Error> {
-        if self.ex.out_mut().buf.is_empty() && self.ex.out_mut().mode != OutMode::Pending {
+        let s = self.w.stream()?;
+        if s.buf.is_empty() && s.head.is_none() {
             return Ok(());
         }
-        self.ex.emit(&[], false).await
+        self.w.emit(self.conn, &[], false).await
     }
 
     /// Bytes currently buffered and not yet sent.
     pub fn buffered(&self) -> usize {
-        self.ex.out.as_ref().map_or(0, |o| o.buf.len())
+        match &self.w.state {
+            Writing::Streaming(s) => s.buf.len(),
+            _ => 0,
+        }
     }
 
     /// End the body: Content-Length if everything is still buffered, else the
     /// last chunk.
     pub async fn finish(self) -> Result<(), Error> {
-        self.ex.finish_body().await
+        self.w.finish(self.conn, self.route).await
     }
 }
 

@@ -69,7 +69,6 @@ pub async fn receive<U: Upload>(
         _ => None,
     };
     if path == UploadPath::Splice {
-        #[cfg(target_os = "linux")]
         if let Some(sum) = splice::receive(ex, up, hash.is_some(), behind.as_mut()).await? {
             return Ok(sum);
         }
@@ -288,108 +287,18 @@ impl Drop for ReadBehind {
     }
 }
 
-#[cfg(target_os = "linux")]
+/// The zero-copy path: the exchange splices the body into the upload's
+/// file (`Exchange::receive_body_into`); this side keeps the upload's count
+/// and the read-behind hasher in step.
 mod splice {
-    use std::fs::File;
     use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
     use sha2::{Digest, Sha256};
-    use tokio::io::Interest;
-    use wirespeed_net::{Error, Exchange};
+    use wirespeed_net::{Error, Exchange, FileBodyError};
 
     use crate::storage::{StorageError, Upload};
 
-    /// Pipe capacity asked for with F_SETPIPE_SZ (1 MiB is the default
-    /// /proc/sys/fs/pipe-max-size; if refused, the 64 KiB default works, slower).
-    const PIPE_SIZE: usize = 1024 * 1024;
-
-    fn pipe() -> io::Result<(OwnedFd, OwnedFd, usize)> {
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: `fds` is a valid 2-element array the kernel fills in.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: pipe2 succeeded, so both descriptors are open and owned by
-        // nobody else; OwnedFd closes them on drop.
-        let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // SAFETY: fcntl on a descriptor we own; an error only leaves the
-        // default size.
-        let size =
-            unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE as libc::c_int) };
-        let size = if size > 0 { size as usize } else { 64 * 1024 };
-        Ok((r, w, size))
-    }
-
-    /// Move exactly `n` bytes from the pipe into the file at its current
-    /// position, adding what reached the file to `stored` as it goes (also
-    /// when it fails midway). The bytes are already in the pipe, so this does
-    /// not block on the network.
-    fn drain_pipe(pipe_r: RawFd, file: RawFd, mut n: usize, stored: &mut u64) -> io::Result<()> {
-        while n > 0 {
-            // SAFETY: both descriptors are open for the duration of the call
-            // (owned by the caller); null offsets mean "current position".
-            let m = unsafe {
-                libc::splice(
-                    pipe_r,
-                    std::ptr::null_mut(),
-                    file,
-                    std::ptr::null_mut(),
-                    n,
-                    libc::SPLICE_F_MOVE,
-                )
-            };
-            if m < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
-            if m == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "splice into the file moved nothing",
-                ));
-            }
-            n -= m as usize;
-            *stored += m as u64;
-        }
-        Ok(())
-    }
-
-    /// Where the spliced bytes went: `taken` left the socket (the request
-    /// body is that much further along), `stored` reached the file. They
-    /// differ only after a failure, by what was stuck in the pipe.
-    #[derive(Debug, Default, Clone, Copy)]
-    struct Progress {
-        taken: u64,
-        stored: u64,
-        /// Of `stored`, what the upload was already told (per step, so the
-        /// storage can start write-back during the transfer).
-        reported: u64,
-    }
-
-    /// Account for a splice transfer, whatever its outcome: the upload learns
-    /// what reached its file and the exchange what left the socket. After a
-    /// failure that took bytes off the socket, the connection must close:
-    /// whatever sat in the pipe is gone, so the rest of the stream cannot be
-    /// framed as "the remainder of this body" with any confidence.
-    fn settle<U: Upload>(
-        ex: &mut Exchange,
-        up: &mut U,
-        p: Progress,
-        result: Result<(), Error>,
-    ) -> Result<(), Error> {
-        up.wrote_directly(p.stored - p.reported);
-        let accounted = ex.body_consumed_raw(0, p.taken);
-        if (result.is_err() || accounted.is_err()) && p.taken > 0 {
-            ex.close_after_response();
-        }
-        result.and(accounted)
-    }
-
-    fn hash_file(file: &File, len: u64) -> io::Result<[u8; 32]> {
+    fn hash_file(file: &std::fs::File, len: u64) -> io::Result<[u8; 32]> {
         let mut hasher = Sha256::new();
         super::hash_file_range(file, &mut hasher, 0, len, None)?;
         Ok(hasher.finalize().into())
@@ -404,95 +313,42 @@ mod splice {
         hash: bool,
         mut behind: Option<&mut super::ReadBehind>,
     ) -> Result<Option<Option<[u8; 32]>>, Error> {
-        if up.as_file().is_none() || ex.raw_body_parts().is_none() {
-            return Ok(None);
-        }
-        ex.accept_body().await?;
-        // 1. What already sits in the read buffer goes through write().
-        let buffered_len = match ex.raw_body_parts() {
-            Some((buffered, _, _)) if !buffered.is_empty() => {
-                let n = buffered.len();
-                up.write(buffered).await?;
-                n
-            }
-            Some(_) => 0,
-            None => return Ok(None),
-        };
-        ex.body_consumed_raw(buffered_len, 0)?;
-        // 2. The rest moves socket → pipe → file inside the kernel.
-        let Some(file_fd) = up.as_file().map(|f| f.as_raw_fd()) else {
+        // The exchange writes through its own handle (a dup of the upload's
+        // descriptor, sharing its file position), so the upload can be told
+        // of every step while the transfer runs: write-back starts early.
+        let Some(file) = up.as_file().map(|f| f.try_clone()) else {
             return Ok(None);
         };
-        let timeout = ex.config().body_timeout;
+        let file = file.map_err(StorageError::from)?;
         let base = up.written();
-        let (pipe_r, pipe_w, pipe_size) = pipe()?;
-        let mut progress = Progress::default();
-        let result: Result<(), Error> = async {
-            let Some((_, tcp, remaining)) = ex.raw_body_parts() else {
-                return Ok(());
-            };
-            let sock = tcp.as_raw_fd();
-            while progress.taken < remaining {
-                let want = ((remaining - progress.taken) as usize).min(pipe_size);
-                let n = tokio::time::timeout(
-                    timeout,
-                    tcp.async_io(Interest::READABLE, || {
-                        // SAFETY: `sock` and `pipe_w` are open descriptors
-                        // borrowed for this call (the TcpStream and the pipe
-                        // outlive it). NONBLOCK: an empty socket gives EAGAIN,
-                        // which async_io turns into waiting for readiness; the
-                        // pipe is always empty here, so it never blocks on it.
-                        let r = unsafe {
-                            libc::splice(
-                                sock,
-                                std::ptr::null_mut(),
-                                pipe_w.as_raw_fd(),
-                                std::ptr::null_mut(),
-                                want,
-                                libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
-                            )
-                        };
-                        if r < 0 {
-                            Err(io::Error::last_os_error())
-                        } else {
-                            Ok(r as usize)
-                        }
-                    }),
-                )
-                .await
-                .map_err(|_| Error::Timeout("reading the request body"))??;
-                if n == 0 {
-                    return Err(Error::UnexpectedEof);
-                }
-                progress.taken += n as u64;
-                // A failure here is the storage's (ENOSPC → 507, as on the
-                // copy path), not the connection's.
-                drain_pipe(pipe_r.as_raw_fd(), file_fd, n, &mut progress.stored)
-                    .map_err(StorageError::from)?;
-                up.wrote_directly(progress.stored - progress.reported);
-                progress.reported = progress.stored;
+        let mut stored = 0u64;
+        let received = ex
+            .receive_body_into(&file, |n| {
+                stored += n;
+                up.wrote_directly(n);
                 if let Some(b) = behind.as_deref_mut() {
-                    b.advance(base + progress.stored);
+                    b.advance(base + stored);
                 }
-            }
-            Ok(())
+            })
+            .await;
+        match received {
+            Ok(None) => return Ok(None),
+            Ok(Some(_)) => {}
+            // A failure writing the file is the storage's (ENOSPC → 507, as
+            // on the copy path), not the connection's.
+            Err(FileBodyError::File(e)) => return Err(StorageError::from(e).into()),
+            Err(FileBodyError::Body(e)) => return Err(e),
         }
-        .await;
-        settle(ex, up, progress, result)?;
         if !hash {
             return Ok(Some(None));
         }
-        // 3. Hash what was stored (page cache; the bytes never reached us).
+        // Hash what was stored (page cache; the bytes never reached us).
         let len = up.written();
         if let Some(b) = behind {
             return Ok(Some(Some(b.finish(len).await?)));
         }
-        let Some(file) = up.as_file() else {
-            return Err(Error::status(500, "upload file vanished"));
-        };
         // Reading back and hashing a large file takes ≈1 s/GiB: off the
         // async workers.
-        let file = file.try_clone().map_err(StorageError::from)?;
         let sum = tokio::task::spawn_blocking(move || hash_file(&file, len))
             .await
             .map_err(|e| Error::Io(io::Error::other(e)))?
