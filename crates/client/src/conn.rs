@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+use wirespeed_io::ReadBuf;
 use wirespeed_proto::{parse_response_head, ResponseHead};
 use wirespeed_tls::ClientTlsStream;
 
@@ -62,7 +63,7 @@ impl AsyncRead for Stream {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
@@ -98,10 +99,10 @@ impl AsyncWrite for Stream {
 
 pub(crate) struct Conn {
     pub stream: Stream,
-    /// Received, unconsumed bytes are `buf[start..end]`.
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
+    /// Received, unconsumed bytes.
+    rbuf: ReadBuf,
+    /// The most the buffer grows to while a head is incomplete.
+    rcap: usize,
     pub key: PoolKey,
     /// Taken from the pool (so a failure may just mean it died while idle).
     pub reused: bool,
@@ -175,9 +176,11 @@ impl Conn {
         };
         Ok(Conn {
             stream,
-            buf: vec![0; cfg.read_buffer.max(16 * 1024)],
-            start: 0,
-            end: 0,
+            rbuf: ReadBuf::new(cfg.read_buffer.max(16 * 1024)),
+            rcap: cfg
+                .read_buffer
+                .max(16 * 1024)
+                .max(2 * cfg.limits.max_head_bytes),
             key: PoolKey::of(url),
             reused: false,
             reusable: true,
@@ -190,7 +193,7 @@ impl Conn {
         let mut probe = [0u8; 1];
         let waker = std::task::Waker::noop();
         let mut cx = Context::from_waker(waker);
-        let mut rb = ReadBuf::new(&mut probe);
+        let mut rb = tokio::io::ReadBuf::new(&mut probe);
         matches!(
             Pin::new(&mut self.stream).poll_read(&mut cx, &mut rb),
             Poll::Pending
@@ -198,15 +201,11 @@ impl Conn {
     }
 
     pub fn buffered(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
+        self.rbuf.data()
     }
 
     pub fn consume(&mut self, n: usize) {
-        self.start += n;
-        if self.start >= self.end {
-            self.start = 0;
-            self.end = 0;
-        }
+        self.rbuf.consume(n.min(self.rbuf.len()));
     }
 
     pub async fn write_all(
@@ -225,22 +224,16 @@ impl Conn {
 
     /// Read more bytes into the buffer (compacting first). Returns 0 at EOF.
     pub async fn fill(&mut self, limit: Duration, what: &'static str) -> Result<usize, Error> {
-        if self.end == self.buf.len() {
-            if self.start == 0 {
-                // Full of unconsumed bytes: only heads get here, and those are
-                // bounded by the limits checked by the caller.
-                let n = self.buf.len();
-                self.buf.resize(n * 2, 0);
-            } else {
-                self.buf.copy_within(self.start..self.end, 0);
-                self.end -= self.start;
-                self.start = 0;
-            }
+        let (rbuf, s) = (&mut self.rbuf, &mut self.stream);
+        match timed(limit, what, rbuf.fill(s, self.rcap)).await? {
+            Some(n) => Ok(n),
+            // Only an incomplete head fills the buffer: the head parser's
+            // limit is half the cap, so this is a head far over it.
+            None => Err(Error::io(what)(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "response head larger than the read buffer",
+            ))),
         }
-        let (s, free) = (&mut self.stream, &mut self.buf[self.end..]);
-        let n = timed(limit, what, s.read(free)).await?;
-        self.end += n;
-        Ok(n)
     }
 
     /// Read directly into `out` when the buffer is empty (large body reads
@@ -251,7 +244,7 @@ impl Conn {
         limit: Duration,
         what: &'static str,
     ) -> Result<usize, Error> {
-        debug_assert!(self.start == self.end);
+        debug_assert!(self.rbuf.is_empty());
         timed(limit, what, self.stream.read(out)).await
     }
 
@@ -280,7 +273,7 @@ impl Conn {
                     // A reset before any answer is "no response" too (the server
                     // dropped a kept-alive connection as we reused it).
                     Error::Io { source, .. }
-                        if self.start == self.end
+                        if self.rbuf.is_empty()
                             && matches!(
                                 source.kind(),
                                 io::ErrorKind::ConnectionReset
@@ -336,7 +329,7 @@ impl Conn {
     }
 
     fn parse_head(&mut self, cfg: &ClientConfig) -> Result<Option<ResponseHead>, Error> {
-        if self.start == self.end {
+        if self.rbuf.is_empty() {
             return Ok(None);
         }
         match parse_response_head(self.buffered(), &cfg.limits)? {

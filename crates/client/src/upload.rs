@@ -289,7 +289,7 @@ async fn write_raw(stream: &mut Stream, buf: &[u8], cfg: &ClientConfig) -> Resul
 }
 
 /// sendfile(2): page-cache pages go to the socket without a trip through
-/// user space (the loop is `wirespeed_zerocopy`'s, shared with the server).
+/// user space (the loop is `wirespeed_io`'s, shared with the server).
 async fn send_file_zero_copy(
     conn: &mut Conn,
     f: &mut FileBody,
@@ -303,7 +303,7 @@ async fn send_file_zero_copy(
     const STEP: usize = 16 * 1024 * 1024;
     let mut sent = 0u64;
     let result =
-        wirespeed_zerocopy::send_file(tcp, &f.file, f.offset, f.len, STEP, cfg.io_timeout, |n| {
+        wirespeed_io::send_file(tcp, &f.file, f.offset, f.len, STEP, cfg.io_timeout, |n| {
             sent += n;
             report(n);
         })

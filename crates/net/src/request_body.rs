@@ -212,20 +212,17 @@ impl RequestBody {
             return Ok(Some(buffered as u64));
         };
         let got =
-            wirespeed_zerocopy::receive_to_file(tcp, file, rest, conn.cfg.body_timeout, stored)
-                .await;
+            wirespeed_io::receive_to_file(tcp, file, rest, conn.cfg.body_timeout, stored).await;
         self.decoder.advance_direct(got.taken);
         let counted = self.count(got.taken);
         let result = match got.result {
             Ok(()) => counted.map_err(FileBodyError::from),
-            Err(wirespeed_zerocopy::ReceiveError::Closed) => Err(Error::UnexpectedEof.into()),
-            Err(wirespeed_zerocopy::ReceiveError::Socket(e))
-                if e.kind() == io::ErrorKind::TimedOut =>
-            {
+            Err(wirespeed_io::ReceiveError::Closed) => Err(Error::UnexpectedEof.into()),
+            Err(wirespeed_io::ReceiveError::Socket(e)) if e.kind() == io::ErrorKind::TimedOut => {
                 Err(Error::Timeout("reading the request body").into())
             }
-            Err(wirespeed_zerocopy::ReceiveError::Socket(e)) => Err(Error::Io(e).into()),
-            Err(wirespeed_zerocopy::ReceiveError::File(e)) => Err(FileBodyError::File(e)),
+            Err(wirespeed_io::ReceiveError::Socket(e)) => Err(Error::Io(e).into()),
+            Err(wirespeed_io::ReceiveError::File(e)) => Err(FileBodyError::File(e)),
         };
         match result {
             Ok(()) => Ok(Some(buffered as u64 + got.stored)),

@@ -42,7 +42,7 @@ impl Response {
         if self.fields.capacity() == 0 {
             self.fields.reserve(256);
         }
-        wirespeed_proto::head::push_field(&mut self.fields, name, value.as_ref());
+        wirespeed_proto::write::push_field(&mut self.fields, name, value.as_ref());
     }
 
     pub fn status(&self) -> u16 {
@@ -76,7 +76,7 @@ pub(crate) fn encode_head(
 ) -> Vec<u8> {
     use std::io::Write as _;
     let mut out = Vec::with_capacity(160 + resp.fields.len() + extra);
-    wirespeed_proto::head::write_status_line(version, resp.status, &mut out);
+    wirespeed_proto::write::write_status_line(version, resp.status, &mut out);
     out.extend_from_slice(b"Date: ");
     out.extend_from_slice(&http_date());
     out.extend_from_slice(b"\r\n");

@@ -188,9 +188,7 @@ impl ResponseWriter {
         // Cork for the whole response (nginx's tcp_nopush): the head rides in
         // the first full segment with the file's bytes (bench/RESULTS.md).
         let _cork = match conn.io.plain_tcp() {
-            Some(tcp) if conn.cfg.cork_file_sends && with_body => {
-                wirespeed_zerocopy::Cork::new(tcp)
-            }
+            Some(tcp) if conn.cfg.cork_file_sends && with_body => wirespeed_io::Cork::new(tcp),
             _ => None,
         };
         write_slices(conn, &mut [IoSlice::new(&head)]).await?;
@@ -204,10 +202,8 @@ impl ResponseWriter {
             FileSend::Auto => !conn.peer.ip().to_canonical().is_loopback(),
         };
         let sent = match conn.io.plain_tcp().filter(|_| use_sendfile) {
-            Some(tcp) => {
-                wirespeed_zerocopy::send_file(tcp, file, offset, len, step, t, |_| {}).await
-            }
-            None => wirespeed_zerocopy::copy_file(&mut conn.io, file, offset, len, t).await,
+            Some(tcp) => wirespeed_io::send_file(tcp, file, offset, len, step, t, |_| {}).await,
+            None => wirespeed_io::copy_file(&mut conn.io, file, offset, len, t).await,
         };
         if let Err(e) = sent {
             // The head promised `len` bytes: the connection cannot be reused.

@@ -4,7 +4,8 @@
 //! feeds byte slices in and acts on what comes back, so every rule below can be
 //! tested exhaustively with plain slices.
 //!
-//! - [`head`]: request and response heads (httparse underneath) with limits.
+//! - [`head`]: parsing request and response heads (httparse underneath) with limits.
+//! - [`write`]: writing heads (status/request lines, sanitized fields, reason phrases).
 //! - [`framing`]: the body-length decision of RFC 9112 §6.3 with a dedicated,
 //!   strict Content-Length parser (seed 001) and Transfer-Encoding rules.
 //! - [`framing`] also decides how a server frames each response
@@ -22,6 +23,7 @@ pub mod error;
 pub mod framing;
 pub mod head;
 pub mod host;
+pub mod write;
 
 pub use body::BodyDecoder;
 pub use chunked::{chunk_head, ChunkHead, ChunkedDecoder, Decoded, CHUNK_END, LAST_CHUNK};
@@ -31,11 +33,9 @@ pub use framing::{
     server_response_framing, status_has_no_body, BodyEncoding, BodyFraming, BodySize, FramingField,
     ResponseFraming,
 };
-pub use head::{
-    parse_request_head, parse_response_head, reason_phrase, write_request_head,
-    write_response_head, RequestHead, ResponseHead, Version,
-};
+pub use head::{parse_request_head, parse_response_head, RequestHead, ResponseHead, Version};
 pub use host::is_valid_host;
+pub use write::{reason_phrase, write_request_head, write_response_head};
 
 /// Limits applied while parsing. Defaults (like nginx and hyper): a 16 KiB
 /// head, 100 header fields, an 8 KiB request target.

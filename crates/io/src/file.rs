@@ -1,5 +1,4 @@
-//! The zero-copy paths between files and TCP sockets, in one place for the
-//! server (`wirespeed-net`) and the client: the kernel moves the bytes, they
+//! Moving file bytes to and from TCP sockets: the kernel moves them, they
 //! never enter user space.
 //!
 //! - [`send_file`]: sendfile(2), page cache → socket.
@@ -9,11 +8,8 @@
 //! - [`Cork`]: TCP_CORK while a head and a file body go out, so the head
 //!   rides in the first full segment.
 //!
-//! The system calls go through `rustix`, so this crate has no `unsafe`.
 //! Every call takes a per-step timeout; an expired one is an
 //! `io::ErrorKind::TimedOut` error, mapped by the caller to its own type.
-
-#![forbid(unsafe_code)]
 
 use std::fs::File;
 use std::future::Future;

@@ -1,0 +1,20 @@
+//! The byte-moving primitives the server (`wirespeed-net`) and the client
+//! share, so each exists once:
+//!
+//! - [`ReadBuf`]: a connection's read buffer (starts small, grows to a cap
+//!   chosen per use, shrinks back when idle).
+//! - [`send_file`]: sendfile(2), page cache → socket.
+//! - [`receive_to_file`]: splice(2), socket → pipe → file.
+//! - [`copy_file`]: the user-space fallback for streams that must see the
+//!   bytes (TLS encrypts them).
+//! - [`Cork`]: TCP_CORK while a head and a file body go out.
+//!
+//! The system calls go through `rustix`, so this crate has no `unsafe`.
+
+#![forbid(unsafe_code)]
+
+mod file;
+mod read_buf;
+
+pub use file::{copy_file, receive_to_file, send_file, Cork, ReceiveError, Received};
+pub use read_buf::ReadBuf;
