@@ -170,16 +170,8 @@ fn nonzero_trailing_bits_are_accepted() {
 
 #[test]
 fn wpt_corpus_strict_verdicts() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/corpora/base64_wpt.jsonl"
-    );
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
-        panic!("WPT base64 corpus missing at {path}: {e} (vendored in tests/corpora)")
-    });
     let mut n = 0;
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let case: serde_json::Value = serde_json::from_str(line).expect("corpus line is JSON");
+    for case in wirespeed_testkit::corpus::cases("base64_wpt.jsonl") {
         let id = case["id"].as_str().unwrap();
         let input = case["input"].as_str().unwrap().as_bytes();
         let verdict = case["expect_strict"].as_str().unwrap();
