@@ -1,10 +1,10 @@
 //! The real server on 127.0.0.1 with an ephemeral port, driven over raw TCP.
 
-mod support;
+mod common;
 
 use std::time::{Duration, Instant};
 
-use support::*;
+use common::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wirespeed_net::{Error, Exchange, FileSend, FlushPolicy, Handler, Response, ServerConfig};
