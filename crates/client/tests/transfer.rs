@@ -613,7 +613,7 @@ async fn tls_garbage_does_not_disturb_a_concurrent_transfer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bytes_body_and_pool_limit() {
+async fn bytes_bodies_are_sent_and_idle_connections_stay_within_the_pool_limit() {
     let srv = start_plain(&[]).await;
     let client = srv.client_with(|c| c.max_idle_per_host = 1);
     // Two responses held at once need two connections; only one is kept idle.

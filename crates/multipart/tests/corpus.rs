@@ -32,7 +32,7 @@ fn outcome(r: &Result<Vec<Part>, MultipartError>) -> Value {
 }
 
 #[test]
-fn python_multipart_corpus() {
+fn python_multipart_corpus_verdicts_hold_at_any_split() {
     let mut rng = Rng(0x5eed_1234_abcd_ef01);
     let mut cases = 0;
     for case in wirespeed_testkit::corpus::cases("multipart_python_multipart.jsonl") {

@@ -79,7 +79,7 @@ async fn start(cfg: ServerConfig) -> TestServer {
 }
 
 #[tokio::test]
-async fn llhttp_corpus() {
+async fn llhttp_corpus_requests_are_accepted_or_rejected_as_expected() {
     let srv = start(ServerConfig::default()).await;
     let mut failures = Vec::new();
     let mut cases = 0;

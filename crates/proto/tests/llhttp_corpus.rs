@@ -75,7 +75,7 @@ fn serve(mut input: &[u8]) -> Served {
 }
 
 #[test]
-fn llhttp_request_corpus() {
+fn llhttp_corpus_requests_are_accepted_or_rejected_as_expected() {
     let mut failures = Vec::new();
     let mut counts = (0, 0, 0);
     for case in wirespeed_testkit::corpus::cases("http-requests-llhttp.jsonl") {

@@ -169,7 +169,7 @@ fn put_get_ls_rm_round_trip() {
 }
 
 #[test]
-fn token_errors_and_exit_codes() {
+fn missing_or_wrong_token_and_bad_arguments_exit_1_with_a_message() {
     let root = tempfile::tempdir().unwrap();
     let local = tempfile::tempdir().unwrap();
     let srv = serve(root.path(), &["--token", "s3cret"]);
@@ -215,7 +215,7 @@ fn token_errors_and_exit_codes() {
 }
 
 #[test]
-fn https_with_cacert_and_insecure() {
+fn https_works_with_cacert_or_insecure_and_fails_without() {
     let root = tempfile::tempdir().unwrap();
     let certdir = tempfile::tempdir().unwrap();
     let local = tempfile::tempdir().unwrap();
