@@ -204,11 +204,7 @@ fn missing_or_wrong_token_and_bad_arguments_exit_1_with_a_message() {
     let (code, _, err) = run(&["get", "ftp://x/y"], &[]);
     assert_eq!(code, Some(1));
     assert!(err.contains("only http:// and https://"), "{err}");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = wirespeed_testkit::server::closed_port();
     let (code, _, err) = run(&["ls", &format!("http://127.0.0.1:{port}/")], &[]);
     assert_eq!(code, Some(1));
     assert!(err.contains("connection refused"), "{err}");
