@@ -23,6 +23,13 @@ impl Future for Stop {
     }
 }
 
+/// A listener on 127.0.0.1 with a port the kernel picks.
+pub async fn bind() -> TcpListener {
+    TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0")
+}
+
 fn stop_pair() -> (oneshot::Sender<()>, Stop) {
     let (tx, rx) = oneshot::channel();
     (tx, Stop(rx))
@@ -42,7 +49,7 @@ impl Spawned {
         F: FnOnce(TcpListener, Stop) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = bind().await;
         let addr = listener.local_addr().unwrap();
         let (tx, stop) = stop_pair();
         let task = tokio::spawn(serve(listener, stop));
@@ -99,7 +106,7 @@ impl ThreadServer {
         let thread = std::thread::spawn(move || {
             let rt = runtime.enable_all().build().expect("test runtime");
             rt.block_on(async move {
-                let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let listener = bind().await;
                 addr_tx.send(listener.local_addr().unwrap()).unwrap();
                 serve(listener, stop).await;
             });
@@ -151,7 +158,7 @@ impl Scripted {
         F: Fn(usize, TcpStream) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = bind().await;
         let addr = listener.local_addr().unwrap();
         let connections = Arc::new(AtomicUsize::new(0));
         let count = connections.clone();
