@@ -59,7 +59,7 @@ fn payload(len: usize) -> Vec<u8> {
 }
 
 #[test]
-fn rfc4648_vectors() {
+fn rfc4648_vectors_decode() {
     let cases: [(&str, &str); 7] = [
         ("", ""),
         ("f", "Zg=="),
@@ -83,7 +83,7 @@ fn rfc4648_vectors() {
 }
 
 #[test]
-fn invalid_inputs_with_offsets() {
+fn invalid_inputs_are_rejected_at_the_right_offset() {
     use DecodeErrorKind::*;
     let cases: &[(&[u8], Outcome)] = &[
         (b"ab!d", err(2, InvalidCharacter(b'!'))),
@@ -169,17 +169,9 @@ fn nonzero_trailing_bits_are_accepted() {
 }
 
 #[test]
-fn wpt_corpus_strict_verdicts() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/corpora/base64_wpt.jsonl"
-    );
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
-        panic!("WPT base64 corpus missing at {path}: {e} (vendored in tests/corpora)")
-    });
+fn wpt_corpus_strict_verdicts_hold_at_every_split() {
     let mut n = 0;
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let case: serde_json::Value = serde_json::from_str(line).expect("corpus line is JSON");
+    for case in wirespeed_testkit::corpus::cases("base64_wpt.jsonl") {
         let id = case["id"].as_str().unwrap();
         let input = case["input"].as_str().unwrap().as_bytes();
         let verdict = case["expect_strict"].as_str().unwrap();
@@ -206,7 +198,7 @@ fn wpt_corpus_strict_verdicts() {
 }
 
 #[test]
-fn seed_003_line_breaks_every_73() {
+fn line_breaks_every_73_chars_decode_on_the_fast_path() {
     let data = payload(1 << 20);
     let flat = std_encode(&data);
     let broken = wrap(&flat, 73, "\r\n");
@@ -250,7 +242,7 @@ fn reused_vec_appends() {
 
 /// Tail lengths 0..64 around the SIMD threshold and whitespace at every position.
 #[test]
-fn edges_tail_lengths_and_whitespace_positions() {
+fn every_short_tail_and_whitespace_position_decodes() {
     for len in 0..=64usize {
         let data = payload(len);
         let enc = std_encode(&data);
@@ -276,7 +268,7 @@ fn edges_tail_lengths_and_whitespace_positions() {
 /// engine (with its strictness glue) must agree with the scalar reference on
 /// the verdict, the bytes and the error offset.
 #[test]
-fn differential_short_tails() {
+fn simd_and_scalar_agree_on_every_short_tail() {
     let alphabet: &[u8] = b"Ab= \n\x0c-";
     let prefix = wrap(&std_encode(&payload(150)), 64, "\n");
     let mut tail = Vec::new();
@@ -345,7 +337,7 @@ proptest! {
 /// The SIMD path works in 4 KiB blocks: corrupt, truncate or end the stream
 /// around block boundaries and check it agrees with the scalar reference.
 #[test]
-fn differential_around_simd_blocks() {
+fn simd_and_scalar_agree_around_block_boundaries() {
     let data = payload(40_000); // 40_000 % 3 == 1: ends with "=="
     let good = wrap(&std_encode(&data), 76, "\r\n");
     for engine in [Engine::Simd, Engine::Scalar] {
@@ -374,7 +366,7 @@ fn differential_around_simd_blocks() {
 
 /// Long whitespace runs (whole SIMD blocks without a group) stay correct.
 #[test]
-fn long_whitespace_runs() {
+fn long_whitespace_runs_decode_correctly() {
     let data = payload(20_000);
     let enc = std_encode(&data);
     let (a, b) = enc.split_at(9_999);

@@ -2,13 +2,12 @@
 //! the real service never gives: endless interim responses, and a kept-alive
 //! connection closed right after a request arrived.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use wirespeed_client::{Client, ClientConfig, Error, Request, Url};
+use wirespeed_testkit::server::Scripted;
 
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
@@ -23,30 +22,6 @@ async fn read_request(s: &mut TcpStream) -> bool {
         }
     }
     true
-}
-
-struct Raw {
-    url: String,
-    connections: Arc<AtomicUsize>,
-}
-
-/// A server whose connections each run `script(conn_index, stream)`.
-async fn serve<F, Fut>(script: F) -> Raw
-where
-    F: Fn(usize, TcpStream) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let connections = Arc::new(AtomicUsize::new(0));
-    let count = connections.clone();
-    tokio::spawn(async move {
-        while let Ok((s, _)) = listener.accept().await {
-            let i = count.fetch_add(1, Ordering::SeqCst);
-            tokio::spawn(script(i, s));
-        }
-    });
-    Raw { url, connections }
 }
 
 fn client() -> Client {
@@ -65,7 +40,7 @@ async fn get(client: &Client, url: &str) -> Result<Vec<u8>, Error> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interim_responses_are_capped_at_16() {
     for (interim, ok) in [(16, true), (17, false)] {
-        let srv = serve(move |_, mut s| async move {
+        let srv = Scripted::start(move |_, mut s| async move {
             if read_request(&mut s).await {
                 for _ in 0..interim {
                     let _ = s.write_all(b"HTTP/1.1 102 Processing\r\n\r\n").await;
@@ -76,7 +51,7 @@ async fn interim_responses_are_capped_at_16() {
         .await;
         let r = tokio::time::timeout(
             Duration::from_secs(10),
-            get(&client(), &format!("{}/x", srv.url)),
+            get(&client(), &format!("{}/x", srv.url())),
         )
         .await
         .unwrap();
@@ -93,8 +68,8 @@ async fn interim_responses_are_capped_at_16() {
 /// Every connection answers its first request and closes on the second
 /// without answering: the second request of a kept-alive connection meets a
 /// server that "died" right after receiving it.
-async fn answers_once() -> Raw {
-    serve(|_, mut s| async move {
+async fn answers_once() -> Scripted {
+    Scripted::start(|_, mut s| async move {
         if read_request(&mut s).await {
             let _ = s.write_all(OK).await;
             // The second request arrives whole; then the connection drops.
@@ -109,11 +84,11 @@ async fn post_is_not_retried_after_the_request_went_out() {
     let srv = answers_once().await;
     let client = client();
     assert_eq!(
-        get(&client, &format!("{}/a", srv.url)).await.unwrap(),
+        get(&client, &format!("{}/a", srv.url())).await.unwrap(),
         b"ok"
     );
     assert_eq!(client.idle_connections(), 1);
-    let post = Request::new("POST", Url::parse(&format!("{}/b", srv.url)).unwrap());
+    let post = Request::new("POST", Url::parse(&format!("{}/b", srv.url())).unwrap());
     let r = tokio::time::timeout(Duration::from_secs(10), client.send(post))
         .await
         .unwrap();
@@ -123,7 +98,7 @@ async fn post_is_not_retried_after_the_request_went_out() {
         r.map(|r| r.status())
     );
     assert_eq!(
-        srv.connections.load(Ordering::SeqCst),
+        srv.connections(),
         1,
         "the POST was sent again on a new connection"
     );
@@ -134,14 +109,14 @@ async fn delete_is_retried_on_a_new_connection() {
     let srv = answers_once().await;
     let client = client();
     assert_eq!(
-        get(&client, &format!("{}/a", srv.url)).await.unwrap(),
+        get(&client, &format!("{}/a", srv.url())).await.unwrap(),
         b"ok"
     );
-    let del = Request::delete(Url::parse(&format!("{}/b", srv.url)).unwrap());
+    let del = Request::delete(Url::parse(&format!("{}/b", srv.url())).unwrap());
     let resp = tokio::time::timeout(Duration::from_secs(10), client.send(del))
         .await
         .unwrap()
         .unwrap();
     assert_eq!(resp.status(), 200);
-    assert_eq!(srv.connections.load(Ordering::SeqCst), 2);
+    assert_eq!(srv.connections(), 2);
 }

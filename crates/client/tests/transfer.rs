@@ -479,12 +479,7 @@ async fn unauthorized_is_an_error_with_the_server_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_refused_is_clear() {
-    // Bind then drop to get a port nobody listens on.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = wirespeed_testkit::server::closed_port();
     let client = Client::new(ClientConfig::default()).unwrap();
     let url = Url::parse(&format!("http://127.0.0.1:{port}/x")).unwrap();
     let err = within(10, client.send(Request::get(url)))
@@ -613,7 +608,7 @@ async fn tls_garbage_does_not_disturb_a_concurrent_transfer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bytes_body_and_pool_limit() {
+async fn bytes_bodies_are_sent_and_idle_connections_stay_within_the_pool_limit() {
     let srv = start_plain(&[]).await;
     let client = srv.client_with(|c| c.max_idle_per_host = 1);
     // Two responses held at once need two connections; only one is kept idle.

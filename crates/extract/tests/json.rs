@@ -24,20 +24,20 @@ fn both(doc: &[u8]) -> Result<Vec<u8>, ExtractError> {
 }
 
 #[test]
-fn escaped_line_breaks() {
+fn escaped_line_breaks_are_decoded() {
     let doc = br#" { "name" : "a.bin", "other": {"data": 5, "x": [1, -0.5e+3, true, false, null, "s\"", {}, []]},
         "data" : "QUJD\r\nREVG\u000d\u000aR0hJ\/Sg==" , "after": [[[]]] } "#;
     assert_eq!(both(doc).unwrap(), b"QUJD\r\nREVG\r\nR0hJ/Sg==");
 }
 
 #[test]
-fn all_escapes_and_surrogates() {
+fn all_escapes_and_surrogate_pairs_are_decoded() {
     let doc = br#"{"data":"\"\\\/\b\f\n\r\t\u0041\u00e9\u20AC\ud83d\ude00x"}"#;
     assert_eq!(both(doc).unwrap(), "\"\\/\u{8}\u{c}\n\r\tAé€😀x".as_bytes());
 }
 
 #[test]
-fn key_matching() {
+fn only_the_exact_top_level_key_matches() {
     // Escaped key equal to the name matches; prefixes/extensions do not;
     // nested "data" keys do not.
     assert_eq!(
@@ -51,7 +51,7 @@ fn key_matching() {
 }
 
 #[test]
-fn sink_error_poisons() {
+fn sink_error_poisons_the_extractor() {
     let mut x = j();
     let mut sink = |_: &[u8]| Err(ExtractError::sink("nope"));
     assert!(matches!(
@@ -73,7 +73,7 @@ macro_rules! assert_err {
 }
 
 #[test]
-fn malformed_documents() {
+fn malformed_documents_are_rejected_with_the_right_error() {
     use ExtractError::*;
     assert_err!(br#"{"data":"A"} x"#, Json { .. });
     assert_err!(br#"{"data":"A"}{}"#, Json { .. });

@@ -50,7 +50,7 @@ xmlns:xsi='http://www.w3.org/2001/XMLSchema-instance'>\
 }
 
 #[test]
-fn soap_crlf_base64_any_prefix() {
+fn soap_base64_with_crlf_is_extracted_under_any_prefix() {
     let field = b64_lines(20, "\r\n");
     for prefix in ["", "ns1:", "tns:", "a:"] {
         let doc = soap(prefix, &field);
@@ -59,7 +59,7 @@ fn soap_crlf_base64_any_prefix() {
 }
 
 #[test]
-fn dotnet_char_refs() {
+fn dotnet_cr_char_refs_decode_to_crlf() {
     // .NET's XmlWriter escapes CR as &#xD; / &#13; and keeps the LF.
     let raw = b64_lines(10, "&#13;\n") + &b64_lines(2, "&#xD;&#xA;");
     let want = b64_lines(10, "\r\n") + &b64_lines(2, "\r\n");
@@ -68,7 +68,7 @@ fn dotnet_char_refs() {
 }
 
 #[test]
-fn entities_and_char_refs() {
+fn entities_and_char_refs_are_decoded() {
     let doc = "<a><data>&lt;&gt;&amp;&quot;&apos;&#65;&#x42;&#x1F600;&#0013;</data></a>";
     assert_eq!(
         both(doc.as_bytes()).unwrap(),
@@ -77,7 +77,7 @@ fn entities_and_char_refs() {
 }
 
 #[test]
-fn cdata_comments_pis() {
+fn cdata_is_text_and_comments_and_pis_are_skipped() {
     let doc =
         "<a><data>AB<!-- c -- no? -->CD<![CDATA[E<F&G]H]]I]]]>J<?pi x?>K<![CDATA[]]></data></a>";
     // Comment with "--" inside is malformed; fix it and check the rest.
@@ -87,7 +87,7 @@ fn cdata_comments_pis() {
 }
 
 #[test]
-fn empty_and_first_match() {
+fn first_element_with_the_local_name_wins_even_when_empty() {
     assert_eq!(both(b"<r><data/><data>X</data></r>").unwrap(), b"");
     assert_eq!(both(b"<r><data></data></r>").unwrap(), b"");
     assert_eq!(
@@ -103,7 +103,7 @@ fn empty_and_first_match() {
 }
 
 #[test]
-fn bom_and_prolog_epilog() {
+fn bom_prolog_and_epilog_are_accepted() {
     let mut doc = vec![0xEF, 0xBB, 0xBF];
     doc.extend_from_slice(
         b"<?xml version='1.0'?>\n<!-- hi -->\n<r><data>A</data></r>\n<!-- bye --><?pi?>\n",
@@ -152,7 +152,7 @@ macro_rules! assert_err {
 }
 
 #[test]
-fn malformed_documents() {
+fn malformed_documents_are_rejected_with_the_right_error() {
     use ExtractError::*;
     assert_err!(
         b"<!DOCTYPE r [<!ENTITY x 'y'>]><r><data>&x;</data></r>",
@@ -204,7 +204,7 @@ fn malformed_documents() {
 }
 
 #[test]
-fn limits() {
+fn depth_and_name_length_limits_are_enforced() {
     let deep = "<a>".repeat(300) + &"</a>".repeat(300);
     assert!(matches!(
         both(deep.as_bytes()),

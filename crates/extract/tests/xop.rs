@@ -28,7 +28,7 @@ fn namespace_declared_on_ancestor_and_other_prefixes() {
 }
 
 #[test]
-fn wrong_namespace_or_missing() {
+fn include_in_a_wrong_namespace_or_outside_the_field_is_an_error() {
     let doc = r#"<e><data><x:Include xmlns:x="urn:not-xop" href="cid:abc"/></data></e>"#;
     assert!(matches!(
         find_xop_include(doc.as_bytes(), "data"),
@@ -77,7 +77,7 @@ fn malformed_root_part_is_rejected() {
 }
 
 #[test]
-fn normalize() {
+fn content_ids_lose_angle_brackets_and_whitespace() {
     assert_eq!(
         normalize_content_id("<1.urn:uuid:4a3b@apache.org>"),
         "1.urn:uuid:4a3b@apache.org"

@@ -35,7 +35,7 @@ fn small_expected() -> Vec<(Option<String>, Vec<u8>)> {
 }
 
 #[test]
-fn every_single_split_point() {
+fn every_single_split_point_gives_the_same_parts() {
     let body = small_body();
     for i in 0..=body.len() {
         let parts = parse_split(B, Limits::default(), &body, &[i])
@@ -45,7 +45,7 @@ fn every_single_split_point() {
 }
 
 #[test]
-fn every_pair_of_split_points() {
+fn every_pair_of_split_points_gives_the_same_parts() {
     let body = small_body();
     for i in 0..=body.len() {
         for j in i..=body.len() {
@@ -57,7 +57,7 @@ fn every_pair_of_split_points() {
 }
 
 #[test]
-fn bytewise() {
+fn byte_by_byte_feeding_gives_the_same_parts() {
     let parts = parse_bytewise(B, Limits::default(), &small_body()).unwrap();
     assert_eq!(names_and_data(&parts), small_expected());
 }
@@ -120,7 +120,7 @@ fn boundary_lookalikes_are_data() {
 }
 
 #[test]
-fn transport_padding_after_boundary() {
+fn transport_padding_after_a_boundary_is_ignored() {
     let body = b"--XyZ \t \r\nContent-Disposition: form-data; name=a\r\n\r\nv\r\n--XyZ  \r\n\r\nw\r\n--XyZ--  \r\n";
     let parts = parse_all(B.as_bytes(), Limits::default(), body).unwrap();
     assert_eq!(parts.len(), 2);
@@ -138,7 +138,7 @@ fn transport_padding_after_boundary() {
 }
 
 #[test]
-fn preamble_and_epilogue_ignored() {
+fn preamble_and_epilogue_are_ignored() {
     let body = b"This is the preamble.\r\n--XyZ-not\r\n--XyZ\r\n\r\nbody\r\n--XyZ--\r\nepilogue --XyZ\r\n\r\n--XyZ\r\nmore";
     for i in 0..=body.len() {
         let parts = parse_split(B, Limits::default(), body, &[i]).unwrap();
@@ -148,7 +148,7 @@ fn preamble_and_epilogue_ignored() {
 }
 
 #[test]
-fn empty_parts_and_empty_form() {
+fn empty_parts_and_an_empty_form_are_parsed() {
     // Part with no headers and no body.
     let body = b"--XyZ\r\n\r\n\r\n--XyZ\r\n\r\n\r\n--XyZ--";
     let parts = parse_all(B.as_bytes(), Limits::default(), body).unwrap();
@@ -192,7 +192,7 @@ fn missing_final_boundary_is_an_error() {
 }
 
 #[test]
-fn filename_star_precedence_end_to_end() {
+fn filename_star_takes_precedence_over_filename() {
     let body = "--XyZ\r\nContent-Disposition: form-data; name=\"up\"; filename=\"fallback.txt\"; filename*=UTF-8''na%C3%AFve%20file.txt\r\n\r\nx\r\n--XyZ--";
     let parts = parse_all(B.as_bytes(), Limits::default(), body.as_bytes()).unwrap();
     assert_eq!(
@@ -203,7 +203,7 @@ fn filename_star_precedence_end_to_end() {
 }
 
 #[test]
-fn mtom_related_part_headers() {
+fn mtom_related_part_headers_are_parsed() {
     let body = "--uuid:1\r\nContent-Type: application/xop+xml; type=\"text/xml\"\r\nContent-ID: <root@x>\r\n\r\n<env/>\r\n--uuid:1\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: binary\r\nContent-ID: <att1@x>\r\n\r\nBIN\r\n--uuid:1--\r\n";
     let parts = parse_all(b"uuid:1", Limits::default(), body.as_bytes()).unwrap();
     assert_eq!(parts[0].headers.cid(), Some("root@x"));
@@ -235,7 +235,7 @@ fn lf_only_bodies_are_rejected() {
 }
 
 #[test]
-fn malformed_headers() {
+fn malformed_part_headers_are_rejected() {
     for h in [
         "Content-Disposition form-data\r\n",
         ": x\r\n",
@@ -256,7 +256,7 @@ fn malformed_headers() {
 }
 
 #[test]
-fn header_limit() {
+fn part_headers_over_the_limit_are_rejected() {
     let limits = Limits {
         max_header_bytes: 64,
         ..Limits::default()
@@ -283,7 +283,7 @@ fn header_limit() {
 }
 
 #[test]
-fn part_limit() {
+fn parts_over_the_limit_are_rejected() {
     let limits = Limits {
         max_parts: 3,
         ..Limits::default()

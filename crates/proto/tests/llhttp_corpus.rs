@@ -3,7 +3,6 @@
 //! sans-IO "server" drives one connection's bytes through the crate: head,
 //! framing, body, keep-alive; the verdict is compared with the corpus.
 
-use base64::Engine;
 use wirespeed_proto::{
     parse_request_head, request_framing, BodyFraming, ChunkedDecoder, Limits, ProtoError,
 };
@@ -76,21 +75,12 @@ fn serve(mut input: &[u8]) -> Served {
 }
 
 #[test]
-fn llhttp_request_corpus() {
-    // The corpus is vendored at the workspace root so every crate reads the same cases.
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/corpora/http-requests-llhttp.jsonl"
-    );
-    let data = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("corpus {path} is required (vendored in tests/corpora): {e}"));
-    let b64 = base64::engine::general_purpose::STANDARD;
+fn llhttp_corpus_requests_are_accepted_or_rejected_as_expected() {
     let mut failures = Vec::new();
     let mut counts = (0, 0, 0);
-    for line in data.lines().filter(|l| !l.trim().is_empty()) {
-        let case: serde_json::Value = serde_json::from_str(line).unwrap();
+    for case in wirespeed_testkit::corpus::cases("http-requests-llhttp.jsonl") {
         let id = case["id"].as_str().unwrap();
-        let raw = b64.decode(case["raw_b64"].as_str().unwrap()).unwrap();
+        let raw = wirespeed_testkit::corpus::b64_decode(case["raw_b64"].as_str().unwrap());
         let served = serve(&raw);
         let rejected_first = served.error.is_some() && served.methods.is_empty();
         let verdict = match case["expect"].as_str().unwrap() {

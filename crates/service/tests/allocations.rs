@@ -8,6 +8,8 @@ use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use wirespeed_testkit::server::ThreadServer;
+
 struct Counting;
 
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
@@ -41,29 +43,20 @@ fn small_get_allocation_budget() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("small.txt"), b"hello, world\n").unwrap();
     let storage = wirespeed_service::LocalStorage::new(tmp.path()).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
     let router = Arc::new(wirespeed_service::router(
         storage,
         wirespeed_service::ServiceConfig::default(),
     ));
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = std::thread::spawn(move || {
-        rt.block_on(async move {
+    let server = ThreadServer::start(
+        tokio::runtime::Builder::new_current_thread(),
+        |listener, stop| async move {
             wirespeed_net::Server::new(wirespeed_net::ServerConfig::default())
-                .serve(listener, router, async {
-                    let _ = stop_rx.await;
-                })
+                .serve(listener, router, stop)
                 .await
                 .unwrap();
-        })
-    });
+        },
+    );
+    let addr = server.addr;
 
     let mut c = TcpStream::connect(addr).unwrap();
     c.set_nodelay(true).unwrap();
@@ -93,8 +86,7 @@ fn small_get_allocation_budget() {
     }
     let per_request = (ALLOCS.load(Ordering::Relaxed) - before) as f64 / N as f64;
     drop(c);
-    let _ = stop_tx.send(());
-    server.join().unwrap();
+    server.stop();
     eprintln!("allocations per small GET: {per_request:.2}");
     assert!(
         per_request <= BUDGET,

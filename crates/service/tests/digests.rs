@@ -168,7 +168,7 @@ fn computed_on_get_when_asked(s: &TestServer) {
 }
 
 #[test]
-fn xattr_store() {
+fn digests_recorded_in_xattrs_are_served_and_never_stale() {
     let s = TestServer::start();
     recorded_digest_is_served(&s);
     no_stale_digest(&s);

@@ -94,7 +94,7 @@ fn assert_nothing_stored(s: &TestServer, dir: &str) {
 // ---- multipart/form-data ------------------------------------------------------
 
 #[test]
-fn form_files_and_fields() {
+fn form_upload_stores_files_and_reports_fields_as_json() {
     let s = hashing_server();
     let a = bytes(700_000, 11);
     let b = b"second file\r\n".to_vec();
@@ -211,7 +211,7 @@ fn form_filenames_are_sanitized() {
 /// File data full of things that look like the boundary but are not
 /// delimiters: they must come through byte for byte.
 #[test]
-fn form_boundary_lookalikes_in_data() {
+fn form_data_that_looks_like_a_boundary_is_stored_byte_for_byte() {
     let s = TestServer::start();
     let mut data = Vec::new();
     for piece in [
@@ -256,7 +256,7 @@ fn split_request(s: &TestServer, head: &[u8], body: &[u8], split: usize) -> Resp
 /// The body arrives in two reads split at every offset: through part
 /// headers, delimiters, the CRLF before them, the close delimiter.
 #[test]
-fn form_split_at_every_offset() {
+fn form_body_split_at_every_offset_gives_the_same_result() {
     let s = hashing_server();
     let a = b"alpha\r\n--not-the-boundary\r\n".to_vec();
     let mut b = bytes(60, 5);
@@ -424,7 +424,7 @@ fn form_many_empty_fields_with_long_names_are_413() {
 }
 
 #[test]
-fn form_digest_of_the_request_body() {
+fn form_content_digest_is_checked_against_the_request_body() {
     let s = TestServer::start();
     let mut body = Vec::new();
     file_part(&mut body, "file", "d.bin", b"digest me");
@@ -456,7 +456,7 @@ fn temp_file(s: &TestServer, name: &str, data: &[u8]) -> PathBuf {
 
 /// curl -F, an independent multipart client.
 #[test]
-fn form_with_curl() {
+fn form_upload_from_curl_is_stored() {
     let s = hashing_server();
     let data = bytes(3 * 1024 * 1024 + 17, 21);
     let src = temp_file(&s, "upload me.bin", &data);
@@ -494,7 +494,7 @@ fn form_with_curl() {
 /// Python requests, another independent multipart client (it must be
 /// installed: this test fails rather than skips without it).
 #[test]
-fn form_with_python_requests() {
+fn form_upload_from_python_requests_is_stored() {
     let s = hashing_server();
     let data = bytes(2 * 1024 * 1024 + 5, 22);
     let src = temp_file(&s, "py.bin", &data);
@@ -682,7 +682,7 @@ fn soap_errors_store_nothing() {
 }
 
 #[test]
-fn json_escaped_line_breaks() {
+fn json_field_with_escaped_line_breaks_stores_identical_bytes() {
     let s = hashing_server();
     let data = bytes(400_001, 41);
     let text = b64(&data);
@@ -730,7 +730,7 @@ fn json_escaped_line_breaks() {
 }
 
 #[test]
-fn post_routing_errors() {
+fn post_without_a_usable_type_or_field_is_refused_with_415_or_400() {
     let s = TestServer::start();
     let r = post(&s, "/x.bin", "application/octet-stream", b"abc");
     assert_eq!(r.status, 415);
@@ -807,7 +807,7 @@ fn mtom_attachment(out: &mut Vec<u8>, cid: &str, data: &[u8]) {
 }
 
 #[test]
-fn mtom_root_first_and_attachment_first() {
+fn mtom_upload_is_stored_whether_root_or_attachment_comes_first() {
     let s = hashing_server();
     let mut payload = bytes(500_000, 51);
     payload.extend_from_slice(format!("\r\n--{MB}X\r\n").as_bytes());

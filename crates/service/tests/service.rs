@@ -11,7 +11,7 @@ use common::{bytes, curl, sha256_field, TestServer};
 use wirespeed_service::{Access, ServiceConfig, UploadPath};
 
 #[test]
-fn health() {
+fn health_answers_ok_and_its_namespace_is_not_writable() {
     let s = TestServer::start();
     let r = s.get("/-/health");
     assert_eq!(r.status, 200);
@@ -21,7 +21,7 @@ fn health() {
 }
 
 #[test]
-fn put_get_head_replace() {
+fn put_stores_the_file_get_and_head_serve_it_and_a_second_put_replaces_it() {
     let s = TestServer::start();
     let data = bytes(300_000, 1);
     let r = s.put("/dir/sub/file.bin", &data);
@@ -75,7 +75,7 @@ fn put_get_head_replace() {
 }
 
 #[test]
-fn put_chunked_and_continue() {
+fn chunked_and_expect_continue_puts_store_the_body() {
     let s = TestServer::start();
     let r = s.raw(
         b"PUT /c.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\nWant-Repr-Digest: sha-256=9\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
@@ -104,7 +104,7 @@ fn put_chunked_and_continue() {
 }
 
 #[test]
-fn put_refusals() {
+fn put_to_a_folder_or_across_a_file_is_refused_with_400_or_409() {
     let s = TestServer::start();
     assert_eq!(s.put("/", b"x").status, 400);
     assert_eq!(s.put("/dir/", b"x").status, 400);
@@ -119,7 +119,7 @@ fn put_refusals() {
 }
 
 #[test]
-fn digest_checks() {
+fn put_with_a_mismatched_digest_is_refused_and_leaves_the_old_file() {
     let s = TestServer::start();
     assert_eq!(s.put("/keep.txt", b"original").status, 201);
     // Mismatch: 400, the existing file is untouched, nothing left behind.
@@ -230,7 +230,7 @@ fn abort_upload_new_dirs(s: &TestServer) {
 }
 
 #[test]
-fn body_limit_413() {
+fn body_over_the_size_limit_is_refused_with_413() {
     let s = TestServer::with(ServiceConfig {
         max_body: Some(1000),
         ..Default::default()
@@ -266,7 +266,7 @@ fn body_limit_413() {
 }
 
 #[test]
-fn ranges() {
+fn range_request_returns_206_with_content_range() {
     let s = TestServer::start();
     let data = bytes(1000, 3);
     s.put("/r.bin", &data);
@@ -296,7 +296,7 @@ fn ranges() {
 }
 
 #[test]
-fn conditionals() {
+fn conditional_gets_answer_304_412_or_the_full_file_for_a_stale_if_range() {
     let s = TestServer::start();
     s.put("/c.txt", b"0123456789");
     let g = s.get("/c.txt");
@@ -330,7 +330,7 @@ fn conditionals() {
 }
 
 #[test]
-fn listings() {
+fn folder_listings_are_sorted_escaped_and_linked_in_html_and_json() {
     let s = TestServer::start();
     let names = [
         "plain.txt",
@@ -433,7 +433,7 @@ fn big_listing_streams_in_big_chunks() {
 }
 
 #[test]
-fn tokens() {
+fn write_without_token_is_refused_with_401_and_private_mode_guards_reads() {
     let s = TestServer::with(ServiceConfig {
         access: Access::new(["t0ken", "second"], false),
         ..Default::default()
@@ -490,7 +490,7 @@ fn tokens() {
 }
 
 #[test]
-fn deletes() {
+fn delete_removes_files_and_empty_folders_and_never_follows_links() {
     let s = TestServer::start();
     s.put("/d/f", b"x");
     assert_eq!(
@@ -518,7 +518,7 @@ fn deletes() {
 }
 
 #[test]
-fn other_methods() {
+fn unknown_methods_get_405_and_unsupported_posts_415() {
     let s = TestServer::start();
     // POST takes encoded uploads (tests/encoded.rs); other types are 415.
     let r = s.req("POST", "/", &[("Content-Type", "text/plain")], b"x");
@@ -590,7 +590,7 @@ fn traversal_is_refused() {
 }
 
 #[test]
-fn curl_upload_download_identical() {
+fn curl_upload_and_download_are_byte_identical() {
     let s = TestServer::start();
     let data = bytes(3 * 1024 * 1024 + 17, 4);
     let src = s.tmp.path().join("src.bin");
@@ -690,7 +690,7 @@ fn splice_upload_stores_exact_bytes() {
 }
 
 #[test]
-fn keep_alive_across_requests() {
+fn curl_reuses_one_connection_across_requests() {
     let s = TestServer::start();
     s.put("/k1", b"one");
     s.put("/k2", b"two");

@@ -8,6 +8,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use wirespeed_testkit::server::ThreadServer;
+
 const BIN: &str = env!("CARGO_BIN_EXE_wirespeed");
 
 struct Serve {
@@ -167,7 +169,7 @@ fn put_get_ls_rm_round_trip() {
 }
 
 #[test]
-fn token_errors_and_exit_codes() {
+fn missing_or_wrong_token_and_bad_arguments_exit_1_with_a_message() {
     let root = tempfile::tempdir().unwrap();
     let local = tempfile::tempdir().unwrap();
     let srv = serve(root.path(), &["--token", "s3cret"]);
@@ -202,44 +204,31 @@ fn token_errors_and_exit_codes() {
     let (code, _, err) = run(&["get", "ftp://x/y"], &[]);
     assert_eq!(code, Some(1));
     assert!(err.contains("only http:// and https://"), "{err}");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = wirespeed_testkit::server::closed_port();
     let (code, _, err) = run(&["ls", &format!("http://127.0.0.1:{port}/")], &[]);
     assert_eq!(code, Some(1));
     assert!(err.contains("connection refused"), "{err}");
 }
 
 #[test]
-fn https_with_cacert_and_insecure() {
+fn https_works_with_cacert_or_insecure_and_fails_without() {
     let root = tempfile::tempdir().unwrap();
     let certdir = tempfile::tempdir().unwrap();
     let local = tempfile::tempdir().unwrap();
     let (acceptor, cert, _fp) = wirespeed_tls::server_self_signed(certdir.path()).unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
     let storage = wirespeed_service::LocalStorage::new(root.path())
         .unwrap()
         .with_fsync(false);
     let router = wirespeed_service::router(storage, wirespeed_service::ServiceConfig::default());
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = rt.spawn(async move {
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.worker_threads(2);
+    let server = ThreadServer::start(rt, |listener, stop| async move {
         let s = wirespeed_net::Server::new(wirespeed_net::ServerConfig::default());
         let _ = s
-            .serve_with(listener, Arc::new(acceptor), Arc::new(router), async {
-                let _ = stop_rx.await;
-            })
+            .serve_with(listener, Arc::new(acceptor), Arc::new(router), stop)
             .await;
     });
+    let addr = server.addr;
 
     let bytes = data(2 << 20);
     let src = local.path().join("s.bin");
@@ -266,8 +255,7 @@ fn https_with_cacert_and_insecure() {
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(std::fs::read(&dest).unwrap(), bytes);
 
-    let _ = stop_tx.send(());
-    let _ = rt.block_on(async { tokio::time::timeout(Duration::from_secs(15), server).await });
+    server.stop();
 }
 
 #[test]

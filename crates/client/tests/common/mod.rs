@@ -1,18 +1,19 @@
-//! Test servers: the real transfer service (plain or TLS) on 127.0.0.1:0,
-//! optionally behind a wrapper handler that misbehaves on purpose.
+//! Test servers: the real transfer service (plain or TLS) on 127.0.0.1:0
+//! (the kit's `Spawned`), optionally behind a wrapper handler that
+//! misbehaves on purpose.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 use wirespeed_client::{Client, ClientConfig, ClientTls, Url};
 use wirespeed_net::{Accept, Handler, PlainTcp, Router, Server, ServerConfig};
 use wirespeed_service::{Access, LocalStorage, ServiceConfig};
+pub use wirespeed_testkit::bytes as data;
+use wirespeed_testkit::server::Spawned;
 
 pub struct TestServer {
     pub addr: SocketAddr,
@@ -20,8 +21,7 @@ pub struct TestServer {
     pub dir: tempfile::TempDir,
     /// The self-signed certificate (TLS servers).
     pub cert: Option<PathBuf>,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<()>>,
+    server: Spawned,
 }
 
 impl TestServer {
@@ -52,13 +52,8 @@ impl TestServer {
         Client::new(cfg).unwrap()
     }
 
-    pub async fn stop(mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.task.take() {
-            let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
-        }
+    pub async fn stop(self) {
+        let _ = self.server.stop(Duration::from_secs(5)).await;
     }
 }
 
@@ -78,29 +73,24 @@ async fn start_inner<A: Accept, H: Handler>(
     tls: bool,
     cert: Option<PathBuf>,
 ) -> TestServer {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = oneshot::channel::<()>();
     let cfg = ServerConfig {
         shutdown_grace: Duration::from_secs(1),
         head_timeout: Duration::from_secs(5),
         ..ServerConfig::default()
     };
-    let task = tokio::spawn(async move {
+    let server = Spawned::start(move |listener, stop| async move {
         let server = Server::new(cfg);
         let _ = server
-            .serve_with(listener, Arc::new(acceptor), Arc::new(handler), async {
-                let _ = rx.await;
-            })
+            .serve_with(listener, Arc::new(acceptor), Arc::new(handler), stop)
             .await;
-    });
+    })
+    .await;
     TestServer {
-        addr,
+        addr: server.addr,
         tls,
         dir,
         cert,
-        stop: Some(tx),
-        task: Some(task),
+        server,
     }
 }
 
@@ -135,18 +125,4 @@ pub async fn start_with<H: Handler>(make: impl FnOnce(&Path) -> H) -> TestServer
     let dir = tempfile::tempdir().unwrap();
     let h = make(dir.path());
     start_inner(PlainTcp, h, dir, false, None).await
-}
-
-/// Deterministic test data (not all zeros, not periodic at small scale).
-pub fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut v = Vec::with_capacity(len + 8);
-    while v.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        v.extend_from_slice(&x.to_le_bytes());
-    }
-    v.truncate(len);
-    v
 }

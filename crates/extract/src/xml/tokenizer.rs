@@ -1,30 +1,9 @@
-//! Streaming XML tokenizer and the field extractor built on it.
-//!
-//! Why not quick-xml: its `Reader` reports each text node as one event, so
-//! the text of a 256 MiB base64 element would have to be buffered whole
-//! before we saw any of it (and its buffered reader grows to fit). Our rule is
-//! bounded memory whatever the field size, so this is a small hand-written
-//! tokenizer for the subset SOAP bodies use: elements, attributes, character
-//! data, character/predefined entity references, CDATA, comments, PIs and the
-//! XML declaration. DTDs are refused outright (no entity expansion, no
-//! external entities), which is also what SOAP 1.1/1.2 require.
-//!
-//! The tokenizer is a byte-level state machine that never needs more than the
-//! current byte, except for bounded carried-over state (the current tag name,
-//! a reference up to 16 bytes, the open-element stack), so input may be split
-//! anywhere. Character data is scanned with `memchr2` for `<`/`&` and handed
-//! out as borrowed slices: that is the hot path and it runs at memchr speed.
-//!
-//! Deliberately not checked (cost or scope; none of them can make us emit
-//! text that a conforming parser would not): UTF-8 validity of character data
-//! (the base64 decoder rejects any non-alphabet byte anyway), `]]>` in
-//! character data, duplicate attributes, unbound namespace prefixes, the
-//! contents of the XML declaration. Literal CR/LF in text are passed through
-//! as-is (no end-of-line normalization): base64 decoders skip them anyway.
+//! The byte-level XML state machine (see the parent module for the subset
+//! it accepts): events out of arbitrarily split input, bounded carried state.
 
 use memchr::{memchr, memchr2, memchr3};
 
-use crate::{ExtractError, FieldExtractor, Sink, Stage, DEFAULT_MAX_DEPTH, DEFAULT_MAX_NAME_LEN};
+use crate::ExtractError;
 
 /// Longest reference body we accept between `&` and `;`. The longest
 /// meaningful ones are `#x10FFFF`/`#1114111` (8 bytes); 16 leaves room for a
@@ -98,8 +77,8 @@ pub(crate) struct Tokenizer {
     /// i-th one ends in `stack`.
     stack: Vec<u8>,
     ends: Vec<usize>,
-    max_depth: usize,
-    max_name_len: usize,
+    pub(crate) max_depth: usize,
+    pub(crate) max_name_len: usize,
     root_seen: bool,
     /// Any byte after the BOM seen (the XML declaration must come first).
     seen_any: bool,
@@ -726,121 +705,5 @@ impl Tokenizer {
             offset: self.base,
             context,
         })
-    }
-}
-
-/// Streams an XML document and hands out the text content of the first
-/// element whose local name (the part after any `prefix:`) is the given
-/// name. See the crate docs for the contract.
-///
-/// ```
-/// use wirespeed_extract::{FieldExtractor, XmlFieldExtractor};
-/// let doc = b"<s:Envelope xmlns:s='urn:s'><s:Body><n:data xmlns:n='urn:n'>QUJD&#13;\nREVG</n:data></s:Body></s:Envelope>";
-/// let mut x = XmlFieldExtractor::new("data");
-/// let mut text = Vec::new();
-/// x.feed(doc, &mut |piece: &[u8]| { text.extend_from_slice(piece); Ok(()) }).unwrap();
-/// x.finish().unwrap();
-/// assert_eq!(text, b"QUJD\r\nREVG");
-/// ```
-pub struct XmlFieldExtractor {
-    tok: Tokenizer,
-    target: Vec<u8>,
-    state: Target,
-    poisoned: bool,
-    stage: Stage,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Target {
-    Searching,
-    /// Inside the field element, which sits at this depth.
-    Inside(usize),
-    Done,
-}
-
-impl XmlFieldExtractor {
-    /// `local_name` is matched against each element's name without its
-    /// prefix, so `data` finds `<data>`, `<ns1:data>`, `<x:data>`.
-    pub fn new(local_name: &str) -> Self {
-        XmlFieldExtractor {
-            tok: Tokenizer::new(DEFAULT_MAX_DEPTH, DEFAULT_MAX_NAME_LEN),
-            target: local_name.as_bytes().to_vec(),
-            state: Target::Searching,
-            poisoned: false,
-            stage: Stage::new(),
-        }
-    }
-
-    /// Sets the maximum element nesting depth (default [`DEFAULT_MAX_DEPTH`]).
-    pub fn with_max_depth(mut self, max_depth: usize) -> Self {
-        self.tok.max_depth = max_depth;
-        self
-    }
-
-    /// Sets the maximum name length (default [`DEFAULT_MAX_NAME_LEN`]).
-    pub fn with_max_name_len(mut self, max_name_len: usize) -> Self {
-        self.tok.max_name_len = max_name_len;
-        self
-    }
-
-    /// Whether the field element has been found (its text may still be
-    /// streaming).
-    pub fn found(&self) -> bool {
-        self.state != Target::Searching
-    }
-
-    fn run(&mut self, input: &[u8], sink: &mut Sink<'_>) -> Result<(), ExtractError> {
-        let mut pos = 0;
-        while let Some(ev) = self.tok.next(input, &mut pos)? {
-            match (ev, self.state) {
-                (Ev::Text(t), Target::Inside(_)) => self.stage.push(t, sink)?,
-                (Ev::Small(buf, len), Target::Inside(_)) => {
-                    self.stage.push(&buf[..len as usize], sink)?
-                }
-                (Ev::Start { .. }, Target::Inside(_)) => {
-                    return Err(ExtractError::NestedElement {
-                        offset: self.tok.offset(pos),
-                        name: String::from_utf8_lossy(self.tok.name()).into_owned(),
-                    })
-                }
-                (Ev::Start { empty }, Target::Searching)
-                    if local_name(self.tok.name()) == self.target =>
-                {
-                    self.state = if empty {
-                        Target::Done
-                    } else {
-                        Target::Inside(self.tok.depth())
-                    };
-                }
-                (Ev::End, Target::Inside(d)) if self.tok.depth() < d => self.state = Target::Done,
-                _ => {}
-            }
-        }
-        Ok(())
-    }
-}
-
-impl FieldExtractor for XmlFieldExtractor {
-    fn feed(&mut self, input: &[u8], sink: &mut Sink<'_>) -> Result<(), ExtractError> {
-        if self.poisoned {
-            return Err(ExtractError::Poisoned);
-        }
-        let r = self.run(input, sink).and_then(|()| self.stage.flush(sink));
-        self.poisoned = r.is_err();
-        self.tok.advance_base(input.len());
-        r
-    }
-
-    fn finish(&mut self) -> Result<(), ExtractError> {
-        if self.poisoned {
-            return Err(ExtractError::Poisoned);
-        }
-        self.tok.finish()?;
-        if self.state != Target::Done {
-            return Err(ExtractError::FieldNotFound {
-                name: String::from_utf8_lossy(&self.target).into_owned(),
-            });
-        }
-        Ok(())
     }
 }
