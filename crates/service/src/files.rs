@@ -8,7 +8,7 @@ use crate::conditional::{evaluate, write_allowed, Conditions, Outcome, Validator
 use crate::digest::{asked_for, format_sha256};
 use crate::listing::{Format, Formatter, FLUSH_AT};
 use crate::path::{parse_request_path, RelPath};
-use crate::respond::{check_room, etag, respond_stored};
+use crate::respond::{check_room, etag, explain_too_large, respond_stored};
 use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload};
 use crate::upload::receive;
 use crate::ServiceConfig;
@@ -56,7 +56,13 @@ fn close_if_body(ex: &mut Exchange) {
     }
 }
 
-fn path_error(e: crate::path::PathError) -> Error {
+/// A refused path as an answer. A name over 255 bytes is a bad request for
+/// a write (400, never 414: the URI is not what is too long) and simply
+/// absent for a read or delete, since no such file can exist.
+fn path_error(e: crate::path::PathError, method: &str) -> Error {
+    if e == crate::path::PathError::NameTooLong && matches!(method, "GET" | "HEAD" | "DELETE") {
+        return Error::status(404, "not found: a name in the path is longer than 255 bytes");
+    }
     Error::status(e.status(), e.to_string())
 }
 
@@ -96,6 +102,10 @@ impl<S: Storage> Handler for Files<S> {
                 "cross-origin write refused: a page on another site may not change files here",
             ));
         }
+        if let Some(why) = self.cfg.writes.refusal(ex.method()) {
+            close_if_body(ex);
+            return ex.send_text(403, why).await;
+        }
         if self.cfg.access.required(write) && !self.cfg.access.allows(ex.header("authorization")) {
             close_if_body(ex);
             let resp = Response::new(401)
@@ -103,14 +113,15 @@ impl<S: Storage> Handler for Files<S> {
                 .header("Content-Type", "text/plain; charset=utf-8");
             return ex.send(resp, b"a valid bearer token is required\n").await;
         }
-        let key = parse_request_path(ex.path()).map_err(path_error)?;
-        match ex.method() {
+        let key = parse_request_path(ex.path()).map_err(|e| path_error(e, ex.method()))?;
+        let result = match ex.method() {
             "GET" | "HEAD" => self.get(ex, key).await,
             "PUT" => self.put(ex, key).await,
             "DELETE" => self.delete(ex, key).await,
             "POST" => crate::encoded::post(&self.storage, &self.cfg, ex, key).await,
             _ => Err(Error::status(405, "method not allowed")),
-        }
+        };
+        result.map_err(|e| explain_too_large(e, self.cfg.max_body))
     }
 }
 
@@ -294,7 +305,11 @@ impl<S: Storage> Files<S> {
                 ));
             }
         }
-        let mut up = self.storage.create(&key).await?;
+        let mut up = self
+            .storage
+            .create(&key)
+            .await
+            .map_err(|e| e.on_write(&key))?;
         if precondition {
             up.check_before_commit(Box::new(move |meta| {
                 let current = meta.map(etag);
@@ -324,7 +339,7 @@ impl<S: Storage> Files<S> {
                     .await;
             }
         }
-        let written = up.commit(sum).await?;
+        let written = up.commit(sum).await.map_err(|e| e.on_write(&key))?;
         respond_stored(&self.storage, ex, &key, written, sum.as_ref()).await
     }
 
@@ -332,7 +347,10 @@ impl<S: Storage> Files<S> {
         if key.is_root() {
             return Err(Error::status(403, "the root cannot be deleted"));
         }
-        self.storage.delete(&key).await?;
+        self.storage
+            .delete(&key)
+            .await
+            .map_err(|e| e.on_write(&key))?;
         ex.send(Response::new(204), b"").await
     }
 }
