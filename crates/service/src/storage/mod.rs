@@ -188,7 +188,7 @@ pub trait Storage: Send + Sync + 'static {
         &self,
         key: &RelPath,
     ) -> impl Future<Output = Result<Self::Upload, StorageError>> + Send;
-    /// List a directory in batches.
+    /// List a directory in batches, sorted by name (byte order).
     fn list(
         &self,
         key: &RelPath,
