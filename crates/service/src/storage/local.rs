@@ -25,7 +25,7 @@ use crate::path::{is_reserved_name, RelPath, TEMP_PREFIX};
 pub const LIST_BATCH: usize = 1024;
 
 /// Directory entries read per blocking step while a listing collects names.
-const NAME_STEP: usize = 16 * 1024;
+const NAME_STEP: usize = 4096;
 
 /// A directory on the local filesystem.
 ///
@@ -664,15 +664,15 @@ struct ListState {
 impl ListState {
     /// One blocking step: up to [`NAME_STEP`] more names while collecting
     /// (`None`), then the next batch of up to [`LIST_BATCH`] entries (fewer
-    /// only at the end, or where names vanished since they were read).
+    /// only at the end, or where names vanished since they were read). The
+    /// step that finishes collecting also makes the first batch, so a small
+    /// folder costs one trip through the blocking pool.
     fn step(&mut self) -> Result<Option<Vec<Entry>>, StorageError> {
         if self.collecting {
             for _ in 0..NAME_STEP {
                 let Some(de) = self.dir.next() else {
                     self.collecting = false;
-                    // Byte order, like `ls` in the C locale and S3 listings.
-                    self.names.sort_unstable();
-                    return Ok(None);
+                    break;
                 };
                 let de = de?;
                 let Ok(name) = de.file_name().to_str() else {
@@ -688,7 +688,11 @@ impl ListState {
                 }
                 self.names.push(name.to_string());
             }
-            return Ok(None);
+            if self.collecting {
+                return Ok(None);
+            }
+            // Byte order, like `ls` in the C locale and S3 listings.
+            self.names.sort_unstable();
         }
         let fd = self.dir.fd()?;
         let mut batch = Vec::with_capacity(LIST_BATCH.min(self.names.len() - self.next));
