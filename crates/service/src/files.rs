@@ -54,7 +54,10 @@ fn close_if_body(ex: &mut Exchange) {
 /// absent for a read or delete, since no such file can exist.
 fn path_error(e: crate::path::PathError, method: &str) -> Error {
     if e == crate::path::PathError::NameTooLong && matches!(method, "GET" | "HEAD" | "DELETE") {
-        return Error::status(404, "not found: a name in the path is longer than 255 bytes");
+        return Error::status(
+            404,
+            "not found: a name in the path is longer than 255 bytes",
+        );
     }
     Error::status(e.status(), e.to_string())
 }
@@ -188,13 +191,12 @@ impl<S: Storage> Files<S> {
         let mime = mime_guess::from_path(name).first_or_octet_stream();
         // User content never runs as this origin (the built-in pages do):
         // an uploaded .html is shown sandboxed, and never sniffed.
-        let content_type = if mime.type_() == mime_guess::mime::TEXT
-            && utf8_text(&mut obj, meta.size).await
-        {
-            with_utf8_charset(mime.essence_str())
-        } else {
-            std::borrow::Cow::Borrowed(mime.essence_str())
-        };
+        let content_type =
+            if mime.type_() == mime_guess::mime::TEXT && utf8_text(&mut obj, meta.size).await {
+                with_utf8_charset(mime.essence_str())
+            } else {
+                std::borrow::Cow::Borrowed(mime.essence_str())
+            };
         let mut resp = base_headers(Response::new(status), &tag, meta.modified)
             .header("Content-Type", &*content_type)
             .header("Content-Security-Policy", "sandbox")

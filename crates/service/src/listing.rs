@@ -32,9 +32,8 @@ impl Format {
                 }
             }
         }
-        let wants_json = accept.is_some_and(|a| {
-            accept_q(a, "application", "json") > accept_q(a, "text", "html")
-        });
+        let wants_json = accept
+            .is_some_and(|a| accept_q(a, "application", "json") > accept_q(a, "text", "html"));
         if wants_json {
             Format::Json
         } else {
@@ -255,10 +254,7 @@ mod tests {
             Format::choose(None, Some("text/html, application/json;q=0.5")),
             Format::Html
         );
-        assert_eq!(
-            Format::choose(None, Some("application/json")),
-            Format::Json
-        );
+        assert_eq!(Format::choose(None, Some("application/json")), Format::Json);
         assert_eq!(
             Format::choose(None, Some("application/json, */*;q=0.1")),
             Format::Json

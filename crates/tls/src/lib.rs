@@ -336,7 +336,10 @@ pub fn self_signed(dir: &Path) -> Result<SelfSigned, TlsError> {
 }
 
 fn generate() -> Result<(rcgen::Certificate, rcgen::KeyPair), TlsError> {
-    let names = SELF_SIGNED_NAMES.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+    let names = SELF_SIGNED_NAMES
+        .iter()
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>();
     let rcgen::CertifiedKey { cert, key_pair } = rcgen::generate_simple_self_signed(names)?;
     Ok((cert, key_pair))
 }
@@ -458,13 +461,12 @@ fn stored(dir: &Path, now: i64) -> Result<(SelfSigned, i64), Renewal> {
     let der = load_certs(&cert_path)
         .map_err(|e| Renewal::Unusable(e.to_string()))?
         .swap_remove(0);
-    let (not_before, not_after) =
-        validity(&der).map_err(|e| Renewal::Unusable(e.to_string()))?;
+    let (not_before, not_after) = validity(&der).map_err(|e| Renewal::Unusable(e.to_string()))?;
     if now < not_before || now + RENEW_BEFORE_SECS >= not_after {
         return Err(Renewal::Expired { not_after });
     }
-    let cert = webpki::EndEntityCert::try_from(&der)
-        .map_err(|e| Renewal::Unusable(format!("{e:?}")))?;
+    let cert =
+        webpki::EndEntityCert::try_from(&der).map_err(|e| Renewal::Unusable(format!("{e:?}")))?;
     for name in SELF_SIGNED_NAMES {
         let name = ServerName::try_from(name).map_err(|e| Renewal::Unusable(e.to_string()))?;
         if cert.verify_is_valid_for_subject_name(&name).is_err() {
@@ -500,7 +502,12 @@ pub fn self_signed_kept(dir: &Path) -> Result<(SelfSigned, KeptCert), TlsError> 
     let key_der = key.serialize_der();
     // The key first: a crash between the two writes leaves a pair that does
     // not match, which the next start replaces.
-    write_atomically(dir, SELF_SIGNED_KEY_FILE, key.serialize_pem().as_bytes(), 0o600)?;
+    write_atomically(
+        dir,
+        SELF_SIGNED_KEY_FILE,
+        key.serialize_pem().as_bytes(),
+        0o600,
+    )?;
     write_atomically(dir, SELF_SIGNED_CERT_FILE, cert.pem().as_bytes(), 0o644)?;
     let s = finish(cert.der().clone(), key_der, dir.join(SELF_SIGNED_CERT_FILE))?;
     Ok((s, KeptCert::Created(why)))

@@ -40,7 +40,9 @@ fn made_once_then_reused() {
     assert_eq!(mode & 0o777, 0o600, "the key is private to its owner");
     let (second, kept) = self_signed_kept(tmp.path()).unwrap();
     assert!(matches!(kept, KeptCert::Reused { .. }), "{kept:?}");
-    assert!(kept.to_string().starts_with("reused the stored certificate"));
+    assert!(kept
+        .to_string()
+        .starts_with("reused the stored certificate"));
     assert_eq!(first.fingerprint, second.fingerprint);
     assert_eq!(second.cert_path, tmp.path().join(SELF_SIGNED_CERT_FILE));
     // No temporary files left in the folder.

@@ -194,7 +194,11 @@ impl<S: Storage> Parts for Form<'_, S> {
             .dir
             .join(&name)
             .map_err(|e| Error::status(400, format!("file name {raw:?}: {e}")))?;
-        let up = self.storage.create(&key).await.map_err(|e| e.on_write(&key))?;
+        let up = self
+            .storage
+            .create(&key)
+            .await
+            .map_err(|e| e.on_write(&key))?;
         self.files.push(FileSlot {
             name,
             key,

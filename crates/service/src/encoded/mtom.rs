@@ -153,10 +153,10 @@ impl<S: Storage> Parts for Mtom<'_, S> {
                 }
                 check_transfer_encoding(&h)?;
                 let up = self
-                .storage
-                .create(&self.key)
-                .await
-                .map_err(|e| e.on_write(&self.key))?;
+                    .storage
+                    .create(&self.key)
+                    .await
+                    .map_err(|e| e.on_write(&self.key))?;
                 self.target = Some(Stream {
                     cid: c,
                     up,
