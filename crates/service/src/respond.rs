@@ -76,28 +76,11 @@ pub fn human_size(n: u64) -> String {
         unit += 1;
     }
     let size = 1u64 << (10 * (unit + 1));
-    if n % size == 0 {
+    if n & (size - 1) == 0 {
         format!("{} {}", n / size, UNITS[unit])
     } else {
         let tenths = u128::from(n) * 10 / u128::from(size);
         format!("{}.{} {}", tenths / 10, tenths % 10, UNITS[unit])
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::human_size;
-
-    #[test]
-    fn sizes_for_people() {
-        assert_eq!(human_size(0), "0 bytes");
-        assert_eq!(human_size(1023), "1023 bytes");
-        assert_eq!(human_size(1024), "1 KiB");
-        assert_eq!(human_size(1536), "1.5 KiB");
-        assert_eq!(human_size(10 << 30), "10 GiB");
-        assert_eq!(human_size(12 << 30), "12 GiB");
-        assert_eq!(human_size((1 << 20) - 1), "1023.9 KiB");
-        assert_eq!(human_size(u64::MAX), "15.9 EiB");
     }
 }
 
@@ -131,4 +114,21 @@ pub(crate) async fn check_room<S: Storage>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_size;
+
+    #[test]
+    fn sizes_for_people() {
+        assert_eq!(human_size(0), "0 bytes");
+        assert_eq!(human_size(1023), "1023 bytes");
+        assert_eq!(human_size(1024), "1 KiB");
+        assert_eq!(human_size(1536), "1.5 KiB");
+        assert_eq!(human_size(10 << 30), "10 GiB");
+        assert_eq!(human_size(12 << 30), "12 GiB");
+        assert_eq!(human_size((1 << 20) - 1), "1023.9 KiB");
+        assert_eq!(human_size(u64::MAX), "15.9 EiB");
+    }
 }

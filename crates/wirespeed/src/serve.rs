@@ -21,7 +21,7 @@ pub const LONG_ABOUT: &str = "Serve DIR over HTTP/1.1.\n\n\
 Routes:\n  \
 GET/HEAD /path     a file (sendfile; ETag, Last-Modified, single byte ranges, If-None-Match, If-Range);\n                     \
 Repr-Digest when one is recorded, or computed on Want-Repr-Digest\n  \
-GET /dir/          a listing: HTML, or JSON with ?format=json or Accept: application/json\n  \
+GET /dir/          a listing sorted by name: HTML, or JSON with ?format=json or an Accept that prefers application/json\n  \
 PUT /path          upload (atomic: temp file, fsync, rename); 201 new, 204 replaced;\n                     \
 507 at once if the Content-Length exceeds the free space; with Want-Repr-Digest: sha-256=N\n                     \
 (or a Repr-Digest/Content-Digest to check) hashes the body and answers Repr-Digest;\n                     \
