@@ -214,6 +214,11 @@ fn parse_listen_spec(s: &str) -> Result<ListenSpec, String> {
     if let Ok(addr) = s.parse::<SocketAddr>() {
         return Ok(ListenSpec::Addr(addr));
     }
+    if s.matches(':').count() > 1 {
+        return Err(format!(
+            "invalid address {s:?}: an IPv6 address goes in brackets, e.g. [::1]:8080"
+        ));
+    }
     if let Some(port) = s.strip_prefix(':') {
         parse_port(port, s)?;
         return Err(format!(

@@ -6,7 +6,7 @@
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -26,6 +26,20 @@ pub const LIST_BATCH: usize = 1024;
 
 /// Directory entries read per blocking step while a listing collects names.
 const NAME_STEP: usize = 4096;
+
+/// Memory all listings together may hold in names beyond their first
+/// [`NAME_STEP`]: clients that open big listings and never read them could
+/// otherwise pin the names of a big folder per connection. One listing alone
+/// may exceed it (a single huge folder still lists).
+const NAMES_BUDGET: usize = 16 << 20;
+
+/// Bytes of names held by listings past their first step (see [`NAMES_BUDGET`]).
+static NAMES_HELD: AtomicUsize = AtomicUsize::new(0);
+
+/// What one collected name costs: its bytes, the `String`, allocator overhead.
+fn name_cost(name: &str) -> usize {
+    name.len() + std::mem::size_of::<String>() + 16
+}
 
 /// A directory on the local filesystem.
 ///
@@ -315,6 +329,8 @@ impl Storage for LocalStorage {
                 dir: rustix::fs::Dir::new(dir)?,
                 collecting: true,
                 names: Vec::new(),
+                cost: 0,
+                charged: 0,
                 next: 0,
                 root: self.root.clone(),
                 segments: key.segments().to_vec(),
@@ -654,6 +670,10 @@ struct ListState {
     collecting: bool,
     /// Every listed name; sorted once `collecting` ends.
     names: Vec<String>,
+    /// What `names` cost (see [`name_cost`]).
+    cost: usize,
+    /// The part of `cost` counted in [`NAMES_HELD`].
+    charged: usize,
     /// The next name to stat.
     next: usize,
     root: Arc<Root>,
@@ -686,7 +706,11 @@ impl ListState {
                 {
                     continue;
                 }
+                self.cost += name_cost(name);
                 self.names.push(name.to_string());
+            }
+            if self.names.len() > NAME_STEP {
+                self.charge()?;
             }
             if self.collecting {
                 return Ok(None);
@@ -707,8 +731,33 @@ impl ListState {
         Ok(Some(batch))
     }
 
+    /// Count the names collected so far in [`NAMES_HELD`], or refuse
+    /// ([`StorageError::Busy`]) if other listings already hold the budget.
+    fn charge(&mut self) -> Result<(), StorageError> {
+        let total = self.cost;
+        let more = total - self.charged;
+        let before = NAMES_HELD.fetch_add(more, Ordering::Relaxed);
+        let others = before - self.charged;
+        if others > 0 && before + more > NAMES_BUDGET {
+            NAMES_HELD.fetch_sub(more, Ordering::Relaxed);
+            tracing::warn!(
+                held = before,
+                "a big listing was refused: other unfinished listings hold the names budget"
+            );
+            return Err(StorageError::Busy);
+        }
+        self.charged = total;
+        Ok(())
+    }
+
     fn done(&self) -> bool {
         !self.collecting && self.next >= self.names.len()
+    }
+}
+
+impl Drop for ListState {
+    fn drop(&mut self) {
+        NAMES_HELD.fetch_sub(self.charged, Ordering::Relaxed);
     }
 }
 

@@ -94,6 +94,9 @@ pub enum StorageError {
     WriteDenied,
     #[error("directory not empty")]
     NotEmpty,
+    /// Too much is in flight (e.g. big listings nobody reads): try later.
+    #[error("the server is busy with other large listings; try again shortly")]
+    Busy,
     /// The operation clashes with what exists (e.g. a parent is a file).
     #[error("conflict: {0}")]
     Conflict(&'static str),
@@ -120,6 +123,7 @@ impl StorageError {
             StorageError::IsDir | StorageError::NotEmpty | StorageError::Conflict(_) => 409,
             StorageError::Forbidden | StorageError::Denied | StorageError::WriteDenied => 403,
             StorageError::Full | StorageError::NoRoom { .. } => 507,
+            StorageError::Busy => 503,
             // A long name is a bad request, not a long URI (RFC 9110 §15.5.15).
             StorageError::NameTooLong => 400,
             StorageError::PreconditionFailed => 412,
