@@ -60,6 +60,86 @@ impl Access {
     }
 }
 
+/// Which writes the server takes at all, before any token is looked at: a
+/// server exposed beyond loopback without a token takes none unless told to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Writes {
+    /// PUT and POST.
+    pub upload: bool,
+    /// DELETE.
+    pub delete: bool,
+    /// What a refusal says.
+    pub why: WritesOff,
+}
+
+/// Why some writes are off, for the 403 text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WritesOff {
+    /// `serve --read-only`.
+    ReadOnly,
+    /// Listening beyond loopback without a token.
+    Exposed,
+}
+
+impl Default for Writes {
+    fn default() -> Self {
+        Writes {
+            upload: true,
+            delete: true,
+            why: WritesOff::ReadOnly,
+        }
+    }
+}
+
+impl Writes {
+    /// Every write refused (`serve --read-only`).
+    pub fn read_only() -> Self {
+        Writes {
+            upload: false,
+            delete: false,
+            why: WritesOff::ReadOnly,
+        }
+    }
+
+    /// A server reachable beyond loopback without a token: only the writes
+    /// switched on explicitly.
+    pub fn exposed(upload: bool, delete: bool) -> Self {
+        Writes {
+            upload,
+            delete,
+            why: WritesOff::Exposed,
+        }
+    }
+
+    /// Why a request with this method is refused, or `None` if it may go on
+    /// (to the token check). The text says what to do about it.
+    pub fn refusal(&self, method: &str) -> Option<&'static str> {
+        let delete = match method {
+            "PUT" | "POST" => false,
+            "DELETE" => true,
+            _ => return None,
+        };
+        if (delete && self.delete) || (!delete && self.upload) {
+            return None;
+        }
+        Some(match (self.why, delete) {
+            (WritesOff::ReadOnly, _) => {
+                "this server is read-only (serve --read-only): uploads and deletes are refused"
+            }
+            (WritesOff::Exposed, false) => {
+                "uploads are off: this server listens beyond loopback without a token; \
+                 restart it with --token SECRET (clients then send Authorization: Bearer SECRET), \
+                 or with --allow-upload to let anyone upload"
+            }
+            (WritesOff::Exposed, true) => {
+                "deletes are off: this server listens beyond loopback without a token; \
+                 restart it with --token SECRET (clients then send Authorization: Bearer SECRET), \
+                 or with --allow-delete to let anyone delete"
+            }
+        })
+    }
+}
+
 /// The token of `Bearer TOKEN` (scheme case-insensitive, RFC 9110 §11.1).
 fn bearer_token(v: &[u8]) -> Option<&[u8]> {
     let v = v.trim_ascii();
@@ -95,6 +175,25 @@ mod tests {
         assert!(!a.allows(None));
         assert!(!Access::new(Vec::<String>::new(), false).allows(Some(b"Bearer x")));
         assert!(!format!("{a:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn which_writes_are_taken() {
+        let open = Writes::default();
+        for m in ["GET", "HEAD", "PUT", "POST", "DELETE"] {
+            assert_eq!(open.refusal(m), None, "{m}");
+        }
+        let ro = Writes::read_only();
+        assert_eq!(ro.refusal("GET"), None);
+        assert!(ro.refusal("PUT").unwrap().contains("read-only"));
+        assert!(ro.refusal("DELETE").unwrap().contains("read-only"));
+        let up = Writes::exposed(true, false);
+        assert_eq!(up.refusal("PUT"), None);
+        assert_eq!(up.refusal("POST"), None);
+        assert!(up.refusal("DELETE").unwrap().contains("--allow-delete"));
+        let none = Writes::exposed(false, false);
+        assert!(none.refusal("POST").unwrap().contains("--allow-upload"));
+        assert!(none.refusal("PUT").unwrap().contains("--token"));
     }
 
     #[test]

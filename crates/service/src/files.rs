@@ -8,7 +8,7 @@ use crate::conditional::{evaluate, write_allowed, Conditions, Outcome, Validator
 use crate::digest::{asked_for, format_sha256};
 use crate::listing::{Format, Formatter, FLUSH_AT};
 use crate::path::{parse_request_path, RelPath};
-use crate::respond::{check_room, etag, respond_stored};
+use crate::respond::{check_room, etag, explain_too_large, respond_stored};
 use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload};
 use crate::upload::receive;
 use crate::ServiceConfig;
@@ -37,13 +37,6 @@ impl<S: Storage> Files<S> {
     }
 }
 
-/// Listings of up to this many entries are sorted by name; larger ones are
-/// streamed in directory order, because sorting needs the whole listing in
-/// memory and the point of streaming is that nothing ever holds it. One
-/// storage batch is exactly this size, so "small" is known after peeking at
-/// whether a second batch exists.
-pub const SORT_LIMIT: usize = crate::storage::LIST_BATCH;
-
 /// A refused request's body is not drained (that would let anyone without
 /// a token hold a 256 KiB buffer for as long as they trickle bytes): the
 /// connection closes after the answer instead.
@@ -56,7 +49,16 @@ fn close_if_body(ex: &mut Exchange) {
     }
 }
 
-fn path_error(e: crate::path::PathError) -> Error {
+/// A refused path as an answer. A name over 255 bytes is a bad request for
+/// a write (400, never 414: the URI is not what is too long) and simply
+/// absent for a read or delete, since no such file can exist.
+fn path_error(e: crate::path::PathError, method: &str) -> Error {
+    if e == crate::path::PathError::NameTooLong && matches!(method, "GET" | "HEAD" | "DELETE") {
+        return Error::status(
+            404,
+            "not found: a name in the path is longer than 255 bytes",
+        );
+    }
     Error::status(e.status(), e.to_string())
 }
 
@@ -96,6 +98,10 @@ impl<S: Storage> Handler for Files<S> {
                 "cross-origin write refused: a page on another site may not change files here",
             ));
         }
+        if let Some(why) = self.cfg.writes.refusal(ex.method()) {
+            close_if_body(ex);
+            return ex.send_text(403, why).await;
+        }
         if self.cfg.access.required(write) && !self.cfg.access.allows(ex.header("authorization")) {
             close_if_body(ex);
             let resp = Response::new(401)
@@ -103,14 +109,15 @@ impl<S: Storage> Handler for Files<S> {
                 .header("Content-Type", "text/plain; charset=utf-8");
             return ex.send(resp, b"a valid bearer token is required\n").await;
         }
-        let key = parse_request_path(ex.path()).map_err(path_error)?;
-        match ex.method() {
+        let key = parse_request_path(ex.path()).map_err(|e| path_error(e, ex.method()))?;
+        let result = match ex.method() {
             "GET" | "HEAD" => self.get(ex, key).await,
             "PUT" => self.put(ex, key).await,
             "DELETE" => self.delete(ex, key).await,
             "POST" => crate::encoded::post(&self.storage, &self.cfg, ex, key).await,
             _ => Err(Error::status(405, "method not allowed")),
-        }
+        };
+        result.map_err(|e| explain_too_large(e, self.cfg.max_body))
     }
 }
 
@@ -184,8 +191,14 @@ impl<S: Storage> Files<S> {
         let mime = mime_guess::from_path(name).first_or_octet_stream();
         // User content never runs as this origin (the built-in pages do):
         // an uploaded .html is shown sandboxed, and never sniffed.
+        let content_type =
+            if mime.type_() == mime_guess::mime::TEXT && utf8_text(&mut obj, meta.size).await {
+                with_utf8_charset(mime.essence_str())
+            } else {
+                std::borrow::Cow::Borrowed(mime.essence_str())
+            };
         let mut resp = base_headers(Response::new(status), &tag, meta.modified)
-            .header("Content-Type", mime.essence_str())
+            .header("Content-Type", &*content_type)
             .header("Content-Security-Policy", "sandbox")
             .header("X-Content-Type-Options", "nosniff");
         if let Some(sum) = representation_digest(asked_for(ex), &mut obj).await? {
@@ -220,17 +233,10 @@ impl<S: Storage> Files<S> {
 
     async fn send_listing(&self, ex: &mut Exchange, key: &RelPath) -> Result<(), Error> {
         let format = Format::choose(ex.query(), ex.header_str("accept"));
+        // Batches come sorted by name (the storage's contract). The first
+        // is read before the head is sent, so its failures get a status.
         let mut listing = self.storage.list(key).await?;
-        // Peek: if everything fits in one batch, sort it (see SORT_LIMIT).
-        let mut first = listing.next_batch().await?.unwrap_or_default();
-        let mut second = if first.len() >= SORT_LIMIT {
-            listing.next_batch().await?
-        } else {
-            None
-        };
-        if second.is_none() {
-            first.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        }
+        let mut batch = listing.next_batch().await?;
         let resp = Response::new(200)
             .header("Content-Type", format.content_type())
             .header("Vary", "Accept")
@@ -244,7 +250,6 @@ impl<S: Storage> Files<S> {
         let mut text = Vec::with_capacity(FLUSH_AT + 1024);
         fmt.begin(&mut text, &title, key.is_root());
         let mut w = ex.writer(resp)?;
-        let mut batch = Some(first);
         while let Some(entries) = batch {
             for e in &entries {
                 fmt.entry(&mut text, e);
@@ -253,10 +258,7 @@ impl<S: Storage> Files<S> {
                     text.clear();
                 }
             }
-            batch = match second.take() {
-                Some(b) => Some(b),
-                None => listing.next_batch().await?,
-            };
+            batch = listing.next_batch().await?;
         }
         fmt.end(&mut text);
         w.write(&text).await?;
@@ -294,7 +296,11 @@ impl<S: Storage> Files<S> {
                 ));
             }
         }
-        let mut up = self.storage.create(&key).await?;
+        let mut up = self
+            .storage
+            .create(&key)
+            .await
+            .map_err(|e| e.on_write(&key))?;
         if precondition {
             up.check_before_commit(Box::new(move |meta| {
                 let current = meta.map(etag);
@@ -324,7 +330,7 @@ impl<S: Storage> Files<S> {
                     .await;
             }
         }
-        let written = up.commit(sum).await?;
+        let written = up.commit(sum).await.map_err(|e| e.on_write(&key))?;
         respond_stored(&self.storage, ex, &key, written, sum.as_ref()).await
     }
 
@@ -332,8 +338,53 @@ impl<S: Storage> Files<S> {
         if key.is_root() {
             return Err(Error::status(403, "the root cannot be deleted"));
         }
-        self.storage.delete(&key).await?;
+        self.storage
+            .delete(&key)
+            .await
+            .map_err(|e| e.on_write(&key))?;
         ex.send(Response::new(204), b"").await
+    }
+}
+
+/// How much of a text file is looked at to decide whether it is UTF-8.
+const SNIFF_BYTES: usize = 1024;
+
+/// Whether a text file's first [`SNIFF_BYTES`] are UTF-8 (an unreadable
+/// one counts as not: no charset is then claimed).
+async fn utf8_text<O: Object>(obj: &mut O, size: u64) -> bool {
+    let mut buf = [0u8; SNIFF_BYTES];
+    let want = (size as usize).min(SNIFF_BYTES);
+    let mut got = 0;
+    while got < want {
+        match obj.read_at(got as u64, &mut buf[got..want]).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => got += n,
+        }
+    }
+    is_utf8_prefix(&buf[..got], size as usize <= SNIFF_BYTES)
+}
+
+/// `TYPE; charset=utf-8`, without an allocation for the common text types
+/// (the small-GET path counts them).
+fn with_utf8_charset(essence: &str) -> std::borrow::Cow<'static, str> {
+    match essence {
+        "text/plain" => "text/plain; charset=utf-8".into(),
+        "text/html" => "text/html; charset=utf-8".into(),
+        "text/css" => "text/css; charset=utf-8".into(),
+        "text/csv" => "text/csv; charset=utf-8".into(),
+        "text/markdown" => "text/markdown; charset=utf-8".into(),
+        "text/javascript" => "text/javascript; charset=utf-8".into(),
+        "text/xml" => "text/xml; charset=utf-8".into(),
+        other => format!("{other}; charset=utf-8").into(),
+    }
+}
+
+/// Whether `bytes` are UTF-8; when they are only the start of the text
+/// (`complete` false), a character cut off at the end still counts.
+fn is_utf8_prefix(bytes: &[u8], complete: bool) -> bool {
+    match std::str::from_utf8(bytes) {
+        Ok(_) => true,
+        Err(e) => !complete && e.error_len().is_none(),
     }
 }
 
@@ -383,4 +434,23 @@ async fn representation_digest<O: Object>(
     }
     let sum = hash_object(obj).await?;
     Ok(obj.store_sha256(&sum).await?.then_some(sum))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_utf8_prefix;
+
+    #[test]
+    fn utf8_sniffing() {
+        assert!(is_utf8_prefix(b"", true));
+        assert!(is_utf8_prefix("plain ascii, caf\u{e9}".as_bytes(), true));
+        // Latin-1 "café": not UTF-8, so no charset is claimed.
+        assert!(!is_utf8_prefix(b"caf\xe9", true));
+        assert!(!is_utf8_prefix(b"caf\xe9 au lait", false));
+        // "é" cut in half by the sniff window: fine only if more follows.
+        assert!(is_utf8_prefix(b"caf\xc3", false));
+        assert!(!is_utf8_prefix(b"caf\xc3", true));
+        // UTF-16 with a BOM is left to the client.
+        assert!(!is_utf8_prefix(b"\xff\xfeh\0i\0", true));
+    }
 }

@@ -29,7 +29,7 @@ mod encoded;
 mod files;
 mod respond;
 
-pub use auth::Access;
+pub use auth::{Access, Writes, WritesOff};
 pub use digest::DigestPolicy;
 pub use files::{Files, Health};
 pub use storage::{LocalStorage, Storage, StorageError};
@@ -42,6 +42,8 @@ use wirespeed_net::Router;
 pub struct ServiceConfig {
     /// Who may read and write.
     pub access: Access,
+    /// Which writes are taken at all (checked before the token).
+    pub writes: Writes,
     /// Largest accepted upload body in bytes (`None`: unlimited). Bigger
     /// Content-Length → 413 before reading; a chunked body → 413 as soon as
     /// it crosses the limit.

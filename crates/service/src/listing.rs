@@ -18,8 +18,10 @@ pub enum Format {
 }
 
 impl Format {
-    /// JSON if `?format=json` or the client accepts `application/json`
-    /// (and did not ask for `?format=html`), else HTML.
+    /// `?format=json` / `?format=html` decide; otherwise JSON only if
+    /// `Accept` prefers `application/json` to `text/html` by q-value (RFC
+    /// 9110 §12.5.1). Ties, `*/*`, no `Accept`, or neither acceptable: HTML
+    /// (a listing in some form beats a 406).
     pub fn choose(query: Option<&str>, accept: Option<&str>) -> Format {
         if let Some(q) = query {
             for pair in q.split('&') {
@@ -30,12 +32,8 @@ impl Format {
                 }
             }
         }
-        let wants_json = accept.is_some_and(|a| {
-            a.split(',').any(|m| {
-                let m = m.split(';').next().unwrap_or("").trim();
-                m.eq_ignore_ascii_case("application/json")
-            })
-        });
+        let wants_json = accept
+            .is_some_and(|a| accept_q(a, "application", "json") > accept_q(a, "text", "html"));
         if wants_json {
             Format::Json
         } else {
@@ -48,6 +46,60 @@ impl Format {
             Format::Json => "application/json",
             Format::Html => "text/html; charset=utf-8",
         }
+    }
+}
+
+/// The q-value, in thousandths, that an `Accept` header value gives the media
+/// type `ty/sub`: the one of the most specific range that matches it (`ty/sub`
+/// over `ty/*` over `*/*`, RFC 9110 §12.5.1), 0 if none does. Ranges with a
+/// malformed q-value are ignored.
+pub fn accept_q(accept: &str, ty: &str, sub: &str) -> u16 {
+    let mut best: Option<(u8, u16)> = None; // (specificity, q)
+    for range in accept.split(',') {
+        let mut parts = range.split(';');
+        let Some((rt, rs)) = parts.next().and_then(|m| m.trim().split_once('/')) else {
+            continue;
+        };
+        let (rt, rs) = (rt.trim(), rs.trim());
+        let specificity = if rt == "*" && rs == "*" {
+            1
+        } else if rt.eq_ignore_ascii_case(ty) && rs == "*" {
+            2
+        } else if rt.eq_ignore_ascii_case(ty) && rs.eq_ignore_ascii_case(sub) {
+            3
+        } else {
+            continue;
+        };
+        let mut q = Some(1000);
+        for param in parts {
+            if let Some((name, value)) = param.split_once('=') {
+                if name.trim().eq_ignore_ascii_case("q") {
+                    q = parse_qvalue(value.trim());
+                }
+            }
+        }
+        let Some(q) = q else { continue };
+        if best.is_none_or(|(s, _)| specificity > s) {
+            best = Some((specificity, q));
+        }
+    }
+    best.map_or(0, |(_, q)| q)
+}
+
+/// RFC 9110 §12.4.2 `qvalue`: `0[.ddd]` or `1[.000]`, in thousandths.
+fn parse_qvalue(v: &str) -> Option<u16> {
+    let (int, frac) = v.split_once('.').unwrap_or((v, ""));
+    if frac.len() > 3 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut thousandths = 0u16;
+    for (i, b) in frac.bytes().enumerate() {
+        thousandths += u16::from(b - b'0') * [100, 10, 1][i];
+    }
+    match int {
+        "0" => Some(thousandths),
+        "1" if thousandths == 0 => Some(1000),
+        _ => None,
     }
 }
 
@@ -196,6 +248,36 @@ mod tests {
         );
         assert_eq!(
             Format::choose(None, Some("text/html, application/json;q=0.9")),
+            Format::Html
+        );
+        assert_eq!(
+            Format::choose(None, Some("text/html, application/json;q=0.5")),
+            Format::Html
+        );
+        assert_eq!(Format::choose(None, Some("application/json")), Format::Json);
+        assert_eq!(
+            Format::choose(None, Some("application/json, */*;q=0.1")),
+            Format::Json
+        );
+        assert_eq!(
+            Format::choose(None, Some("text/html;q=0.4, application/json;q=0.5")),
+            Format::Json
+        );
+        // A browser's own Accept.
+        assert_eq!(
+            Format::choose(
+                None,
+                Some("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+            ),
+            Format::Html
+        );
+        assert_eq!(
+            Format::choose(None, Some("application/json;q=0, */*")),
+            Format::Html
+        );
+        assert_eq!(Format::choose(None, Some("image/png")), Format::Html);
+        assert_eq!(
+            Format::choose(None, Some("application/*, text/html;q=0.2")),
             Format::Json
         );
         assert_eq!(
@@ -204,6 +286,25 @@ mod tests {
         );
         assert_eq!(Format::choose(None, Some("*/*")), Format::Html);
         assert_eq!(Format::choose(None, None), Format::Html);
+    }
+
+    #[test]
+    fn q_values() {
+        assert_eq!(accept_q("text/html", "text", "html"), 1000);
+        assert_eq!(accept_q("TEXT/HTML;Q=0.5", "text", "html"), 500);
+        assert_eq!(accept_q("text/*;q=0.3, */*;q=0.1", "text", "html"), 300);
+        assert_eq!(accept_q("*/*;q=0.1, text/html;q=0", "text", "html"), 0);
+        assert_eq!(accept_q("*/*;q=0.1", "text", "html"), 100);
+        assert_eq!(accept_q("application/json", "text", "html"), 0);
+        assert_eq!(accept_q("text/html;level=1;q=0.25", "text", "html"), 250);
+        assert_eq!(accept_q("text/html; q=1.0", "text", "html"), 1000);
+        // Malformed q-values drop their range.
+        for bad in ["2", "0.1234", "-1", "", "1.5", "0.x"] {
+            let a = format!("text/html;q={bad}, */*;q=0.2");
+            assert_eq!(accept_q(&a, "text", "html"), 200, "{a}");
+        }
+        assert_eq!(accept_q("", "text", "html"), 0);
+        assert_eq!(accept_q("garbage, ,;", "text", "html"), 0);
     }
 
     #[test]

@@ -23,6 +23,9 @@ pub const RESERVED_PREFIX: &str = ".wirespeed-";
 /// Prefix of the temporary files uploads are written to before the rename.
 pub const TEMP_PREFIX: &str = ".wirespeed-tmp-";
 
+/// Longest name a segment may have, in bytes: Linux filesystems' NAME_MAX.
+pub const MAX_NAME_BYTES: usize = 255;
+
 /// Whether a file name is one of our temporary upload files.
 pub fn is_temp_name(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX)
@@ -54,6 +57,8 @@ pub enum PathError {
     DotSegment,
     #[error("the path contains an empty segment ('//')")]
     EmptySegment,
+    #[error("a name in the path is longer than 255 bytes")]
+    NameTooLong,
     /// A temporary upload file or the control namespace: answered as missing.
     #[error("not found")]
     Hidden,
@@ -199,6 +204,9 @@ pub fn check_segment(seg: &str) -> Result<(), PathError> {
     }
     if seg.contains('/') {
         return Err(PathError::EncodedSlash);
+    }
+    if seg.len() > MAX_NAME_BYTES {
+        return Err(PathError::NameTooLong);
     }
     if is_reserved_name(seg) {
         return Err(PathError::Hidden);

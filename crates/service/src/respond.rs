@@ -49,6 +49,41 @@ pub(crate) async fn respond_stored<S: Storage>(
     ex.send(resp, b"").await
 }
 
+/// The 413 of a body that crossed `--max-body` while streaming (no length
+/// announced), saying the limit; other errors pass unchanged.
+pub(crate) fn explain_too_large(e: Error, max_body: Option<u64>) -> Error {
+    match (&e, max_body) {
+        (Error::Proto(wirespeed_net::proto::ProtoError::BodyTooLarge), Some(max)) => Error::status(
+            413,
+            format!(
+                "the upload is larger than the limit, {} (serve --max-body); nothing was stored",
+                human_size(max)
+            ),
+        ),
+        _ => e,
+    }
+}
+
+/// Bytes for people: exact below 1 KiB, else in the largest binary unit it
+/// reaches, rounded down to a tenth unless whole, e.g. `10 GiB`, `1.5 MiB`.
+pub fn human_size(n: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if n < 1024 {
+        return format!("{n} bytes");
+    }
+    let mut unit = 0;
+    while unit + 1 < UNITS.len() && n >> (10 * (unit + 2)) > 0 {
+        unit += 1;
+    }
+    let size = 1u64 << (10 * (unit + 1));
+    if n & (size - 1) == 0 {
+        format!("{} {}", n / size, UNITS[unit])
+    } else {
+        let tenths = u128::from(n) * 10 / u128::from(size);
+        format!("{}.{} {}", tenths / 10, tenths % 10, UNITS[unit])
+    }
+}
+
 /// Refuse an upload whose announced length exceeds the storage's free
 /// space (507, before a byte of the body is read), and apply `--max-body`.
 pub(crate) async fn check_room<S: Storage>(
@@ -57,6 +92,18 @@ pub(crate) async fn check_room<S: Storage>(
     ex: &mut Exchange,
 ) -> Result<(), Error> {
     if let Some(max) = cfg.max_body {
+        if let Some(len) = ex.content_length().filter(|&len| len > max) {
+            // The body is never read: no other request can follow on this connection.
+            ex.close_after_response();
+            return Err(Error::status(
+                413,
+                format!(
+                    "the upload is {}, the limit is {} (serve --max-body); nothing was stored",
+                    human_size(len),
+                    human_size(max)
+                ),
+            ));
+        }
         ex.limit_body(max)?;
     }
     if let Some(needed) = ex.content_length() {
@@ -67,4 +114,21 @@ pub(crate) async fn check_room<S: Storage>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_size;
+
+    #[test]
+    fn sizes_for_people() {
+        assert_eq!(human_size(0), "0 bytes");
+        assert_eq!(human_size(1023), "1023 bytes");
+        assert_eq!(human_size(1024), "1 KiB");
+        assert_eq!(human_size(1536), "1.5 KiB");
+        assert_eq!(human_size(10 << 30), "10 GiB");
+        assert_eq!(human_size(12 << 30), "12 GiB");
+        assert_eq!(human_size((1 << 20) - 1), "1023.9 KiB");
+        assert_eq!(human_size(u64::MAX), "15.9 EiB");
+    }
 }

@@ -80,7 +80,7 @@ fn uploaded_html_is_sandboxed_and_not_sniffed() {
         201
     );
     let g = s.get("/page.html");
-    assert_eq!(g.header("content-type"), Some("text/html"));
+    assert_eq!(g.header("content-type"), Some("text/html; charset=utf-8"));
     assert_eq!(g.header("content-security-policy"), Some("sandbox"));
     assert_eq!(g.header("x-content-type-options"), Some("nosniff"));
 }

@@ -69,7 +69,10 @@ fn put_stores_the_file_get_and_head_serve_it_and_a_second_put_replaces_it() {
     // Mime type from the name; empty files work.
     assert_eq!(s.put("/page.html", b"").status, 201);
     let g = s.get("/page.html");
-    assert_eq!(g.header("content-type").unwrap(), "text/html");
+    assert_eq!(
+        g.header("content-type").unwrap(),
+        "text/html; charset=utf-8"
+    );
     assert_eq!(g.header("content-length").unwrap(), "0");
     assert!(s.temp_files().is_empty());
 }

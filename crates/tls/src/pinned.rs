@@ -45,7 +45,7 @@ pub enum PinnedCertError {
 }
 
 /// `2026-01-31 12:00:00 UTC`, or the raw number if out of `time`'s range.
-fn format_time(unix: i64) -> String {
+pub(crate) fn format_time(unix: i64) -> String {
     match time::OffsetDateTime::from_unix_timestamp(unix) {
         Ok(t) => format!(
             "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",

@@ -2,15 +2,17 @@
 //! `wirespeed-service`.
 
 use std::io::Write;
-use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use wirespeed_net::{FileSend, Server, ServerConfig};
-use wirespeed_service::{Access, DigestPolicy, HashMode, LocalStorage, ServiceConfig, UploadPath};
+use wirespeed_service::{
+    Access, DigestPolicy, HashMode, LocalStorage, ServiceConfig, UploadPath, Writes,
+};
 
 use crate::size::parse_size;
 
@@ -19,7 +21,7 @@ pub const LONG_ABOUT: &str = "Serve DIR over HTTP/1.1.\n\n\
 Routes:\n  \
 GET/HEAD /path     a file (sendfile; ETag, Last-Modified, single byte ranges, If-None-Match, If-Range);\n                     \
 Repr-Digest when one is recorded, or computed on Want-Repr-Digest\n  \
-GET /dir/          a listing: HTML, or JSON with ?format=json or Accept: application/json\n  \
+GET /dir/          a listing sorted by name: HTML, or JSON with ?format=json or an Accept that prefers application/json\n  \
 PUT /path          upload (atomic: temp file, fsync, rename); 201 new, 204 replaced;\n                     \
 507 at once if the Content-Length exceeds the free space; with Want-Repr-Digest: sha-256=N\n                     \
 (or a Repr-Digest/Content-Digest to check) hashes the body and answers Repr-Digest;\n                     \
@@ -29,24 +31,45 @@ GET /-/health      200 while serving\n  \
 POST /dir/         multipart/form-data upload of one or more files\n  \
 POST /path?element=NAME   base64 in an XML/SOAP element (text/xml, application/soap+xml) or MTOM/XOP\n  \
 POST /path?field=NAME     base64 in a top-level JSON string field (application/json)\n\n\
+Writes: on a loopback address anyone may write; with --token, writes need the token; on any \
+other address without --token the server is read-only unless --allow-upload/--allow-delete \
+say otherwise; --read-only refuses every write anywhere.\n\n\
 On start, prints one line `listening on http://ADDR` to stdout (the real address, useful with \
 port 0); with TLS, `listening on https://ADDR` followed by the certificate lines of \
---tls-self-signed. SIGINT/SIGTERM stop accepting and let requests in flight finish.";
+--tls-self-signed. The write mode (`mode: …`) and other notes go to stderr. SIGINT/SIGTERM \
+stop accepting and let requests in flight finish.";
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Folder to serve (created if missing).
+    /// Folder to serve (created, empty, if missing).
     #[arg(default_value = "./data")]
     pub dir: PathBuf,
 
-    /// Address to listen on; port 0 picks a free port (printed at start).
+    /// Address to listen on: PORT (on 127.0.0.1), IP:PORT, [IPv6]:PORT or
+    /// HOST:PORT (resolved once at start; its first IPv4 address, else its
+    /// first address). Port 0 picks a free port (printed at start).
     #[arg(
         long,
         short = 'l',
         default_value = "127.0.0.1:8080",
-        value_name = "ADDR"
+        value_name = "ADDR",
+        value_parser = parse_listen
     )]
-    pub listen: SocketAddr,
+    pub listen: ListenAddr,
+
+    /// Refuse every write (PUT/POST/DELETE answer 403), on any address.
+    #[arg(long, conflicts_with_all = ["allow_upload", "allow_delete"])]
+    pub read_only: bool,
+
+    /// On an address beyond loopback without --token, let anyone upload
+    /// (PUT/POST); without it such a server refuses uploads.
+    #[arg(long)]
+    pub allow_upload: bool,
+
+    /// On an address beyond loopback without --token, let anyone delete;
+    /// without it such a server refuses deletes.
+    #[arg(long)]
+    pub allow_delete: bool,
 
     /// Access token; writes (PUT/POST/DELETE) then need `Authorization: Bearer TOKEN`.
     /// Repeat for several tokens. Prefer the environment variable: command lines are
@@ -145,10 +168,173 @@ pub struct ServeArgs {
     #[arg(long)]
     pub tls_self_signed: bool,
 
-    /// Where --tls-self-signed writes its certificate (default: a folder in the
-    /// system temp dir). Never the served folder.
+    /// Where --tls-self-signed keeps its certificate and key (mode 0600): they
+    /// are reused while valid, so clients pin the certificate once; a new pair
+    /// is made when they are missing, expire within a week, or name other
+    /// hosts (stderr says which). Default: a new certificate per start in a
+    /// folder in the system temp dir, key in memory only. Never the served folder.
     #[arg(long, value_name = "DIR", requires = "tls_self_signed")]
     pub tls_cert_dir: Option<PathBuf>,
+}
+
+/// A `--listen` address, and the host name it was given as, if any.
+#[derive(Debug, Clone)]
+pub struct ListenAddr {
+    pub addr: SocketAddr,
+    pub name: Option<String>,
+}
+
+/// What a `--listen` value says, before any name is resolved.
+#[derive(Debug, PartialEq, Eq)]
+enum ListenSpec {
+    Addr(SocketAddr),
+    Port(u16),
+    Host(String, u16),
+}
+
+const LISTEN_FORMS: &str =
+    "expected PORT, IP:PORT, [IPv6]:PORT or HOST:PORT, e.g. 8080, 0.0.0.0:8080, localhost:8080";
+
+fn parse_port(p: &str, whole: &str) -> Result<u16, String> {
+    if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("invalid address {whole:?}: {LISTEN_FORMS}"));
+    }
+    p.parse()
+        .map_err(|_| format!("invalid address {whole:?}: port {p} is not in 0-65535"))
+}
+
+fn parse_listen_spec(s: &str) -> Result<ListenSpec, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Err(format!("empty address: {LISTEN_FORMS}"));
+    }
+    if s.bytes().all(|b| b.is_ascii_digit()) {
+        return parse_port(s, s).map(ListenSpec::Port);
+    }
+    if let Ok(addr) = s.parse::<SocketAddr>() {
+        return Ok(ListenSpec::Addr(addr));
+    }
+    if s.matches(':').count() > 1 {
+        return Err(format!(
+            "invalid address {s:?}: an IPv6 address goes in brackets, e.g. [::1]:8080"
+        ));
+    }
+    if let Some(port) = s.strip_prefix(':') {
+        parse_port(port, s)?;
+        return Err(format!(
+            "{s:?} does not say which interface: give {port} for loopback only, or \
+             0.0.0.0:{port} for every interface"
+        ));
+    }
+    let Some((host, port)) = s.rsplit_once(':') else {
+        return Err(format!("{s:?} has no port: {LISTEN_FORMS} (e.g. {s}:8080)"));
+    };
+    if host.contains(':') || host.starts_with('[') {
+        return Err(format!(
+            "invalid address {s:?}: an IPv6 address goes in brackets, e.g. [::1]:8080"
+        ));
+    }
+    let port = parse_port(port, s)?;
+    let name_ok = !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+    if !name_ok {
+        return Err(format!("invalid address {s:?}: {LISTEN_FORMS}"));
+    }
+    Ok(ListenSpec::Host(host.to_ascii_lowercase(), port))
+}
+
+/// `--listen`: a bare port is loopback; a host name is resolved now, and its
+/// first IPv4 address is taken (what `localhost` users mean), else its first.
+fn parse_listen(s: &str) -> Result<ListenAddr, String> {
+    match parse_listen_spec(s)? {
+        ListenSpec::Addr(addr) => Ok(ListenAddr { addr, name: None }),
+        ListenSpec::Port(port) => Ok(ListenAddr {
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            name: None,
+        }),
+        ListenSpec::Host(host, port) => {
+            let addrs: Vec<SocketAddr> = (host.as_str(), port)
+                .to_socket_addrs()
+                .map_err(|e| format!("cannot resolve {host:?}: {e}"))?
+                .collect();
+            let addr = addrs
+                .iter()
+                .find(|a| a.is_ipv4())
+                .or(addrs.first())
+                .copied()
+                .ok_or_else(|| format!("{host:?} resolves to no address"))?;
+            Ok(ListenAddr {
+                addr,
+                name: Some(host),
+            })
+        }
+    }
+}
+
+/// Which writes a server takes without asking for a token, and the line
+/// that tells the operator (stderr at start).
+fn write_mode(
+    loopback: bool,
+    tokens: bool,
+    private: bool,
+    read_only: bool,
+    allow_upload: bool,
+    allow_delete: bool,
+) -> (Writes, &'static str) {
+    if read_only {
+        return (
+            Writes::read_only(),
+            "mode: read-only (--read-only): uploads and deletes are refused",
+        );
+    }
+    if tokens {
+        let line = if private {
+            "mode: private, reads and writes need a token"
+        } else {
+            "mode: read-write, writes need a token"
+        };
+        return (Writes::default(), line);
+    }
+    if loopback {
+        return (Writes::default(), "mode: read-write for anyone (loopback)");
+    }
+    let line = match (allow_upload, allow_delete) {
+        (false, false) => {
+            "mode: read-only (listening beyond loopback without --token; use --token, or \
+             --allow-upload/--allow-delete)"
+        }
+        (true, false) => {
+            "mode: uploads for anyone, deletes refused (listening beyond loopback without \
+             --token; --allow-delete allows deletes)"
+        }
+        (false, true) => {
+            "mode: deletes for anyone, uploads refused (listening beyond loopback without \
+             --token; --allow-upload allows uploads)"
+        }
+        (true, true) => {
+            "mode: read-write for anyone (--allow-upload --allow-delete, listening beyond \
+             loopback without --token)"
+        }
+    };
+    (Writes::exposed(allow_upload, allow_delete), line)
+}
+
+/// The folder to serve: created (and said so) when missing; a file there is
+/// an error that says so, not "File exists".
+fn prepare_dir(dir: &Path) -> anyhow::Result<()> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => anyhow::bail!("{} is a file, not a folder", dir.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating the folder to serve, {}", dir.display()))?;
+            eprintln!("created empty folder {}", dir.display());
+            Ok(())
+        }
+        Err(e) => Err(e).with_context(|| format!("opening the folder to serve, {}", dir.display())),
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -177,8 +363,6 @@ pub enum UploadArg {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&args.dir)
-        .with_context(|| format!("creating the folder to serve, {}", args.dir.display()))?;
     // An empty token (`--token ""`, or WIRESPEED_TOKEN set but empty) would
     // silently leave writes open: refuse to start instead.
     let empty_env = std::env::var_os("WIRESPEED_TOKEN").is_some_and(|v| v.is_empty());
@@ -192,11 +376,26 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if args.private && tokens.is_empty() {
         anyhow::bail!("--private needs at least one non-empty --token");
     }
+    prepare_dir(&args.dir)?;
+    let listen = args.listen.addr;
+    let loopback = listen.ip().is_loopback();
+    let (writes, mode_line) = write_mode(
+        loopback,
+        !tokens.is_empty(),
+        args.private,
+        args.read_only,
+        args.allow_upload,
+        args.allow_delete,
+    );
+    // A name given to --listen is one the server is reached by: answer it.
+    let mut allow_hosts = args.allow_hosts.clone();
+    allow_hosts.extend(args.listen.name.clone());
     let storage = LocalStorage::new(&args.dir)
         .with_context(|| format!("opening the folder to serve, {}", args.dir.display()))?
         .with_fsync(!args.no_fsync);
     let cfg = ServiceConfig {
         access: Access::new(&tokens, args.private),
+        writes,
         max_body: args.max_body,
         upload_path: match args.upload_path {
             UploadArg::Copy => UploadPath::Copy,
@@ -206,11 +405,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             HashArg::Inline => HashMode::Inline,
             HashArg::Concurrent => HashMode::Concurrent,
         },
-        loopback_hosts: args
-            .listen
-            .ip()
-            .is_loopback()
-            .then(|| wirespeed_service::origin::LoopbackHosts::new(&args.allow_hosts)),
+        loopback_hosts: loopback
+            .then(|| wirespeed_service::origin::LoopbackHosts::new(&allow_hosts)),
         digest: match args.digest {
             DigestArg::OnRequest => DigestPolicy::OnRequest,
             DigestArg::Always => DigestPolicy::Always,
@@ -241,9 +437,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let tls = tls_acceptor(&args)?;
     let rt = rt.build().context("starting the async runtime")?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.listen)
+        let listener = tokio::net::TcpListener::bind(listen)
             .await
-            .with_context(|| format!("listening on {}", args.listen))?;
+            .with_context(|| format!("listening on {listen}"))?;
         let addr = listener.local_addr()?;
         {
             let mut out = std::io::stdout().lock();
@@ -255,6 +451,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             }
             out.flush()?;
         }
+        eprintln!("{mode_line}");
         tracing::info!(%addr, dir = %storage.root().display(), "serving");
         // Leftovers of a crash (temp files the API never shows): removed in
         // the background, so start-up does not wait on a big tree.
@@ -294,9 +491,13 @@ fn tls_acceptor(args: &ServeArgs) -> anyhow::Result<Option<Tls>> {
     if !args.tls_self_signed {
         return Ok(None);
     }
-    let dir = args.tls_cert_dir.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("wirespeed-tls-{}", std::process::id()))
-    });
+    if let Some(dir) = &args.tls_cert_dir {
+        let (acceptor, cert, fingerprint, kept) = wirespeed_tls::server_self_signed_kept(dir)
+            .with_context(|| format!("preparing a self-signed certificate in {}", dir.display()))?;
+        eprintln!("certificate: {kept}");
+        return Ok(Some((acceptor, Some((cert, fingerprint)))));
+    }
+    let dir = std::env::temp_dir().join(format!("wirespeed-tls-{}", std::process::id()));
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("creating the certificate folder {}", dir.display()))?;
     let (acceptor, cert, fingerprint) = wirespeed_tls::server_self_signed(&dir)
@@ -327,4 +528,86 @@ async fn shutdown_signal() {
         let _ = tokio::signal::ctrl_c().await;
     }
     tracing::info!("shutting down");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_forms() {
+        use ListenSpec::*;
+        assert_eq!(parse_listen_spec("8080"), Ok(Port(8080)));
+        assert_eq!(parse_listen_spec("0"), Ok(Port(0)));
+        assert_eq!(
+            parse_listen_spec("0.0.0.0:80"),
+            Ok(Addr("0.0.0.0:80".parse().unwrap()))
+        );
+        assert_eq!(
+            parse_listen_spec("[::1]:8080"),
+            Ok(Addr("[::1]:8080".parse().unwrap()))
+        );
+        assert_eq!(
+            parse_listen_spec("LocalHost:8080"),
+            Ok(Host("localhost".into(), 8080))
+        );
+        assert_eq!(
+            parse_listen_spec("files.lan:443"),
+            Ok(Host("files.lan".into(), 443))
+        );
+        for (bad, says) in [
+            ("", "empty address"),
+            ("70000", "not in 0-65535"),
+            ("localhost:99999", "not in 0-65535"),
+            (":8080", "0.0.0.0:8080 for every interface"),
+            ("localhost", "has no port"),
+            ("0.0.0.0", "has no port"),
+            ("::1:8080", "in brackets"),
+            ("local host:80", "expected PORT"),
+            ("host:", "expected PORT"),
+            ("host:-1", "expected PORT"),
+            ("*:8080", "expected PORT"),
+        ] {
+            let e = parse_listen_spec(bad).unwrap_err();
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn listen_resolves_names_and_ports() {
+        let a = parse_listen("8080").unwrap();
+        assert_eq!(a.addr, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(a.name, None);
+        let a = parse_listen("localhost:0").unwrap();
+        assert!(a.addr.ip().is_loopback(), "{a:?}");
+        assert_eq!(a.name.as_deref(), Some("localhost"));
+        let e = parse_listen("no-such-host.invalid:80").unwrap_err();
+        assert!(e.contains("cannot resolve"), "{e}");
+    }
+
+    #[test]
+    fn write_modes() {
+        let m = |l, t, p, r, u, d| write_mode(l, t, p, r, u, d);
+        let (w, line) = m(false, false, false, false, false, false);
+        assert_eq!(w, Writes::exposed(false, false));
+        assert!(line.starts_with("mode: read-only (listening beyond loopback"));
+        let (w, line) = m(false, false, false, false, true, false);
+        assert_eq!(w, Writes::exposed(true, false));
+        assert!(line.contains("deletes refused"), "{line}");
+        let (w, _) = m(false, false, false, false, true, true);
+        assert_eq!(w, Writes::exposed(true, true));
+        let (w, line) = m(true, false, false, false, false, false);
+        assert_eq!(w, Writes::default());
+        assert_eq!(line, "mode: read-write for anyone (loopback)");
+        let (w, line) = m(false, true, false, false, false, false);
+        assert_eq!(w, Writes::default());
+        assert_eq!(line, "mode: read-write, writes need a token");
+        let (_, line) = m(false, true, true, false, false, false);
+        assert!(line.starts_with("mode: private"));
+        for (l, t) in [(true, false), (false, true), (false, false)] {
+            let (w, line) = m(l, t, false, true, false, false);
+            assert_eq!(w, Writes::read_only());
+            assert!(line.starts_with("mode: read-only (--read-only)"));
+        }
+    }
 }

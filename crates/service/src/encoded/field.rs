@@ -33,7 +33,7 @@ pub(crate) async fn post<S: Storage, E: FieldExtractor + Send>(
 ) -> Result<(), Error> {
     super::require_file_path(&key)?;
     let mut digest = RequestDigest::from_request(ex)?;
-    let mut up = storage.create(&key).await?;
+    let mut up = storage.create(&key).await.map_err(|e| e.on_write(&key))?;
     let sum = match receive(ex, &mut up, extractor, &mut digest, hash).await {
         Ok(sum) => match digest.verify() {
             Ok(()) => sum,
@@ -47,7 +47,7 @@ pub(crate) async fn post<S: Storage, E: FieldExtractor + Send>(
             return Err(e);
         }
     };
-    let written = up.commit(sum).await?;
+    let written = up.commit(sum).await.map_err(|e| e.on_write(&key))?;
     respond_stored(storage, ex, &key, written, sum.as_ref()).await
 }
 

@@ -29,7 +29,7 @@ use wirespeed_net::{Error, Exchange, Response};
 
 use super::{Feeder, Parts, RequestDigest};
 use crate::digest::hex;
-use crate::path::RelPath;
+use crate::path::{RelPath, MAX_NAME_BYTES};
 use crate::storage::{Storage, Upload, Written};
 use crate::upload::{HashMode, StoredHasher};
 
@@ -47,8 +47,6 @@ pub(crate) const MAX_FIELDS: usize = 1000;
 /// headers, JSON value), charged against [`MAX_FIELDS_BYTES`] so that many
 /// empty fields are not free.
 pub(crate) const FIELD_OVERHEAD: usize = 64;
-/// Longest stored file name, in bytes (the usual NAME_MAX).
-const MAX_NAME_BYTES: usize = 255;
 
 /// How to answer a successful form upload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,7 +194,11 @@ impl<S: Storage> Parts for Form<'_, S> {
             .dir
             .join(&name)
             .map_err(|e| Error::status(400, format!("file name {raw:?}: {e}")))?;
-        let up = self.storage.create(&key).await?;
+        let up = self
+            .storage
+            .create(&key)
+            .await
+            .map_err(|e| e.on_write(&key))?;
         self.files.push(FileSlot {
             name,
             key,
@@ -324,6 +326,7 @@ pub(crate) async fn post<S: Storage>(
                 files.push(file);
             }
             Err(e) => {
+                let e = e.on_write(&f.key);
                 for (rest, _) in slots {
                     rest.up.abort().await;
                 }

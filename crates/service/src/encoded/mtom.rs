@@ -130,7 +130,11 @@ impl<S: Storage> Parts for Mtom<'_, S> {
                     format!("more than {MAX_PENDING} MTOM parts before the root part"),
                 ));
             }
-            let up = self.storage.create(&self.key).await?;
+            let up = self
+                .storage
+                .create(&self.key)
+                .await
+                .map_err(|e| e.on_write(&self.key))?;
             self.pending.push(Stream {
                 cid,
                 up,
@@ -148,7 +152,11 @@ impl<S: Storage> Parts for Mtom<'_, S> {
                     ));
                 }
                 check_transfer_encoding(&h)?;
-                let up = self.storage.create(&self.key).await?;
+                let up = self
+                    .storage
+                    .create(&self.key)
+                    .await
+                    .map_err(|e| e.on_write(&self.key))?;
                 self.target = Some(Stream {
                     cid: c,
                     up,
@@ -278,6 +286,6 @@ pub(crate) async fn post<S: Storage>(
             return Err(e);
         }
     };
-    let written = t.up.commit(sum).await?;
+    let written = t.up.commit(sum).await.map_err(|e| e.on_write(&key))?;
     respond_stored(storage, ex, &key, written, sum.as_ref()).await
 }

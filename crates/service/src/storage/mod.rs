@@ -85,8 +85,18 @@ pub enum StorageError {
     /// Outside the root (a symlink pointing out), or not permitted.
     #[error("forbidden")]
     Forbidden,
+    /// The filesystem refused the server (EACCES/EPERM) while reading.
+    #[error("the server cannot read this (permission denied)")]
+    Denied,
+    /// The filesystem refused the server (EACCES/EPERM) while writing: a
+    /// matter for the operator, unlike an auth refusal.
+    #[error("the server cannot write here (permission denied)")]
+    WriteDenied,
     #[error("directory not empty")]
     NotEmpty,
+    /// Too much is in flight (e.g. big listings nobody reads): try later.
+    #[error("the server is busy with other large listings; try again shortly")]
+    Busy,
     /// The operation clashes with what exists (e.g. a parent is a file).
     #[error("conflict: {0}")]
     Conflict(&'static str),
@@ -96,7 +106,8 @@ pub enum StorageError {
     /// free space.
     #[error("not enough space: the body is {needed} bytes and the storage has {available} free")]
     NoRoom { needed: u64, available: u64 },
-    #[error("name too long")]
+    /// ENAMETOOLONG: a name or the whole path is too long for the filesystem.
+    #[error("name too long for the server's filesystem (names up to 255 bytes)")]
     NameTooLong,
     /// A commit's precondition did not hold (the target changed).
     #[error("precondition failed: the file changed (If-Match / If-None-Match)")]
@@ -110,9 +121,11 @@ impl StorageError {
         match self {
             StorageError::NotFound | StorageError::NotDir => 404,
             StorageError::IsDir | StorageError::NotEmpty | StorageError::Conflict(_) => 409,
-            StorageError::Forbidden => 403,
+            StorageError::Forbidden | StorageError::Denied | StorageError::WriteDenied => 403,
             StorageError::Full | StorageError::NoRoom { .. } => 507,
-            StorageError::NameTooLong => 414,
+            StorageError::Busy => 503,
+            // A long name is a bad request, not a long URI (RFC 9110 §15.5.15).
+            StorageError::NameTooLong => 400,
             StorageError::PreconditionFailed => 412,
             StorageError::Io(_) => 500,
         }
@@ -123,7 +136,7 @@ impl From<io::Error> for StorageError {
     fn from(e: io::Error) -> Self {
         match e.kind() {
             io::ErrorKind::NotFound => return StorageError::NotFound,
-            io::ErrorKind::PermissionDenied => return StorageError::Forbidden,
+            io::ErrorKind::PermissionDenied => return StorageError::Denied,
             io::ErrorKind::DirectoryNotEmpty => return StorageError::NotEmpty,
             io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => return StorageError::Full,
             io::ErrorKind::NotADirectory => return StorageError::NotDir,
@@ -136,6 +149,20 @@ impl From<io::Error> for StorageError {
             // step out of the root.
             Some(libc::ELOOP) | Some(libc::EXDEV) => StorageError::Forbidden,
             _ => StorageError::Io(e),
+        }
+    }
+}
+
+impl StorageError {
+    /// This failure as the outcome of a write to `key`: a permission refusal
+    /// becomes [`StorageError::WriteDenied`] and is logged with the path.
+    pub fn on_write(self, key: &RelPath) -> StorageError {
+        match self {
+            StorageError::Denied | StorageError::WriteDenied => {
+                tracing::warn!(path = %key, "the filesystem refused a write (permission denied)");
+                StorageError::WriteDenied
+            }
+            other => other,
         }
     }
 }
@@ -165,7 +192,7 @@ pub trait Storage: Send + Sync + 'static {
         &self,
         key: &RelPath,
     ) -> impl Future<Output = Result<Self::Upload, StorageError>> + Send;
-    /// List a directory in batches.
+    /// List a directory in batches, sorted by name (byte order).
     fn list(
         &self,
         key: &RelPath,
