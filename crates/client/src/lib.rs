@@ -25,6 +25,7 @@
 mod conn;
 mod error;
 mod response;
+pub mod stream;
 pub mod transfer;
 mod upload;
 pub mod url;
@@ -35,6 +36,7 @@ use std::time::Duration;
 
 pub use error::Error;
 pub use response::Response;
+pub use stream::StreamBody;
 pub use upload::{Body, FileBody, Observer, Progress};
 pub use url::Url;
 pub use wirespeed_proto::{Limits, ResponseHead};
@@ -270,7 +272,11 @@ impl Client {
             }
             // A body-less GET/DELETE needs no Content-Length; everything else
             // announces its exact length (seed 002: never make the server guess).
-            if len > 0 || !matches!(req.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS") {
+            if req.body.is_chunked() {
+                h.push(("Transfer-Encoding", b"chunked"));
+            } else if len > 0
+                || !matches!(req.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS")
+            {
                 h.push(("Content-Length", len_text.as_bytes()));
             }
             if expect {
