@@ -64,10 +64,10 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
     match cli.command {
         Command::Serve(args) => serve::run(args)?,
         Command::Bench(args) => bench::run(args)?,
-        Command::Put(args) => return client_cmd::put(args),
-        Command::Get(args) => return client_cmd::get(args),
+        Command::Put(args) => client_cmd::put(args)?,
+        Command::Get(args) => client_cmd::get(args)?,
         Command::Ls(args) => client_cmd::ls(args)?,
-        Command::Rm(args) => return client_cmd::rm(args),
+        Command::Rm(args) => client_cmd::rm(args)?,
     }
     Ok(std::process::ExitCode::SUCCESS)
 }
