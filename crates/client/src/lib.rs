@@ -226,6 +226,7 @@ impl Client {
 
     async fn connect(&self, url: &Url) -> Result<Conn, Error> {
         let cfg = &self.inner.cfg;
+        tracing::debug!(authority = %url.authority(), "opening a new connection");
         match tokio::time::timeout(
             cfg.connect_timeout,
             Conn::connect(url, cfg, &self.inner.tls),

@@ -319,8 +319,14 @@ mod tests {
         let u = Url::parse("http://h/d/").unwrap();
         assert_eq!(u.child("a b", false).target, "/d/a%20b");
         assert_eq!(u.child("ü", true).target, "/d/%C3%BC/");
-        assert_eq!(Url::parse("http://h/d").unwrap().child("x", false).target, "/d/x");
-        assert_eq!(Url::parse("http://h/d?q").unwrap().as_folder().target, "/d/?q");
+        assert_eq!(
+            Url::parse("http://h/d").unwrap().child("x", false).target,
+            "/d/x"
+        );
+        assert_eq!(
+            Url::parse("http://h/d?q").unwrap().as_folder().target,
+            "/d/?q"
+        );
         assert_eq!(u.as_folder(), u);
     }
 

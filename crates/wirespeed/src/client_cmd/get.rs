@@ -10,7 +10,9 @@ use wirespeed_client::transfer::{self, DownloadOptions, DownloadReport};
 use wirespeed_client::{url::decode, Client, Error, Url};
 
 use super::put::{files_rate, report_failures};
-use super::{client, folder, progress, rate, runtime, total_progress, url, ClientOpts, ParallelOpts};
+use super::{
+    client, folder, progress, rate, runtime, total_progress, url, ClientOpts, ParallelOpts,
+};
 
 const AFTER_HELP: &str = "\
 Examples:
