@@ -55,6 +55,14 @@ pub struct ClientOpts {
 }
 
 #[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  wirespeed ls http://127.0.0.1:8080/isos/\n  \
+wirespeed ls 'http://127.0.0.1:8080/my photos/'      # typed names are percent-encoded\n  \
+wirespeed ls --json http://127.0.0.1:8080/ | jq .\n\n\
+A URL without its trailing `/` is followed to the folder. A URL that is a file \
+fails with `is a file, not a folder; use get`; a server that answers no JSON \
+listing (not wirespeed) fails with a message saying so."
+)]
 pub struct LsArgs {
     /// Directory URL (ending in `/`).
     pub url: String,
