@@ -853,6 +853,11 @@ fn no_clobber_and_replaced_notices() {
     let (code, _, err) = run(&["get", "-q", &url, "-o", dest.to_str().unwrap()], &[]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(std::fs::read(&dest).unwrap(), b"two");
+
+    // rm -r of a file URL deletes the file.
+    let (code, _, err) = run(&["rm", "-r", &url], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!root.path().join("f.txt").exists());
 }
 
 /// User errors are one line: no backtrace even with RUST_BACKTRACE=1, no

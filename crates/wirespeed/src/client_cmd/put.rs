@@ -330,7 +330,7 @@ pub(super) fn report_failures(
     let n = failed.len();
     match failed.iter().find(|(_, e)| !folder::only_this_file(e)) {
         Some((_, fatal)) => bail!(
-            "{n} of {count} {what}s failed; the rest were not started after: {}",
+            "{n} of {count} {what}s failed; no new ones were started after: {}",
             chain(fatal)
         ),
         None => bail!("{n} of {count} {what}s failed"),

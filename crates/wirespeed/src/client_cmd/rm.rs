@@ -2,7 +2,8 @@
 
 use anyhow::{bail, Context};
 use clap::Args;
-use wirespeed_client::{transfer, Client, Url};
+use wirespeed_client::transfer::RemoteEntry;
+use wirespeed_client::{transfer, Client, Error, Url};
 
 use super::put::report_failures;
 use super::{client, folder, runtime, url, ClientOpts, ParallelOpts};
@@ -14,7 +15,8 @@ Examples:
   wirespeed rm -r http://127.0.0.1:8080/old-backup/
 
 -r lists the folder (JSON listings), deletes its files (--parallel at a time),
-then its folders deepest first, then the folder itself. Without -r a folder is
+then its folders deepest first, then the folder itself; a file URL is simply
+deleted. Without -r a folder is
 deleted only if it is empty (the server answers 409 otherwise).";
 
 #[derive(Args, Debug)]
@@ -42,9 +44,16 @@ pub fn rm(args: RmArgs) -> anyhow::Result<()> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let rt = runtime()?;
     for target in &targets {
-        if args.recursive && target.path().ends_with('/') {
-            rm_tree(&args, &client, &rt, target, parallel)?;
-            continue;
+        if args.recursive {
+            match rt.block_on(transfer::walk(&client, target)) {
+                Ok((root, entries)) => {
+                    rm_tree(&args, &client, &rt, &root, entries, parallel)?;
+                    continue;
+                }
+                // A file: deleted like without -r.
+                Err(Error::NotAFolder { .. }) => {}
+                Err(e) => return Err(e).with_context(|| format!("listing {target}")),
+            }
         }
         let status = rt
             .block_on(transfer::delete(&client, target))
@@ -60,12 +69,10 @@ fn rm_tree(
     args: &RmArgs,
     client: &Client,
     rt: &tokio::runtime::Runtime,
-    target: &Url,
+    root: &Url,
+    entries: Vec<RemoteEntry>,
     parallel: usize,
 ) -> anyhow::Result<()> {
-    let (root, entries) = rt
-        .block_on(transfer::walk(client, target))
-        .with_context(|| format!("listing {target}"))?;
     if root.path() == "/" {
         bail!("{root} is the server's root folder; delete what is in it instead");
     }
@@ -86,7 +93,7 @@ fn rm_tree(
     // Deepest first: a folder is empty once everything below it is gone.
     let mut dirs = dirs;
     dirs.sort_by_key(|d| std::cmp::Reverse(d.rel.len()));
-    for d in dirs.iter().map(|d| &d.url).chain([&root]) {
+    for d in dirs.iter().map(|d| &d.url).chain([root]) {
         rt.block_on(transfer::delete(client, d))
             .with_context(|| format!("deleting the folder {d}"))?;
     }
