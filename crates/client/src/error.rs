@@ -5,19 +5,21 @@ use wirespeed_proto::ProtoError;
 
 /// Everything a request can fail with. Messages are written for the person
 /// at the terminal: what failed, where, and (for HTTP errors) what the server said.
+/// An underlying error is the `source`, never repeated in the message, so a
+/// chain printed with `{:#}` names each cause once.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("invalid URL {url:?}: {reason}")]
     InvalidUrl { url: String, reason: &'static str },
-    #[error("cannot resolve {host}: {source}")]
+    #[error("cannot resolve {host}")]
     Resolve { host: String, source: io::Error },
     #[error("connection refused by {addr} (is the server running?)")]
     ConnectionRefused { addr: String },
-    #[error("cannot connect to {addr}: {source}")]
+    #[error("cannot connect to {addr}")]
     Connect { addr: String, source: io::Error },
-    #[error("TLS handshake with {host} failed: {message}")]
+    #[error("TLS handshake with {host} failed: {message}{}", tls_hint(message))]
     Tls { host: String, message: String },
-    #[error("TLS setup: {0}")]
+    #[error("TLS setup")]
     TlsConfig(#[from] wirespeed_tls::TlsError),
     /// The server answered with an error status; `message` is its body (trimmed, bounded).
     #[error("server answered {status} {reason}{}", colon(message))]
@@ -36,16 +38,16 @@ pub enum Error {
         received: u64,
         expected: Option<u64>,
     },
-    #[error("invalid response from the server: {0}")]
+    #[error("invalid response from the server")]
     Proto(#[from] ProtoError),
     #[error("timed out {0}")]
     Timeout(&'static str),
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Io {
         context: &'static str,
         source: io::Error,
     },
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     File { path: PathBuf, source: io::Error },
     /// The sha-256 of what we sent or received is not what the server says.
     #[error("{what} corrupted: sha-256 here is {ours}, the server's Repr-Digest says {theirs}")]
@@ -54,6 +56,15 @@ pub enum Error {
         ours: String,
         theirs: String,
     },
+    /// `--no-clobber`: the server kept its file (412 to `If-None-Match: *`).
+    #[error("{url} exists, not replaced")]
+    Exists { url: String },
+    /// `ls` of a URL that is a file.
+    #[error("{url} is a file, not a folder; use `wirespeed get` to download it")]
+    NotAFolder { url: String },
+    /// A folder answer that is not a JSON listing (another kind of server).
+    #[error("{url} did not answer a JSON listing (Content-Type {content_type:?}); is it a wirespeed server?")]
+    NotAListing { url: String, content_type: String },
     #[error("the request body gave {got} bytes but {announced} were announced (file changed while sending?)")]
     BodyLength { announced: u64, got: u64 },
 }
@@ -63,6 +74,17 @@ fn colon(message: &str) -> String {
         String::new()
     } else {
         format!(": {message}")
+    }
+}
+
+/// What to do about a certificate the client does not trust.
+fn tls_hint(message: &str) -> &'static str {
+    let m = message.to_ascii_lowercase();
+    if m.contains("cert") && !m.contains("--cacert") {
+        " (if you trust this server, pass its certificate or CA with --cacert FILE, or -k to \
+         skip verification)"
+    } else {
+        ""
     }
 }
 

@@ -25,6 +25,7 @@
 mod conn;
 mod error;
 mod response;
+pub mod stream;
 pub mod transfer;
 mod upload;
 pub mod url;
@@ -35,6 +36,7 @@ use std::time::Duration;
 
 pub use error::Error;
 pub use response::Response;
+pub use stream::StreamBody;
 pub use upload::{Body, FileBody, Observer, Progress};
 pub use url::Url;
 pub use wirespeed_proto::{Limits, ResponseHead};
@@ -224,6 +226,7 @@ impl Client {
 
     async fn connect(&self, url: &Url) -> Result<Conn, Error> {
         let cfg = &self.inner.cfg;
+        tracing::debug!(authority = %url.authority(), "opening a new connection");
         match tokio::time::timeout(
             cfg.connect_timeout,
             Conn::connect(url, cfg, &self.inner.tls),
@@ -270,7 +273,11 @@ impl Client {
             }
             // A body-less GET/DELETE needs no Content-Length; everything else
             // announces its exact length (seed 002: never make the server guess).
-            if len > 0 || !matches!(req.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS") {
+            if req.body.is_chunked() {
+                h.push(("Transfer-Encoding", b"chunked"));
+            } else if len > 0
+                || !matches!(req.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS")
+            {
                 h.push(("Content-Length", len_text.as_bytes()));
             }
             if expect {

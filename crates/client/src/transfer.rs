@@ -92,6 +92,9 @@ pub struct UploadOptions {
     /// `Repr-Digest` (the default). Off: no client-side hash at all, so the
     /// body goes out with sendfile; the transfer is then only as safe as TCP.
     pub verify: bool,
+    /// Send `If-None-Match: *`: the server stores only if nothing is there;
+    /// otherwise the upload fails with [`Error::Exists`].
+    pub no_clobber: bool,
     pub progress: Option<Arc<dyn TransferProgress>>,
 }
 
@@ -101,6 +104,7 @@ impl Default for UploadOptions {
         UploadOptions {
             digest_first: false,
             verify: true,
+            no_clobber: false,
             progress: None,
         }
     }
@@ -115,6 +119,14 @@ pub struct UploadReport {
     pub sha256: Option<[u8; 32]>,
     /// What the server said it stored (`Repr-Digest`), if it said.
     pub server_sha256: Option<[u8; 32]>,
+}
+
+impl UploadReport {
+    /// The upload replaced an existing file: 200 or 204, where a new one is
+    /// 201 (RFC 9110 §9.3.4).
+    pub fn replaced(&self) -> bool {
+        matches!(self.status, 200 | 204)
+    }
 }
 
 /// The URL a file is uploaded to: a URL ending in `/` gets the file's name.
@@ -172,11 +184,39 @@ pub async fn upload_file(
         let p = p.clone();
         body = body.progress(Arc::new(move |n| p.advance(n)));
     }
-    let resp = client
-        .send(req.body(body))
-        .await?
-        .error_for_status()
-        .await?;
+    if opts.no_clobber {
+        req = req.header("If-None-Match", "*");
+    }
+    let resp = send_upload(client, req.body(body), &url, opts).await?;
+    finish_upload(resp, url, len, ours, &hasher, opts).await
+}
+
+/// Send an upload; a 412 to `--no-clobber` is [`Error::Exists`].
+async fn send_upload(
+    client: &Client,
+    req: Request,
+    url: &Url,
+    opts: &UploadOptions,
+) -> Result<Response, Error> {
+    let resp = client.send(req).await?;
+    if opts.no_clobber && resp.status() == 412 {
+        let _ = resp.bytes(64 * 1024).await;
+        return Err(Error::Exists {
+            url: url.to_string(),
+        });
+    }
+    resp.error_for_status().await
+}
+
+/// Read the answer to an upload and check its `Repr-Digest` against ours.
+async fn finish_upload(
+    resp: Response,
+    url: Url,
+    len: u64,
+    ours: Option<[u8; 32]>,
+    hasher: &Mutex<Sha256>,
+    opts: &UploadOptions,
+) -> Result<UploadReport, Error> {
     let status = resp.status();
     let server = resp.header("Repr-Digest").map(str::to_string);
     // Read the (small) confirmation body so the connection can be reused.
@@ -220,6 +260,50 @@ pub async fn upload_file(
         sha256,
         server_sha256,
     })
+}
+
+/// PUT a stream of unknown length (stdin, a pipe) with chunked
+/// transfer-encoding, hashing it on the way when `verify` is on. `url` must
+/// name the file (not end in `/`).
+pub async fn upload_stream(
+    client: &Client,
+    url: &Url,
+    reader: impl tokio::io::AsyncRead + Send + Unpin + 'static,
+    opts: &UploadOptions,
+) -> Result<UploadReport, Error> {
+    if url.path().ends_with('/') {
+        return Err(Error::InvalidUrl {
+            url: url.to_string(),
+            reason: "a stream has no file name: the URL must name the file, not a folder",
+        });
+    }
+    let hasher = Arc::new(Mutex::new(Sha256::new()));
+    let count = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut req = Request::put(url.clone()).header("Content-Type", "application/octet-stream");
+    if opts.verify {
+        req = req.header("Want-Repr-Digest", "sha-256=10");
+    }
+    if opts.no_clobber {
+        req = req.header("If-None-Match", "*");
+    }
+    let (h, c, verify) = (hasher.clone(), count.clone(), opts.verify);
+    let stream = crate::StreamBody::new(reader).observe(move |bytes| {
+        c.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        if verify {
+            if let Ok(mut h) = h.lock() {
+                h.update(bytes);
+            }
+        }
+    });
+    let mut body = Body::stream(stream);
+    if let Some(p) = &opts.progress {
+        p.start(None, 0);
+        let p = p.clone();
+        body = body.progress(Arc::new(move |n| p.advance(n)));
+    }
+    let resp = send_upload(client, req.body(body), url, opts).await?;
+    let len = count.load(std::sync::atomic::Ordering::Relaxed);
+    finish_upload(resp, url.clone(), len, None, &hasher, opts).await
 }
 
 /// POST a file as `multipart/form-data` (one part named `field`), streamed
@@ -510,8 +594,6 @@ pub struct Entry {
     pub modified: Option<String>,
 }
 
-/// GET a directory listing as JSON (`Accept: application/json`). Returns the
-/// raw JSON and the parsed entries.
 /// Most redirects a GET follows.
 pub const MAX_REDIRECTS: usize = 10;
 
@@ -548,19 +630,170 @@ pub async fn get_following(
     )))
 }
 
+/// GET a directory listing as JSON (`Accept: application/json`). Returns the
+/// raw JSON and the parsed entries.
 pub async fn list(client: &Client, url: &Url) -> Result<(String, Vec<Entry>), Error> {
-    let (resp, _) = get_following(client, url, |u| {
+    let (raw, entries, _) = list_following(client, url).await?;
+    Ok((raw, entries))
+}
+
+/// [`list`], also returning the folder's URL after redirects (`/d` → `/d/`).
+/// A file is [`Error::NotAFolder`]; an answer that is not JSON (another
+/// server's HTML index) is [`Error::NotAListing`].
+pub async fn list_following(
+    client: &Client,
+    url: &Url,
+) -> Result<(String, Vec<Entry>, Url), Error> {
+    let (resp, final_url) = get_following(client, url, |u| {
         Request::get(u.clone()).header("Accept", "application/json")
     })
     .await?;
     let resp: Response = resp.error_for_status().await?;
+    if !final_url.path().ends_with('/') {
+        drop(resp);
+        return Err(Error::NotAFolder {
+            url: final_url.to_string(),
+        });
+    }
+    let content_type = resp.header("Content-Type").unwrap_or("").to_string();
+    if !content_type
+        .to_ascii_lowercase()
+        .starts_with("application/json")
+    {
+        drop(resp);
+        return Err(Error::NotAListing {
+            url: final_url.to_string(),
+            content_type,
+        });
+    }
     let raw = resp.bytes(64 << 20).await?;
     let raw = String::from_utf8_lossy(&raw).into_owned();
     let entries: Vec<Entry> = serde_json::from_str(&raw).map_err(|e| Error::Io {
-        context: "reading the listing (is the URL a directory ending in /?)",
+        context: "reading the JSON listing",
         source: io::Error::new(io::ErrorKind::InvalidData, e.to_string()),
     })?;
-    Ok((raw, entries))
+    Ok((raw, entries, final_url))
+}
+
+/// One file or folder found by [`walk`].
+#[derive(Debug, Clone)]
+pub struct RemoteEntry {
+    /// Names from the walked folder down to this entry (each one checked by
+    /// [`safe_name`]).
+    pub rel: Vec<String>,
+    pub url: Url,
+    pub dir: bool,
+    pub size: u64,
+}
+
+/// Deepest folder nesting [`walk`] descends into (a symlink loop on the
+/// server would otherwise never end).
+pub const MAX_DEPTH: usize = 64;
+
+/// A name from a listing that is safe to create locally: not empty, `.`,
+/// `..`, and without `/` or NUL (a hostile server must not write outside
+/// the destination).
+pub fn safe_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
+}
+
+/// Every file and folder below the folder `url`, folders before their
+/// contents. Returns the folder's URL after redirects and the entries.
+/// Unsafe names are skipped with a warning.
+pub async fn walk(client: &Client, url: &Url) -> Result<(Url, Vec<RemoteEntry>), Error> {
+    let (_, first, root) = list_following(client, url).await?;
+    let mut out = Vec::new();
+    let mut queue = std::collections::VecDeque::from([(root.clone(), Vec::new(), first)]);
+    while let Some((folder, rel, entries)) = queue.pop_front() {
+        for e in entries {
+            if !safe_name(&e.name) {
+                tracing::warn!(name = ?e.name, folder = %folder, "skipping an unsafe name in a listing");
+                continue;
+            }
+            let dir = e.kind == "dir";
+            let mut path: Vec<String> = rel.clone();
+            path.push(e.name.clone());
+            let url = folder.child(&e.name, dir);
+            if dir {
+                if path.len() > MAX_DEPTH {
+                    return Err(Error::Io {
+                        context: "walking the folder",
+                        source: io::Error::other(format!(
+                            "{url} is nested deeper than {MAX_DEPTH} folders (a link loop?)"
+                        )),
+                    });
+                }
+                let (_, sub, _) = list_following(client, &url).await?;
+                queue.push_back((url.clone(), path.clone(), sub));
+            }
+            out.push(RemoteEntry {
+                rel: path,
+                url,
+                dir,
+                size: e.size,
+            });
+        }
+    }
+    Ok((root, out))
+}
+
+/// GET `url` into `w` (stdout): bytes are written as they arrive, so a
+/// `Repr-Digest` mismatch can only be reported after the fact (an error).
+/// Returns the byte count and whether a digest was checked.
+pub async fn download_to<W: tokio::io::AsyncWrite + Unpin + ?Sized>(
+    client: &Client,
+    url: &Url,
+    w: &mut W,
+    progress: Option<Arc<dyn TransferProgress>>,
+) -> Result<(u64, bool), Error> {
+    use tokio::io::AsyncWriteExt;
+    let (resp, final_url) = get_following(client, url, |u| Request::get(u.clone())).await?;
+    if final_url.path().ends_with('/') {
+        return Err(Error::Status {
+            status: resp.status(),
+            reason: "Is a folder".to_string(),
+            message: format!(
+                "{} is a folder: use `wirespeed ls` to list it",
+                final_url.target
+            ),
+        });
+    }
+    let mut resp = resp.error_for_status().await?;
+    let expected = resp.header("Repr-Digest").and_then(parse_sha256);
+    if let Some(p) = &progress {
+        p.start(resp.content_length(), 0);
+    }
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; client.config().read_buffer.max(4096)];
+    let mut total = 0u64;
+    loop {
+        let n = resp.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        if expected.is_some() {
+            h.update(&buf[..n]);
+        }
+        w.write_all(&buf[..n])
+            .await
+            .map_err(Error::io("writing the output"))?;
+        total += n as u64;
+        if let Some(p) = &progress {
+            p.advance(n as u64);
+        }
+    }
+    w.flush().await.map_err(Error::io("writing the output"))?;
+    if let Some(e) = expected {
+        let got: [u8; 32] = h.finalize().into();
+        if got != e {
+            return Err(Error::DigestMismatch {
+                what: "download (already written out)",
+                ours: hex(&got),
+                theirs: hex(&e),
+            });
+        }
+    }
+    Ok((total, expected.is_some()))
 }
 
 /// DELETE `url`; returns the status.

@@ -29,6 +29,7 @@ pub struct Body {
 enum Part {
     Bytes(Vec<u8>),
     File(FileBody),
+    Stream(crate::stream::StreamBody),
 }
 
 /// A range of a file, read from disk while it is sent.
@@ -110,6 +111,14 @@ impl Body {
         Body::default().then_file(f)
     }
 
+    /// A stream of unknown length, sent chunked; it is the whole body.
+    pub fn stream(s: crate::stream::StreamBody) -> Body {
+        Body {
+            parts: vec![Part::Stream(s)],
+            progress: None,
+        }
+    }
+
     /// Append bytes (e.g. a multipart part header).
     pub fn then_bytes(mut self, b: impl Into<Vec<u8>>) -> Body {
         let b = b.into();
@@ -138,12 +147,18 @@ impl Body {
             .map(|p| match p {
                 Part::Bytes(b) => b.len() as u64,
                 Part::File(f) => f.len,
+                Part::Stream(_) => 0,
             })
             .sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len() == 0 && !self.is_chunked()
+    }
+
+    /// Sent with `Transfer-Encoding: chunked` (the length is not known).
+    pub(crate) fn is_chunked(&self) -> bool {
+        matches!(self.parts.first(), Some(Part::Stream(_)))
     }
 
     pub(crate) fn is_file(&self) -> bool {
@@ -156,6 +171,7 @@ impl Body {
         self.parts.iter().all(|p| match p {
             Part::Bytes(_) => true,
             Part::File(f) => f.observer.is_none(),
+            Part::Stream(_) => false,
         })
     }
 }
@@ -174,6 +190,10 @@ pub(crate) async fn send_body(
     };
     for part in &mut body.parts {
         match part {
+            Part::Stream(s) => {
+                crate::stream::send_chunked(conn, s, cfg, &report).await?;
+                return Ok(());
+            }
             Part::Bytes(b) => {
                 conn.write_all(b, cfg.io_timeout, "sending the request body")
                     .await?;

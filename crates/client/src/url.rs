@@ -1,5 +1,10 @@
 //! Just enough URL handling for `http://` and `https://` targets: scheme,
 //! host (DNS name, IPv4, bracketed IPv6), port, and the request target.
+//!
+//! URLs are taken as people type or paste them: `ü`, spaces and other
+//! characters a request target may not hold are percent-encoded (UTF-8),
+//! while `%XX` escapes already present (copied from a listing) are kept as
+//! they are, never encoded twice.
 
 use std::fmt;
 
@@ -13,7 +18,8 @@ pub struct Url {
     /// Host without IPv6 brackets.
     pub host: String,
     pub port: u16,
-    /// Path and query, always starting with `/` (still percent-encoded).
+    /// Path and query, always starting with `/`, percent-encoded (only
+    /// RFC 3986 path/query characters and `%XX` escapes).
     pub target: String,
 }
 
@@ -69,17 +75,11 @@ impl Url {
         if host.is_empty() {
             return Err(invalid(s, "missing host"));
         }
-        if target.bytes().any(|b| b <= b' ' || b == 0x7f) {
-            return Err(invalid(
-                s,
-                "spaces or control characters in the path (percent-encode them)",
-            ));
-        }
         Ok(Url {
             tls,
             host,
             port,
-            target,
+            target: encode_target(&target),
         })
     }
 
@@ -110,12 +110,14 @@ impl Url {
             let scheme = if self.tls { "https:" } else { "http:" };
             return Url::parse(&format!("{scheme}{location}"));
         }
+        let location = location.split_once('#').map_or(location, |(a, _)| a);
         let target = if location.starts_with('/') {
-            location.to_string()
+            encode_target(location)
         } else {
             let base = self.path();
             let dir = &base[..base.rfind('/').map_or(0, |i| i + 1)];
-            format!("{}{location}", if dir.is_empty() { "/" } else { dir })
+            let dir = if dir.is_empty() { "/" } else { dir };
+            encode_target(&format!("{dir}{location}"))
         };
         Ok(Url {
             tls: self.tls,
@@ -153,6 +155,33 @@ impl Url {
             u.target.push('?');
             u.target.push_str(q);
         }
+        u
+    }
+
+    /// `name` (percent-encoded) appended to a URL whose path ends with `/`,
+    /// plus a `/` when it names a folder; the query is dropped.
+    pub fn child(&self, name: &str, folder: bool) -> Url {
+        let mut u = self.clone();
+        let path = self.path();
+        let sep = if path.ends_with('/') { "" } else { "/" };
+        u.target = format!(
+            "{path}{sep}{}{}",
+            encode_segment(name),
+            if folder { "/" } else { "" }
+        );
+        u
+    }
+
+    /// The same URL with its path ending in `/` (a folder).
+    pub fn as_folder(&self) -> Url {
+        if self.path().ends_with('/') {
+            return self.clone();
+        }
+        let mut u = self.clone();
+        u.target = match self.target.split_once('?') {
+            Some((p, q)) => format!("{p}/?{q}"),
+            None => format!("{}/", self.target),
+        };
         u
     }
 
@@ -206,6 +235,26 @@ pub fn encode_segment(s: &str) -> String {
     out
 }
 
+/// A request target as typed: characters outside RFC 3986's path and query
+/// grammar (space, non-ASCII, controls, quotes, angle brackets, braces, `[`, `]`, a `%` that
+/// starts no `%XX`) become `%XX` of their UTF-8 bytes; valid escapes stay.
+pub fn encode_target(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let hex = |c: u8| c.is_ascii_hexdigit();
+    for (i, &c) in b.iter().enumerate() {
+        let keep = c.is_ascii_alphanumeric()
+            || b"-._~!$&'()*+,;=:@/?".contains(&c)
+            || (c == b'%' && i + 2 < b.len() && hex(b[i + 1]) && hex(b[i + 2]));
+        if keep {
+            out.push(c as char);
+        } else {
+            out.push_str(&format!("%{c:02X}"));
+        }
+    }
+    out
+}
+
 /// Percent-decode (invalid escapes are kept as they are; invalid UTF-8 is replaced).
 pub fn decode(s: &str) -> String {
     let b = s.as_bytes();
@@ -248,7 +297,37 @@ mod tests {
         assert!(Url::parse("ftp://x/").is_err());
         assert!(Url::parse("http://:80/").is_err());
         assert!(Url::parse("http://h:99999/").is_err());
-        assert!(Url::parse("http://h/a b").is_err());
+    }
+
+    #[test]
+    fn typed_targets_are_encoded_once() {
+        let t = |s: &str| Url::parse(s).unwrap().target;
+        assert_eq!(t("http://h/w/ünï.txt"), "/w/%C3%BCn%C3%AF.txt");
+        assert_eq!(t("http://h/w/%C3%BCn%C3%AF.txt"), "/w/%C3%BCn%C3%AF.txt");
+        assert_eq!(t("http://h/a b/c d?x=ä b"), "/a%20b/c%20d?x=%C3%A4%20b");
+        assert_eq!(t("http://h/100%/50%2"), "/100%25/50%252");
+        assert_eq!(t("http://h/a%2fb"), "/a%2fb");
+        assert_eq!(t("http://h/\"<>`{|}^[]"), "/%22%3C%3E%60%7B%7C%7D%5E%5B%5D");
+        assert_eq!(t("http://h/tab\there"), "/tab%09here");
+        let u = Url::parse("http://h/d/x").unwrap();
+        assert_eq!(u.resolve("ü b").unwrap().target, "/d/%C3%BC%20b");
+        assert_eq!(u.resolve("/e/%41 b#f").unwrap().target, "/e/%41%20b");
+    }
+
+    #[test]
+    fn children_and_folders() {
+        let u = Url::parse("http://h/d/").unwrap();
+        assert_eq!(u.child("a b", false).target, "/d/a%20b");
+        assert_eq!(u.child("ü", true).target, "/d/%C3%BC/");
+        assert_eq!(
+            Url::parse("http://h/d").unwrap().child("x", false).target,
+            "/d/x"
+        );
+        assert_eq!(
+            Url::parse("http://h/d?q").unwrap().as_folder().target,
+            "/d/?q"
+        );
+        assert_eq!(u.as_folder(), u);
     }
 
     #[test]

@@ -132,6 +132,7 @@ async fn digest_first_upload_over_sendfile_and_small_buffers() {
         let opts = UploadOptions {
             digest_first: true,
             verify: true,
+            no_clobber: false,
             progress: None,
         };
         let up = within(

@@ -77,25 +77,26 @@ const SELF_SIGNED_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 /// server started today does not stop working tomorrow.
 const RENEW_BEFORE_SECS: i64 = 7 * 24 * 3600;
 
-/// Everything that can go wrong while setting TLS up.
+/// Everything that can go wrong while setting TLS up (the cause is the
+/// `source`, not repeated in the message).
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("reading {path}: {source}")]
+    #[error("reading {path}")]
     Read { path: PathBuf, source: io::Error },
-    #[error("writing {path}: {source}")]
+    #[error("writing {path}")]
     Write { path: PathBuf, source: io::Error },
     #[error("{path}: no PEM certificate found")]
     NoCertificate { path: PathBuf },
     #[error("{path}: no PEM private key found (PKCS#8, PKCS#1 or SEC1)")]
     NoPrivateKey { path: PathBuf },
-    #[error("{path}: invalid certificate for a trust store: {source}")]
+    #[error("{path}: invalid certificate for a trust store")]
     BadCaCert {
         path: PathBuf,
         source: rustls::Error,
     },
-    #[error("TLS configuration: {0}")]
+    #[error("TLS configuration")]
     Rustls(#[from] rustls::Error),
-    #[error("generating a self-signed certificate: {0}")]
+    #[error("generating a self-signed certificate")]
     Generate(#[from] rcgen::Error),
 }
 

@@ -30,17 +30,29 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Measure end to end, side by side in one run (e.g. seed 000's token-by-token JSON).
     Bench(bench::BenchArgs),
-    /// Upload FILE to URL (PUT with Content-Length, sha-256 checked end to end).
+    /// Upload files, folders (-r) or stdin (-) to URL (PUT, sha-256 checked end to end).
     Put(client_cmd::PutArgs),
-    /// Download URL to a file (via FILE.part; resumable with --continue; Repr-Digest checked).
+    /// Download URLs or folders (-r) to files or stdout (via FILE.part; --continue; Repr-Digest checked).
     Get(client_cmd::GetArgs),
     /// List a directory URL: type, size, modified, name (--json for the raw listing).
     Ls(client_cmd::LsArgs),
-    /// Delete a file (or empty directory) URL.
+    /// Delete file URLs, or a folder and everything in it (-r).
     Rm(client_cmd::RmArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(e) => {
+            // `{:#}` prints the chain once on one line; returning the error
+            // from main would print Debug (and a backtrace with RUST_BACKTRACE).
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<std::process::ExitCode> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -50,11 +62,12 @@ fn main() -> anyhow::Result<()> {
         .init();
     let cli = Cli::parse();
     match cli.command {
-        Command::Serve(args) => serve::run(args),
-        Command::Bench(args) => bench::run(args),
-        Command::Put(args) => client_cmd::put(args),
-        Command::Get(args) => client_cmd::get(args),
-        Command::Ls(args) => client_cmd::ls(args),
-        Command::Rm(args) => client_cmd::rm(args),
+        Command::Serve(args) => serve::run(args)?,
+        Command::Bench(args) => bench::run(args)?,
+        Command::Put(args) => client_cmd::put(args)?,
+        Command::Get(args) => client_cmd::get(args)?,
+        Command::Ls(args) => client_cmd::ls(args)?,
+        Command::Rm(args) => client_cmd::rm(args)?,
     }
+    Ok(std::process::ExitCode::SUCCESS)
 }

@@ -248,6 +248,7 @@ fn https_works_with_cacert_or_insecure_and_fails_without() {
     );
     assert_eq!(code, Some(1));
     assert!(err.contains("TLS handshake"), "{err}");
+    assert!(err.contains("--cacert FILE") && err.contains("-k"), "{err}");
     assert!(!local.path().join("x").exists());
 
     let dest = local.path().join("y");
@@ -402,4 +403,507 @@ s.serve_forever()
     assert!(!out2.exists());
     let _ = py.kill();
     let _ = py.wait();
+}
+
+/// Run the client with `input` on stdin; returns (status, stdout bytes, stderr).
+fn run_piped(args: &[&str], input: &[u8], envs: &[(&str, &str)]) -> (Option<i32>, Vec<u8>, String) {
+    use std::io::Write;
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).env_remove("WIRESPEED_TOKEN");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    // A writer thread: the child may exit (an error) before reading it all.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = writer.join();
+    (
+        out.status.code(),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Names as people type them: Unicode and spaces are encoded, `%XX` copied
+/// from a listing is not encoded again, a literal `%` in a file name joined
+/// onto a folder URL is; put, get, ls and rm alike.
+#[test]
+fn unicode_spaces_and_percent_in_urls() {
+    let root = tempfile::tempdir().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let srv = serve(root.path(), &[]);
+    let src = local.path().join("ünï 1.txt");
+    std::fs::write(&src, b"unicode body").unwrap();
+    let pct = local.path().join("100% off.txt");
+    std::fs::write(&pct, b"percent body").unwrap();
+
+    let folder = format!("{}/w/dïr ä/", srv.base);
+    let (code, out, err) = run(
+        &["put", src.to_str().unwrap(), pct.to_str().unwrap(), &folder],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("/w/d%C3%AFr%20%C3%A4/%C3%BCn%C3%AF%201.txt"),
+        "{out}"
+    );
+    let on_disk = root.path().join("w/dïr ä");
+    assert_eq!(
+        std::fs::read(on_disk.join("ünï 1.txt")).unwrap(),
+        b"unicode body"
+    );
+    assert_eq!(
+        std::fs::read(on_disk.join("100% off.txt")).unwrap(),
+        b"percent body"
+    );
+
+    // Typed with Unicode and a space, and as copied from a listing page.
+    for (url, body) in [
+        (
+            format!("{}/w/dïr ä/ünï 1.txt", srv.base),
+            &b"unicode body"[..],
+        ),
+        (
+            format!("{}/w/d%C3%AFr%20%C3%A4/%C3%BCn%C3%AF%201.txt", srv.base),
+            b"unicode body",
+        ),
+        (
+            format!("{}/w/dïr ä/100%25 off.txt", srv.base),
+            b"percent body",
+        ),
+    ] {
+        let dest = local.path().join("got");
+        let (code, _, err) = run(&["get", "-q", &url, "-o", dest.to_str().unwrap()], &[]);
+        assert_eq!(code, Some(0), "{url}: {err}");
+        assert_eq!(std::fs::read(&dest).unwrap(), body, "{url}");
+    }
+    // get with no -o saves under the decoded name.
+    let (code, _, err) = run_in(
+        local.path().join("sub"),
+        &["get", "-q", &format!("{}/w/dïr ä/ünï 1.txt", srv.base)],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(local.path().join("sub/ünï 1.txt").exists());
+
+    let (code, out, err) = run(&["ls", &folder], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("ünï 1.txt") && out.contains("100% off.txt"),
+        "{out}"
+    );
+
+    let (code, _, err) = run(&["rm", &format!("{}/w/dïr ä/ünï 1.txt", srv.base)], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!on_disk.join("ünï 1.txt").exists());
+}
+
+/// Run the client in `dir` (created); returns (status, stdout, stderr).
+fn run_in(dir: std::path::PathBuf, args: &[&str]) -> (Option<i32>, String, String) {
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(BIN)
+        .args(args)
+        .current_dir(&dir)
+        .env_remove("WIRESPEED_TOKEN")
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `-o` into a folder that does not exist fails before anything is sent
+/// (even with no server listening), and every non-2xx final answer, from
+/// wirespeed and from a foreign server, leaves no file and no `.part`.
+#[test]
+fn get_checks_the_destination_first_and_fails_on_every_non_2xx() {
+    let local = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dest = local.path().join("nodir/file.txt");
+    let (code, _, err) = run(
+        &[
+            "get",
+            &format!("http://127.0.0.1:{port}/file.txt"),
+            "-o",
+            dest.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("does not exist") && err.contains("nodir"),
+        "{err}"
+    );
+    assert!(!err.contains("refused"), "checked before connecting: {err}");
+    assert!(std::fs::read_dir(local.path()).unwrap().next().is_none());
+
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("p.txt"), b"private").unwrap();
+    let srv = serve(root.path(), &["--token", "t0k", "--private"]);
+    let script = r#"
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        code = int(self.path.strip("/").split(".")[0])
+        body = b"nope\n"
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let mut urls = vec![
+        (format!("{}/p.txt", srv.base), "401"),
+        (format!("{}/missing.txt", srv.base), "401"),
+    ];
+    let py = Command::new("python3")
+        .args(["-c", script])
+        .stdout(Stdio::piped())
+        .spawn();
+    let mut py = match py {
+        Ok(mut p) => {
+            let mut port = String::new();
+            BufReader::new(p.stdout.take().unwrap())
+                .read_line(&mut port)
+                .unwrap();
+            for code in ["300", "304", "400", "403", "410", "500", "503"] {
+                urls.push((format!("http://127.0.0.1:{}/{code}.txt", port.trim()), code));
+            }
+            Some(p)
+        }
+        Err(e) => {
+            eprintln!("python3 unavailable ({e}); foreign statuses skipped");
+            None
+        }
+    };
+    for (url, want) in &urls {
+        let out = local.path().join("out.txt");
+        let (code, stdout, err) = run(&["get", url, "-o", out.to_str().unwrap()], &[]);
+        assert_eq!(code, Some(1), "{url}: {stdout}");
+        assert!(err.contains(want), "{url}: {err}");
+        assert!(
+            std::fs::read_dir(local.path()).unwrap().next().is_none(),
+            "{url}: nothing written"
+        );
+        let (code, stdout, err) = run_piped(&["get", url, "-o", "-"], b"", &[]);
+        assert_eq!(code, Some(1), "{url}: stdout");
+        assert!(stdout.is_empty() && err.contains(want), "{url}: {err}");
+    }
+    if let Some(p) = py.as_mut() {
+        let _ = p.kill();
+        let _ = p.wait();
+    }
+}
+
+/// A tree of 1,000 small files in nested folders with Unicode and spaces in
+/// names: `put -r` then `get -r` reproduce it byte for byte; `-n` skips
+/// everything on a second run (exit 0); `rm -r` removes it all. `--parallel`
+/// transfers reuse their pooled connections.
+#[test]
+fn folder_round_trip_of_a_thousand_files() {
+    let root = tempfile::tempdir().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let srv = serve(root.path(), &[]);
+    let tree = local.path().join("träe 1");
+    let mut want = std::collections::BTreeMap::new();
+    for i in 0..1000 {
+        let dir = match i % 4 {
+            0 => String::new(),
+            1 => format!("a/b {}", i % 7),
+            2 => format!("ü/ñ {}/deep", i % 5),
+            _ => "c d".to_string(),
+        };
+        let rel = if dir.is_empty() {
+            format!("f{i}.txt")
+        } else {
+            format!("{dir}/fïle {i}.txt")
+        };
+        let p = tree.join(&rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let body = format!("{i}:{}", "x".repeat(i % 13));
+        std::fs::write(&p, &body).unwrap();
+        want.insert(rel, body.into_bytes());
+    }
+    let (code, out, err) = run(
+        &[
+            "put",
+            "-r",
+            "--parallel",
+            "4",
+            tree.to_str().unwrap(),
+            &format!("{}/up/", srv.base),
+        ],
+        &[("RUST_LOG", "wirespeed_client=debug")],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("1000 of 1000 files stored"), "{out}");
+    let connections = err.matches("opening a new connection").count();
+    assert!(
+        (1..=8).contains(&connections),
+        "{connections} connections: pooled and reused"
+    );
+    assert_eq!(read_tree(&root.path().join("up/träe 1")), want);
+
+    let (code, out, err) = run(
+        &[
+            "put",
+            "-n",
+            "-r",
+            tree.to_str().unwrap(),
+            &format!("{}/up/", srv.base),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("0 of 1000 files stored"), "{out}");
+    assert!(
+        err.contains("1000 files exist and were not replaced"),
+        "{err}"
+    );
+
+    let back = local.path().join("back");
+    let (code, out, err) = run(
+        &[
+            "get",
+            "-r",
+            &format!("{}/up/träe 1/", srv.base),
+            back.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("1000 of 1000 files saved"), "{out}");
+    assert_eq!(read_tree(&back), want);
+
+    // Into an existing folder: the folder's own name inside it (cp -r).
+    let (code, _, err) = run(
+        &[
+            "get",
+            "-q",
+            "-r",
+            &format!("{}/up/", srv.base),
+            back.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(read_tree(&back.join("up/träe 1")), want);
+
+    let (code, out, err) = run(&["rm", "-r", &format!("{}/up/", srv.base)], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("1000 files"), "{out}");
+    assert!(!root.path().join("up").exists());
+}
+
+/// Every file below `dir`, by relative path, with its bytes.
+fn read_tree(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_str().unwrap().to_string();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// stdin streams up (chunked), `-o -` streams down to stdout, several files
+/// go into a folder; a stream needs a URL naming the file.
+#[test]
+fn pipes_and_several_files() {
+    let root = tempfile::tempdir().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let srv = serve(root.path(), &[]);
+    let bytes = data(5 << 20);
+    let url = format!("{}/in/piped.bin", srv.base);
+    let (code, out, err) = run_piped(&["put", "-", &url], &bytes, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let out = String::from_utf8_lossy(&out);
+    assert!(
+        out.contains("5242880 bytes") && out.contains("verified"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read(root.path().join("in/piped.bin")).unwrap(),
+        bytes
+    );
+
+    let (code, _, err) = run_piped(&["put", "-", &format!("{}/in/", srv.base)], &bytes, &[]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("must name the file"), "{err}");
+
+    let (code, out, err) = run_piped(&["get", &url, "-o", "-"], b"", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out == bytes, "stdout carries exactly the file");
+
+    let names = ["a.txt", "b c.txt", "ç.txt"];
+    let paths: Vec<String> = names
+        .iter()
+        .map(|n| {
+            let p = local.path().join(n);
+            std::fs::write(&p, n.as_bytes()).unwrap();
+            p.to_str().unwrap().to_string()
+        })
+        .collect();
+    let mut args: Vec<&str> = vec!["put"];
+    args.extend(paths.iter().map(String::as_str));
+    let folder = format!("{}/many/", srv.base);
+    args.push(&folder);
+    let (code, _, err) = run(&args, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    for n in names {
+        assert_eq!(
+            std::fs::read(root.path().join("many").join(n)).unwrap(),
+            n.as_bytes()
+        );
+    }
+    // Several files need a folder URL.
+    args.pop();
+    let file_url = format!("{}/many/x", srv.base);
+    args.push(&file_url);
+    let (code, _, err) = run(&args, &[]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("end the URL with `/`"), "{err}");
+
+    // Several URLs into a folder.
+    let dl = local.path().join("dl");
+    std::fs::create_dir(&dl).unwrap();
+    let (u1, u2) = (
+        format!("{}/many/a.txt", srv.base),
+        format!("{}/many/b c.txt", srv.base),
+    );
+    let (code, _, err) = run(&["get", "-q", &u1, &u2, dl.to_str().unwrap()], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(std::fs::read(dl.join("a.txt")).unwrap(), b"a.txt");
+    assert_eq!(std::fs::read(dl.join("b c.txt")).unwrap(), b"b c.txt");
+}
+
+/// `--no-clobber` keeps what exists (server side by If-None-Match, local
+/// side before transferring), says so and exits 0; a plain put over an
+/// existing file says `replaced`.
+#[test]
+fn no_clobber_and_replaced_notices() {
+    let root = tempfile::tempdir().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let srv = serve(root.path(), &[]);
+    let src = local.path().join("f.txt");
+    std::fs::write(&src, b"one").unwrap();
+    let s = src.to_str().unwrap();
+    let url = format!("{}/f.txt", srv.base);
+    let (code, _, err) = run(&["put", s, &url], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("replaced"), "{err}");
+
+    std::fs::write(&src, b"two").unwrap();
+    let (code, _, err) = run(&["put", "--no-clobber", s, &url], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("exists, not replaced"), "{err}");
+    assert_eq!(std::fs::read(root.path().join("f.txt")).unwrap(), b"one");
+
+    let (code, _, err) = run(&["put", s, &url], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("replaced"), "{err}");
+    assert_eq!(std::fs::read(root.path().join("f.txt")).unwrap(), b"two");
+    let (code, _, err) = run(&["put", "-q", s, &url], &[]);
+    assert_eq!(code, Some(0));
+    assert!(err.is_empty(), "-q: {err}");
+
+    let dest = local.path().join("have.txt");
+    std::fs::write(&dest, b"mine").unwrap();
+    let (code, _, err) = run(&["get", "-n", &url, "-o", dest.to_str().unwrap()], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("exists, not replaced"), "{err}");
+    assert_eq!(std::fs::read(&dest).unwrap(), b"mine");
+    let (code, _, err) = run(&["get", "-q", &url, "-o", dest.to_str().unwrap()], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(std::fs::read(&dest).unwrap(), b"two");
+
+    // rm -r of a file URL deletes the file.
+    let (code, _, err) = run(&["rm", "-r", &url], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!root.path().join("f.txt").exists());
+}
+
+/// User errors are one line: no backtrace even with RUST_BACKTRACE=1, no
+/// "Caused by" block, each cause once; `ls` of a file says to use get.
+#[test]
+fn user_errors_are_one_line_each_cause_once() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("file.txt"), b"x").unwrap();
+    let srv = serve(root.path(), &[]);
+    let local = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let missing = local.path().join("missing.bin");
+    let cases = [
+        (
+            vec![
+                "get".to_string(),
+                format!("http://127.0.0.1:{port}/x"),
+                "-o".into(),
+                local.path().join("x").to_str().unwrap().into(),
+            ],
+            "connection refused",
+        ),
+        (
+            vec![
+                "get".to_string(),
+                format!("{}/nope.txt", srv.base),
+                "-o".into(),
+                local.path().join("y").to_str().unwrap().into(),
+            ],
+            "404",
+        ),
+        (
+            vec![
+                "put".to_string(),
+                missing.to_str().unwrap().into(),
+                format!("{}/m", srv.base),
+            ],
+            "No such file or directory",
+        ),
+        (
+            vec!["ls".to_string(), format!("{}/file.txt", srv.base)],
+            "is a file, not a folder",
+        ),
+    ];
+    for (args, needle) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, _, err) = run(&args, &[("RUST_BACKTRACE", "1")]);
+        assert_eq!(code, Some(1), "{args:?}");
+        assert_eq!(err.matches(needle).count(), 1, "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("error: "), "{err}");
+        assert!(
+            !err.contains("acktrace") && !err.contains("Caused by"),
+            "{err}"
+        );
+    }
 }

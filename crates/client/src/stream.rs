@@ -1,0 +1,71 @@
+//! Bodies of unknown length (a pipe, stdin): sent with
+//! `Transfer-Encoding: chunked`, one chunk per read, so memory stays at one
+//! buffer however long the stream is.
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use crate::conn::Conn;
+use crate::upload::Observer;
+use crate::{ClientConfig, Error};
+
+/// A byte stream read while it is sent.
+pub struct StreamBody {
+    reader: Box<dyn AsyncRead + Send + Unpin>,
+    observer: Option<Observer>,
+}
+
+impl StreamBody {
+    pub fn new(reader: impl AsyncRead + Send + Unpin + 'static) -> StreamBody {
+        StreamBody {
+            reader: Box::new(reader),
+            observer: None,
+        }
+    }
+
+    /// See the bytes as they are sent (hashing).
+    pub fn observe(mut self, f: impl FnMut(&[u8]) + Send + 'static) -> Self {
+        self.observer = Some(Box::new(f));
+        self
+    }
+}
+
+/// Send `s` as chunks and the last chunk; returns the data bytes sent.
+pub(crate) async fn send_chunked(
+    conn: &mut Conn,
+    s: &mut StreamBody,
+    cfg: &ClientConfig,
+    report: &impl Fn(u64),
+) -> Result<u64, Error> {
+    const HEAD: usize = 18; // up to 16 hex digits and CRLF
+    let cap = cfg.write_buffer.max(4096);
+    let mut buf = vec![0u8; HEAD + cap + 2];
+    let mut sent = 0u64;
+    loop {
+        let n = s
+            .reader
+            .read(&mut buf[HEAD..HEAD + cap])
+            .await
+            .map_err(Error::io("reading the input stream"))?;
+        if n == 0 {
+            conn.write_all(b"0\r\n\r\n", cfg.io_timeout, "sending the request body")
+                .await?;
+            return Ok(sent);
+        }
+        if let Some(o) = s.observer.as_mut() {
+            o(&buf[HEAD..HEAD + n]);
+        }
+        // The size line goes right before the data so each chunk is one write.
+        let line = format!("{n:x}\r\n");
+        let start = HEAD - line.len();
+        buf[start..HEAD].copy_from_slice(line.as_bytes());
+        buf[HEAD + n..HEAD + n + 2].copy_from_slice(b"\r\n");
+        conn.write_all(
+            &buf[start..HEAD + n + 2],
+            cfg.io_timeout,
+            "sending the request body",
+        )
+        .await?;
+        sent += n as u64;
+        report(n as u64);
+    }
+}

@@ -1,0 +1,269 @@
+//! `wirespeed put|get|ls|rm`: the client side of the CLI, a thin shell over
+//! `wirespeed_client::transfer`. Shared here: options, the client, progress
+//! bars, the parallel runner; one file per subcommand.
+
+mod folder;
+mod get;
+mod put;
+mod rm;
+
+pub use get::{get, GetArgs};
+pub use put::{put, PutArgs};
+pub use rm::{rm, RmArgs};
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use wirespeed_client::transfer::{self, TransferProgress};
+use wirespeed_client::{Client, ClientConfig, ClientTls, Url};
+
+/// Options shared by every client subcommand.
+#[derive(Args, Debug, Clone)]
+pub struct ClientOpts {
+    /// Bearer token sent as `Authorization: Bearer TOKEN`.
+    #[arg(
+        long,
+        env = "WIRESPEED_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub token: Option<String>,
+    /// Also trust the PEM certificate(s) in FILE for https:// (e.g. the file
+    /// `serve --tls-self-signed` prints, or one from `openssl req -x509`): as
+    /// roots, and a server presenting exactly one of them is accepted if it is
+    /// in date and names the host. The built-in Mozilla roots stay trusted.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Accept ANY TLS certificate: the connection is encrypted but the server
+    /// is not authenticated, so anyone on the path can read and change it.
+    /// For tests and throwaway setups only.
+    #[arg(long, short = 'k')]
+    pub insecure: bool,
+    /// Size of each socket read/write and file step, 4K to 64M (suffixes K, M:
+    /// KiB, MiB).
+    #[arg(long, value_name = "SIZE", default_value = "256K", value_parser = parse_buffer_size)]
+    pub buffer_size: usize,
+    /// No progress bar and no summary line (errors are still printed).
+    /// The bar is also off when stdout or stderr is not a terminal.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  wirespeed ls http://127.0.0.1:8080/isos/\n  \
+wirespeed ls 'http://127.0.0.1:8080/my photos/'      # typed names are percent-encoded\n  \
+wirespeed ls --json http://127.0.0.1:8080/ | jq .\n\n\
+A URL without its trailing `/` is followed to the folder. A URL that is a file \
+fails with `is a file, not a folder; use get`; a server that answers no JSON \
+listing (not wirespeed) fails with a message saying so."
+)]
+pub struct LsArgs {
+    /// Directory URL (ending in `/`).
+    pub url: String,
+    /// Print the server's JSON listing as it is.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub opts: ClientOpts,
+}
+
+/// `--buffer-size`: a size ([`crate::size::parse_size`]) from 4K to 64M.
+fn parse_buffer_size(s: &str) -> Result<usize, String> {
+    let n = crate::size::parse_size(s)?;
+    if !(4096..=(64 << 20)).contains(&n) {
+        return Err("buffer size must be between 4K and 64M".into());
+    }
+    Ok(n as usize)
+}
+
+/// `--parallel`: transfers at once for folders and several files.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct ParallelOpts {
+    /// Transfers at once for folders (-r) and several files, each on its own
+    /// kept-alive connection (reused from file to file), 1 to 256.
+    #[arg(long, short = 'P', value_name = "N", default_value_t = 8,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub parallel: u16,
+}
+
+/// A client whose pool keeps `parallel` connections per server.
+fn client(opts: &ClientOpts, parallel: usize) -> anyhow::Result<Client> {
+    let defaults = ClientConfig::default();
+    let cfg = ClientConfig {
+        max_idle_per_host: defaults.max_idle_per_host.max(parallel),
+        read_buffer: opts.buffer_size,
+        write_buffer: opts.buffer_size,
+        tls: ClientTls {
+            cacert: opts.cacert.clone(),
+            insecure_accept_anything: opts.insecure,
+        },
+        token: opts.token.clone().filter(|t| !t.is_empty()),
+        ..defaults
+    };
+    Ok(Client::new(cfg)?)
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    // Two workers: the socket task and the file reader/writer thread overlap.
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+fn url(s: &str) -> anyhow::Result<Url> {
+    Ok(Url::parse(s)?)
+}
+
+/// An indicatif bar as the library's progress sink.
+struct Bar(ProgressBar);
+
+impl TransferProgress for Bar {
+    fn start(&self, total: Option<u64>, already: u64) {
+        if let Some(t) = total {
+            self.0.set_length(t);
+        }
+        self.0.set_position(already);
+        // Rate and ETA over this run's bytes only, not the resumed part.
+        self.0.reset_eta();
+    }
+    fn advance(&self, n: u64) {
+        self.0.inc(n);
+    }
+}
+
+/// Many transfers on one bar: each one's `start` is ignored, bytes add up.
+struct TotalBar(ProgressBar);
+
+impl TransferProgress for TotalBar {
+    fn start(&self, _total: Option<u64>, _already: u64) {}
+    fn advance(&self, n: u64) {
+        self.0.inc(n);
+    }
+}
+
+/// A bar over `total` bytes shared by many transfers.
+fn total_progress(
+    opts: &ClientOpts,
+    verb: &str,
+    total: u64,
+) -> Option<(Arc<dyn TransferProgress>, ProgressBar)> {
+    let (_, bar) = progress(opts, verb)?;
+    bar.set_length(total);
+    Some((Arc::new(TotalBar(bar.clone())), bar))
+}
+
+fn progress(opts: &ClientOpts, verb: &str) -> Option<(Arc<dyn TransferProgress>, ProgressBar)> {
+    if opts.quiet || !std::io::stderr().is_terminal() || !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new(0);
+    let style = ProgressStyle::with_template(
+        "{msg} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_message(verb.to_string());
+    Some((Arc::new(Bar(bar.clone())), bar))
+}
+
+fn rate(bytes: u64, started: Instant) -> String {
+    let secs = started.elapsed().as_secs_f64().max(1e-6);
+    format!("{:.1} MB/s", bytes as f64 / secs / 1e6)
+}
+
+pub fn ls(args: LsArgs) -> anyhow::Result<()> {
+    let client = client(&args.opts, 1)?;
+    let target = url(&args.url)?;
+    let (raw, entries) = runtime()?
+        .block_on(transfer::list(&client, &target))
+        .with_context(|| format!("listing {target}"))?;
+    if args.json {
+        print!("{raw}");
+        if !raw.ends_with('\n') {
+            println!();
+        }
+        return Ok(());
+    }
+    let width = entries
+        .iter()
+        .map(|e| e.size.to_string().len())
+        .max()
+        .unwrap_or(1)
+        .max(4);
+    println!(
+        "{:<4}  {:>width$}  {:<20}  NAME",
+        "TYPE", "SIZE", "MODIFIED"
+    );
+    for e in &entries {
+        let (kind, size, suffix) = if e.kind == "dir" {
+            ("dir", "-".to_string(), "/")
+        } else {
+            ("file", e.size.to_string(), "")
+        };
+        println!(
+            "{kind:<4}  {size:>width$}  {:<20}  {}{suffix}",
+            printable(e.modified.as_deref().unwrap_or("-")),
+            printable(&e.name)
+        );
+    }
+    Ok(())
+}
+
+/// A name from the network made safe for a terminal: control characters
+/// (ESC, BEL, CR, LF, DEL, C1) are shown as escapes (`\u{1b}`) instead of
+/// being interpreted, so a file name cannot retitle, clear or recolour the
+/// terminal of whoever lists the folder.
+pub fn printable(name: &str) -> std::borrow::Cow<'_, str> {
+    if !name.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut out = String::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_sizes() {
+        assert_eq!(parse_buffer_size("256K"), Ok(256 * 1024));
+        assert_eq!(parse_buffer_size("1m"), Ok(1 << 20));
+        assert_eq!(parse_buffer_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_buffer_size("8192"), Ok(8192));
+        assert_eq!(parse_buffer_size("64M"), Ok(64 << 20));
+        assert!(parse_buffer_size("1").is_err());
+        assert!(parse_buffer_size("x").is_err());
+        assert!(parse_buffer_size("1G").is_err());
+    }
+}
+
+#[cfg(test)]
+mod printable_tests {
+    use super::printable;
+
+    #[test]
+    fn control_characters_never_reach_the_terminal() {
+        assert_eq!(printable("plain ünï.txt"), "plain ünï.txt");
+        let evil = "a\u{1b}]0;pwned\u{7}b\r\n\u{7f}\u{9b}";
+        let shown = printable(evil);
+        assert!(!shown.chars().any(char::is_control), "{shown}");
+        assert_eq!(shown, "a\\u{1b}]0;pwned\\u{7}b\\u{d}\\u{a}\\u{7f}\\u{9b}");
+    }
+}

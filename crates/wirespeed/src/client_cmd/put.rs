@@ -1,0 +1,387 @@
+//! `wirespeed put`: one file, several files, folders (-r) or stdin (-).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use wirespeed_client::transfer::{self, UploadOptions, UploadReport};
+use wirespeed_client::{Error, Url};
+
+use super::folder::{self, LocalFile};
+use super::{client, progress, rate, runtime, total_progress, url, ClientOpts, ParallelOpts};
+
+const AFTER_HELP: &str = "\
+Examples:
+  wirespeed put big.iso http://127.0.0.1:8080/isos/          # -> /isos/big.iso
+  wirespeed put a.txt b.txt c.txt http://127.0.0.1:8080/docs/  # several files into a folder
+  wirespeed put -r photos http://127.0.0.1:8080/backup/      # -> /backup/photos/...
+  wirespeed put -r photos http://127.0.0.1:8080/pics         # -> /pics/... (the folder's contents)
+  tar c dir | wirespeed put - http://127.0.0.1:8080/dir.tar  # stdin, streamed (chunked)
+  wirespeed put -n -r photos http://127.0.0.1:8080/backup/   # upload only what is not there yet
+  wirespeed put --digest-first big.iso https://files.example:8443/isos/big.iso --token $T
+  wirespeed put --form photo.jpg http://127.0.0.1:8080/photos/
+
+Folders: like `cp -r`, `put -r DIR URL/` creates URL/DIR/ and `put -r DIR URL`
+(no trailing /) makes URL the copy of DIR. The server creates the folders a
+file needs; empty local folders are not created on the server. Links to files
+are followed, links to folders are skipped.
+
+--no-clobber: like `cp -n`, `rsync --ignore-existing` and `wget -nc`, a file
+that exists on the server is skipped and reported on stderr (`exists, not
+replaced`), the other files are still uploaded, and skipping alone is not an
+error: the exit status is 0 unless a transfer failed. The server checks
+(`If-None-Match: *`), so a file created meanwhile by someone else is kept too.
+Without it an existing file is replaced, and `replaced URL` is said on stderr
+(unless -q).
+
+Exit status: 0 when every file was stored (or skipped with -n), 1 otherwise.
+A file that cannot be read or is refused is reported and the others go on;
+an unreachable, unauthorised or full server stops the rest.";
+
+#[derive(Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct PutArgs {
+    /// Files to upload (folders with -r); `-` reads standard input, streamed
+    /// with chunked transfer-encoding (URL must then name the file).
+    #[arg(required = true, num_args = 1.., value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Where to upload. A URL ending in `/` is a folder: each file keeps its
+    /// name inside it. Several files need a folder URL.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// Upload folders and everything in them.
+    #[arg(long, short = 'r')]
+    pub recursive: bool,
+    /// Never replace a file on the server: skip it and say so (see below).
+    #[arg(long, short = 'n')]
+    pub no_clobber: bool,
+    /// Hash the file before sending and send `Repr-Digest`, so the server
+    /// refuses (and does not store) a body corrupted on the way. Without it
+    /// the file is hashed while it streams and checked against the
+    /// `Repr-Digest` the server answers.
+    #[arg(long)]
+    pub digest_first: bool,
+    /// Do not hash the file on this side: no end-to-end check, the transfer is
+    /// only as safe as TCP. Saves the sha-256's CPU (it lets the body go out
+    /// with sendfile); the server still hashes what it stores.
+    #[arg(long, conflicts_with = "digest_first")]
+    pub no_verify: bool,
+    /// Send a `multipart/form-data` POST (as a browser form would) to URL
+    /// (a directory, ending in `/`) instead of a PUT.
+    #[arg(long, conflicts_with_all = ["recursive", "no_clobber"])]
+    pub form: bool,
+    /// Form field name for `--form`.
+    #[arg(long, default_value = "file", requires = "form")]
+    pub field: String,
+    #[command(flatten)]
+    pub parallel: ParallelOpts,
+    #[command(flatten)]
+    pub opts: ClientOpts,
+}
+
+/// One file to upload and where.
+struct Job {
+    path: PathBuf,
+    url: Url,
+    size: u64,
+}
+
+/// `base` + `rel` as nested folder names and a file name.
+fn join(base: &Url, rel: &[String]) -> Url {
+    let mut u = base.clone();
+    for (i, name) in rel.iter().enumerate() {
+        u = u.child(name, i + 1 < rel.len());
+    }
+    u
+}
+
+/// The name a local folder or file gets on the server (`.` and `dir/..`
+/// resolve to the real name).
+fn local_name(p: &Path) -> anyhow::Result<String> {
+    let name = match p.file_name() {
+        Some(n) => n.to_os_string(),
+        None => std::fs::canonicalize(p)
+            .with_context(|| p.display().to_string())?
+            .file_name()
+            .map(|n| n.to_os_string())
+            .unwrap_or_default(),
+    };
+    match name.to_str() {
+        Some(n) if !n.is_empty() => Ok(n.to_string()),
+        _ => bail!(
+            "{}: no usable (UTF-8) name to put in the URL; give the full URL",
+            p.display()
+        ),
+    }
+}
+
+/// Expand the command line into uploads; everything is checked before the
+/// first byte goes out.
+fn plan(args: &PutArgs, target: &Url) -> anyhow::Result<Vec<Job>> {
+    let folder_url = target.path().ends_with('/');
+    if args.files.len() > 1 && !folder_url {
+        bail!("several files go into a folder: end the URL with `/` ({target}/)");
+    }
+    let mut jobs = Vec::new();
+    for src in &args.files {
+        let meta = std::fs::metadata(src).with_context(|| src.display().to_string())?;
+        if meta.is_dir() {
+            if !args.recursive {
+                bail!(
+                    "{} is a folder: use -r to upload it and everything in it",
+                    src.display()
+                );
+            }
+            let base = if folder_url {
+                target.child(&local_name(src)?, true)
+            } else {
+                target.as_folder()
+            };
+            for LocalFile { path, rel, size } in folder::walk_local(src)? {
+                jobs.push(Job {
+                    url: join(&base, &rel),
+                    path,
+                    size,
+                });
+            }
+        } else if meta.is_file() {
+            let url = if folder_url {
+                target.child(&local_name(src)?, false)
+            } else {
+                target.clone()
+            };
+            jobs.push(Job {
+                path: src.clone(),
+                url,
+                size: meta.len(),
+            });
+        } else {
+            bail!("{} is not a regular file", src.display());
+        }
+    }
+    Ok(jobs)
+}
+
+fn check_line(rep: &UploadReport) -> String {
+    match (rep.sha256, rep.server_sha256) {
+        (Some(ours), Some(_)) => {
+            format!("sha-256 {} verified by the server", transfer::hex(&ours))
+        }
+        (Some(ours), None) => format!(
+            "sha-256 {} NOT verified (the server sent no Repr-Digest)",
+            transfer::hex(&ours)
+        ),
+        (None, _) => "not verified (--no-verify)".to_string(),
+    }
+}
+
+pub fn put(args: PutArgs) -> anyhow::Result<()> {
+    let parallel = usize::from(args.parallel.parallel);
+    let client = client(&args.opts, parallel)?;
+    let target = url(&args.url)?;
+    let quiet = args.opts.quiet;
+    let rt = runtime()?;
+    let upload_opts = UploadOptions {
+        digest_first: args.digest_first,
+        verify: !args.no_verify,
+        no_clobber: args.no_clobber,
+        progress: None,
+    };
+    if args.files.iter().any(|f| f.as_os_str() == "-") {
+        if args.files.len() > 1 || args.recursive || args.form || args.digest_first {
+            bail!("`-` (stdin) is uploaded alone, without -r, --form or --digest-first");
+        }
+        let bar = progress(&args.opts, "put");
+        let opts = UploadOptions {
+            progress: bar.as_ref().map(|b| b.0.clone()),
+            ..upload_opts
+        };
+        let started = Instant::now();
+        let result = rt.block_on(transfer::upload_stream(
+            &client,
+            &target,
+            tokio::io::stdin(),
+            &opts,
+        ));
+        if let Some((_, b)) = &bar {
+            b.finish_and_clear();
+        }
+        return report_one(result, "stdin", started, quiet);
+    }
+    if args.form {
+        let [file] = args.files.as_slice() else {
+            bail!("--form uploads one file");
+        };
+        let bar = progress(&args.opts, "put");
+        let p = bar.as_ref().map(|b| b.0.clone());
+        let result = rt.block_on(transfer::upload_form(
+            &client,
+            &target,
+            file,
+            &args.field,
+            p,
+        ));
+        if let Some((_, b)) = &bar {
+            b.finish_and_clear();
+        }
+        let (status, text) =
+            result.with_context(|| format!("form upload of {} to {target}", file.display()))?;
+        if !quiet {
+            println!("{status} {}", text.trim());
+        }
+        return Ok(());
+    }
+    let jobs = plan(&args, &target)?;
+    let started = Instant::now();
+    if let ([job], false) = (jobs.as_slice(), args.recursive) {
+        let bar = progress(&args.opts, "put");
+        let opts = UploadOptions {
+            progress: bar.as_ref().map(|b| b.0.clone()),
+            ..upload_opts
+        };
+        let result = rt.block_on(transfer::upload_file(&client, &job.url, &job.path, &opts));
+        if let Some((_, b)) = &bar {
+            b.finish_and_clear();
+        }
+        return report_one(result, &job.path.display().to_string(), started, quiet);
+    }
+    let total: u64 = jobs.iter().map(|j| j.size).sum();
+    let count = jobs.len();
+    let bar = total_progress(&args.opts, "put", total);
+    let opts = UploadOptions {
+        progress: bar.as_ref().map(|b| b.0.clone()),
+        ..upload_opts
+    };
+    let results = rt.block_on(folder::run_parallel(jobs, parallel, |job| {
+        let (client, opts) = (client.clone(), opts.clone());
+        let label = job.path.display().to_string();
+        (label, async move {
+            transfer::upload_file(&client, &job.url, &job.path, &opts).await
+        })
+    }));
+    if let Some((_, b)) = &bar {
+        b.finish_and_clear();
+    }
+    // Per-file lines for files named on the command line; a summary for folders.
+    let per_file = !args.recursive;
+    let (mut stored, mut bytes, mut replaced, mut skipped) = (0usize, 0u64, 0usize, 0usize);
+    let mut failed = Vec::new();
+    for (label, r) in results {
+        match r {
+            Ok(rep) => {
+                stored += 1;
+                bytes += rep.bytes;
+                if rep.replaced() {
+                    replaced += 1;
+                    if per_file && !quiet {
+                        eprintln!("replaced {}", rep.url);
+                    }
+                }
+                if per_file && !quiet {
+                    println!(
+                        "{label} -> {} ({} bytes), {}",
+                        rep.url,
+                        rep.bytes,
+                        check_line(&rep)
+                    );
+                }
+            }
+            Err(Error::Exists { url }) => {
+                skipped += 1;
+                if per_file && !quiet {
+                    eprintln!("{url} exists, not replaced (--no-clobber)");
+                }
+            }
+            Err(e) => failed.push((label, e)),
+        }
+    }
+    if !quiet {
+        println!(
+            "{stored} of {count} files stored to {target} ({bytes} bytes, {}, {})",
+            rate(bytes, started),
+            files_rate(stored, started)
+        );
+        if !per_file && replaced > 0 {
+            eprintln!("{replaced} existing files replaced");
+        }
+        if !per_file && skipped > 0 {
+            eprintln!("{skipped} files exist and were not replaced (--no-clobber)");
+        }
+    }
+    report_failures(failed, count, "upload")
+}
+
+/// Print each failure (the first 20) and turn them into the command's error.
+pub(super) fn report_failures(
+    failed: Vec<(String, Error)>,
+    count: usize,
+    what: &str,
+) -> anyhow::Result<()> {
+    if failed.is_empty() {
+        return Ok(());
+    }
+    for (label, e) in failed.iter().take(20) {
+        eprintln!("error: {label}: {}", chain(e));
+    }
+    if failed.len() > 20 {
+        eprintln!("... and {} more", failed.len() - 20);
+    }
+    let n = failed.len();
+    match failed.iter().find(|(_, e)| !folder::only_this_file(e)) {
+        Some((_, fatal)) => bail!(
+            "{n} of {count} {what}s failed; no new ones were started after: {}",
+            chain(fatal)
+        ),
+        None => bail!("{n} of {count} {what}s failed"),
+    }
+}
+
+/// An error and its causes on one line, each once.
+pub(super) fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+pub(super) fn files_rate(n: usize, started: Instant) -> String {
+    let secs = started.elapsed().as_secs_f64().max(1e-6);
+    format!("{:.0} files/s", n as f64 / secs)
+}
+
+/// The summary of a single upload, its notices, and its exit.
+fn report_one(
+    result: Result<UploadReport, Error>,
+    label: &str,
+    started: Instant,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    let rep = match result {
+        Ok(rep) => rep,
+        Err(Error::Exists { url }) => {
+            if !quiet {
+                eprintln!("{url} exists, not replaced (--no-clobber)");
+            }
+            return Ok(());
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context(format!("uploading {label}"))),
+    };
+    if !quiet {
+        if rep.replaced() {
+            eprintln!("replaced {}", rep.url);
+        }
+        println!(
+            "{label} -> {} ({} bytes, {}), {}",
+            rep.url,
+            rep.bytes,
+            rate(rep.bytes, started),
+            check_line(&rep)
+        );
+    }
+    Ok(())
+}
