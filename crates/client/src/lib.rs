@@ -37,7 +37,11 @@ use std::time::Duration;
 pub use error::Error;
 pub use response::Response;
 pub use stream::StreamBody;
-pub use upload::{Body, FileBody, Observer, Progress};
+pub use upload::{Body, FileBody, Progress};
+
+/// Sees every byte of a file body as it is sent (hashing). Runs on the
+/// reader thread, off the async runtime.
+pub type Observer = Box<dyn FnMut(&[u8]) + Send>;
 pub use url::Url;
 pub use wirespeed_proto::{Limits, ResponseHead};
 pub use wirespeed_tls::ClientTls;

@@ -8,7 +8,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 use wirespeed_proto::{response_framing, BodyDecoder, BodyFraming, ResponseHead};
 
 use crate::conn::Conn;
-use crate::upload::Observer;
+use crate::Observer;
 use crate::{Client, Error};
 
 /// The most of an error body kept as the error's message.

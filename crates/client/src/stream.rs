@@ -5,7 +5,7 @@
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::conn::Conn;
-use crate::upload::Observer;
+use crate::Observer;
 use crate::{ClientConfig, Error};
 
 /// A byte stream read while it is sent.

@@ -520,13 +520,13 @@ pub async fn download_file(
     } else {
         File::create(&part).map_err(file_err(&part))?
     };
-    let observer: Option<crate::upload::Observer> = expected.map(|_| {
+    let observer: Option<crate::Observer> = expected.map(|_| {
         let h = hasher.clone();
         Box::new(move |b: &[u8]| {
             if let Ok(mut h) = h.lock() {
                 h.update(b);
             }
-        }) as crate::upload::Observer
+        }) as crate::Observer
     });
     let progress = opts.progress.clone();
     let advance = move |n: u64| {

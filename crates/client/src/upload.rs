@@ -10,11 +10,8 @@ use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 
 use crate::conn::{Conn, Stream};
-use crate::{ClientConfig, Error};
+use crate::{ClientConfig, Error, Observer};
 
-/// Sees every byte of a file body as it is sent (hashing). Runs on the
-/// reader thread, off the async runtime.
-pub type Observer = Box<dyn FnMut(&[u8]) + Send>;
 /// Told how many more body bytes went out (progress bars).
 pub type Progress = Arc<dyn Fn(u64) + Send + Sync>;
 
