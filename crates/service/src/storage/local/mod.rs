@@ -4,42 +4,31 @@
 //! `unlinkat`), so no step follows a path that was checked earlier.
 
 use std::fs::File;
-use std::io::{self, Write};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
+mod listing;
+mod meta;
+mod upload;
+
+pub use listing::{LocalListing, LIST_BATCH};
+pub use upload::LocalUpload;
+
+use listing::ListState;
+use meta::meta_of;
+use upload::TempGuard;
+
 use super::digest_store::{self, DigestStore, Identity};
 use super::resolve::Root;
 use super::sweep::{sweep_stale_temp_files, Sweep, STALE_TEMP_AGE, SWEEP_MAX_ENTRIES};
-use super::{
-    CommitCheck, Entry, Kind, Listing, Meta, Object, Storage, StorageError, Upload, Written,
-};
-use crate::path::{is_reserved_name, RelPath, TEMP_PREFIX};
-
-/// Entries per listing batch handed from the directory-reading thread.
-pub const LIST_BATCH: usize = 1024;
-
-/// Directory entries read per blocking step while a listing collects names.
-const NAME_STEP: usize = 4096;
-
-/// Memory all listings together may hold in names beyond their first
-/// [`NAME_STEP`]: clients that open big listings and never read them could
-/// otherwise pin the names of a big folder per connection. One listing alone
-/// may exceed it (a single huge folder still lists).
-const NAMES_BUDGET: usize = 16 << 20;
-
-/// Bytes of names held by listings past their first step (see [`NAMES_BUDGET`]).
-static NAMES_HELD: AtomicUsize = AtomicUsize::new(0);
-
-/// What one collected name costs: its bytes, the `String`, allocator overhead.
-fn name_cost(name: &str) -> usize {
-    name.len() + std::mem::size_of::<String>() + 16
-}
+use super::{Kind, Meta, Object, Storage, StorageError};
+use crate::path::{RelPath, TEMP_PREFIX};
 
 /// A directory on the local filesystem.
 ///
@@ -215,28 +204,6 @@ fn random_u64() -> u64 {
     h.finish()
 }
 
-/// Metadata of a regular file or directory; `None` for anything else
-/// (FIFOs, sockets, devices are never served: opening a FIFO would block).
-fn meta_of(st: &rustix::fs::Stat) -> Option<Meta> {
-    let kind = match FileType::from_raw_mode(st.st_mode) {
-        FileType::Directory => Kind::Dir,
-        FileType::RegularFile => Kind::File,
-        _ => return None,
-    };
-    let modified = u64::try_from(st.st_mtime)
-        .ok()
-        .map(|s| SystemTime::UNIX_EPOCH + Duration::new(s, st.st_mtime_nsec as u32));
-    Some(Meta {
-        kind,
-        size: if kind == Kind::File {
-            st.st_size as u64
-        } else {
-            0
-        },
-        modified,
-    })
-}
-
 impl Storage for LocalStorage {
     type Object = LocalObject;
     type Upload = LocalUpload;
@@ -375,19 +342,6 @@ impl Storage for LocalStorage {
     }
 }
 
-/// Listing metadata of one entry; symlinks are followed only when they stay
-/// inside the root (others are left out, as GET would refuse them anyway).
-fn entry_meta(root: &Root, dir: BorrowedFd<'_>, segments: &[String], name: &str) -> Option<Meta> {
-    let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-    if FileType::from_raw_mode(st.st_mode) == FileType::Symlink {
-        let mut full = segments.to_vec();
-        full.push(name.to_string());
-        let fd = root.open_at(&full, OFlags::PATH).ok()?;
-        return meta_of(&rustix::fs::fstat(&fd).ok()?);
-    }
-    meta_of(&st)
-}
-
 /// An open local file.
 pub struct LocalObject {
     file: File,
@@ -437,358 +391,14 @@ impl Object for LocalObject {
     }
 }
 
-/// Deletes the temporary file (and parent directories this upload created,
-/// if still empty) unless disarmed by a successful commit.
-struct TempGuard {
-    root: Arc<Root>,
-    dir: Arc<OwnedFd>,
-    tmp: Option<String>,
-    created: Vec<Vec<String>>,
-}
-
-impl TempGuard {
-    fn cleanup(&mut self) {
-        if let Some(name) = self.tmp.take() {
-            match rustix::fs::unlinkat(&*self.dir, name.as_str(), AtFlags::empty()) {
-                Ok(()) | Err(Errno::NOENT) => {}
-                Err(e) => {
-                    tracing::warn!(name, error = %e, "could not remove a temporary upload file")
-                }
-            }
-        }
-        // Innermost first; rmdir refuses non-empty directories, so
-        // directories another upload filled meanwhile stay.
-        for dir in self.created.drain(..).rev() {
-            let Some((last, parent)) = dir.split_last() else {
-                continue;
-            };
-            if let Ok(p) = self.root.open_at(parent, OFlags::PATH | OFlags::DIRECTORY) {
-                let _ = rustix::fs::unlinkat(&p, last.as_str(), AtFlags::REMOVEDIR);
-            }
-        }
-    }
-
-    fn disarm(&mut self) {
-        self.tmp = None;
-        self.created.clear();
-    }
-}
-
-impl Drop for TempGuard {
-    fn drop(&mut self) {
-        self.cleanup();
-    }
-}
-
-/// An upload into a temporary file next to its target.
-pub struct LocalUpload {
-    file: Option<File>,
-    guard: TempGuard,
-    /// The target's name in the guard's directory.
-    name: String,
-    fsync: bool,
-    digests: DigestStore,
-    written: u64,
-    /// Bytes before this offset have had write-back started.
-    writeback_from: u64,
-    /// Precondition on the target, checked right before the rename.
-    check: Option<CommitCheck>,
-}
-
-impl LocalUpload {
-    fn file(&mut self) -> Result<&mut File, StorageError> {
-        self.file
-            .as_mut()
-            .ok_or(StorageError::Conflict("upload already finished"))
-    }
-}
-
-/// Start write-back of an upload every this many bytes (see
-/// [`LocalUpload::start_writeback`]).
-const WRITEBACK_STEP: u64 = 8 << 20;
-
-impl LocalUpload {
-    /// With fsync on, ask the kernel to start writing the last
-    /// [`WRITEBACK_STEP`] bytes to disk now (sync_file_range WRITE: initiate,
-    /// don't wait), so the disk works while the body is still arriving and
-    /// the fsync before the rename finds little left to do. Without it that
-    /// fsync writes the whole file after the transfer, in series.
-    fn start_writeback(&mut self) {
-        if !self.fsync || self.written - self.writeback_from < WRITEBACK_STEP {
-            return;
-        }
-        #[cfg(target_os = "linux")]
-        if let Some(f) = &self.file {
-            use std::os::fd::AsRawFd;
-            let (from, len) = (self.writeback_from, self.written - self.writeback_from);
-            // SAFETY: plain syscall on an open descriptor we own; the range
-            // is within what was written. Failure only loses the head start
-            // (the fsync at commit still makes the file durable).
-            let r = unsafe {
-                libc::sync_file_range(
-                    f.as_raw_fd(),
-                    from as libc::off64_t,
-                    len as libc::off64_t,
-                    libc::SYNC_FILE_RANGE_WRITE,
-                )
-            };
-            if r != 0 {
-                tracing::debug!(error = %io::Error::last_os_error(), "sync_file_range failed");
-            }
-        }
-        self.writeback_from = self.written;
-    }
-}
-
-impl Upload for LocalUpload {
-    async fn write(&mut self, data: &[u8]) -> Result<(), StorageError> {
-        // Inline write into the page cache: microseconds per 256 KiB, the
-        // same trade nginx makes. (Dirty-page throttling can stall it under
-        // heavy write-back; spawn_blocking per piece would cost more than it
-        // saves at these sizes.)
-        self.file()?.write_all(data)?;
-        self.written += data.len() as u64;
-        self.start_writeback();
-        Ok(())
-    }
-
-    fn as_file(&mut self) -> Option<&File> {
-        self.file.as_ref()
-    }
-
-    fn wrote_directly(&mut self, n: u64) {
-        self.written += n;
-        self.start_writeback();
-    }
-
-    fn check_before_commit(&mut self, check: CommitCheck) {
-        self.check = Some(check);
-    }
-
-    fn written(&self) -> u64 {
-        self.written
-    }
-
-    async fn commit(mut self, sha256: Option<[u8; 32]>) -> Result<Written, StorageError> {
-        let file = self
-            .file
-            .take()
-            .ok_or(StorageError::Conflict("upload already finished"))?;
-        let mut guard = TempGuard {
-            root: self.guard.root.clone(),
-            dir: self.guard.dir.clone(),
-            tmp: self.guard.tmp.take(),
-            created: std::mem::take(&mut self.guard.created),
-        };
-        let (name, fsync, digests) = (std::mem::take(&mut self.name), self.fsync, self.digests);
-        let check = self.check.take();
-        // fsync of a large file takes as long as the disk needs: off the
-        // async workers. The guard moves along, so any failure in here
-        // (or a panic) still removes the temporary file.
-        let done = tokio::task::spawn_blocking(move || -> Result<Written, StorageError> {
-            if let Some(sum) = sha256 {
-                // After the last write, so the record is bound to the final
-                // size and mtime; before the fsync, so it is durable with it.
-                let id = digest_store::identity(&file)?;
-                if let Err(e) =
-                    digest_store::write(digests, guard.root.fd(), file.as_fd(), &id, &sum)
-                {
-                    tracing::warn!(error = %e, "could not record the upload's digest");
-                }
-            }
-            if fsync {
-                file.sync_all()?;
-            }
-            drop(file);
-            let Some(tmp) = guard.tmp.clone() else {
-                return Err(StorageError::Conflict("upload already finished"));
-            };
-            let dir = guard.dir.clone();
-            if let Some(check) = &check {
-                // The same descriptor walk as the rename below, microseconds
-                // before it (the window another writer could use).
-                let current = rustix::fs::statat(&*dir, name.as_str(), AtFlags::empty())
-                    .ok()
-                    .and_then(|st| meta_of(&st))
-                    .filter(|m| m.kind == Kind::File);
-                if !check(current.as_ref()) {
-                    return Err(StorageError::PreconditionFailed);
-                }
-            }
-            let old = match rustix::fs::statat(&*dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {
-                    return Err(StorageError::Conflict("a directory exists at this path"))
-                }
-                Ok(st) => Some(st),
-                Err(_) => None,
-            };
-            rustix::fs::renameat(&*dir, tmp.as_str(), &*dir, name.as_str())?;
-            guard.disarm();
-            if let Some(st) = &old {
-                if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile {
-                    digest_store::forget(digests, guard.root.fd(), &Identity::of(st));
-                }
-            }
-            if fsync {
-                // Make the rename itself durable.
-                if let Err(e) = rustix::fs::fsync(&*dir) {
-                    tracing::warn!(error = %e, "fsync of the directory failed");
-                }
-            }
-            Ok(if old.is_some() {
-                Written::Replaced
-            } else {
-                Written::Created
-            })
-        })
-        .await;
-        match done {
-            Ok(r) => r,
-            Err(e) => Err(StorageError::Io(io::Error::other(e))),
-        }
-    }
-
-    async fn abort(mut self) {
-        self.file = None;
-        self.guard.cleanup();
-    }
-}
-
-/// A directory being listed, sorted by name: first its names alone are
-/// collected (in steps of [`NAME_STEP`]) and sorted, then entries are
-/// stat'ed and handed out [`LIST_BATCH`] at a time. Memory is the names
-/// (about 50 bytes each), never the formatted listing. Each step is one
-/// short blocking task, so a client that stops reading a listing holds a
-/// descriptor and the names, never a thread of the shared blocking pool.
-pub struct LocalListing {
-    state: Option<ListState>,
-}
-
-struct ListState {
-    dir: rustix::fs::Dir,
-    /// Still reading names from `dir`.
-    collecting: bool,
-    /// Every listed name; sorted once `collecting` ends.
-    names: Vec<String>,
-    /// What `names` cost (see [`name_cost`]).
-    cost: usize,
-    /// The part of `cost` counted in [`NAMES_HELD`].
-    charged: usize,
-    /// The next name to stat.
-    next: usize,
-    root: Arc<Root>,
-    segments: Vec<String>,
-    at_root: bool,
-}
-
-impl ListState {
-    /// One blocking step: up to [`NAME_STEP`] more names while collecting
-    /// (`None`), then the next batch of up to [`LIST_BATCH`] entries (fewer
-    /// only at the end, or where names vanished since they were read). The
-    /// step that finishes collecting also makes the first batch, so a small
-    /// folder costs one trip through the blocking pool.
-    fn step(&mut self) -> Result<Option<Vec<Entry>>, StorageError> {
-        if self.collecting {
-            for _ in 0..NAME_STEP {
-                let Some(de) = self.dir.next() else {
-                    self.collecting = false;
-                    break;
-                };
-                let de = de?;
-                let Ok(name) = de.file_name().to_str() else {
-                    tracing::debug!(name = ?de.file_name(), "listing skips a name that is not UTF-8");
-                    continue;
-                };
-                if name == "."
-                    || name == ".."
-                    || is_reserved_name(name)
-                    || (self.at_root && name == "-")
-                {
-                    continue;
-                }
-                self.cost += name_cost(name);
-                self.names.push(name.to_string());
-            }
-            if self.names.len() > NAME_STEP {
-                self.charge()?;
-            }
-            if self.collecting {
-                return Ok(None);
-            }
-            // Byte order, like `ls` in the C locale and S3 listings.
-            self.names.sort_unstable();
-        }
-        let fd = self.dir.fd()?;
-        let mut batch = Vec::with_capacity(LIST_BATCH.min(self.names.len() - self.next));
-        while batch.len() < LIST_BATCH && self.next < self.names.len() {
-            // Taken, not cloned: each name's memory goes once it is handed out.
-            let name = std::mem::take(&mut self.names[self.next]);
-            self.next += 1;
-            if let Some(meta) = entry_meta(&self.root, fd, &self.segments, &name) {
-                batch.push(Entry { name, meta });
-            }
-        }
-        Ok(Some(batch))
-    }
-
-    /// Count the names collected so far in [`NAMES_HELD`], or refuse
-    /// ([`StorageError::Busy`]) if other listings already hold the budget.
-    fn charge(&mut self) -> Result<(), StorageError> {
-        let total = self.cost;
-        let more = total - self.charged;
-        let before = NAMES_HELD.fetch_add(more, Ordering::Relaxed);
-        let others = before - self.charged;
-        if others > 0 && before + more > NAMES_BUDGET {
-            NAMES_HELD.fetch_sub(more, Ordering::Relaxed);
-            tracing::warn!(
-                held = before,
-                "a big listing was refused: other unfinished listings hold the names budget"
-            );
-            return Err(StorageError::Busy);
-        }
-        self.charged = total;
-        Ok(())
-    }
-
-    fn done(&self) -> bool {
-        !self.collecting && self.next >= self.names.len()
-    }
-}
-
-impl Drop for ListState {
-    fn drop(&mut self) {
-        NAMES_HELD.fetch_sub(self.charged, Ordering::Relaxed);
-    }
-}
-
-impl Listing for LocalListing {
-    async fn next_batch(&mut self) -> Result<Option<Vec<Entry>>, StorageError> {
-        loop {
-            let Some(mut state) = self.state.take() else {
-                return Ok(None);
-            };
-            let (state, step) = tokio::task::spawn_blocking(move || {
-                let step = state.step();
-                (state, step)
-            })
-            .await
-            .map_err(|e| StorageError::Io(io::Error::other(e)))?;
-            let step = step?;
-            if !state.done() {
-                self.state = Some(state);
-            }
-            match step {
-                Some(batch) if !batch.is_empty() => return Ok(Some(batch)),
-                _ => continue,
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::upload::WRITEBACK_STEP;
     use super::*;
     use crate::path::parse_request_path;
+    use crate::storage::{Listing, Upload, Written};
+    use std::io::Write;
+    use std::time::Duration;
 
     /// An fsync'd upload well past several write-back steps, fed through
     /// both `write` and `wrote_directly` (the splice path's way): every byte
