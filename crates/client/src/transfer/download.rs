@@ -1,0 +1,281 @@
+//! Downloads: GET into a file (resumable, through `DEST.part`) or into a
+//! writer (stdout), checked against the server's `Repr-Digest`.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest, Sha256};
+
+use crate::transfer::{get_following, hash_file, hex, parse_sha256, TransferProgress};
+use crate::{Client, Error, Request, Url};
+
+#[derive(Default, Clone)]
+pub struct DownloadOptions {
+    /// Continue a partial `DEST.part` with a Range request.
+    pub resume: bool,
+    pub progress: Option<Arc<dyn TransferProgress>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct DownloadReport {
+    pub dest: PathBuf,
+    /// Bytes in the finished file.
+    pub bytes: u64,
+    /// Bytes that were already there (resume).
+    pub resumed_from: u64,
+    /// The server sent `Repr-Digest` and the file matches it.
+    pub verified: bool,
+}
+
+/// `DEST.part`: where a download grows until it is complete and verified.
+pub fn part_path(dest: &Path) -> PathBuf {
+    let mut name = dest
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    name.push(".part");
+    dest.with_file_name(name)
+}
+
+/// `bytes START-END/TOTAL` → (start, end, total); total `*` → None.
+pub fn parse_content_range(v: &str) -> Option<(u64, u64, Option<u64>)> {
+    let rest = v.trim().strip_prefix("bytes ")?;
+    let (range, total) = rest.split_once('/')?;
+    let (s, e) = range.split_once('-')?;
+    let total = if total == "*" {
+        None
+    } else {
+        Some(total.parse().ok()?)
+    };
+    Some((s.parse().ok()?, e.parse().ok()?, total))
+}
+
+/// GET `url` into `dest`: the body streams into `DEST.part`, which is
+/// renamed to `dest` only once complete (and verified when the server sends
+/// `Repr-Digest`). On failure `dest` is untouched; the `.part` file stays
+/// for `resume` unless its content is known to be wrong.
+pub async fn download_file(
+    client: &Client,
+    url: &Url,
+    dest: &Path,
+    opts: &DownloadOptions,
+) -> Result<DownloadReport, Error> {
+    let part = part_path(dest);
+    let file_err = |p: &Path| {
+        let p = p.to_path_buf();
+        move |source| Error::File { path: p, source }
+    };
+    let mut have = if opts.resume {
+        match std::fs::metadata(&part) {
+            Ok(m) if m.is_file() => m.len(),
+            _ => 0,
+        }
+    } else {
+        0
+    };
+    let mut resp = loop {
+        let range = have;
+        let (resp, final_url) = get_following(client, url, |u| {
+            let req = Request::get(u.clone());
+            if range > 0 {
+                req.header("Range", format!("bytes={range}-"))
+            } else {
+                req
+            }
+        })
+        .await?;
+        if final_url.path().ends_with('/') {
+            // A folder's listing is not the file the user asked for.
+            return Err(Error::Status {
+                status: resp.status(),
+                reason: "Is a folder".to_string(),
+                message: format!(
+                    "{} is a folder: use `wirespeed ls` to list it",
+                    final_url.target
+                ),
+            });
+        }
+        if have == 0 {
+            break resp.error_for_status().await?;
+        }
+        match resp.status() {
+            206 => {
+                let cr = resp.header("Content-Range").and_then(parse_content_range);
+                match cr {
+                    Some((start, _, _)) if start == have => break resp,
+                    _ => tracing::info!(
+                        ?cr,
+                        have,
+                        "Content-Range does not continue the partial file; restarting"
+                    ),
+                }
+            }
+            200 => {
+                // The server ignored the range: take the whole body.
+                tracing::info!("server sent the whole file; restarting from 0");
+                have = 0;
+                break resp;
+            }
+            416 => {
+                let total = resp
+                    .header("Content-Range")
+                    .and_then(parse_content_range_star);
+                if total == Some(have) {
+                    // Already complete: nothing more to fetch.
+                    drop(resp);
+                    return finish_download(&part, dest, have, 0, None, None).await;
+                }
+                tracing::info!(?total, have, "range not satisfiable; restarting");
+            }
+            _ => {
+                return Err(resp
+                    .error_for_status()
+                    .await
+                    .err()
+                    .unwrap_or(Error::NoResponse))
+            }
+        }
+        have = 0;
+    };
+    let expected = resp.header("Repr-Digest").and_then(parse_sha256);
+    let total = resp.content_length().map(|n| n + have);
+    if let Some(p) = &opts.progress {
+        p.start(total, have);
+    }
+    // Resuming with a digest to check: the bytes already on disk count too.
+    let hasher = Arc::new(Mutex::new(match (expected, have) {
+        (Some(_), n) if n > 0 => hash_file(&part, Some(n), None).await?,
+        _ => Sha256::new(),
+    }));
+    let file = if have > 0 {
+        let f = OpenOptions::new()
+            .append(true)
+            .open(&part)
+            .map_err(file_err(&part))?;
+        // Drop anything past `have` (there is none unless the file grew).
+        f.set_len(have).map_err(file_err(&part))?;
+        f
+    } else {
+        File::create(&part).map_err(file_err(&part))?
+    };
+    let observer: Option<crate::Observer> = expected.map(|_| {
+        let h = hasher.clone();
+        Box::new(move |b: &[u8]| {
+            if let Ok(mut h) = h.lock() {
+                h.update(b);
+            }
+        }) as crate::Observer
+    });
+    let progress = opts.progress.clone();
+    let advance = move |n: u64| {
+        if let Some(p) = &progress {
+            p.advance(n)
+        }
+    };
+    let written = resp
+        .write_to_file(file, &part, observer, Some(&advance))
+        .await?;
+    let sum = expected.map(|_| {
+        let h = hasher
+            .lock()
+            .map(|mut h| std::mem::take(&mut *h))
+            .unwrap_or_default();
+        <[u8; 32]>::from(h.finalize())
+    });
+    finish_download(&part, dest, have + written, have, expected, sum).await
+}
+
+fn parse_content_range_star(v: &str) -> Option<u64> {
+    v.trim().strip_prefix("bytes */")?.parse().ok()
+}
+
+async fn finish_download(
+    part: &Path,
+    dest: &Path,
+    bytes: u64,
+    resumed_from: u64,
+    expected: Option<[u8; 32]>,
+    got: Option<[u8; 32]>,
+) -> Result<DownloadReport, Error> {
+    if let (Some(e), Some(g)) = (expected, got) {
+        if e != g {
+            // Known-bad bytes must not be resumed from.
+            let _ = std::fs::remove_file(part);
+            return Err(Error::DigestMismatch {
+                what: "download",
+                ours: hex(&g),
+                theirs: hex(&e),
+            });
+        }
+    }
+    std::fs::rename(part, dest).map_err(|source| Error::File {
+        path: dest.to_path_buf(),
+        source,
+    })?;
+    Ok(DownloadReport {
+        dest: dest.to_path_buf(),
+        bytes,
+        resumed_from,
+        verified: expected.is_some() && got.is_some(),
+    })
+}
+
+/// GET `url` into `w` (stdout): bytes are written as they arrive, so a
+/// `Repr-Digest` mismatch can only be reported after the fact (an error).
+/// Returns the byte count and whether a digest was checked.
+pub async fn download_to<W: tokio::io::AsyncWrite + Unpin + ?Sized>(
+    client: &Client,
+    url: &Url,
+    w: &mut W,
+    progress: Option<Arc<dyn TransferProgress>>,
+) -> Result<(u64, bool), Error> {
+    use tokio::io::AsyncWriteExt;
+    let (resp, final_url) = get_following(client, url, |u| Request::get(u.clone())).await?;
+    if final_url.path().ends_with('/') {
+        return Err(Error::Status {
+            status: resp.status(),
+            reason: "Is a folder".to_string(),
+            message: format!(
+                "{} is a folder: use `wirespeed ls` to list it",
+                final_url.target
+            ),
+        });
+    }
+    let mut resp = resp.error_for_status().await?;
+    let expected = resp.header("Repr-Digest").and_then(parse_sha256);
+    if let Some(p) = &progress {
+        p.start(resp.content_length(), 0);
+    }
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; client.config().read_buffer.max(4096)];
+    let mut total = 0u64;
+    loop {
+        let n = resp.read(&mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        if expected.is_some() {
+            h.update(&buf[..n]);
+        }
+        w.write_all(&buf[..n])
+            .await
+            .map_err(Error::io("writing the output"))?;
+        total += n as u64;
+        if let Some(p) = &progress {
+            p.advance(n as u64);
+        }
+    }
+    w.flush().await.map_err(Error::io("writing the output"))?;
+    if let Some(e) = expected {
+        let got: [u8; 32] = h.finalize().into();
+        if got != e {
+            return Err(Error::DigestMismatch {
+                what: "download (already written out)",
+                ours: hex(&got),
+                theirs: hex(&e),
+            });
+        }
+    }
+    Ok((total, expected.is_some()))
+}
