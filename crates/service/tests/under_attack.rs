@@ -13,7 +13,13 @@ use wirespeed_net::ServerConfig;
 use wirespeed_service::{Access, ServiceConfig};
 
 /// Health, a small PUT (its commit uses the blocking pool) and a small
-/// listing (read on the blocking pool), each within a second.
+/// listing (read on the blocking pool), each answered. The bound is a
+/// liveness check, not a speed claim: a pinned pool makes these wait until
+/// the abusers give up (tens of seconds), while a loaded 2-core host can
+/// take over a second to schedule a healthy answer.
+/// See [`assert_responsive`].
+const RESPONSIVE: Duration = Duration::from_secs(5);
+
 fn assert_responsive(s: &TestServer, what: &str) {
     assert_responsive_as(s, what, &[]);
 }
@@ -32,7 +38,7 @@ fn assert_responsive_as(s: &TestServer, what: &str, auth: &[(&str, &str)]) {
             r.status
         );
         assert!(
-            t.elapsed() < Duration::from_secs(1),
+            t.elapsed() < RESPONSIVE,
             "{what}: {method} {path} took {:?}",
             t.elapsed()
         );
