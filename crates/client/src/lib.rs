@@ -296,10 +296,19 @@ impl Client {
             error,
             retryable: true,
         };
+        // A small in-memory body rides with the head: one write, one segment.
+        let inline = if expect {
+            None
+        } else {
+            req.body.append_small(&mut head, SMALL_BODY)
+        };
         conn.write_all(&head, timeout, "sending the request head")
             .await
             .map_err(fresh_fail)?;
-        if req.body.is_empty() {
+        if let Some(n) = inline {
+            req.body.report_sent(n);
+        }
+        if req.body.is_empty() || inline.is_some() {
             // The whole request went out: the server may have acted on it
             // before the connection died, so only an idempotent request may
             // be sent again (a POST must not run twice).
@@ -363,3 +372,7 @@ struct Attempt {
     error: Error,
     retryable: bool,
 }
+
+/// Request bodies up to this size that are already in memory go out in the
+/// same write as the head (the server's small-file answers do the same).
+const SMALL_BODY: usize = 64 * 1024;

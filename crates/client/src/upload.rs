@@ -82,6 +82,40 @@ impl FileBody {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+
+    /// The whole range in memory, when it is at most `max` bytes: small
+    /// files are cheaper read (and hashed) inline and sent with the head in
+    /// one write than streamed through a reader thread.
+    pub fn read_small(&self, max: u64) -> Option<Result<Vec<u8>, Error>> {
+        use std::os::unix::fs::FileExt;
+        if self.len > max {
+            return None;
+        }
+        let mut buf = vec![0u8; self.len as usize];
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self
+                .file
+                .read_at(&mut buf[filled..], self.offset + filled as u64)
+            {
+                Ok(0) => {
+                    return Some(Err(Error::BodyLength {
+                        announced: self.len,
+                        got: filled as u64,
+                    }))
+                }
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    return Some(Err(Error::File {
+                        path: self.path.clone(),
+                        source,
+                    }))
+                }
+            }
+        }
+        Some(Ok(buf))
+    }
 }
 
 impl fmt::Debug for Body {
@@ -151,6 +185,35 @@ impl Body {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0 && !self.is_chunked()
+    }
+
+    /// Append the whole body to `out` if it is only in-memory bytes of at
+    /// most `max` in total (then the head and body leave in one write, one
+    /// segment). Returns the bytes appended, or `None` (nothing appended).
+    pub(crate) fn append_small(&self, out: &mut Vec<u8>, max: usize) -> Option<u64> {
+        let mut total = 0usize;
+        for p in &self.parts {
+            match p {
+                Part::Bytes(b) => total += b.len(),
+                _ => return None,
+            }
+        }
+        if total == 0 || total > max {
+            return None;
+        }
+        for p in &self.parts {
+            if let Part::Bytes(b) = p {
+                out.extend_from_slice(b);
+            }
+        }
+        Some(total as u64)
+    }
+
+    /// Report `n` bytes sent to the progress callback, if any.
+    pub(crate) fn report_sent(&self, n: u64) {
+        if let Some(p) = &self.progress {
+            p(n)
+        }
     }
 
     /// Sent with `Transfer-Encoding: chunked` (the length is not known).

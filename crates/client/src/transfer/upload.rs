@@ -75,6 +75,10 @@ pub fn upload_url(url: &Url, path: &Path) -> Result<Url, Error> {
     Ok(url.with_file_name(name))
 }
 
+/// Files up to this size are read whole, hashed inline and sent with the
+/// request head in one write.
+const SMALL_FILE: u64 = 64 * 1024;
+
 /// PUT a file with Content-Length, hashing while it streams; the server's
 /// `Repr-Digest` must match ([`Error::DigestMismatch`] otherwise).
 pub async fn upload_file(
@@ -84,29 +88,41 @@ pub async fn upload_file(
     opts: &UploadOptions,
 ) -> Result<UploadReport, Error> {
     let url = upload_url(url, path)?;
-    let mut fb = FileBody::open(path)?;
+    let fb = FileBody::open(path)?;
     let len = fb.len();
     let mut req = Request::put(url.clone()).header("Content-Type", "application/octet-stream");
     let hasher = Arc::new(Mutex::new(Sha256::new()));
-    let ours: Option<[u8; 32]> = if opts.digest_first {
+    let small = if opts.digest_first {
+        None
+    } else {
+        fb.read_small(SMALL_FILE).transpose()?
+    };
+    let (mut body, ours): (Body, Option<[u8; 32]>) = if let Some(data) = small {
+        // Small files: read and hashed inline, sent with the head in one
+        // write (a reader thread per 4 KiB file cost more than the file).
+        let ours = opts.verify.then(|| Sha256::digest(&data).into());
+        if opts.verify {
+            req = req.header("Want-Repr-Digest", "sha-256=10");
+        }
+        (Body::bytes(data), ours)
+    } else if opts.digest_first {
         let h = hash_file(path, Some(len), None).await?;
         let sum: [u8; 32] = h.finalize().into();
         req = req.header("Repr-Digest", format_sha256(&sum));
-        Some(sum)
+        (Body::file(fb), Some(sum))
     } else if opts.verify {
         // RFC 9530 §4: servers hash only when asked (wirespeed's default).
         req = req.header("Want-Repr-Digest", "sha-256=10");
         let h = hasher.clone();
-        fb = fb.observe(move |bytes| {
+        let fb = fb.observe(move |bytes| {
             if let Ok(mut h) = h.lock() {
                 h.update(bytes);
             }
         });
-        None
+        (Body::file(fb), None)
     } else {
-        None
+        (Body::file(fb), None)
     };
-    let mut body = Body::file(fb);
     if let Some(p) = &opts.progress {
         p.start(Some(len), 0);
         let p = p.clone();
