@@ -400,3 +400,47 @@ async fn send_file_zero_copy(
         Err(e) => Err(Error::io("sending the request body")(e)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn only_small_in_memory_bodies_ride_with_the_head() {
+        let mut out = b"HEAD\r\n\r\n".to_vec();
+        let body = Body::bytes(b"abc".to_vec()).then_bytes(b"def".to_vec());
+        assert_eq!(body.append_small(&mut out, 64), Some(6));
+        assert_eq!(out, b"HEAD\r\n\r\nabcdef");
+
+        let mut out = Vec::new();
+        assert_eq!(Body::bytes(vec![7u8; 65]).append_small(&mut out, 64), None);
+        assert_eq!(Body::empty().append_small(&mut out, 64), None);
+        assert!(out.is_empty(), "nothing appended when refused");
+
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(b"file bytes").unwrap();
+        let fb = FileBody::open(f.path()).unwrap();
+        let body = Body::bytes(b"x".to_vec()).then_file(fb);
+        assert_eq!(body.append_small(&mut out, 64), None, "a file part streams");
+    }
+
+    #[test]
+    fn small_files_are_read_whole_and_big_ones_refused() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(b"0123456789").unwrap();
+        let fb = FileBody::open(f.path()).unwrap();
+        assert_eq!(fb.read_small(10).unwrap().unwrap(), b"0123456789");
+        assert!(fb.read_small(9).is_none());
+        let part = FileBody::open(f.path()).unwrap().range(3, 4);
+        assert_eq!(part.read_small(64).unwrap().unwrap(), b"3456");
+        let past_end = FileBody::open(f.path()).unwrap().range(8, 4);
+        assert!(matches!(
+            past_end.read_small(64),
+            Some(Err(Error::BodyLength {
+                announced: 4,
+                got: 2
+            }))
+        ));
+    }
+}
