@@ -46,7 +46,7 @@ for t in $TARGETS; do
   [ -n "$execs" ] || execs=$(grep -aoE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
   crashes=0
   if [ "$rc" -ne 0 ]; then
-    crashes=$(grep -acE '^(==[0-9]+== ERROR: libFuzzer|SUMMARY: libFuzzer)' "$log")
+    crashes=$(grep -ac 'Test unit written' "$log")
     [ "$crashes" -gt 0 ] || crashes=1
     failed=1
     echo "   $t failed (exit $rc), log: $log" >&2
