@@ -30,7 +30,11 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(ours.as_ref().ok(), Some(&theirs), "base64 crate accepts");
     }
     if let Ok(ours) = &ours {
-        assert_eq!(LENIENT_BITS.decode(&stripped).ok().as_ref(), Some(ours), "we accept");
+        assert_eq!(
+            LENIENT_BITS.decode(&stripped).ok().as_ref(),
+            Some(ours),
+            "we accept"
+        );
     }
     // The same stream in two calls.
     let mut d = Decoder::new();

@@ -25,7 +25,10 @@ fn run(framing: BodyFraming, input: &[u8], pieces: Option<Pieces>) -> (Vec<u8>, 
             Err(e) => return (out, format!("error {e:?}")),
         };
         assert!(d.consumed <= buf.len(), "{d:?} of {}", buf.len());
-        assert!(d.data.start <= d.data.end && d.data.end <= d.consumed, "{d:?}");
+        assert!(
+            d.data.start <= d.data.end && d.data.end <= d.consumed,
+            "{d:?}"
+        );
         out.extend_from_slice(&buf[d.data.clone()]);
         off += d.consumed;
         if let BodyFraming::Length(n) = framing {

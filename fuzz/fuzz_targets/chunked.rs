@@ -28,16 +28,25 @@ fn run(input: &[u8], first: usize) -> Outcome {
             Err(e) => return Outcome { data, end: Err(e) },
             Ok(d) => {
                 assert!(d.consumed <= buf.len());
-                assert!(d.data.start <= d.data.end && d.data.end <= d.consumed, "{d:?}");
+                assert!(
+                    d.data.start <= d.data.end && d.data.end <= d.consumed,
+                    "{d:?}"
+                );
                 data.extend_from_slice(&buf[d.data.clone()]);
                 off += d.consumed;
                 if d.done {
                     assert!(dec.is_done());
-                    return Outcome { data, end: Ok(Some(off)) };
+                    return Outcome {
+                        data,
+                        end: Ok(Some(off)),
+                    };
                 }
                 if d.consumed == 0 && d.data.is_empty() {
                     if avail == input.len() {
-                        return Outcome { data, end: Ok(None) };
+                        return Outcome {
+                            data,
+                            end: Ok(None),
+                        };
                     }
                     avail = input.len();
                 }

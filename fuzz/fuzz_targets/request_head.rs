@@ -18,7 +18,11 @@ fuzz_target!(|data: &[u8]| {
         let framing = request_framing(head);
         // Complete at its own length, with the same head.
         let again = parse_request_head(&data[..*n], &limits);
-        assert_eq!(format!("{whole:?}"), format!("{again:?}"), "head not complete at n");
+        assert_eq!(
+            format!("{whole:?}"),
+            format!("{again:?}"),
+            "head not complete at n"
+        );
         assert_eq!(framing, request_framing(&again.unwrap().unwrap().0));
     }
     // Feed the first k bytes, then all: same result as parsing it whole.

@@ -15,7 +15,10 @@ fuzz_target!(|data: &[u8]| {
         assert!(seg != ".." && seg != ".", "dot segment in {raw:?}");
         assert!(!seg.contains('/'), "slash in segment {seg:?} of {raw:?}");
         assert!(!seg.contains('\0'), "NUL in segment {seg:?} of {raw:?}");
-        assert!(!seg.contains('\\'), "backslash in segment {seg:?} of {raw:?}");
+        assert!(
+            !seg.contains('\\'),
+            "backslash in segment {seg:?} of {raw:?}"
+        );
     }
     let url = path.to_url(path.trailing_slash());
     let again = parse_request_path(&url).expect("canonical URL parses");

@@ -18,7 +18,11 @@ fuzz_target!(|data: &[u8]| {
         let framing = response_framing("GET", head);
         // Complete at its own length, with the same head.
         let again = parse_response_head(&data[..*n], &limits);
-        assert_eq!(format!("{whole:?}"), format!("{again:?}"), "head not complete at n");
+        assert_eq!(
+            format!("{whole:?}"),
+            format!("{again:?}"),
+            "head not complete at n"
+        );
         assert_eq!(framing, response_framing("GET", &again.unwrap().unwrap().0));
     }
     // Feed the first k bytes, then all: same result as parsing it whole.
