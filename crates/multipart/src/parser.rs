@@ -303,6 +303,13 @@ impl Parser {
             let Some(k) = memchr::memchr2(b'\r', b'\n', rest) else {
                 return self.headers_wait(s, at, limit);
             };
+            // A line that cannot end within the limit is too large, whatever
+            // ends it: a reader that has only seen the first `limit` bytes
+            // (headers_wait) says so too, however the input was split.
+            let line_end = at + k + 2;
+            if line_end > limit {
+                return Err(MultipartError::HeadersTooLarge { limit });
+            }
             if rest[k] == b'\n' {
                 return Err(MultipartError::BareLf);
             }
@@ -310,10 +317,6 @@ impl Parser {
                 None => return self.headers_wait(s, at, limit),
                 Some(b'\n') => {}
                 Some(_) => return Err(MultipartError::MalformedHeader("bare CR in header block")),
-            }
-            let line_end = at + k + 2;
-            if line_end > limit {
-                return Err(MultipartError::HeadersTooLarge { limit });
             }
             let line = &rest[..k];
             if line.is_empty() {

@@ -278,6 +278,18 @@ fn part_headers_over_the_limit_are_rejected() {
         parse_bytewise(B, limits, endless.as_bytes()),
         Err(MultipartError::HeadersTooLarge { limit: 64 })
     );
+    // Found by the `multipart` fuzz target: a line ending past the limit is
+    // too large whatever ends it; it was `BareLf` when seen whole but
+    // `HeadersTooLarge` when the first chunk stopped before it.
+    let late_lf = format!("--XyZ\r\nX: {}\n\r\n\r\nv\r\n--XyZ--", "a".repeat(100));
+    assert_eq!(
+        parse_all(B.as_bytes(), limits, late_lf.as_bytes()),
+        Err(MultipartError::HeadersTooLarge { limit: 64 })
+    );
+    assert_eq!(
+        parse_bytewise(B, limits, late_lf.as_bytes()),
+        Err(MultipartError::HeadersTooLarge { limit: 64 })
+    );
     // Default is 8 KiB.
     assert_eq!(Limits::default().max_header_bytes, 8 * 1024);
 }

@@ -307,8 +307,17 @@ fn request_line_target_len(buf: &[u8]) -> usize {
 }
 
 /// Complete field lines in a partial head (lines after the start line).
+/// The CR and LF bytes before the start line are empty lines httparse skips
+/// (bare LFs included; the whole head then fails on its own terms), not
+/// field lines.
 fn partial_field_lines(buf: &[u8]) -> usize {
-    memchr::memchr_iter(b'\n', buf).count().saturating_sub(1)
+    let start = buf
+        .iter()
+        .position(|&b| !matches!(b, b'\r' | b'\n'))
+        .unwrap_or(buf.len());
+    memchr::memchr_iter(b'\n', &buf[start..])
+        .count()
+        .saturating_sub(1)
 }
 
 fn map_httparse_error(e: httparse::Error) -> ProtoError {
@@ -728,6 +737,25 @@ mod tests {
             400
         );
         assert!(parse_response_head(b"HTTP/2", &l).unwrap().is_none());
+    }
+
+    /// Found by the `request_head` fuzz target: bare LFs before the start
+    /// line were counted as field lines, so a prefix of them was
+    /// `TooManyHeaders` while the whole message was a different 400.
+    #[test]
+    fn leading_bare_lfs_are_not_field_lines() {
+        let l = Limits::default();
+        let lfs = b"\n".repeat(l.max_headers + 10);
+        assert!(parse(&lfs).unwrap().is_none());
+        let mut whole = lfs.clone();
+        whole.extend_from_slice(b"HTTh)3.1\r\n\r\n");
+        let err = parse(&whole).unwrap_err();
+        assert_ne!(err, ProtoError::TooManyHeaders);
+        assert!(parse_response_head(&lfs, &l).unwrap().is_none());
+        // Real field lines still count.
+        let mut many = b"GET / HTTP/1.1\r\n".to_vec();
+        many.extend(b"a: b\r\n".repeat(l.max_headers + 1));
+        assert_eq!(parse(&many).unwrap_err(), ProtoError::TooManyHeaders);
     }
 
     #[test]
