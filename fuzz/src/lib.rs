@@ -54,3 +54,43 @@ impl Iterator for Pieces {
         Some(1 + (x as usize) % self.1)
     }
 }
+
+/// The extractor check shared by the XML and JSON targets: the document in
+/// `data` (after two cut seeds) is fed whole and in three pieces; the
+/// verdict must be the same, and on success the text too (text already
+/// delivered before an error legitimately depends on the cuts).
+pub fn check_extractor_split_invariance<X: wirespeed_extract::FieldExtractor>(
+    new: impl Fn() -> X,
+    data: &[u8],
+) {
+    fn run<X: wirespeed_extract::FieldExtractor>(
+        mut x: X,
+        pieces: &[&[u8]],
+    ) -> (Vec<u8>, Result<(), String>) {
+        let mut text = Vec::new();
+        let mut sink = |t: &[u8]| {
+            text.extend_from_slice(t);
+            Ok(())
+        };
+        let mut verdict = Ok(());
+        for p in pieces {
+            if let Err(e) = x.feed(p, &mut sink) {
+                verdict = Err(format!("{e:?}"));
+                break;
+            }
+        }
+        if verdict.is_ok() {
+            verdict = x.finish().map_err(|e| format!("{e:?}"));
+        }
+        (text, verdict)
+    }
+    let mut data = data;
+    let a = take_u16(&mut data);
+    let b = take_u16(&mut data);
+    let whole = run(new(), &[data]);
+    let split = run(new(), &three_pieces(data, a, b));
+    assert_eq!(whole.1, split.1, "verdict");
+    if whole.1.is_ok() {
+        assert_eq!(whole.0, split.0, "text");
+    }
+}

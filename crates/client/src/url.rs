@@ -224,32 +224,35 @@ fn parse_port(url: &str, p: &str) -> Result<u16, Error> {
 /// Percent-encode one path segment: everything but RFC 3986 unreserved
 /// characters and a few harmless sub-delimiters.
 pub fn encode_segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for &b in s.as_bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    encode_where(s, |b, _| {
+        b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@".contains(&b)
+    })
 }
 
 /// A request target as typed: characters outside RFC 3986's path and query
 /// grammar (space, non-ASCII, controls, quotes, angle brackets, braces, `[`, `]`, a `%` that
 /// starts no `%XX`) become `%XX` of their UTF-8 bytes; valid escapes stay.
 pub fn encode_target(s: &str) -> String {
+    let hex = |c: Option<&u8>| c.is_some_and(u8::is_ascii_hexdigit);
+    encode_where(s, |c, rest| {
+        c.is_ascii_alphanumeric()
+            || b"-._~!$&'()*+,;=:@/?".contains(&c)
+            || (c == b'%' && hex(rest.first()) && hex(rest.get(1)))
+    })
+}
+
+/// `s` with every byte `keep(byte, bytes after it)` refuses written as `%XX`.
+fn encode_where(s: &str, keep: impl Fn(u8, &[u8]) -> bool) -> String {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let b = s.as_bytes();
     let mut out = String::with_capacity(s.len());
-    let hex = |c: u8| c.is_ascii_hexdigit();
     for (i, &c) in b.iter().enumerate() {
-        let keep = c.is_ascii_alphanumeric()
-            || b"-._~!$&'()*+,;=:@/?".contains(&c)
-            || (c == b'%' && i + 2 < b.len() && hex(b[i + 1]) && hex(b[i + 2]));
-        if keep {
+        if keep(c, &b[i + 1..]) {
             out.push(c as char);
         } else {
-            out.push_str(&format!("%{c:02X}"));
+            out.push('%');
+            out.push(HEX[usize::from(c >> 4)] as char);
+            out.push(HEX[usize::from(c & 15)] as char);
         }
     }
     out

@@ -178,17 +178,14 @@ impl Exchange {
         stored: impl FnMut(u64),
     ) -> Result<Option<u64>, FileBodyError> {
         let started = self.out.started();
-        match self
+        let r = self
             .body
             .receive_into_file(&mut self.conn, file, started, stored)
-            .await
-        {
-            Ok(n) => Ok(n),
-            Err((e, _taken)) => {
-                self.out.keep_alive = false;
-                Err(e)
-            }
+            .await;
+        if r.is_err() {
+            self.out.keep_alive = false;
         }
+        r
     }
 
     /// Send `100 Continue` now if the client waits for it (for handlers

@@ -183,7 +183,7 @@ impl RequestBody {
         file: &File,
         response_started: bool,
         mut stored: impl FnMut(u64),
-    ) -> Result<Option<u64>, (FileBodyError, u64)> {
+    ) -> Result<Option<u64>, FileBodyError> {
         use std::io::Write;
         let Some(remaining) = self.decoder.remaining() else {
             return Ok(None);
@@ -191,17 +191,15 @@ impl RequestBody {
         if conn.io.plain_tcp().is_none() {
             return Ok(None);
         }
-        self.send_continue(conn, response_started)
-            .await
-            .map_err(|e| (e.into(), 0))?;
+        self.send_continue(conn, response_started).await?;
         let buffered = (conn.rbuf.len() as u64).min(remaining) as usize;
         if buffered > 0 {
             let mut f = file;
             f.write_all(&conn.rbuf.data()[..buffered])
-                .map_err(|e| (FileBodyError::File(e), 0))?;
+                .map_err(FileBodyError::File)?;
             conn.rbuf.consume(buffered);
             self.decoder.advance_direct(buffered as u64);
-            self.count(buffered as u64).map_err(|e| (e.into(), 0))?;
+            self.count(buffered as u64)?;
             stored(buffered as u64);
         }
         let rest = remaining - buffered as u64;
@@ -224,10 +222,7 @@ impl RequestBody {
             Err(wirespeed_io::ReceiveError::Socket(e)) => Err(Error::Io(e).into()),
             Err(wirespeed_io::ReceiveError::File(e)) => Err(FileBodyError::File(e)),
         };
-        match result {
-            Ok(()) => Ok(Some(buffered as u64 + got.stored)),
-            Err(e) => Err((e, got.taken)),
-        }
+        result.map(|()| Some(buffered as u64 + got.stored))
     }
 
     /// Read and drop what is left of the body, up to `limit` bytes; true if

@@ -132,11 +132,6 @@ impl BodyDecoder {
     pub fn is_done(&self) -> bool {
         matches!(self, BodyDecoder::Done)
     }
-
-    /// Whether the body is still inside chunked framing.
-    pub fn is_chunked(&self) -> bool {
-        matches!(self, BodyDecoder::Chunked(_))
-    }
 }
 
 #[cfg(test)]

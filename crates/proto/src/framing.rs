@@ -713,135 +713,27 @@ mod tests {
     /// streamed sizes.
     #[test]
     fn server_frames_each_response_kind() {
-        use BodyEncoding as E;
-        use FramingField as F;
-        let cases: &[(&str, Version, u16, BodySize, F, E, bool)] = &[
-            (
-                "GET",
-                Version::Http11,
-                200,
-                BodySize::Known(5),
-                F::ContentLength(5),
-                E::Raw,
-                false,
-            ),
-            (
-                "GET",
-                Version::Http11,
-                200,
-                BodySize::Known(0),
-                F::ContentLength(0),
-                E::Raw,
-                false,
-            ),
-            (
-                "GET",
-                Version::Http11,
-                200,
-                BodySize::Streamed,
-                F::Chunked,
-                E::Chunked,
-                false,
-            ),
-            (
-                "GET",
-                Version::Http10,
-                200,
-                BodySize::Streamed,
-                F::None,
-                E::Raw,
-                true,
-            ),
-            (
-                "GET",
-                Version::Http10,
-                200,
-                BodySize::Known(5),
-                F::ContentLength(5),
-                E::Raw,
-                false,
-            ),
-            (
-                "HEAD",
-                Version::Http11,
-                200,
-                BodySize::Known(5),
-                F::ContentLength(5),
-                E::Nothing,
-                false,
-            ),
-            (
-                "HEAD",
-                Version::Http11,
-                200,
-                BodySize::Streamed,
-                F::Chunked,
-                E::Nothing,
-                false,
-            ),
-            (
-                "HEAD",
-                Version::Http10,
-                200,
-                BodySize::Streamed,
-                F::None,
-                E::Nothing,
-                false,
-            ),
-            (
-                "GET",
-                Version::Http11,
-                204,
-                BodySize::Known(5),
-                F::None,
-                E::Nothing,
-                false,
-            ),
-            (
-                "GET",
-                Version::Http11,
-                304,
-                BodySize::Streamed,
-                F::None,
-                E::Nothing,
-                false,
-            ),
-            (
-                "GET",
-                Version::Http11,
-                100,
-                BodySize::Known(0),
-                F::None,
-                E::Nothing,
-                false,
-            ),
-            (
-                "PUT",
-                Version::Http11,
-                201,
-                BodySize::Known(0),
-                F::ContentLength(0),
-                E::Raw,
-                false,
-            ),
-            (
-                "GET",
-                Version::Http11,
-                404,
-                BodySize::Streamed,
-                F::Chunked,
-                E::Chunked,
-                false,
-            ),
-        ];
-        for &(method, version, status, size, field, body, close) in cases {
-            let f = server_response_framing(method == "HEAD", version, status, size);
-            assert_eq!(
-                (f.field, f.body, f.close_delimited),
-                (field, body, close),
-                "{method} {version:?} {status} {size:?}"
-            );
-        }
+        use BodyEncoding::{Chunked as Ch, Nothing, Raw};
+        use BodySize::{Known, Streamed};
+        use FramingField::{Chunked, ContentLength as Cl, None as NoField};
+        use Version::{Http10 as V10, Http11 as V11};
+        let frame = |head: bool, v, status, size| {
+            let f = server_response_framing(head, v, status, size);
+            (f.field, f.body, f.close_delimited)
+        };
+        assert_eq!(frame(false, V11, 200, Known(5)), (Cl(5), Raw, false));
+        assert_eq!(frame(false, V11, 200, Known(0)), (Cl(0), Raw, false));
+        assert_eq!(frame(false, V11, 200, Streamed), (Chunked, Ch, false));
+        assert_eq!(frame(false, V10, 200, Streamed), (NoField, Raw, true));
+        assert_eq!(frame(false, V10, 200, Known(5)), (Cl(5), Raw, false));
+        assert_eq!(frame(true, V11, 200, Known(5)), (Cl(5), Nothing, false));
+        assert_eq!(frame(true, V11, 200, Streamed), (Chunked, Nothing, false));
+        assert_eq!(frame(true, V10, 200, Streamed), (NoField, Nothing, false));
+        assert_eq!(frame(false, V11, 204, Known(5)), (NoField, Nothing, false));
+        assert_eq!(frame(false, V11, 304, Streamed), (NoField, Nothing, false));
+        assert_eq!(frame(false, V11, 100, Known(0)), (NoField, Nothing, false));
+        assert_eq!(frame(false, V11, 201, Known(0)), (Cl(0), Raw, false));
+        assert_eq!(frame(false, V11, 404, Streamed), (Chunked, Ch, false));
     }
 
     /// What the server writes, the client reads back as the same body.

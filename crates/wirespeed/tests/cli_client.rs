@@ -529,11 +529,7 @@ fn run_in(dir: std::path::PathBuf, args: &[&str]) -> (Option<i32>, String, Strin
 #[test]
 fn get_checks_the_destination_first_and_fails_on_every_non_2xx() {
     let local = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = wirespeed_testkit::server::closed_port();
     let dest = local.path().join("nodir/file.txt");
     let (code, _, err) = run(
         &[
@@ -856,11 +852,7 @@ fn user_errors_are_one_line_each_cause_once() {
     std::fs::write(root.path().join("file.txt"), b"x").unwrap();
     let srv = serve(root.path(), &[]);
     let local = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = wirespeed_testkit::server::closed_port();
     let missing = local.path().join("missing.bin");
     let cases = [
         (

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use sha2::{Digest, Sha256};
 
 use crate::transfer::{get_following, hash_file, hex, parse_sha256, TransferProgress};
-use crate::{Client, Error, Request, Url};
+use crate::{Client, Error, Request, Response, Url};
 
 #[derive(Default, Clone)]
 pub struct DownloadOptions {
@@ -85,17 +85,7 @@ pub async fn download_file(
             }
         })
         .await?;
-        if final_url.path().ends_with('/') {
-            // A folder's listing is not the file the user asked for.
-            return Err(Error::Status {
-                status: resp.status(),
-                reason: "Is a folder".to_string(),
-                message: format!(
-                    "{} is a folder: use `wirespeed ls` to list it",
-                    final_url.target
-                ),
-            });
-        }
+        refuse_folder(&resp, &final_url)?;
         if have == 0 {
             break resp.error_for_status().await?;
         }
@@ -232,16 +222,7 @@ pub async fn download_to<W: tokio::io::AsyncWrite + Unpin + ?Sized>(
 ) -> Result<(u64, bool), Error> {
     use tokio::io::AsyncWriteExt;
     let (resp, final_url) = get_following(client, url, |u| Request::get(u.clone())).await?;
-    if final_url.path().ends_with('/') {
-        return Err(Error::Status {
-            status: resp.status(),
-            reason: "Is a folder".to_string(),
-            message: format!(
-                "{} is a folder: use `wirespeed ls` to list it",
-                final_url.target
-            ),
-        });
-    }
+    refuse_folder(&resp, &final_url)?;
     let mut resp = resp.error_for_status().await?;
     let expected = resp.header("Repr-Digest").and_then(parse_sha256);
     if let Some(p) = &progress {
@@ -278,4 +259,20 @@ pub async fn download_to<W: tokio::io::AsyncWrite + Unpin + ?Sized>(
         }
     }
     Ok((total, expected.is_some()))
+}
+
+/// A folder's listing is not the file the user asked for: a download that
+/// ended at a URL with a trailing `/` is an error that points to `ls`.
+fn refuse_folder(resp: &Response, final_url: &Url) -> Result<(), Error> {
+    if !final_url.path().ends_with('/') {
+        return Ok(());
+    }
+    Err(Error::Status {
+        status: resp.status(),
+        reason: "Is a folder".to_string(),
+        message: format!(
+            "{} is a folder: use `wirespeed ls` to list it",
+            final_url.target
+        ),
+    })
 }
