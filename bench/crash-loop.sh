@@ -10,8 +10,9 @@ ROUNDS=${ROUNDS:-100}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 status=0
-CRASH_ROUNDS=$ROUNDS ${SEED:+CRASH_SEED=$SEED} \
-    cargo test --release -q -p wirespeed --test crash_loop -- --nocapture --test-threads 1 \
+export CRASH_ROUNDS=$ROUNDS
+if [[ -n ${SEED:-} ]]; then export CRASH_SEED=$SEED; fi
+cargo test --release -q -p wirespeed --test crash_loop -- --nocapture --test-threads 1 \
     >"$out" 2>&1 || status=$?
 grep -E '^(crash loop|round )' "$out" | tail -n 3 >&2
 summary=$(grep -E '^crash loop: seed [0-9]+ rounds' "$out" || true)
