@@ -267,7 +267,10 @@ fn uploads_are_atomic_across_kill_9() {
                 temps.push(name);
             }
         }
-        t.temp_leftovers += temps.iter().filter(|n| seen_temps.insert(n.to_string())).count();
+        t.temp_leftovers += temps
+            .iter()
+            .filter(|n| seen_temps.insert(n.to_string()))
+            .count();
         let mut aged = Vec::new();
         for (i, name) in temps.iter().enumerate() {
             if i % 2 == 0 {
