@@ -1,6 +1,6 @@
 //! The `wirespeed` command: a thin shell over the library crates.
 //! `serve` runs the transfer service; `put`/`get`/`ls`/`rm` are the client;
-//! `bench` measures end to end.
+//! `bench` measures end to end; `completions` prints a shell completion script.
 
 use clap::{Parser, Subcommand};
 
@@ -38,6 +38,11 @@ enum Command {
     Ls(client_cmd::LsArgs),
     /// Delete file URLs, or a folder and everything in it (-r).
     Rm(client_cmd::RmArgs),
+    /// Print a shell completion script to stdout (e.g. `wirespeed completions bash`).
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -68,6 +73,14 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
         Command::Get(args) => client_cmd::get(args)?,
         Command::Ls(args) => client_cmd::ls(args)?,
         Command::Rm(args) => client_cmd::rm(args)?,
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            use std::io::Write;
+            // Into memory first: `generate` panics on a write error (a closed pipe).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "wirespeed", &mut script);
+            std::io::stdout().write_all(&script)?;
+        }
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

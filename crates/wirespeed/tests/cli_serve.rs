@@ -389,3 +389,94 @@ fn kept_self_signed_certificate_is_reused() {
         0o600
     );
 }
+
+/// SIGTERM (what `systemctl stop` and `docker stop` send) closes the listener
+/// but lets a download in flight finish; then the process exits 0.
+#[test]
+fn sigterm_lets_a_download_in_flight_finish() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    // Far more than the socket buffers hold, so the send is still under way.
+    let big = wirespeed_testkit::bytes(48 << 20, 7);
+    std::fs::write(data.join("big"), &big).unwrap();
+    let mut s = Serve::start(
+        &data,
+        &["--listen", "127.0.0.1:0", "--shutdown-grace", "60"],
+    );
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    c.write_all(b"GET /big HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut got = vec![0u8; 64 << 10];
+    c.read_exact(&mut got).unwrap();
+
+    let pid = rustix::process::Pid::from_child(&s.child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    // The listener closes: new connections are refused.
+    let until = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(s.addr).is_ok() {
+        assert!(Instant::now() < until, "still accepting after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        s.child.try_wait().unwrap().is_none(),
+        "exited with a download in flight"
+    );
+    c.read_to_end(&mut got).unwrap();
+    let body_at = wirespeed_testkit::find(&got, b"\r\n\r\n").unwrap() + 4;
+    assert!(
+        got[body_at..] == big[..],
+        "download cut: {} of {} bytes",
+        got.len() - body_at,
+        big.len()
+    );
+    let until = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            Instant::now() < until,
+            "still running after the download ended"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}; stderr: {}", s.stderr());
+}
+
+/// `wirespeed completions SHELL` prints a script naming the subcommands, and
+/// bash parses the bash one.
+#[test]
+fn completions_name_the_subcommands_and_bash_parses_them() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = Command::new(BIN)
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{shell}");
+        let script = String::from_utf8(out.stdout).unwrap();
+        for sub in ["serve", "put", "get", "ls", "rm", "bench", "completions"] {
+            assert!(script.contains(sub), "{shell} script lacks {sub}");
+        }
+    }
+    let out = Command::new(BIN)
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert!(out.stdout.len() > 1000);
+    let script = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(script.path(), &out.stdout).unwrap();
+    let check = Command::new("bash")
+        .arg("-n")
+        .arg(script.path())
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "bash -n: {}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let (code, err) = run(&["completions", "tcsh"]);
+    assert_eq!(code, Some(2), "{err}");
+}
