@@ -152,13 +152,7 @@ impl RequestBody {
             if !small {
                 conn.rbuf.ensure_capacity(cap);
             }
-            match deadline(
-                timeout,
-                Timeout::Body,
-                conn.rbuf.fill(&mut conn.io, cap),
-            )
-            .await?
-            {
+            match deadline(timeout, Timeout::Body, conn.rbuf.fill(&mut conn.io, cap)).await? {
                 Some(0) if self.decoder.end_of_input() => return Ok(None),
                 Some(0) => return Err(Error::UnexpectedEof),
                 Some(_) => {}

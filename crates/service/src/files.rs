@@ -20,9 +20,9 @@ fn request_class(ex: &Exchange) -> RouteClass {
         "PUT" => RouteClass::Upload,
         "DELETE" => RouteClass::Delete,
         "POST" => {
-            let form = ex
-                .header("content-type")
-                .is_some_and(|ct| ct.len() >= 19 && ct[..19].eq_ignore_ascii_case(b"multipart/form-data"));
+            let form = ex.header("content-type").is_some_and(|ct| {
+                ct.len() >= 19 && ct[..19].eq_ignore_ascii_case(b"multipart/form-data")
+            });
             if form {
                 RouteClass::Upload
             } else {

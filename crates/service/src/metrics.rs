@@ -140,8 +140,7 @@ fn code_label(i: usize) -> &'static str {
 /// Upper bounds of the request duration buckets, in seconds: 1 ms to 5 min
 /// (a multi-GiB transfer is a request too), then +Inf.
 const BUCKETS: [f64; 16] = [
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
-    300.0,
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
 ];
 
 /// A histogram of durations on atomics (no lock per observation).

@@ -16,7 +16,8 @@ mod size;
     about = "HTTP/1.1 server, client and data-transfer service whose data path runs at wire speed",
     long_about = "wirespeed moves bytes over HTTP/1.1: uploads and downloads of big files, streamed \
 JSON listings, multipart forms, base64 inside XML/SOAP and JSON. `wirespeed serve DIR` serves a \
-folder; the other subcommands are its client.\n\nLogging: set RUST_LOG (e.g. RUST_LOG=debug)."
+folder; the other subcommands are its client.\n\nLogging (stderr): set RUST_LOG (e.g. RUST_LOG=debug); \
+`serve` logs one access line per request unless --access-log off."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -52,15 +53,30 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// Logs go to stderr; RUST_LOG overrides the default filter, which for
+/// `serve` shows access lines unless `--access-log off`.
+fn init_logging(command: &Command) {
+    let (default, json) = match command {
+        Command::Serve(args) => (args.default_log_filter(), args.json_logs()),
+        _ => ("warn", false),
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colour codes only for a person at a terminal, never into log files.
+    let fmt = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr);
+    if json {
+        fmt.json().flatten_event(true).init();
+    } else {
+        fmt.init();
+    }
+}
+
 fn run() -> anyhow::Result<std::process::ExitCode> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    init_logging(&cli.command);
     match cli.command {
         Command::Serve(args) => serve::run(args)?,
         Command::Bench(args) => bench::run(args)?,
