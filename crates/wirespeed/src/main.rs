@@ -54,19 +54,40 @@ fn main() -> std::process::ExitCode {
 }
 
 /// Logs go to stderr; RUST_LOG overrides the default filter, which for
-/// `serve` shows access lines unless `--access-log off`.
-fn init_logging(command: &Command) {
-    let (default, json) = match command {
-        Command::Serve(args) => (args.default_log_filter(), args.json_logs()),
-        _ => ("warn", false),
+/// `serve` shows access lines unless `--access-log off`. The returned guard
+/// flushes `serve`'s buffered lines when dropped.
+fn init_logging(command: &Command) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    let filter = |default| {
+        tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let Command::Serve(args) = command else {
+        init_subscriber(filter("warn"), false, std::io::stderr);
+        return None;
+    };
+    // A writer thread takes the lines (batched into few writes under load,
+    // flushed whenever it catches up), so a slow stderr pipe never stalls
+    // a request; if it falls 128k lines behind, lines are dropped instead.
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(true)
+        .thread_name("wirespeed-log")
+        .finish(std::io::BufWriter::with_capacity(
+            64 << 10,
+            std::io::stderr(),
+        ));
+    init_subscriber(filter(args.default_log_filter()), args.json_logs(), writer);
+    Some(guard)
+}
+
+fn init_subscriber<W>(filter: tracing_subscriber::EnvFilter, json: bool, writer: W)
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
     // Colour codes only for a person at a terminal, never into log files.
     let fmt = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr);
+        .with_writer(writer);
     if json {
         fmt.json().flatten_event(true).init();
     } else {
@@ -76,7 +97,7 @@ fn init_logging(command: &Command) {
 
 fn run() -> anyhow::Result<std::process::ExitCode> {
     let cli = Cli::parse();
-    init_logging(&cli.command);
+    let _log_guard = init_logging(&cli.command);
     match cli.command {
         Command::Serve(args) => serve::run(args)?,
         Command::Bench(args) => bench::run(args)?,
