@@ -112,16 +112,23 @@ impl Serve {
 }
 
 /// Parse an exposition with the Prometheus Python client's OpenMetrics
-/// parser (what the page's Content-Type says it is); every sample as
+/// parser (what the page's Content-Type says it is), check that its classic
+/// text-format parser reads the same samples, and return every sample as
 /// `name{k="v",…}` (labels sorted) → value.
 fn parse_with_prometheus_client(text: &[u8]) -> HashMap<String, f64> {
     const SCRIPT: &str = r#"
 import sys
-from prometheus_client.openmetrics.parser import text_string_to_metric_families
-for family in text_string_to_metric_families(sys.stdin.read()):
-    for s in family.samples:
-        labels = ",".join('%s="%s"' % kv for kv in sorted(s.labels.items()))
-        print("%s{%s} %r" % (s.name, labels, float(s.value)))
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics
+from prometheus_client.parser import text_string_to_metric_families as classic
+page = sys.stdin.read()
+def samples(parse):
+    return sorted(
+        (s.name, ",".join('%s="%s"' % kv for kv in sorted(s.labels.items())), float(s.value))
+        for family in parse(page) for s in family.samples)
+om = samples(openmetrics)
+assert om == samples(classic), "the classic parser reads other samples"
+for name, labels, value in om:
+    print("%s{%s} %r" % (name, labels, value))
 "#;
     let mut py = Command::new("python3")
         .args(["-c", SCRIPT])
