@@ -9,8 +9,8 @@
 //! `flush`, or at `finish`. A body that ends while still entirely buffered goes
 //! out with Content-Length (head + body in one `writev`); otherwise the body is
 //! chunked, one chunk per buffer-full, head + chunk header + data + CRLF in one
-//! `writev`. Flush storms (many tiny sends per response) are counted and
-//! reported once per route.
+//! `writev`. Flush storms (many tiny sends per response) are logged once per
+//! route and each one is told to the server's observer (metrics).
 
 use std::collections::HashSet;
 use std::fs::File;
