@@ -46,6 +46,7 @@ for round in $(seq "$ROUNDS"); do
     done
 done
 med() { tr ' ' '\n' <<<"${RPS[$1]}" | grep . | median; }
+for row in off text json; do log "$row, each round: ${RPS[$row]}"; done
 off=$(med off); text=$(med text); json=$(med json)
 echo "| access log | GET 13 bytes, wrk -t1 -c64 -d${SECS}s (requests/s, median of $ROUNDS) | vs off |"
 echo "|---|---:|---:|"
