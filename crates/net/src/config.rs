@@ -1,7 +1,9 @@
+use std::sync::Arc;
 use std::time::Duration;
 use wirespeed_proto::Limits;
 
 use crate::writer::FlushPolicy;
+use crate::Observer;
 
 /// How a file body goes out on plain TCP (TLS always encrypts from a buffer).
 ///
@@ -54,6 +56,9 @@ pub struct ServerConfig {
     pub cork_file_sends: bool,
     /// How file bodies leave on plain TCP.
     pub file_send: FileSend,
+    /// Told about connections, completed requests, flush storms and
+    /// timeouts (metrics, access logs); `None` watches nothing.
+    pub observer: Option<Arc<dyn Observer>>,
 }
 
 impl Default for ServerConfig {
@@ -73,6 +78,7 @@ impl Default for ServerConfig {
             file_chunk: 4 * 1024 * 1024,
             cork_file_sends: true,
             file_send: FileSend::Auto,
+            observer: None,
         }
     }
 }

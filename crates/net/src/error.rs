@@ -1,6 +1,8 @@
 use std::io;
 use wirespeed_proto::ProtoError;
 
+use crate::observe::Timeout;
+
 /// What a handler (or the body reader) can fail with. Each error maps to the
 /// status it is answered with, if no response has been started yet.
 #[derive(Debug, thiserror::Error)]
@@ -13,7 +15,7 @@ pub enum Error {
     Proto(#[from] ProtoError),
     /// The peer did not send or accept bytes in time.
     #[error("timed out {0}")]
-    Timeout(&'static str),
+    Timeout(Timeout),
     /// The peer closed the connection before the request body ended.
     #[error("connection closed before the request body ended")]
     UnexpectedEof,

@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWrite;
 use wirespeed_proto::{reason_phrase, BodyFraming, RequestHead};
@@ -13,7 +14,7 @@ use crate::conn::Conn;
 use crate::request_body::{FileBodyError, RequestBody};
 use crate::response::Response;
 use crate::writer::{BodyWriter, ResponseWriter};
-use crate::{Error, ServerConfig};
+use crate::{Completed, Error, ServerConfig, Timeout};
 
 /// One request and its response. Handlers read the request head and body and
 /// answer exactly once: [`send`](Self::send), [`send_file`](Self::send_file) or
@@ -25,6 +26,9 @@ pub struct Exchange {
     body: RequestBody,
     out: ResponseWriter,
     route: Arc<str>,
+    /// The handler's label for this request in metrics ([`Self::set_class`]).
+    class: &'static str,
+    started: Instant,
 }
 
 impl Exchange {
@@ -37,6 +41,8 @@ impl Exchange {
             body,
             out,
             route: unrouted(),
+            class: "other",
+            started: Instant::now(),
             head,
         }
     }
@@ -105,6 +111,17 @@ impl Exchange {
 
     pub(crate) fn set_route(&mut self, route: Arc<str>) {
         self.route = route;
+    }
+
+    /// Put this request in a class for metrics (a small fixed set chosen by
+    /// the handler, e.g. `files`, `upload`); `other` until set.
+    pub fn set_class(&mut self, class: &'static str) {
+        self.class = class;
+    }
+
+    /// The class set by [`set_class`](Self::set_class).
+    pub fn class(&self) -> &'static str {
+        self.class
     }
 
     /// Refuse bodies larger than `max`: 413 at once if the declared length is
@@ -281,10 +298,40 @@ impl Exchange {
     /// an open body, drain an unread request body. Returns whether the
     /// connection can carry another request.
     pub(crate) async fn complete(&mut self, result: Result<(), Error>) -> bool {
+        let reuse = self.settle(result).await;
+        self.report();
+        reuse
+    }
+
+    /// Tell the observer, if any, how this exchange went.
+    fn report(&self) {
+        let Some(o) = &self.conn.cfg.observer else {
+            return;
+        };
+        o.exchange_done(&Completed {
+            method: self.method(),
+            path: self.path(),
+            class: self.class,
+            status: match self.out.status() {
+                0 => 499,
+                s => s,
+            },
+            bytes_in: self.body.bytes_read(),
+            bytes_out: self.out.body_sent(),
+            duration: self.started.elapsed(),
+            peer: self.conn.peer,
+            user_agent: self.header_str("user-agent"),
+        });
+    }
+
+    async fn settle(&mut self, result: Result<(), Error>) -> bool {
         let result = match result {
             Ok(()) => self.out.finish(&mut self.conn, &self.route).await,
             Err(e) => Err(e),
         };
+        if let Err(Error::Timeout(kind)) = &result {
+            report_timeout(&self.conn.cfg, *kind);
+        }
         if let Err(e) = result {
             if e.is_connection_lost() {
                 return false;
@@ -331,6 +378,35 @@ impl Exchange {
         let limit = self.conn.cfg.drain_limit;
         self.body.drain(&mut self.conn, limit).await
     }
+}
+
+/// Count an expired deadline.
+pub(crate) fn report_timeout(cfg: &ServerConfig, kind: Timeout) {
+    if let Some(o) = &cfg.observer {
+        o.timeout(kind);
+    }
+}
+
+/// Report a request refused before it became an exchange (unparsable head,
+/// bad framing, head timeout).
+pub(crate) fn report_rejected(conn: &Conn, e: &Error) {
+    let Some(o) = &conn.cfg.observer else {
+        return;
+    };
+    if let Error::Timeout(kind) = e {
+        o.timeout(*kind);
+    }
+    o.exchange_done(&Completed {
+        method: "-",
+        path: "-",
+        class: "other",
+        status: e.http_status(),
+        bytes_in: 0,
+        bytes_out: 0,
+        duration: Duration::ZERO,
+        peer: conn.peer,
+        user_agent: None,
+    });
 }
 
 /// Route label of requests that did not go through a [`crate::Router`].

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::Error;
+use crate::{Error, Timeout};
 
 /// A connection's byte stream. Plain TCP exposes its socket so file bodies can
 /// go out with sendfile(2); TLS streams do not.
@@ -50,7 +50,7 @@ pub(crate) async fn flush<W: AsyncWrite + Unpin + ?Sized>(io: &mut W) -> io::Res
 /// Run `fut` with a deadline, mapping expiry to `Error::Timeout(what)`.
 pub(crate) async fn deadline<T>(
     limit: Duration,
-    what: &'static str,
+    what: Timeout,
     fut: impl Future<Output = io::Result<T>>,
 ) -> Result<T, Error> {
     match tokio::time::timeout(limit, fut).await {

@@ -10,7 +10,7 @@ use wirespeed_proto::{BodyDecoder, BodyFraming, ProtoError, RequestHead};
 
 use crate::conn::Conn;
 use crate::io::{deadline, flush, write_all_vectored};
-use crate::Error;
+use crate::{Error, Timeout};
 
 /// Whether the client waits for `100 Continue` before sending its body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +97,7 @@ impl RequestBody {
             return Ok(());
         }
         let io = &mut conn.io;
-        deadline(conn.cfg.write_timeout, "sending 100 Continue", async {
+        deadline(conn.cfg.write_timeout, Timeout::Write, async {
             write_all_vectored(io, &mut [IoSlice::new(b"HTTP/1.1 100 Continue\r\n\r\n")]).await?;
             flush(io).await
         })
@@ -152,13 +152,7 @@ impl RequestBody {
             if !small {
                 conn.rbuf.ensure_capacity(cap);
             }
-            match deadline(
-                timeout,
-                "reading the request body",
-                conn.rbuf.fill(&mut conn.io, cap),
-            )
-            .await?
-            {
+            match deadline(timeout, Timeout::Body, conn.rbuf.fill(&mut conn.io, cap)).await? {
                 Some(0) if self.decoder.end_of_input() => return Ok(None),
                 Some(0) => return Err(Error::UnexpectedEof),
                 Some(_) => {}
@@ -217,7 +211,7 @@ impl RequestBody {
             Ok(()) => counted.map_err(FileBodyError::from),
             Err(wirespeed_io::ReceiveError::Closed) => Err(Error::UnexpectedEof.into()),
             Err(wirespeed_io::ReceiveError::Socket(e)) if e.kind() == io::ErrorKind::TimedOut => {
-                Err(Error::Timeout("reading the request body").into())
+                Err(Error::Timeout(Timeout::Body).into())
             }
             Err(wirespeed_io::ReceiveError::Socket(e)) => Err(Error::Io(e).into()),
             Err(wirespeed_io::ReceiveError::File(e)) => Err(FileBodyError::File(e)),

@@ -18,7 +18,8 @@ use wirespeed_proto::{
 use crate::conn::{Conn, ReadBuf};
 use crate::exchange::Exchange;
 use crate::io::{write_all_vectored, Transport};
-use crate::{Error, Handler, ServerConfig};
+use crate::observe::ConnectionGuard;
+use crate::{Error, Handler, ServerConfig, Timeout};
 
 /// Turns an accepted TCP stream into a transport (e.g. a TLS handshake).
 /// Returning `Err` drops the connection; it is logged at debug level.
@@ -166,14 +167,17 @@ async fn read_head(conn: &mut Conn, stop: &mut watch::Receiver<bool>) -> NextHea
             None => tokio::select! {
                 r = tokio::time::timeout(conn.cfg.idle_timeout, read) => match r {
                     Ok(r) => r,
-                    Err(_) => return NextHead::Close,
+                    Err(_) => {
+                        crate::exchange::report_timeout(&conn.cfg, Timeout::Idle);
+                        return NextHead::Close;
+                    }
                 },
                 _ = stop.changed() => return NextHead::Close,
             },
             // Mid-head: the whole head must arrive by its deadline (slowloris).
             Some(at) => match tokio::time::timeout_at(at, read).await {
                 Ok(r) => r,
-                Err(_) => return NextHead::Reject(Error::Timeout("waiting for the request head")),
+                Err(_) => return NextHead::Reject(Error::Timeout(Timeout::Head)),
             },
         };
         match result {
@@ -207,6 +211,7 @@ async fn serve_conn<H: Handler>(
     handler: Arc<H>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let _open = ConnectionGuard::open(cfg.observer.as_ref());
     let rbuf = ReadBuf::new(cfg.initial_read_buffer);
     let mut conn = Conn {
         io,
@@ -247,6 +252,7 @@ async fn serve_conn<H: Handler>(
 async fn reject(conn: &mut Conn, e: &Error) {
     let status = e.http_status();
     tracing::debug!(peer = %conn.peer, status, error = %e, "request rejected");
+    crate::exchange::report_rejected(conn, e);
     let body = format!("{e}\n");
     let len = body.len().to_string();
     let date = crate::response::http_date();

@@ -9,8 +9,8 @@
 //! `flush`, or at `finish`. A body that ends while still entirely buffered goes
 //! out with Content-Length (head + body in one `writev`); otherwise the body is
 //! chunked, one chunk per buffer-full, head + chunk header + data + CRLF in one
-//! `writev`. Flush storms (many tiny sends per response) are counted and
-//! reported once per route.
+//! `writev`. Flush storms (many tiny sends per response) are logged once per
+//! route and each one is told to the server's observer (metrics).
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -24,7 +24,7 @@ use wirespeed_proto::{
 use crate::conn::Conn;
 use crate::io::{deadline, flush, write_all_vectored};
 use crate::response::{encode_head, Response};
-use crate::{Error, FileSend};
+use crate::{Error, FileSend, Timeout};
 
 /// When a body writer touches the socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,9 +88,11 @@ pub(crate) struct ResponseWriter {
     /// Whether the connection carries another request after this response.
     pub keep_alive: bool,
     status: u16,
+    /// Response body bytes written so far (for metrics and access logs).
+    body_sent: u64,
 }
 
-fn step_error(what: &'static str) -> impl Fn(io::Error) -> Error {
+fn step_error(what: Timeout) -> impl Fn(io::Error) -> Error {
     move |e| match e.kind() {
         io::ErrorKind::TimedOut => Error::Timeout(what),
         _ => Error::Io(e),
@@ -99,7 +101,7 @@ fn step_error(what: &'static str) -> impl Fn(io::Error) -> Error {
 
 async fn write_slices(conn: &mut Conn, slices: &mut [IoSlice<'_>]) -> Result<(), Error> {
     let io = &mut conn.io;
-    deadline(conn.cfg.write_timeout, "writing the response", async {
+    deadline(conn.cfg.write_timeout, Timeout::Write, async {
         write_all_vectored(io, slices).await?;
         flush(io).await
     })
@@ -114,7 +116,13 @@ impl ResponseWriter {
             head_request,
             keep_alive,
             status: 0,
+            body_sent: 0,
         }
+    }
+
+    /// Response body bytes written so far.
+    pub fn body_sent(&self) -> u64 {
+        self.body_sent
     }
 
     pub fn started(&self) -> bool {
@@ -162,7 +170,9 @@ impl ResponseWriter {
         } else {
             body
         };
-        write_slices(conn, &mut [IoSlice::new(&head), IoSlice::new(body)]).await
+        write_slices(conn, &mut [IoSlice::new(&head), IoSlice::new(body)]).await?;
+        self.body_sent += body.len() as u64;
+        Ok(())
     }
 
     /// Answer with `len` bytes of `file` from `offset`: small files with the
@@ -208,8 +218,9 @@ impl ResponseWriter {
         if let Err(e) = sent {
             // The head promised `len` bytes: the connection cannot be reused.
             self.keep_alive = false;
-            return Err(step_error("sending a file")(e));
+            return Err(step_error(Timeout::Write)(e));
         }
+        self.body_sent += len;
         Ok(())
     }
 
@@ -243,7 +254,9 @@ impl ResponseWriter {
             filled += n;
         }
         self.state = Writing::Done;
-        write_slices(conn, &mut [IoSlice::new(&out)]).await
+        write_slices(conn, &mut [IoSlice::new(&out)]).await?;
+        self.body_sent += len;
+        Ok(())
     }
 
     /// Start a streamed body; bytes go through [`BodyWriter`].
@@ -328,6 +341,9 @@ impl ResponseWriter {
             }
         }
         let r = write_slices(conn, &mut slices).await;
+        if r.is_ok() && s.encoding != Some(BodyEncoding::Nothing) {
+            self.body_sent += data_len as u64;
+        }
         if data_len > 0 || !head.is_empty() {
             s.sends += 1;
         }
@@ -343,7 +359,13 @@ impl ResponseWriter {
         }
         let r = self.emit(conn, &[], true).await;
         if let Writing::Streaming(s) = std::mem::replace(&mut self.state, Writing::Done) {
-            if is_flush_storm(s.sends, s.bytes) && first_storm_on_route(route) {
+            let storm = is_flush_storm(s.sends, s.bytes);
+            if storm {
+                if let Some(o) = &conn.cfg.observer {
+                    o.flush_storm();
+                }
+            }
+            if storm && first_storm_on_route(route) {
                 tracing::warn!(
                     route = %route,
                     sends = s.sends,

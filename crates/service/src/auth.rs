@@ -41,6 +41,11 @@ impl Access {
         }
     }
 
+    /// Whether any token is configured.
+    pub fn has_tokens(&self) -> bool {
+        !self.tokens.is_empty()
+    }
+
     /// Whether a request of this kind must present a token.
     pub fn required(&self, write: bool) -> bool {
         (write && !self.tokens.is_empty()) || self.private

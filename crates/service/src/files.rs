@@ -11,7 +11,28 @@ use crate::path::{parse_request_path, RelPath};
 use crate::respond::{check_room, etag, explain_too_large, respond_stored};
 use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload};
 use crate::upload::receive;
-use crate::ServiceConfig;
+use crate::{RouteClass, ServiceConfig};
+
+/// The metrics class of a request to the file routes (a folder GET becomes
+/// `Listing` once storage says it is one).
+fn request_class(ex: &Exchange) -> RouteClass {
+    match ex.method() {
+        "PUT" => RouteClass::Upload,
+        "DELETE" => RouteClass::Delete,
+        "POST" => {
+            let form = ex.header("content-type").is_some_and(|ct| {
+                ct.len() >= 19 && ct[..19].eq_ignore_ascii_case(b"multipart/form-data")
+            });
+            if form {
+                RouteClass::Upload
+            } else {
+                RouteClass::Encoded
+            }
+        }
+        "GET" | "HEAD" => RouteClass::Files,
+        _ => RouteClass::Other,
+    }
+}
 
 /// `GET /-/health`: 200 while the process serves requests.
 pub struct Health;
@@ -73,6 +94,7 @@ fn base_headers(resp: Response, tag: &str, modified: Option<SystemTime>) -> Resp
 impl<S: Storage> Handler for Files<S> {
     async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
         let write = !matches!(ex.method(), "GET" | "HEAD");
+        request_class(ex).set(ex);
         if let Some(hosts) = &self.cfg.loopback_hosts {
             if !ex.header_str("host").is_some_and(|h| hosts.allows(h)) {
                 close_if_body(ex);
@@ -110,6 +132,10 @@ impl<S: Storage> Handler for Files<S> {
             return ex.send(resp, b"a valid bearer token is required\n").await;
         }
         let key = parse_request_path(ex.path()).map_err(|e| path_error(e, ex.method()))?;
+        let _upload = match ex.method() {
+            "PUT" | "POST" => self.cfg.metrics.as_ref().map(|m| m.upload_started()),
+            _ => None,
+        };
         let result = match ex.method() {
             "GET" | "HEAD" => self.get(ex, key).await,
             "PUT" => self.put(ex, key).await,
@@ -117,6 +143,11 @@ impl<S: Storage> Handler for Files<S> {
             "POST" => crate::encoded::post(&self.storage, &self.cfg, ex, key).await,
             _ => Err(Error::status(405, "method not allowed")),
         };
+        if let (Some(m), Err(e)) = (&self.cfg.metrics, &result) {
+            if crate::encoded::is_digest_mismatch(e) {
+                m.digest_mismatch();
+            }
+        }
         result.map_err(|e| explain_too_large(e, self.cfg.max_body))
     }
 }
@@ -132,6 +163,7 @@ impl<S: Storage> Files<S> {
             }
             Err(StorageError::IsDir) => {
                 if key.trailing_slash() {
+                    RouteClass::Listing.set(ex);
                     self.send_listing(ex, &key).await
                 } else {
                     let mut location = key.to_url(true);
@@ -322,6 +354,9 @@ impl<S: Storage> Files<S> {
         if let (Some(want), Some(got)) = (expected, sum) {
             if want != got {
                 up.abort().await;
+                if let Some(m) = &self.cfg.metrics {
+                    m.digest_mismatch();
+                }
                 let resp = Response::new(400)
                     .header("Repr-Digest", format_sha256(&got))
                     .header("Content-Type", "text/plain; charset=utf-8");

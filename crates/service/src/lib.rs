@@ -11,7 +11,7 @@
 //!   (`Want-Repr-Digest`) or sends `Repr-Digest`/`Content-Digest` to check;
 //!   a computed digest is recorded with the file and answered by GET/HEAD.
 //! - `DELETE /path`: a file, or an empty directory.
-//! - `GET /-/health`.
+//! - `GET /-/health`; `GET /-/metrics` (Prometheus, [`metrics`]).
 //!
 //! Paths are validated by the pure [`path`] module; storage sits behind the
 //! [`storage::Storage`] trait ([`storage::LocalStorage`] by default).
@@ -20,6 +20,7 @@ pub mod auth;
 pub mod conditional;
 pub mod digest;
 pub mod listing;
+pub mod metrics;
 pub mod origin;
 pub mod path;
 pub mod storage;
@@ -32,6 +33,7 @@ mod respond;
 pub use auth::{Access, Writes, WritesOff};
 pub use digest::DigestPolicy;
 pub use files::{Files, Health};
+pub use metrics::{Metrics, RouteClass};
 pub use storage::{LocalStorage, Storage, StorageError};
 pub use upload::{HashMode, UploadPath};
 
@@ -57,6 +59,9 @@ pub struct ServiceConfig {
     /// On a loopback bind: the `Host` names answered (others get 421, a
     /// DNS-rebinding guard). `None`: any Host.
     pub loopback_hosts: Option<origin::LoopbackHosts>,
+    /// Where the routes count uploads and digest mismatches; also served at
+    /// `GET /-/metrics`. `None`: no metrics route.
+    pub metrics: Option<std::sync::Arc<Metrics>>,
 }
 
 impl ServiceConfig {
@@ -71,9 +76,20 @@ impl ServiceConfig {
     }
 }
 
-/// The service's routes: `/-/health`, then every other path as a file.
+/// The service's routes: `/-/health`, `/-/metrics` when `cfg.metrics` is
+/// set, then every other path as a file (`path.rs` answers any `/-/…` path,
+/// even percent-encoded, as missing: no stored file hides behind a control path).
 pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
-    Router::new().route(&["GET"], "/-/health", Health).route(
+    let mut router = Router::new().route(&["GET"], "/-/health", Health);
+    if let Some(metrics) = &cfg.metrics {
+        let page = metrics::MetricsPage {
+            metrics: metrics.clone(),
+            access: cfg.access.clone(),
+            loopback_hosts: cfg.loopback_hosts.clone(),
+        };
+        router = router.route(&["GET"], "/-/metrics", page);
+    }
+    router.route(
         &["GET", "PUT", "DELETE", "POST"],
         "/*",
         Files::new(storage, cfg),

@@ -6,7 +6,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use wirespeed_testkit::server::ThreadServer;
 
@@ -35,22 +35,64 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// The counter sees every thread: tests here run one at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Allocations the server makes per `GET /small.txt` (13 bytes), averaged
 /// over 2,000 requests on one connection (the client side here allocates
 /// nothing per request).
 #[test]
 fn small_get_allocation_budget() {
+    let _alone = alone();
+    let per_request = allocations_per_small_get(None);
+    eprintln!("allocations per small GET: {per_request:.2}");
+    assert!(
+        per_request <= BUDGET,
+        "{per_request:.2} allocations per small GET (budget {BUDGET})"
+    );
+}
+
+/// Counting a request in the metrics (atomics in fixed arrays) allocates
+/// nothing: the same count with metrics as without.
+#[test]
+fn metrics_add_no_allocation_per_request() {
+    let _alone = alone();
+    let metrics = Arc::new(wirespeed_service::Metrics::new(false));
+    let with = allocations_per_small_get(Some(metrics.clone()));
+    let without = allocations_per_small_get(None);
+    eprintln!("allocations per small GET: {with:.2} with metrics, {without:.2} without");
+    assert!(
+        with <= without + 0.05,
+        "{with:.2} with metrics, {without:.2} without"
+    );
+    assert!(metrics
+        .encode()
+        .contains(r#"wirespeed_http_requests_total{class="files",code="200"} 2100"#));
+}
+
+fn allocations_per_small_get(metrics: Option<Arc<wirespeed_service::Metrics>>) -> f64 {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("small.txt"), b"hello, world\n").unwrap();
     let storage = wirespeed_service::LocalStorage::new(tmp.path()).unwrap();
     let router = Arc::new(wirespeed_service::router(
         storage,
-        wirespeed_service::ServiceConfig::default(),
+        wirespeed_service::ServiceConfig {
+            metrics: metrics.clone(),
+            ..Default::default()
+        },
     ));
+    let server_cfg = wirespeed_net::ServerConfig {
+        observer: metrics.map(|m| m as Arc<dyn wirespeed_net::Observer>),
+        ..Default::default()
+    };
     let server = ThreadServer::start(
         tokio::runtime::Builder::new_current_thread(),
         |listener, stop| async move {
-            wirespeed_net::Server::new(wirespeed_net::ServerConfig::default())
+            wirespeed_net::Server::new(server_cfg)
                 .serve(listener, router, stop)
                 .await
                 .unwrap();
@@ -87,11 +129,7 @@ fn small_get_allocation_budget() {
     let per_request = (ALLOCS.load(Ordering::Relaxed) - before) as f64 / N as f64;
     drop(c);
     server.stop();
-    eprintln!("allocations per small GET: {per_request:.2}");
-    assert!(
-        per_request <= BUDGET,
-        "{per_request:.2} allocations per small GET (budget {BUDGET})"
-    );
+    per_request
 }
 
 /// 19 before response heads were encoded into one buffer, 13 after; raise it

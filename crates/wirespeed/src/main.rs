@@ -16,7 +16,8 @@ mod size;
     about = "HTTP/1.1 server, client and data-transfer service whose data path runs at wire speed",
     long_about = "wirespeed moves bytes over HTTP/1.1: uploads and downloads of big files, streamed \
 JSON listings, multipart forms, base64 inside XML/SOAP and JSON. `wirespeed serve DIR` serves a \
-folder; the other subcommands are its client.\n\nLogging: set RUST_LOG (e.g. RUST_LOG=debug)."
+folder; the other subcommands are its client.\n\nLogging (stderr): set RUST_LOG (e.g. RUST_LOG=debug); \
+`serve` logs one access line per request unless --access-log off."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -57,15 +58,51 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// Logs go to stderr; RUST_LOG overrides the default filter, which for
+/// `serve` shows access lines unless `--access-log off`. The returned guard
+/// flushes `serve`'s buffered lines when dropped.
+fn init_logging(command: &Command) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    let filter = |default| {
+        tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+    };
+    let Command::Serve(args) = command else {
+        init_subscriber(filter("warn"), false, std::io::stderr);
+        return None;
+    };
+    // A writer thread takes the lines (batched into few writes under load,
+    // flushed whenever it catches up), so a slow stderr pipe never stalls
+    // a request; if it falls 128k lines behind, lines are dropped instead.
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(true)
+        .thread_name("wirespeed-log")
+        .finish(std::io::BufWriter::with_capacity(
+            64 << 10,
+            std::io::stderr(),
+        ));
+    init_subscriber(filter(args.default_log_filter()), args.json_logs(), writer);
+    Some(guard)
+}
+
+fn init_subscriber<W>(filter: tracing_subscriber::EnvFilter, json: bool, writer: W)
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    // Colour codes only for a person at a terminal, never into log files.
+    let fmt = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(writer);
+    if json {
+        fmt.json().flatten_event(true).init();
+    } else {
+        fmt.init();
+    }
+}
+
 fn run() -> anyhow::Result<std::process::ExitCode> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    let _log_guard = init_logging(&cli.command);
     match cli.command {
         Command::Serve(args) => serve::run(args)?,
         Command::Bench(args) => bench::run(args)?,

@@ -11,7 +11,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use wirespeed_net::{FileSend, Server, ServerConfig};
 use wirespeed_service::{
-    Access, DigestPolicy, HashMode, LocalStorage, ServiceConfig, UploadPath, Writes,
+    Access, DigestPolicy, HashMode, LocalStorage, Metrics, ServiceConfig, UploadPath, Writes,
 };
 
 use crate::size::parse_size;
@@ -28,6 +28,7 @@ PUT /path          upload (atomic: temp file, fsync, rename); 201 new, 204 repla
 If-None-Match: * creates only, If-Match: ETAG replaces only that version (412)\n  \
 DELETE /path       a file or an empty directory\n  \
 GET /-/health      200 while serving\n  \
+GET /-/metrics     Prometheus metrics (needs the token on a server with --token; --metrics off)\n  \
 POST /dir/         multipart/form-data upload of one or more files\n  \
 POST /path?element=NAME   base64 in an XML/SOAP element (text/xml, application/soap+xml) or MTOM/XOP\n  \
 POST /path?field=NAME     base64 in a top-level JSON string field (application/json)\n\n\
@@ -175,6 +176,47 @@ pub struct ServeArgs {
     /// folder in the system temp dir, key in memory only. Never the served folder.
     #[arg(long, value_name = "DIR", requires = "tls_self_signed")]
     pub tls_cert_dir: Option<PathBuf>,
+
+    /// Prometheus metrics at GET /-/metrics (OpenMetrics text). On a server
+    /// with --token the page needs a token; otherwise it is public.
+    #[arg(long, value_enum, default_value_t = Switch::On, value_name = "on|off")]
+    pub metrics: Switch,
+
+    /// One line per request on stderr (target `wirespeed::access`, INFO):
+    /// method, path without query, status, body bytes in and out, duration,
+    /// peer, user agent; never the Authorization header. RUST_LOG overrides.
+    #[arg(long, value_enum, default_value_t = Switch::On, value_name = "on|off")]
+    pub access_log: Switch,
+
+    /// Log line format on stderr: `text`, or `json` (one object per line).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl ServeArgs {
+    /// The log filter when RUST_LOG is unset: warnings, plus access lines.
+    pub fn default_log_filter(&self) -> &'static str {
+        match self.access_log {
+            Switch::On => "warn,wirespeed::access=info",
+            Switch::Off => "warn",
+        }
+    }
+
+    pub fn json_logs(&self) -> bool {
+        self.log_format == LogFormat::Json
+    }
 }
 
 /// A `--listen` address, and the host name it was given as, if any.
@@ -390,6 +432,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // A name given to --listen is one the server is reached by: answer it.
     let mut allow_hosts = args.allow_hosts.clone();
     allow_hosts.extend(args.listen.name.clone());
+    let metrics = Arc::new(Metrics::new(args.access_log == Switch::On));
     let storage = LocalStorage::new(&args.dir)
         .with_context(|| format!("opening the folder to serve, {}", args.dir.display()))?
         .with_fsync(!args.no_fsync);
@@ -411,6 +454,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             DigestArg::OnRequest => DigestPolicy::OnRequest,
             DigestArg::Always => DigestPolicy::Always,
         },
+        metrics: (args.metrics == Switch::On).then(|| metrics.clone()),
     };
     let server_cfg = ServerConfig {
         idle_timeout: Duration::from_secs(args.idle_timeout),
@@ -426,6 +470,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             .ok()
             .filter(|n| (16 << 10..=64 << 20).contains(n))
             .context("--body-buffer must be between 16K and 64M")?,
+        observer: Some(metrics),
         ..ServerConfig::default()
     };
 

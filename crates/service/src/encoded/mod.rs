@@ -225,6 +225,14 @@ fn extract_error(e: ExtractError) -> Error {
 
 // ---- request digest -----------------------------------------------------------
 
+const DIGEST_MISMATCH: &str =
+    "digest mismatch: the request body does not match the announced sha-256; nothing was stored";
+
+/// Whether a POST failed because its body did not match the digest sent.
+pub(crate) fn is_digest_mismatch(e: &Error) -> bool {
+    matches!(e, Error::Status { status: 400, message } if message == DIGEST_MISMATCH)
+}
+
 /// Checks a `Repr-Digest`/`Content-Digest` sent with the POST against the
 /// raw request body (see the module docs); free when none was sent.
 struct RequestDigest {
@@ -252,10 +260,7 @@ impl RequestDigest {
             return Ok(());
         };
         if <[u8; 32]>::from(h.finalize()) != want {
-            return Err(Error::status(
-                400,
-                "digest mismatch: the request body does not match the announced sha-256; nothing was stored",
-            ));
+            return Err(Error::status(400, DIGEST_MISMATCH));
         }
         Ok(())
     }

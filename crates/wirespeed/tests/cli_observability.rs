@@ -1,0 +1,309 @@
+//! What an operator sees of `wirespeed serve`: `GET /-/metrics` read by the
+//! Prometheus project's own Python parser after a known traffic pattern, the
+//! token it needs on a token server, and the access log (`--log-format json`).
+//! Each test runs the real binary and talks raw HTTP to it.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_wirespeed");
+
+/// A running `wirespeed serve` with its stderr in a file.
+struct Serve {
+    child: Child,
+    addr: SocketAddr,
+    stderr: PathBuf,
+    _logs: tempfile::TempDir,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Serve {
+    fn start(dir: &Path, args: &[&str]) -> Serve {
+        let logs = tempfile::tempdir().unwrap();
+        let stderr = logs.path().join("stderr");
+        let mut child = Command::new(BIN)
+            .arg("serve")
+            .arg(dir)
+            .args(["--no-fsync", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("WIRESPEED_TOKEN")
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::piped())
+            .stderr(File::create(&stderr).unwrap())
+            .spawn()
+            .expect("start wirespeed serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim_end()
+            .strip_prefix("listening on http://")
+            .unwrap_or_else(|| panic!("unexpected start line {line:?}"))
+            .parse()
+            .unwrap();
+        Serve {
+            child,
+            addr,
+            stderr,
+            _logs: logs,
+        }
+    }
+
+    /// One request on its own connection; (status, headers lowercased, body).
+    fn req(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[&str],
+        body: &[u8],
+    ) -> (u16, String, Vec<u8>) {
+        let mut c = TcpStream::connect(self.addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        for h in headers {
+            head.push_str(h);
+            head.push_str("\r\n");
+        }
+        head.push_str("\r\n");
+        c.write_all(head.as_bytes()).unwrap();
+        c.write_all(body).unwrap();
+        let mut buf = Vec::new();
+        let _ = c.read_to_end(&mut buf);
+        let split = buf
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or_else(|| panic!("no head in {:?}", String::from_utf8_lossy(&buf)));
+        let head = String::from_utf8_lossy(&buf[..split]).to_ascii_lowercase();
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (status, head, buf[split + 4..].to_vec())
+    }
+
+    /// Stop with SIGTERM and wait (bounded), so every log line is written;
+    /// then the whole stderr.
+    fn stop(mut self) -> String {
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -TERM failed");
+        let until = Instant::now() + Duration::from_secs(20);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < until, "serve did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::fs::read_to_string(&self.stderr).unwrap()
+    }
+}
+
+/// Parse an exposition with the Prometheus Python client's OpenMetrics
+/// parser (what the page's Content-Type says it is), check that its classic
+/// text-format parser reads the same samples, and return every sample as
+/// `name{k="v",…}` (labels sorted) → value.
+fn parse_with_prometheus_client(text: &[u8]) -> HashMap<String, f64> {
+    const SCRIPT: &str = r#"
+import sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics
+from prometheus_client.parser import text_string_to_metric_families as classic
+page = sys.stdin.read()
+def samples(parse):
+    return sorted(
+        (s.name, ",".join('%s="%s"' % kv for kv in sorted(s.labels.items())), float(s.value))
+        for family in parse(page) for s in family.samples)
+om = samples(openmetrics)
+assert om == samples(classic), "the classic parser reads other samples"
+for name, labels, value in om:
+    print("%s{%s} %r" % (name, labels, value))
+"#;
+    let mut py = Command::new("python3")
+        .args(["-c", SCRIPT])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 (with prometheus_client: pip install prometheus_client)");
+    py.stdin.take().unwrap().write_all(text).unwrap();
+    let out = py.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the Prometheus parser refused the page: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(text)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (k, v) = l.rsplit_once(' ').unwrap();
+            (k.to_string(), v.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn metrics_count_a_known_traffic_pattern_exactly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(tmp.path().join("f.bin"), &data).unwrap();
+    let s = Serve::start(tmp.path(), &[]);
+
+    for _ in 0..3 {
+        let (status, _, body) = s.req("GET", "/f.bin", &[], b"");
+        assert_eq!((status, body.as_slice()), (200, data.as_slice()));
+    }
+    let upload = vec![b'u'; 5000];
+    assert_eq!(s.req("PUT", "/up.bin", &[], &upload).0, 201);
+    assert_eq!(std::fs::read(tmp.path().join("up.bin")).unwrap(), upload);
+    let (status, _, not_found) = s.req("GET", "/missing", &[], b"");
+    assert_eq!(status, 404);
+    // A body that does not match its digest: refused, counted, not stored.
+    let wrong = "Repr-Digest: sha-256=:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=:";
+    assert_eq!(s.req("PUT", "/bad.bin", &[wrong], &[b'b'; 100]).0, 400);
+    assert!(!tmp.path().join("bad.bin").exists());
+
+    let (status, head, page) = s.req("GET", "/-/metrics", &[], b"");
+    assert_eq!(status, 200);
+    assert!(
+        head.contains("content-type: application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        "{head}"
+    );
+    let m = parse_with_prometheus_client(&page);
+    let get = |k: &str| {
+        *m.get(k)
+            .unwrap_or_else(|| panic!("no sample {k} in {}", String::from_utf8_lossy(&page)))
+    };
+    assert_eq!(
+        get(r#"wirespeed_http_requests_total{class="files",code="200"}"#),
+        3.0
+    );
+    assert_eq!(
+        get(r#"wirespeed_http_requests_total{class="files",code="404"}"#),
+        1.0
+    );
+    assert_eq!(
+        get(r#"wirespeed_http_requests_total{class="upload",code="201"}"#),
+        1.0
+    );
+    assert_eq!(
+        get(r#"wirespeed_http_requests_total{class="upload",code="400"}"#),
+        1.0
+    );
+    let requests: f64 = m
+        .iter()
+        .filter(|(k, _)| k.starts_with("wirespeed_http_requests_total{"))
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(requests, 6.0, "the scrape itself is counted after it");
+    assert_eq!(
+        get(r#"wirespeed_http_request_body_bytes_total{class="upload"}"#),
+        5100.0
+    );
+    assert_eq!(
+        get(r#"wirespeed_http_request_body_bytes_total{class="files"}"#),
+        0.0
+    );
+    assert_eq!(
+        get(r#"wirespeed_http_response_body_bytes_total{class="files"}"#),
+        (3 * data.len() + not_found.len()) as f64
+    );
+    assert_eq!(
+        get(r#"wirespeed_http_request_duration_seconds_count{class="files"}"#),
+        4.0
+    );
+    assert_eq!(
+        get(r#"wirespeed_http_request_duration_seconds_bucket{class="upload",le="+Inf"}"#),
+        2.0
+    );
+    assert_eq!(get("wirespeed_digest_mismatches_total{}"), 1.0);
+    assert_eq!(get("wirespeed_uploads_in_progress{}"), 0.0);
+    assert!(
+        get("wirespeed_connections_active{}") >= 1.0,
+        "the scrape's own"
+    );
+    assert_eq!(get("wirespeed_flush_storms_total{}"), 0.0);
+    assert_eq!(get(r#"wirespeed_timeouts_total{kind="head"}"#), 0.0);
+}
+
+#[test]
+fn metrics_need_the_token_on_a_token_server_and_can_be_switched_off() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Serve::start(tmp.path(), &["--token", "s3cret"]);
+    let (status, head, _) = s.req("GET", "/-/metrics", &[], b"");
+    assert_eq!(status, 401);
+    assert!(head.contains("www-authenticate: bearer"), "{head}");
+    assert_eq!(
+        s.req("GET", "/-/metrics", &["Authorization: Bearer wrong"], b"")
+            .0,
+        401
+    );
+    let (status, _, page) = s.req("GET", "/-/metrics", &["Authorization: Bearer s3cret"], b"");
+    assert_eq!(status, 200);
+    let m = parse_with_prometheus_client(&page);
+    assert_eq!(
+        m[r#"wirespeed_http_requests_total{class="metrics",code="401"}"#],
+        2.0
+    );
+    drop(s);
+
+    let s = Serve::start(tmp.path(), &["--metrics", "off"]);
+    assert_eq!(s.req("GET", "/-/metrics", &[], b"").0, 404);
+}
+
+#[test]
+fn access_log_json_is_one_line_per_request_without_secrets() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("f.txt"), b"hello").unwrap();
+    let s = Serve::start(tmp.path(), &["--log-format", "json"]);
+    let (status, _, body) = s.req(
+        "GET",
+        "/f.txt?token=query-secret",
+        &[
+            "Authorization: Bearer header-secret",
+            "User-Agent: probe/1.0 \"x\"",
+        ],
+        b"",
+    );
+    assert_eq!((status, body.as_slice()), (200, &b"hello"[..]));
+    let stderr = s.stop();
+    assert!(!stderr.contains("secret"), "{stderr}");
+    let access: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains(r#""target":"wirespeed::access""#))
+        .collect();
+    assert_eq!(access.len(), 1, "{stderr}");
+    let line = access[0];
+    assert!(line.starts_with('{') && line.ends_with('}'), "{line}");
+    for field in [
+        r#""level":"INFO""#,
+        r#""method":"GET""#,
+        r#""path":"/f.txt""#,
+        r#""status":200"#,
+        r#""bytes_in":0"#,
+        r#""bytes_out":5"#,
+        r#""peer":"127.0.0.1:"#,
+        r#""user_agent":"probe/1.0 \"x\"""#,
+        r#""duration_ms":"#,
+    ] {
+        assert!(line.contains(field), "{field} missing in {line}");
+    }
+
+    let s = Serve::start(tmp.path(), &["--access-log", "off"]);
+    assert_eq!(s.req("GET", "/f.txt", &[], b"").0, 200);
+    let stderr = s.stop();
+    assert!(!stderr.contains("wirespeed::access"), "{stderr}");
+}
