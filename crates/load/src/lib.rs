@@ -86,7 +86,7 @@ pub enum LoadError {
         #[source]
         source: std::io::Error,
     },
-    #[error("setup: PUT {name} failed: {failure:?}")]
+    #[error("setup: PUT {name}: {failure}")]
     Setup { name: String, failure: Failure },
     #[error("--connections and --objects must be at least 1")]
     Zero,

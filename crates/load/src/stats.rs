@@ -30,6 +30,22 @@ pub enum Failure {
     Io,
 }
 
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Connect => f.write_str("could not connect"),
+            Failure::Status(c) => write!(f, "answered status {c}"),
+            Failure::Timeout => f.write_str("timed out"),
+            Failure::Truncated => f.write_str("the connection ended inside the response"),
+            Failure::Corrupt(n) => write!(f, "{n} bytes differ from the object"),
+            Failure::Protocol => {
+                f.write_str("an answer that breaks HTTP or does not fit the request")
+            }
+            Failure::Io => f.write_str("connection error"),
+        }
+    }
+}
+
 /// Latencies are recorded in microseconds, up to an hour, 3 significant digits.
 fn histogram() -> Histogram<u64> {
     // Constant, valid bounds: this cannot fail at run time.
