@@ -16,7 +16,9 @@
 # `worker_processes auto`, sendfile, DAV PUT, `client_max_body_size 0`. The
 # load generator runs on the same 2 cores as the server. Server RSS is the
 # peak (VmHWM) of the server's processes, summed over nginx's master and
-# workers. Needs root for apt-get (nginx, python3) and nginx's `user root;`.
+# workers; CPU seconds are the server's (from /proc) and the generator's
+# (/usr/bin/time) over the whole run, setup included. Needs root for apt-get
+# (nginx, python3, curl, time) and nginx's `user root;`.
 set -euo pipefail
 
 DURATION=${DURATION:-60}
@@ -38,6 +40,7 @@ need() { # need CMD PACKAGE
 need nginx nginx
 need python3 python3
 need curl curl
+[[ -x /usr/bin/time ]] || need /usr/bin/time time
 
 if [[ -z "${WS:-}" ]]; then
     log "building wirespeed (release)"
@@ -54,6 +57,14 @@ peak_rss() {
         total=$((total + ${v:-0}))
     done
     echo "$total"
+}
+# CPU seconds (user + system) used so far by a process and its children.
+cpu_secs() {
+    local total=0 p
+    for p in "$1" $(pgrep -P "$1" || true); do
+        total=$((total + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+    done
+    awk -v t="$total" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f", t / hz}'
 }
 
 mkdir -p "$W/ws-data" "$W/ng-data/load" "$W/ngtmp"
@@ -100,13 +111,15 @@ for _ in $(seq 100); do curl -s -o /dev/null "$NG_URL/" && break; sleep 0.05; do
 [[ -n "$WS_URL" ]] || { log "wirespeed did not start"; exit 1; }
 
 run_load() { # name url pid datadir
-    local name=$1 url=$2 pid=$3 data=$4 rc=0
+    local name=$1 url=$2 pid=$3 data=$4 rc=0 cpu0
     sync
+    cpu0=$(cpu_secs "$pid")
     log "$name: $CONNECTIONS connections, $DURATION s, $MIX, $SIZE, $OBJECTS objects"
-    "$WS" bench load "$url/load/" --connections "$CONNECTIONS" --duration "${DURATION}s" \
+    /usr/bin/time -f '%U %S' -o "$W/$name.time" "$WS" bench load "$url/load/" --connections "$CONNECTIONS" --duration "${DURATION}s" \
         --size "$SIZE" --mix "$MIX" --objects "$OBJECTS" --json >"$W/$name.json" 2>"$W/$name.err" || rc=$?
     echo "$rc" >"$W/$name.rc"
     peak_rss "$pid" >"$W/$name.rss"
+    awk -v a="$cpu0" -v b="$(cpu_secs "$pid")" 'BEGIN {printf "%.1f", b - a}' >"$W/$name.cpu"
     # Free the disk for the next server (OBJECTS x mean size per run).
     rm -rf "${data:?}/load"
     [[ "$rc" == 0 ]] || log "$name: bench load exited $rc: $(tail -n 2 "$W/$name.err" | tr '\n' ' ')"
@@ -120,11 +133,16 @@ echo
 python3 - "$W" <<'PY'
 import json, sys
 w = sys.argv[1]
-print("| server | MB/s up | MB/s down | req/s | GET p50 / p99 ms | PUT p50 / p99 ms | errors | corrupt bytes | server peak RSS | load generator peak RSS | exit |")
-print("|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|")
+print("| server | MB/s up | MB/s down | req/s | GET p50 / p99 ms | PUT p50 / p99 ms | errors | corrupt bytes | server peak RSS | generator peak RSS | CPU s: server / generator | exit |")
+print("|---|---:|---:|---:|---|---|---:|---:|---:|---:|---|---:|")
 for name, label in (("wirespeed", "wirespeed serve --no-fsync"), ("nginx", "nginx, DAV PUT")):
     rc = open(f"{w}/{name}.rc").read().strip()
     rss = int(open(f"{w}/{name}.rss").read().strip() or 0)
+    cpu = open(f"{w}/{name}.cpu").read().strip()
+    try:
+        gen_cpu = "%.1f" % sum(float(x) for x in open(f"{w}/{name}.time").read().split()[-2:])
+    except Exception:
+        gen_cpu = "?"
     try:
         s = json.load(open(f"{w}/{name}.json"))
     except Exception:
@@ -137,7 +155,7 @@ for name, label in (("wirespeed", "wirespeed serve --no-fsync"), ("nginx", "ngin
     kinds = ", ".join(f"{c}×{n}" for c, n in e["status"].items())
     errs = f'{s["error_total"]}' + (f" (status {kinds})" if kinds else "")
     print(f'| {label} | {s["mb_per_s_up"]:.0f} | {s["mb_per_s_down"]:.0f} | {s["requests_per_s"]:.1f} | {lat("get")} | {lat("put")} '
-          f'| {errs} | {e["corrupt_bytes"]} | {rss/1024:.0f} MiB | {(s["peak_rss_kib"] or 0)/1024:.0f} MiB | {rc} |')
+          f'| {errs} | {e["corrupt_bytes"]} | {rss/1024:.0f} MiB | {(s["peak_rss_kib"] or 0)/1024:.0f} MiB | {cpu} / {gen_cpu} | {rc} |')
 PY
 echo
 for name in wirespeed nginx; do
