@@ -159,11 +159,11 @@ for name, label in (("wirespeed", "wirespeed serve --no-fsync"), ("nginx", "ngin
 PY
 echo
 for name in wirespeed nginx; do
-    echo "$name, the summary's details (seconds: the timed phase until the last request under way finished):"
+    echo "$name, the summary's details (requests under way at the end were stopped: their bytes count, they do not):"
     python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))
-print("  seconds=%.1f requests=%d setup=%d objects, %.0f MB in %.1f s" % (s["seconds"], s["requests"], s["run"]["setup_objects"], s["run"]["setup_bytes"]/1e6, s["run"]["setup_seconds"]))
+print("  seconds=%.1f requests=%d stopped at the end=%d setup=%d objects, %.0f MB in %.1f s" % (s["seconds"], s["requests"], s["cut_at_end"], s["run"]["setup_objects"], s["run"]["setup_bytes"]/1e6, s["run"]["setup_seconds"]))
 for k, v in s["kinds"].items():
     l = v["latency_ms"]
     print("  %s: %d requests (%d failed), p50 %.1f p90 %.1f p99 %.1f p99.9 %.1f max %.1f ms" % (k, v["requests"], v["failed"], l["p50"], l["p90"], l["p99"], l["p999"], l["max"]))

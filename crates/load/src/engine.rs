@@ -72,10 +72,9 @@ impl Outcome {
             fresh: false,
         }
     }
-    fn fail(mut self, f: Failure) -> Outcome {
+    fn fail(&mut self, f: Failure) {
         self.result = Err(f);
         self.keep = false;
-        self
     }
 }
 
@@ -154,6 +153,14 @@ struct Plan {
 }
 
 impl Plan {
+    /// When requests under way are stopped (timed runs only).
+    fn deadline(&self) -> Option<tokio::time::Instant> {
+        match self.bound {
+            Bound::Duration(d) => Some(tokio::time::Instant::from_std(self.started + d)),
+            Bound::Requests(_) => None,
+        }
+    }
+
     fn take(&self) -> bool {
         match self.bound {
             Bound::Duration(d) => self.started.elapsed() < d,
@@ -180,7 +187,9 @@ async fn setup(sh: &Arc<Shared>) -> Result<(u64, u64, f64), LoadError> {
                     if id >= sh.cfg.objects {
                         return Ok(bytes);
                     }
-                    let (o, _) = one(&sh, &mut conn, Kind::Put, id, None, &mut wbuf).await;
+                    let o = one(&sh, &mut conn, (Kind::Put, id, None), &mut wbuf, None)
+                        .await
+                        .outcome;
                     bytes += o.up;
                     if let Err(failure) = o.result {
                         return Err((id, failure));
@@ -215,14 +224,27 @@ async fn load_worker(sh: Arc<Shared>, plan: Arc<Plan>, index: u64) -> Stats {
         let id = rng.below(sh.cfg.objects);
         let range = (kind == Kind::Range)
             .then(|| pick_range(&mut rng, sh.cfg.sizes.size_of(sh.cfg.seed, id)));
-        let (o, latency) = one(&sh, &mut conn, kind, id, range, &mut wbuf).await;
+        let a = one(
+            &sh,
+            &mut conn,
+            (kind, id, range),
+            &mut wbuf,
+            plan.deadline(),
+        )
+        .await;
+        let o = a.outcome;
+        if a.cut {
+            // The run is over: its bytes moved in time, the request did not finish.
+            stats.record_cut(kind, o.up, o.down, o.verified);
+            break;
+        }
         if o.result == Err(Failure::Connect) && matches!(sh.cfg.bound, Bound::Duration(_)) {
             // A refusing server would otherwise be hammered in a tight loop.
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         stats.record(Done {
             kind,
-            latency,
+            latency: a.latency,
             up: o.up,
             down: o.down,
             verified: o.verified,
@@ -232,42 +254,72 @@ async fn load_worker(sh: Arc<Shared>, plan: Arc<Plan>, index: u64) -> Stats {
     stats
 }
 
+/// How one request ended.
+struct Attempted {
+    outcome: Outcome,
+    /// Excludes connects.
+    latency: Duration,
+    /// Still under way at the end of a timed run, and stopped there.
+    cut: bool,
+}
+
 /// One request on `conn` (opened if needed; retried once on a new
-/// connection if a reused one turns out closed). Latency excludes connects.
+/// connection if a reused one turns out closed), stopped at `deadline`.
 async fn one(
     sh: &Shared,
     conn: &mut Option<Conn>,
-    kind: Kind,
-    id: u64,
-    range: Option<(u64, u64)>,
+    req: (Kind, u64, Option<(u64, u64)>),
     wbuf: &mut [u8],
-) -> (Outcome, Duration) {
-    for attempt in 0..2 {
+    deadline: Option<tokio::time::Instant>,
+) -> Attempted {
+    let (kind, id, range) = req;
+    let mut attempt = 0;
+    loop {
+        let mut o = Outcome::new();
         let c = match conn {
             Some(c) => c,
             None => match connect(sh).await {
                 Ok(c) => conn.insert(c),
-                Err(f) => return (Outcome::new().fail(f), Duration::ZERO),
+                Err(f) => {
+                    o.fail(f);
+                    return Attempted {
+                        outcome: o,
+                        latency: Duration::ZERO,
+                        cut: false,
+                    };
+                }
             },
         };
         let reused = c.reused;
         let t0 = Instant::now();
-        let o = match kind {
-            Kind::Put => put(sh, c, id, wbuf).await,
-            Kind::Get | Kind::Range => get(sh, c, id, range).await,
+        let work = async {
+            match kind {
+                Kind::Put => put(sh, c, id, wbuf, &mut o).await,
+                Kind::Get | Kind::Range => get(sh, c, id, range, &mut o).await,
+            }
+        };
+        let cut = match deadline {
+            Some(d) => tokio::time::timeout_at(d, work).await.is_err(),
+            None => {
+                work.await;
+                false
+            }
         };
         let latency = t0.elapsed();
-        if o.keep {
-            c.reused = true;
-        } else {
+        if cut || !o.keep {
             *conn = None;
+        } else {
+            c.reused = true;
         }
-        if attempt > 0 || !(o.fresh && reused && o.result.is_err()) {
-            return (o, latency);
+        attempt += 1;
+        if cut || attempt > 1 || !(o.fresh && reused && o.result.is_err()) {
+            return Attempted {
+                outcome: o,
+                latency,
+                cut,
+            };
         }
     }
-    // Not reached: the second attempt always returns above.
-    (Outcome::new().fail(Failure::Io), Duration::ZERO)
 }
 
 async fn connect(sh: &Shared) -> Result<Conn, Failure> {
@@ -416,12 +468,11 @@ fn framing_of(method: &str, head: &ResponseHead) -> Result<(BodyFraming, bool), 
     Ok((framing, keep))
 }
 
-async fn put(sh: &Shared, conn: &mut Conn, id: u64, wbuf: &mut [u8]) -> Outcome {
+async fn put(sh: &Shared, conn: &mut Conn, id: u64, wbuf: &mut [u8], o: &mut Outcome) {
     let size = sh.cfg.sizes.size_of(sh.cfg.seed, id);
     let content = Content::new(sh.cfg.seed, id);
     let len = size.to_string();
     let head = request_head(sh, "PUT", id, &[("Content-Length", len.as_bytes())]);
-    let mut o = Outcome::new();
     // The head rides in the first body write.
     let first = head.len().min(wbuf.len());
     wbuf[..first].copy_from_slice(&head[..first]);
@@ -446,10 +497,11 @@ async fn put(sh: &Shared, conn: &mut Conn, id: u64, wbuf: &mut [u8]) -> Outcome 
             // The server may have refused early (401, 413, 507) and closed:
             // its answer says more than the broken pipe.
             o.fresh = o.up == 0;
-            return match read_head(sh, conn, Duration::from_secs(1)).await {
+            match read_head(sh, conn, Duration::from_secs(1)).await {
                 Ok(h) => o.fail(Failure::Status(h.status)),
                 Err(_) => o.fail(f),
-            };
+            }
+            return;
         }
         o.up += n as u64;
         filled = 0;
@@ -471,14 +523,13 @@ async fn put(sh: &Shared, conn: &mut Conn, id: u64, wbuf: &mut [u8]) -> Outcome 
         Err(f) => return o.fail(f),
     };
     o.keep = keep;
-    drain(sh, conn, framing, &mut o).await;
+    drain(sh, conn, framing, o).await;
     if !(200..300).contains(&head.status) {
         o.result = Err(Failure::Status(head.status));
     }
-    o
 }
 
-async fn get(sh: &Shared, conn: &mut Conn, id: u64, range: Option<(u64, u64)>) -> Outcome {
+async fn get(sh: &Shared, conn: &mut Conn, id: u64, range: Option<(u64, u64)>, o: &mut Outcome) {
     let size = sh.cfg.sizes.size_of(sh.cfg.seed, id);
     let content = Content::new(sh.cfg.seed, id);
     let range_field = range.map(|(a, b)| format!("bytes={a}-{}", b - 1));
@@ -487,7 +538,6 @@ async fn get(sh: &Shared, conn: &mut Conn, id: u64, range: Option<(u64, u64)>) -
         .map(|r| ("Range", r.as_bytes()))
         .collect();
     let head = request_head(sh, "GET", id, &extra);
-    let mut o = Outcome::new();
     if let Err(f) = write(sh, conn, &head).await {
         o.fresh = true;
         return o.fail(f);
@@ -506,9 +556,9 @@ async fn get(sh: &Shared, conn: &mut Conn, id: u64, range: Option<(u64, u64)>) -
     o.keep = keep;
     let want_status = if range.is_some() { 206 } else { 200 };
     if head.status != want_status {
-        drain(sh, conn, framing, &mut o).await;
+        drain(sh, conn, framing, o).await;
         o.result = Err(Failure::Status(head.status));
-        return o;
+        return;
     }
     let (start, end) = range.unwrap_or((0, size));
     if range.is_some() {
@@ -541,5 +591,4 @@ async fn get(sh: &Shared, conn: &mut Conn, id: u64, range: Option<(u64, u64)>) -
     if bad > 0 {
         o.result = Err(Failure::Corrupt(bad));
     }
-    o
 }

@@ -26,7 +26,7 @@ pub use workload::{Kind, Mix, SizeRange, SpecError};
 /// When the timed phase ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bound {
-    /// Stop starting requests after this long; requests under way finish.
+    /// Run this long; requests under way then are stopped (their bytes count).
     Duration(Duration),
     /// Exactly this many requests, over all connections.
     Requests(u64),

@@ -148,6 +148,7 @@ pub struct Done {
 pub struct Stats {
     kinds: [KindStats; 3],
     errors: Errors,
+    cut: u64,
 }
 
 impl Default for Stats {
@@ -155,6 +156,7 @@ impl Default for Stats {
         Stats {
             kinds: [KindStats::new(), KindStats::new(), KindStats::new()],
             errors: Errors::default(),
+            cut: 0,
         }
     }
 }
@@ -179,7 +181,18 @@ impl Stats {
         }
     }
 
+    /// A request stopped at the end of a timed run: its bytes count (they
+    /// moved within the time), the request does not.
+    pub fn record_cut(&mut self, kind: Kind, up: u64, down: u64, verified: u64) {
+        let k = &mut self.kinds[kind.index()];
+        k.bytes_up += up;
+        k.bytes_down += down;
+        k.verified += verified;
+        self.cut += 1;
+    }
+
     pub fn merge(&mut self, o: &Stats) {
+        self.cut += o.cut;
         for (a, b) in self.kinds.iter_mut().zip(&o.kinds) {
             a.ok += b.ok;
             a.failed += b.failed;
@@ -234,6 +247,7 @@ impl Stats {
             mb_per_s_up: up as f64 / 1e6 / secs,
             mb_per_s_down: down as f64 / 1e6 / secs,
             kinds,
+            cut_at_end: self.cut,
             errors: self.errors.clone(),
             error_total: self.errors.total(),
             peak_rss_kib: peak_rss_kib(),
@@ -312,6 +326,9 @@ pub struct Summary {
     pub mb_per_s_down: f64,
     /// By kind (`get`, `put`, `range`), only kinds that ran.
     pub kinds: BTreeMap<String, KindSummary>,
+    /// Requests under way when a timed run ended, stopped there: their bytes
+    /// are in the byte counts, they are not in `requests`.
+    pub cut_at_end: u64,
     pub errors: Errors,
     pub error_total: u64,
     /// The load generator's own peak resident memory (VmHWM), if known.
@@ -344,8 +361,8 @@ impl Summary {
         }
         let _ = writeln!(
             s,
-            "{:.1} s, {} requests, {:.1} req/s, {:.1} MB/s up, {:.1} MB/s down (MB = 10^6 bytes)\n",
-            self.seconds, self.requests, self.requests_per_s, self.mb_per_s_up, self.mb_per_s_down
+            "{:.1} s, {} requests, {:.1} req/s, {:.1} MB/s up, {:.1} MB/s down (MB = 10^6 bytes); {} stopped at the end\n",
+            self.seconds, self.requests, self.requests_per_s, self.mb_per_s_up, self.mb_per_s_down, self.cut_at_end
         );
         let _ = writeln!(
             s,

@@ -210,3 +210,25 @@ async fn a_closed_port_is_connect_errors() {
     let e = wirespeed_load::run(c).await.unwrap_err();
     assert!(e.to_string().contains("could not connect"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_under_way_at_the_end_of_a_timed_run_are_stopped_not_failed() {
+    // Half of the body, then silence: nothing finishes before the deadline.
+    let srv = Scripted::start(|_, mut s| async move {
+        if read_request(&mut s).await.is_some() {
+            let mut r = whole(None);
+            r.truncate(r.len() - SIZE as usize / 2);
+            let _ = s.write_all(&r).await;
+            tokio::time::sleep(Duration::from_secs(20)).await;
+        }
+    })
+    .await;
+    let mut c = config(&srv.url(), "get=1", 0);
+    c.bound = Bound::Duration(Duration::from_millis(300));
+    c.io_timeout = Duration::from_secs(20);
+    let s = run(c).await;
+    assert!(s.clean(), "{}", s.text());
+    assert_eq!((s.requests, s.cut_at_end), (0, 2), "{}", s.text());
+    assert_eq!(s.bytes_down, 2 * (SIZE / 2), "the bytes that moved count");
+    assert_eq!(s.kinds.len(), 0, "no request finished");
+}

@@ -19,7 +19,8 @@ pub struct LoadArgs {
     #[arg(long, short = 'c', default_value_t = 16)]
     pub connections: usize,
     /// How long to run (e.g. 60s, 2m, 500ms; a plain number is seconds).
-    /// Requests under way at the end finish. Default 10s unless --requests.
+    /// Requests under way at the end are stopped: their bytes count, they
+    /// do not. Default 10s unless --requests.
     #[arg(long, short = 'd', value_parser = parse_duration, conflicts_with = "requests")]
     pub duration: Option<Duration>,
     /// Run exactly N requests (over all connections) instead of a duration.
