@@ -120,8 +120,9 @@ run_load() { # name url pid datadir
     echo "$rc" >"$W/$name.rc"
     peak_rss "$pid" >"$W/$name.rss"
     awk -v a="$cpu0" -v b="$(cpu_secs "$pid")" 'BEGIN {printf "%.1f", b - a}' >"$W/$name.cpu"
-    # Free the disk for the next server (OBJECTS x mean size per run).
-    rm -rf "${data:?}/load"
+    # Free the disk for the next server (OBJECTS x mean size per run); the
+    # server may still be removing the temp files of the stopped uploads.
+    for _ in 1 2 3 4 5; do rm -rf "${data:?}/load" 2>/dev/null && break; sleep 1; done
     [[ "$rc" == 0 ]] || log "$name: bench load exited $rc: $(tail -n 2 "$W/$name.err" | tr '\n' ' ')"
 }
 run_load wirespeed "$WS_URL" "$WS_PID" "$W/ws-data"
