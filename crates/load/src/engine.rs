@@ -289,17 +289,31 @@ async fn one(
         let mut o = Outcome::new();
         let c = match conn {
             Some(c) => c,
-            None => match connect(sh).await {
-                Ok(c) => conn.insert(c),
-                Err(f) => {
-                    o.fail(f);
-                    return Attempted {
-                        outcome: o,
-                        latency: Duration::ZERO,
-                        cut: false,
-                    };
+            None => {
+                // A connect that hangs past the end must not stretch the run.
+                let connected = match deadline {
+                    Some(d) => tokio::time::timeout_at(d, connect(sh)).await.ok(),
+                    None => Some(connect(sh).await),
+                };
+                match connected {
+                    Some(Ok(c)) => conn.insert(c),
+                    Some(Err(f)) => {
+                        o.fail(f);
+                        return Attempted {
+                            outcome: o,
+                            latency: Duration::ZERO,
+                            cut: false,
+                        };
+                    }
+                    None => {
+                        return Attempted {
+                            outcome: o,
+                            latency: Duration::ZERO,
+                            cut: true,
+                        }
+                    }
                 }
-            },
+            }
         };
         let reused = c.reused;
         let t0 = Instant::now();
