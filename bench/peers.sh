@@ -8,6 +8,7 @@
 #   bash bench/peers.sh              # ROUNDS=3
 #   SIZE_MB=64 ROUNDS=1 SMALL_SECS=2 bash bench/peers.sh   # smoke test, ~30 s
 #   KEEP=1 …                         # keep the temp dir (logs, wrk output)
+#   LOAD=0 …                         # skip bench/load.sh at the end
 #
 # Knobs: WS (a wirespeed binary to measure instead of building one),
 # ROUNDS (3), SIZE_MB (1024: the big file, the upload source and the
@@ -358,3 +359,9 @@ echo "Samples (bytes/s; list: s; small: requests/s):"
 for k in $(printf '%s\n' "${!R[@]}" | sort); do
     printf '  %s=[%s]\n' "$k" "$(printf '%s' "${R[$k]}" | tr '\n' ' ' | sed 's/ $//')"
 done
+
+# The many-connection transfer load, every byte verified (bench/load.sh).
+if [[ "${LOAD:-1}" != 0 ]]; then
+    echo
+    WS="$WS" bash "$REPO/bench/load.sh"
+fi

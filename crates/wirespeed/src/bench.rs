@@ -1,4 +1,6 @@
-//! `wirespeed bench`: end-to-end measurements, side by side in one run.
+//! `wirespeed bench`: end-to-end measurements. `load` is the byte-verifying
+//! load generator (`bench_load.rs`); `json-stream` (also what a bare
+//! `wirespeed bench` runs) compares two servers side by side in one run.
 //!
 //! `json-stream` is seed 000: a handler serializes a JSON array one token at a
 //! time into the response. With the engine's buffered writer (the default) the
@@ -12,28 +14,38 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use clap::{Args, ValueEnum};
+use clap::{Args, Subcommand};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use wirespeed_net::{Error, Exchange, FlushPolicy, Handler, Response, Server, ServerConfig};
 
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
-    /// What to measure.
-    #[arg(value_enum, default_value = "json-stream")]
-    pub scenario: Scenario,
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
+    /// Options of `json-stream`, which runs when no subcommand is given.
+    #[command(flatten)]
+    pub json_stream: JsonStreamArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Seed 000: a JSON array written token by token, buffered vs flushed per write.
+    JsonStream(JsonStreamArgs),
+    /// Load a server with N connections of big PUTs, GETs and ranges,
+    /// verifying every byte; exits non-zero on any error or corrupt byte.
+    Load(crate::bench_load::LoadArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct JsonStreamArgs {
     /// Number of JSON objects in the streamed array.
     #[arg(long, default_value_t = 200_000)]
     pub items: usize,
     /// Rounds per variant (interleaved); the best and median are reported.
     #[arg(long, default_value_t = 5)]
     pub rounds: usize,
-}
-
-#[derive(Copy, Clone, Debug, ValueEnum)]
-pub enum Scenario {
-    /// Seed 000: a JSON array written token by token, buffered vs flushed per write.
-    JsonStream,
 }
 
 /// Writes `[{"id":0,"name":"item-0","ok":true},…]` one token per `write`.
@@ -142,18 +154,20 @@ async fn start(policy: FlushPolicy, items: usize) -> anyhow::Result<std::net::So
     Ok(addr)
 }
 
-pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+pub fn run(args: BenchArgs) -> anyhow::Result<std::process::ExitCode> {
+    let js = match args.command {
+        Some(BenchCommand::Load(load)) => return crate::bench_load::run(load),
+        Some(BenchCommand::JsonStream(js)) => js,
+        None => args.json_stream,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async {
-        match args.scenario {
-            Scenario::JsonStream => json_stream(&args).await,
-        }
-    })
+    rt.block_on(json_stream(&js))?;
+    Ok(std::process::ExitCode::SUCCESS)
 }
 
-async fn json_stream(args: &BenchArgs) -> anyhow::Result<()> {
+async fn json_stream(args: &JsonStreamArgs) -> anyhow::Result<()> {
     let variants = [
         ("buffered (default, 64 KiB)", FlushPolicy::Buffered),
         ("flush per write (seed 000)", FlushPolicy::PerWrite),

@@ -5,6 +5,7 @@
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod bench_load;
 mod client_cmd;
 mod serve;
 mod size;
@@ -29,7 +30,7 @@ enum Command {
     /// Serve DIR over HTTP: GET/HEAD files and listings, PUT/POST uploads, DELETE.
     #[command(long_about = serve::LONG_ABOUT)]
     Serve(serve::ServeArgs),
-    /// Measure end to end, side by side in one run (e.g. seed 000's token-by-token JSON).
+    /// Measure end to end: `load URL` (byte-verifying load generator), `json-stream`.
     Bench(bench::BenchArgs),
     /// Upload files, folders (-r) or stdin (-) to URL (PUT, sha-256 checked end to end).
     Put(client_cmd::PutArgs),
@@ -105,7 +106,7 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
     let _log_guard = init_logging(&cli.command);
     match cli.command {
         Command::Serve(args) => serve::run(args)?,
-        Command::Bench(args) => bench::run(args)?,
+        Command::Bench(args) => return bench::run(args),
         Command::Put(args) => client_cmd::put(args)?,
         Command::Get(args) => client_cmd::get(args)?,
         Command::Ls(args) => client_cmd::ls(args)?,
