@@ -320,6 +320,16 @@ fn partial_field_lines(buf: &[u8]) -> usize {
         .saturating_sub(1)
 }
 
+/// The shortest prefix of `window` with more field lines than `max_headers`
+/// (as [`partial_field_lines`] counts them), if the window is that long: a
+/// message whose error lies beyond it was already over the limit there.
+fn over_limit_prefix(window: &[u8], max_headers: usize) -> Option<&[u8]> {
+    let start = window.iter().position(|&b| !matches!(b, b'\r' | b'\n'))?;
+    let line_ends = memchr::memchr_iter(b'\n', &window[start..]);
+    let end = line_ends.into_iter().nth(max_headers.checked_add(1)?)?;
+    Some(&window[..start + end + 1])
+}
+
 fn map_httparse_error(e: httparse::Error) -> ProtoError {
     use httparse::Error as E;
     match e {
@@ -429,7 +439,14 @@ pub fn parse_request_head(
                 VersionToken::Garbage => Err(ProtoError::MalformedHead("invalid HTTP version")),
             };
         }
-        Err(e) => return Err(map_httparse_error(e)),
+        Err(e) => {
+            // A prefix holding too many field lines is 431, so the whole is too.
+            let over = over_limit_prefix(window, limits.max_headers);
+            if over.is_some_and(|p| matches!(parse_request_ranges(&config, p, limits), Ok(None))) {
+                return Err(ProtoError::TooManyHeaders);
+            }
+            return Err(map_httparse_error(e));
+        }
     };
 
     let (Some(method), Some(target), Some(v), Some(headers)) = (method, target, version, headers)
@@ -531,27 +548,30 @@ pub fn parse_response_head(
     let (skip, window) = head_window(buf, limits)?;
     let config = parser_config();
 
-    let outcome = with_header_slots(limits.max_headers, |slots| {
-        let mut resp = httparse::Response::new(&mut []);
-        match config.parse_response_with_uninit_headers(&mut resp, window, slots) {
-            Ok(httparse::Status::Complete(n)) => {
-                let headers: Vec<(String, Vec<u8>)> = resp
-                    .headers
-                    .iter()
-                    .map(|h| (h.name.to_owned(), h.value.to_vec()))
-                    .collect();
-                Ok(Some((
-                    n,
-                    resp.version,
-                    resp.code,
-                    resp.reason.unwrap_or("").to_owned(),
-                    headers,
-                )))
+    let parse = |bytes| {
+        with_header_slots(limits.max_headers, |slots| {
+            let mut resp = httparse::Response::new(&mut []);
+            match config.parse_response_with_uninit_headers(&mut resp, bytes, slots) {
+                Ok(httparse::Status::Complete(n)) => {
+                    let headers: Vec<(String, Vec<u8>)> = resp
+                        .headers
+                        .iter()
+                        .map(|h| (h.name.to_owned(), h.value.to_vec()))
+                        .collect();
+                    Ok(Some((
+                        n,
+                        resp.version,
+                        resp.code,
+                        resp.reason.unwrap_or("").to_owned(),
+                        headers,
+                    )))
+                }
+                Ok(httparse::Status::Partial) => Ok(None),
+                Err(e) => Err(e),
             }
-            Ok(httparse::Status::Partial) => Ok(None),
-            Err(e) => Err(e),
-        }
-    });
+        })
+    };
+    let outcome = parse(window);
     let partial = || {
         if buf.len() - skip > limits.max_head_bytes {
             Err(ProtoError::HeadTooLarge)
@@ -571,7 +591,14 @@ pub fn parse_response_head(
                 VersionToken::Garbage => Err(ProtoError::MalformedHead("invalid HTTP version")),
             }
         }
-        Err(e) => return Err(map_httparse_error(e)),
+        Err(e) => {
+            // As for requests: a prefix over the field-line limit decides.
+            let over = over_limit_prefix(window, limits.max_headers);
+            if over.is_some_and(|p| matches!(parse(p), Ok(None))) {
+                return Err(ProtoError::TooManyHeaders);
+            }
+            return Err(map_httparse_error(e));
+        }
     };
     if headers.len() > limits.max_headers {
         return Err(ProtoError::TooManyHeaders);
@@ -756,6 +783,37 @@ mod tests {
         let mut many = b"GET / HTTP/1.1\r\n".to_vec();
         many.extend(b"a: b\r\n".repeat(l.max_headers + 1));
         assert_eq!(parse(&many).unwrap_err(), ProtoError::TooManyHeaders);
+    }
+
+    /// Found by the split-invariance property: field lines past the limit
+    /// followed by a malformed one were 431 as a prefix but 400 whole.
+    #[test]
+    fn too_many_field_lines_outrank_a_later_malformed_line() {
+        let l = Limits {
+            max_headers: 3,
+            ..Limits::default()
+        };
+        let whole = b"GET / HTTP/1.1\r\nX: y\r\nX: y\r\nHost: a\r\nX: y\r\nA\r\n";
+        let prefix = &whole[..whole.len() - 3];
+        assert_eq!(
+            parse_request_head(prefix, &l).unwrap_err(),
+            ProtoError::TooManyHeaders
+        );
+        assert_eq!(
+            parse_request_head(whole, &l).unwrap_err(),
+            ProtoError::TooManyHeaders
+        );
+        // A malformed line within the limit stays a 400, whatever follows.
+        let early = b"GET / HTTP/1.1\r\nA\r\nX: y\r\nX: y\r\nX: y\r\nX: y\r\n";
+        assert!(matches!(
+            parse_request_head(early, &l),
+            Err(ProtoError::MalformedHead(_))
+        ));
+        let resp = b"HTTP/1.1 200 OK\r\nX: y\r\nX: y\r\nX: y\r\nX: y\r\nA\r\n";
+        assert_eq!(
+            parse_response_head(resp, &l).unwrap_err(),
+            ProtoError::TooManyHeaders
+        );
     }
 
     #[test]
