@@ -497,15 +497,36 @@ async fn reject(conn: &mut Conn, e: &Error) {
 /// that destroys the response before the client reads it (nginx's lingering close).
 async fn lingering_close(conn: &mut Conn) {
     let _ = tokio::time::timeout(Duration::from_secs(1), conn.io.shutdown()).await;
-    let mut scratch = [0u8; 8192];
     let mut budget: usize = 1 << 20;
+    // Into the connection's own buffer: a scratch array here would be part
+    // of every connection task's future (8 KiB more per idle connection).
     let linger = async {
         while budget > 0 {
-            match conn.io.read(&mut scratch).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => budget = budget.saturating_sub(n),
+            conn.rbuf.consume(conn.rbuf.len());
+            let cap = conn.rbuf.capacity().max(1);
+            match conn.rbuf.fill(&mut conn.io, cap).await {
+                Ok(Some(n)) if n > 0 => budget = budget.saturating_sub(n),
+                _ => break,
             }
         }
     };
     let _ = tokio::time::timeout(Duration::from_secs(2), linger).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn accept_backoff_grows_to_its_cap_and_resets() {
+        let mut b = AcceptBackoff::default();
+        let emfile = std::io::Error::from_raw_os_error(24);
+        let delays: Vec<Duration> = (0..20).map(|_| b.failed(&emfile)).collect();
+        assert_eq!(delays[0], ACCEPT_BACKOFF_MIN);
+        assert!(delays.windows(2).all(|w| w[0] <= w[1]), "{delays:?}");
+        assert_eq!(*delays.last().unwrap(), ACCEPT_BACKOFF_MAX);
+        b.succeeded();
+        assert_eq!(b.failures, 0);
+        assert_eq!(b.failed(&emfile), ACCEPT_BACKOFF_MIN);
+    }
 }
