@@ -13,12 +13,23 @@ the 408, or to the close without one), and the most open at once.
 `client` does GETS requests for /small.txt on one kept-alive connection,
 then UPLOADS PUTs of UPLOAD_BYTES bytes to /PREFIXi.bin (new files), checking every body and
 status, and prints one JSON line of latencies (ms): p50, p99, max per kind.
+
+With WIRESPEED_TLS=1 in the environment both speak HTTPS (certificate not checked).
 """
 import asyncio
 import json
+import os
 import socket
+import ssl
 import sys
 import time
+
+# WIRESPEED_TLS=1: talk HTTPS (the bench's self-signed server; not verified).
+TLS = None
+if os.environ.get("WIRESPEED_TLS") == "1":
+    TLS = ssl.create_default_context()
+    TLS.check_hostname = False
+    TLS.verify_mode = ssl.CERT_NONE
 
 HEAD = (b"GET /small.txt HTTP/1.1\r\nHost: localhost\r\nUser-Agent: slowloris\r\n"
         + b"X-Pad: " + b"a" * 4000)
@@ -33,7 +44,7 @@ def pct(xs, p):
 
 async def one_slow(port, interval, stop_at, stats):
     try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=TLS)
     except OSError as e:
         stats["connect_errors"] += 1
         stats["last_error"] = str(e)
@@ -132,6 +143,8 @@ def client_main(port, gets, uploads, upload_bytes):
     prefix = sys.argv[7].encode() if len(sys.argv) > 7 else b"up"
     s = socket.create_connection(("127.0.0.1", port))
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if TLS is not None:
+        s = TLS.wrap_socket(s, server_hostname="localhost")
     req = b"GET /small.txt HTTP/1.1\r\nHost: localhost\r\n\r\n"
     buf = b""
     get_ms = []

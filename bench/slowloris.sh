@@ -5,6 +5,7 @@
 #
 #   bash bench/slowloris.sh
 #   SLOW=500 GETS=200 UPLOADS=4 bash bench/slowloris.sh   # smoke test, ~40 s
+#   TLS=1 bash bench/slowloris.sh                          # the same over HTTPS
 #
 # One release server (default flags but --no-fsync, so upload latency is
 # the server's and not the disk's), pinned to CPU 0; the clients are pinned
@@ -32,11 +33,13 @@ WS="$REPO/target/release/wirespeed"
 mkdir -p "$W/data"
 printf 'hello, world\n' >"$W/data/small.txt"
 
-taskset -c 0 "$WS" serve "$W/data" --listen 127.0.0.1:0 --no-fsync >"$W/addr" 2>"$W/log" &
+TLS_FLAGS=()
+if [[ "${TLS:-0}" == 1 ]]; then TLS_FLAGS=(--tls-self-signed); export WIRESPEED_TLS=1; fi
+taskset -c 0 "$WS" serve "$W/data" --listen 127.0.0.1:0 --no-fsync "${TLS_FLAGS[@]}" >"$W/addr" 2>"$W/log" &
 SERVER=$!
 PIDS+=("$SERVER")
 for _ in $(seq 100); do grep -q listening "$W/addr" 2>/dev/null && break; sleep 0.05; done
-PORT=$(sed -n 's/^listening on http:\/\/127.0.0.1://p' "$W/addr")
+PORT=$(sed -n 's/^listening on https\{0,1\}:\/\/127.0.0.1://p' "$W/addr")
 rss() { awk '/VmRSS/ {printf "%.1f", $2/1024}' "/proc/$SERVER/status"; }
 # The server's established connections.
 conns() { ss -Htn state established "( sport = :$PORT )" | wc -l; }
