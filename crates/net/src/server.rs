@@ -174,30 +174,32 @@ impl Server {
             .await
     }
 
-    /// Take a slot for a connection from `ip`, or say why not. Only the
-    /// accept loop takes slots, so checking then counting does not race.
+    /// Take a slot for a connection from `ip`, or say why not (atomic, so
+    /// accept loops on several listeners sharing this server never overshoot).
     fn admit(&self, ip: IpAddr, per_ip: Option<&Arc<PerIp>>) -> Result<Slot, Refusal> {
-        if self.stats.open() >= self.cfg.max_connections {
-            return Err(Refusal::Total);
-        }
-        let per_ip = match (per_ip, self.cfg.max_connections_per_ip) {
-            (Some(map), Some(cap)) => {
-                let ip = ip.to_canonical();
-                let mut counts = map.lock().unwrap_or_else(|p| p.into_inner());
-                let n = counts.entry(ip).or_insert(0);
-                if *n >= cap {
-                    return Err(Refusal::PerIp);
-                }
-                *n += 1;
-                Some((map.clone(), ip))
-            }
-            _ => None,
-        };
-        self.stats.open.fetch_add(1, Ordering::Relaxed);
-        Ok(Slot {
+        let max = self.cfg.max_connections;
+        self.stats
+            .open
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .map_err(|_| Refusal::Total)?;
+        // From here on, dropping the slot gives the place back.
+        let mut slot = Slot {
             stats: self.stats.clone(),
-            per_ip,
-        })
+            per_ip: None,
+        };
+        if let (Some(map), Some(cap)) = (per_ip, self.cfg.max_connections_per_ip) {
+            let ip = ip.to_canonical();
+            let mut counts = map.lock().unwrap_or_else(|p| p.into_inner());
+            let n = counts.get(&ip).copied().unwrap_or(0);
+            if n >= cap {
+                return Err(Refusal::PerIp);
+            }
+            counts.insert(ip, n + 1);
+            slot.per_ip = Some((map.clone(), ip));
+        }
+        Ok(slot)
     }
 
     /// Like [`serve`](Self::serve) with a custom acceptor (TLS).
