@@ -8,13 +8,17 @@
 //! - [`copy_file`]: the user-space fallback for streams that must see the
 //!   bytes (TLS encrypts them).
 //! - [`Cork`]: TCP_CORK while a head and a file body go out.
+//! - [`open_file_limit`], [`raise_open_file_limit`], [`is_resource_exhaustion`]:
+//!   RLIMIT_NOFILE, which bounds a server's connections.
 //!
 //! The system calls go through `rustix`, so this crate has no `unsafe`.
 
 #![forbid(unsafe_code)]
 
+mod fd_limit;
 mod file;
 mod read_buf;
 
+pub use fd_limit::{is_resource_exhaustion, open_file_limit, raise_open_file_limit};
 pub use file::{copy_file, receive_to_file, send_file, Cork, ReceiveError, Received};
 pub use read_buf::ReadBuf;

@@ -59,6 +59,19 @@ pub struct ServerConfig {
     /// Told about connections, completed requests, flush storms and
     /// timeouts (metrics, access logs); `None` watches nothing.
     pub observer: Option<Arc<dyn Observer>>,
+    /// Open connections at most; the next one is answered 503 and closed.
+    /// Default: [`default_max_connections`].
+    pub max_connections: usize,
+    /// Open connections at most from one IP address (503 beyond); `None`: no cap.
+    pub max_connections_per_ip: Option<usize>,
+}
+
+/// Half the soft open-file limit (at least 1): a connection moving a file
+/// holds a second descriptor (the file sent, or the upload's temp file), so at
+/// the cap every connection can still open its file instead of hitting EMFILE.
+pub fn default_max_connections() -> usize {
+    let limit = wirespeed_io::open_file_limit().unwrap_or(1 << 20);
+    usize::try_from(limit / 2).unwrap_or(usize::MAX).max(1)
 }
 
 impl Default for ServerConfig {
@@ -79,6 +92,8 @@ impl Default for ServerConfig {
             cork_file_sends: true,
             file_send: FileSend::Auto,
             observer: None,
+            max_connections: default_max_connections(),
+            max_connections_per_ip: None,
         }
     }
 }

@@ -23,7 +23,7 @@ mod router;
 mod server;
 mod writer;
 
-pub use config::{FileSend, ServerConfig};
+pub use config::{default_max_connections, FileSend, ServerConfig};
 pub use error::Error;
 pub use exchange::Exchange;
 pub use io::Transport;
@@ -31,6 +31,6 @@ pub use observe::{Completed, Observer, Timeout};
 pub use request_body::FileBodyError;
 pub use response::Response;
 pub use router::{Handler, Router};
-pub use server::{Accept, PlainTcp, Server};
+pub use server::{Accept, ConnectionStats, PlainTcp, Server};
 pub use wirespeed_proto as proto;
 pub use writer::{BodyWriter, FlushPolicy};

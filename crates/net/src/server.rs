@@ -1,9 +1,11 @@
 //! Accept loop, per-connection loop, graceful shutdown.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::io::IoSlice;
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -42,11 +44,123 @@ impl Accept for PlainTcp {
 /// The HTTP/1.1 server.
 pub struct Server {
     cfg: Arc<ServerConfig>,
+    stats: Arc<ConnectionStats>,
+}
+
+/// Live connection counts, shared with whoever reports them (metrics):
+/// cheap to read from any thread.
+#[derive(Debug, Default)]
+pub struct ConnectionStats {
+    open: AtomicUsize,
+    refused: AtomicU64,
+}
+
+impl ConnectionStats {
+    /// Connections open now (accepted and admitted, not yet closed).
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+
+    /// Connections refused with 503 (or closed at once) at a connection cap since start.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+}
+
+/// Refusals answered at once at most; more arriving meanwhile are closed
+/// unanswered, so a flood at the cap cannot pile up descriptors.
+const MAX_REFUSING: usize = 64;
+/// Everything a refusal may take: TLS handshake, the 503, the lingering close.
+const REFUSAL_TIME: Duration = Duration::from_secs(2);
+/// First and longest pause after a failed accept (EMFILE and friends).
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// Why a connection is turned away.
+#[derive(Debug, Clone, Copy)]
+enum Refusal {
+    Total,
+    PerIp,
+}
+
+impl Refusal {
+    fn body(self) -> &'static str {
+        match self {
+            Refusal::Total => "the server is at its connection limit; retry shortly\n",
+            Refusal::PerIp => "too many connections from your address; retry shortly\n",
+        }
+    }
+}
+
+/// Open connections per peer IP, kept only while `max_connections_per_ip` is set.
+type PerIp = Mutex<HashMap<IpAddr, usize>>;
+
+/// One admitted connection's place in the counts, given back on drop (also
+/// when the task is aborted at shutdown).
+struct Slot {
+    stats: Arc<ConnectionStats>,
+    per_ip: Option<(Arc<PerIp>, IpAddr)>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.stats.open.fetch_sub(1, Ordering::Relaxed);
+        if let Some((map, ip)) = &self.per_ip {
+            let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(n) = map.get_mut(ip) {
+                *n -= 1;
+                if *n == 0 {
+                    map.remove(ip);
+                }
+            }
+        }
+    }
+}
+
+/// Bounded exponential pause after failed accepts, logged once per burst.
+#[derive(Default)]
+struct AcceptBackoff {
+    failures: u64,
+    since: Option<Instant>,
+}
+
+impl AcceptBackoff {
+    fn failed(&mut self, e: &std::io::Error) -> Duration {
+        self.failures += 1;
+        if self.failures == 1 {
+            self.since = Some(Instant::now());
+            let exhausted = wirespeed_io::is_resource_exhaustion(e);
+            tracing::warn!(error = %e, exhausted, "accept failing; backing off until it recovers");
+        }
+        let shift = (self.failures - 1).min(10) as u32;
+        (ACCEPT_BACKOFF_MIN * (1 << shift)).min(ACCEPT_BACKOFF_MAX)
+    }
+
+    fn succeeded(&mut self) {
+        if self.failures > 0 {
+            let secs = self.since.map_or(0.0, |t| t.elapsed().as_secs_f64());
+            tracing::warn!(failures = self.failures, secs, "accept recovered");
+            *self = AcceptBackoff::default();
+        }
+    }
 }
 
 impl Server {
     pub fn new(cfg: ServerConfig) -> Self {
-        Server { cfg: Arc::new(cfg) }
+        Server {
+            cfg: Arc::new(cfg),
+            stats: Arc::default(),
+        }
+    }
+
+    /// Connections open now.
+    pub fn open_connections(&self) -> usize {
+        self.stats.open()
+    }
+
+    /// The live counts, to read while the server runs (e.g. for metrics).
+    pub fn stats(&self) -> Arc<ConnectionStats> {
+        self.stats.clone()
     }
 
     /// Serve plain HTTP on `listener` until `shutdown` resolves, then stop
@@ -61,6 +175,34 @@ impl Server {
             .await
     }
 
+    /// Take a slot for a connection from `ip`, or say why not (atomic, so
+    /// accept loops on several listeners sharing this server never overshoot).
+    fn admit(&self, ip: IpAddr, per_ip: Option<&Arc<PerIp>>) -> Result<Slot, Refusal> {
+        let max = self.cfg.max_connections;
+        self.stats
+            .open
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .map_err(|_| Refusal::Total)?;
+        // From here on, dropping the slot gives the place back.
+        let mut slot = Slot {
+            stats: self.stats.clone(),
+            per_ip: None,
+        };
+        if let (Some(map), Some(cap)) = (per_ip, self.cfg.max_connections_per_ip) {
+            let ip = ip.to_canonical();
+            let mut counts = map.lock().unwrap_or_else(|p| p.into_inner());
+            let n = counts.get(&ip).copied().unwrap_or(0);
+            if n >= cap {
+                return Err(Refusal::PerIp);
+            }
+            counts.insert(ip, n + 1);
+            slot.per_ip = Some((map.clone(), ip));
+        }
+        Ok(slot)
+    }
+
     /// Like [`serve`](Self::serve) with a custom acceptor (TLS).
     pub async fn serve_with<A: Accept, H: Handler>(
         &self,
@@ -71,27 +213,60 @@ impl Server {
     ) -> std::io::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut conns = JoinSet::new();
+        let per_ip: Option<Arc<PerIp>> = self.cfg.max_connections_per_ip.map(|_| Arc::default());
+        let refusing = Arc::new(AtomicUsize::new(0));
+        let mut backoff = AcceptBackoff::default();
+        let mut paused_until: Option<Instant> = None;
         tokio::pin!(shutdown);
         loop {
             tokio::select! {
                 _ = &mut shutdown => break,
-                accepted = listener.accept() => {
+                _ = tokio::time::sleep_until(paused_until.unwrap_or_else(Instant::now)),
+                    if paused_until.is_some() => paused_until = None,
+                accepted = listener.accept(), if paused_until.is_none() => {
                     let (tcp, peer) = match accepted {
                         Ok(x) => x,
                         Err(e) => {
-                            // EMFILE and friends: back off instead of spinning.
-                            tracing::warn!(error = %e, "accept failed");
-                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            // EMFILE and friends: pause accepting instead of
+                            // spinning; connections meanwhile wait in the backlog.
+                            paused_until = Some(Instant::now() + backoff.failed(&e));
                             continue;
                         }
                     };
+                    backoff.succeeded();
                     let _ = tcp.set_nodelay(true);
+                    let accepted_at = Instant::now();
+                    let slot = match self.admit(peer.ip(), per_ip.as_ref()) {
+                        Ok(slot) => slot,
+                        Err(why) => {
+                            // At the cap we accept and answer 503 rather than stop
+                            // accepting (nginx's way): a client left in the kernel
+                            // backlog cannot tell a full server from a dead one and
+                            // times out, while a 503 with Retry-After says "later"
+                            // at once and costs one short task.
+                            self.stats.refused.fetch_add(1, Ordering::Relaxed);
+                            if refusing.load(Ordering::Relaxed) >= MAX_REFUSING {
+                                tracing::debug!(%peer, "refusals backlogged; closing unanswered");
+                                continue;
+                            }
+                            refusing.fetch_add(1, Ordering::Relaxed);
+                            let refusing = refusing.clone();
+                            let acceptor = acceptor.clone();
+                            conns.spawn(async move {
+                                let _ = tokio::time::timeout(REFUSAL_TIME, refuse(&*acceptor, tcp, peer, why)).await;
+                                refusing.fetch_sub(1, Ordering::Relaxed);
+                            });
+                            continue;
+                        }
+                    };
                     let cfg = self.cfg.clone();
                     let handler = handler.clone();
                     let acceptor = acceptor.clone();
                     let stop = stop_rx.clone();
                     conns.spawn(async move {
-                        let io = match tokio::time::timeout(cfg.head_timeout, acceptor.accept(tcp)).await {
+                        let _slot = slot;
+                        let first_byte_by = accepted_at + cfg.head_timeout;
+                        let io = match tokio::time::timeout_at(first_byte_by, acceptor.accept(tcp)).await {
                             Ok(Ok(io)) => io,
                             Ok(Err(e)) => {
                                 tracing::debug!(%peer, error = %e, "connection setup failed");
@@ -102,7 +277,7 @@ impl Server {
                                 return;
                             }
                         };
-                        serve_conn(io, peer, cfg, handler, stop).await;
+                        serve_conn(io, peer, cfg, handler, stop, first_byte_by).await;
                     });
                 }
                 // Reap finished connection tasks so the set stays small.
@@ -128,6 +303,43 @@ impl Server {
     }
 }
 
+/// Answer a connection over a cap with 503, `Retry-After: 1`, then close;
+/// the caller bounds the whole of it by [`REFUSAL_TIME`].
+async fn refuse<A: Accept>(acceptor: &A, tcp: TcpStream, peer: SocketAddr, why: Refusal) {
+    tracing::debug!(%peer, ?why, "connection refused: at a connection cap");
+    let mut io = match acceptor.accept(tcp).await {
+        Ok(io) => io,
+        Err(_) => return,
+    };
+    let body = why.body();
+    let len = body.len().to_string();
+    let date = crate::response::http_date();
+    let headers: [(&str, &[u8]); 5] = [
+        ("Date", &date),
+        ("Content-Type", b"text/plain; charset=utf-8"),
+        ("Content-Length", len.as_bytes()),
+        ("Retry-After", b"1"),
+        ("Connection", b"close"),
+    ];
+    let mut head = Vec::with_capacity(192);
+    write_response_head(Version::Http11, 503, &headers, &mut head);
+    let mut slices = [IoSlice::new(&head), IoSlice::new(body.as_bytes())];
+    if write_all_vectored(&mut io, &mut slices).await.is_err() || io.flush().await.is_err() {
+        return;
+    }
+    // Read what the client sent until its FIN, so our close is not a reset
+    // that destroys the 503 before the client reads it.
+    let _ = io.shutdown().await;
+    let mut scratch = [0u8; 4096];
+    let mut budget: usize = 64 << 10;
+    while budget > 0 {
+        match io.read(&mut scratch).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => budget = budget.saturating_sub(n),
+        }
+    }
+}
+
 /// What reading the next request head produced.
 enum NextHead {
     Head(RequestHead),
@@ -137,7 +349,14 @@ enum NextHead {
     Reject(Error),
 }
 
-async fn read_head(conn: &mut Conn, stop: &mut watch::Receiver<bool>) -> NextHead {
+/// `idle_until`: when to give up on a connection that sent no byte of the
+/// next head (a fresh connection's first head is due by accept + head timeout,
+/// later ones after the idle timeout).
+async fn read_head(
+    conn: &mut Conn,
+    stop: &mut watch::Receiver<bool>,
+    idle_until: Instant,
+) -> NextHead {
     let limits = &conn.cfg.limits;
     let mut head_deadline: Option<Instant> = None;
     // Bytes of the buffered head already seen without a new line end: the
@@ -163,9 +382,9 @@ async fn read_head(conn: &mut Conn, stop: &mut watch::Receiver<bool>) -> NextHea
         let cap = limits.max_head_bytes;
         let read = conn.rbuf.fill(&mut conn.io, cap);
         let result = match head_deadline {
-            // Between requests: wait up to the idle timeout, or until shutdown.
+            // Between requests: wait until `idle_until`, or until shutdown.
             None => tokio::select! {
-                r = tokio::time::timeout(conn.cfg.idle_timeout, read) => match r {
+                r = tokio::time::timeout_at(idle_until, read) => match r {
                     Ok(r) => r,
                     Err(_) => {
                         crate::exchange::report_timeout(&conn.cfg, Timeout::Idle);
@@ -210,6 +429,7 @@ async fn serve_conn<H: Handler>(
     cfg: Arc<ServerConfig>,
     handler: Arc<H>,
     mut stop: watch::Receiver<bool>,
+    first_head_by: Instant,
 ) {
     let _open = ConnectionGuard::open(cfg.observer.as_ref());
     let rbuf = ReadBuf::new(cfg.initial_read_buffer);
@@ -220,8 +440,12 @@ async fn serve_conn<H: Handler>(
         peer,
         stop: stop.clone(),
     };
+    // An idle fresh connection is closed after the head timeout, not the
+    // longer keep-alive idle timeout: it has not sent a request yet (nginx's
+    // client_header_timeout), so silent connections cannot hog slots for long.
+    let mut idle_until = first_head_by;
     loop {
-        let head = match read_head(&mut conn, &mut stop).await {
+        let head = match read_head(&mut conn, &mut stop, idle_until).await {
             NextHead::Head(h) => h,
             NextHead::Close => break,
             NextHead::Reject(e) => {
@@ -245,6 +469,7 @@ async fn serve_conn<H: Handler>(
             lingering_close(&mut conn).await;
             break;
         }
+        idle_until = Instant::now() + conn.cfg.idle_timeout;
     }
 }
 
@@ -280,15 +505,36 @@ async fn reject(conn: &mut Conn, e: &Error) {
 /// that destroys the response before the client reads it (nginx's lingering close).
 async fn lingering_close(conn: &mut Conn) {
     let _ = tokio::time::timeout(Duration::from_secs(1), conn.io.shutdown()).await;
-    let mut scratch = [0u8; 8192];
     let mut budget: usize = 1 << 20;
+    // Into the connection's own buffer: a scratch array here would be part
+    // of every connection task's future (8 KiB more per idle connection).
     let linger = async {
         while budget > 0 {
-            match conn.io.read(&mut scratch).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => budget = budget.saturating_sub(n),
+            conn.rbuf.consume(conn.rbuf.len());
+            let cap = conn.rbuf.capacity().max(1);
+            match conn.rbuf.fill(&mut conn.io, cap).await {
+                Ok(Some(n)) if n > 0 => budget = budget.saturating_sub(n),
+                _ => break,
             }
         }
     };
     let _ = tokio::time::timeout(Duration::from_secs(2), linger).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn accept_backoff_grows_to_its_cap_and_resets() {
+        let mut b = AcceptBackoff::default();
+        let emfile = std::io::Error::from_raw_os_error(24);
+        let delays: Vec<Duration> = (0..20).map(|_| b.failed(&emfile)).collect();
+        assert_eq!(delays[0], ACCEPT_BACKOFF_MIN);
+        assert!(delays.windows(2).all(|w| w[0] <= w[1]), "{delays:?}");
+        assert_eq!(*delays.last().unwrap(), ACCEPT_BACKOFF_MAX);
+        b.succeeded();
+        assert_eq!(b.failures, 0);
+        assert_eq!(b.failed(&emfile), ACCEPT_BACKOFF_MIN);
+    }
 }

@@ -141,6 +141,21 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 60, value_name = "SECS")]
     pub idle_timeout: u64,
 
+    /// Close a connection whose request head is not complete this many seconds
+    /// after its first byte (and a new connection that sends nothing for as long).
+    #[arg(long, default_value_t = 10, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub head_timeout: u64,
+
+    /// Open connections at most; the next is answered 503 with Retry-After: 1
+    /// and closed. Default: half the open-file limit, which is raised to its
+    /// hard limit at start.
+    #[arg(long, value_name = "N", value_parser = parse_connection_cap)]
+    pub max_connections: Option<usize>,
+
+    /// Open connections at most from one IP address (503 beyond). Default: no cap.
+    #[arg(long, value_name = "N", value_parser = parse_connection_cap)]
+    pub max_connections_per_ip: Option<usize>,
+
     /// Give up on a request body (or a slow reader of a response) after this many
     /// seconds without progress.
     #[arg(long, default_value_t = 30, value_name = "SECS")]
@@ -216,6 +231,15 @@ impl ServeArgs {
 
     pub fn json_logs(&self) -> bool {
         self.log_format == LogFormat::Json
+    }
+}
+
+/// `--max-connections` and `--max-connections-per-ip`: a positive count.
+fn parse_connection_cap(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1 (0 would refuse every connection)".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a whole number of connections")),
     }
 }
 
@@ -456,7 +480,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         },
         metrics: (args.metrics == Switch::On).then(|| metrics.clone()),
     };
+    // Before the config: its default connection cap follows the raised limit.
+    let fd_limit = wirespeed_io::raise_open_file_limit();
     let server_cfg = ServerConfig {
+        head_timeout: Duration::from_secs(args.head_timeout),
+        max_connections: args
+            .max_connections
+            .unwrap_or_else(wirespeed_net::default_max_connections),
+        max_connections_per_ip: args.max_connections_per_ip,
         idle_timeout: Duration::from_secs(args.idle_timeout),
         body_timeout: Duration::from_secs(args.io_timeout),
         write_timeout: Duration::from_secs(args.io_timeout),
@@ -497,7 +528,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             out.flush()?;
         }
         eprintln!("{mode_line}");
-        tracing::info!(%addr, dir = %storage.root().display(), "serving");
+        tracing::info!(%addr, dir = %storage.root().display(), max_connections = server_cfg.max_connections, ?fd_limit, "serving");
         // Leftovers of a crash (temp files the API never shows): removed in
         // the background, so start-up does not wait on a big tree.
         drop(storage.spawn_temp_sweep());

@@ -480,3 +480,34 @@ fn completions_name_the_subcommands_and_bash_parses_them() {
     let (code, err) = run(&["completions", "tcsh"]);
     assert_eq!(code, Some(2), "{err}");
 }
+
+#[test]
+fn max_connections_refuses_the_next_with_503_and_rejects_zero() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    for flag in ["--max-connections", "--max-connections-per-ip"] {
+        let (code, err) = run(&["serve", dir.to_str().unwrap(), flag, "0"]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("must be at least 1"), "{err}");
+    }
+
+    std::fs::write(dir.join("a.txt"), b"a").unwrap();
+    let s = Serve::start(dir, &["--listen", "127.0.0.1:0", "--max-connections", "1"]);
+    // The accept loop takes connections in order: the held one is admitted.
+    let held = TcpStream::connect(s.addr).unwrap();
+    let (status, body) = s.req("GET", "/a.txt", &[], b"");
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("connection limit"), "{body}");
+    drop(held);
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, body) = s.req("GET", "/a.txt", &[], b"");
+        if status == 200 {
+            assert_eq!(body, "a");
+            break;
+        }
+        assert_eq!(status, 503, "{body}");
+        assert!(Instant::now() < until, "the held slot was never freed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
