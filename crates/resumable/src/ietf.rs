@@ -5,7 +5,7 @@
 
 use sfv::{BareItem, ListEntry, Parser};
 
-use crate::{Append, Limits, Reason, Refusal, UploadState};
+use crate::{media_type_is, Append, Limits, Reason, Refusal, UploadState};
 
 /// The draft iteration this implementation follows.
 pub const INTEROP_VERSION: i64 = 8;
@@ -76,17 +76,7 @@ pub fn create(fields: &Fields, limits: &Limits) -> Result<Creation, Refusal> {
 
 /// Decides an append (PATCH to the upload resource).
 pub fn append(fields: &Fields, state: &UploadState, limits: &Limits) -> Result<Append, Refusal> {
-    let ok_type = fields
-        .content_type
-        .and_then(|v| std::str::from_utf8(v).ok())
-        .map(|v| {
-            v.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .eq_ignore_ascii_case(CONTENT_TYPE)
-        })
-        .unwrap_or(false);
+    let ok_type = media_type_is(fields.content_type, CONTENT_TYPE);
     if !ok_type {
         return Err(Refusal::new(
             Reason::WrongContentType,

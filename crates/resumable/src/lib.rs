@@ -138,6 +138,15 @@ impl Refusal {
     }
 }
 
+/// Whether a `Content-Type` value names `expected` (parameters ignored,
+/// case-insensitive, as RFC 9110 §8.3.1 compares media types).
+pub(crate) fn media_type_is(value: Option<&[u8]>, expected: &str) -> bool {
+    value
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case(expected))
+}
+
 /// Parses a decimal byte count as tus writes it (`1*DIGIT`): no sign, no
 /// spaces, at most 19 digits so it fits `u64` without overflow checks failing.
 pub(crate) fn parse_decimal(value: &[u8]) -> Option<u64> {
@@ -175,6 +184,16 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
+    }
+
+    #[test]
+    fn media_types_compare_without_parameters_or_case() {
+        let t = "application/partial-upload";
+        assert!(media_type_is(Some(b"application/partial-upload"), t));
+        assert!(media_type_is(Some(b"Application/Partial-Upload; x=1"), t));
+        assert!(!media_type_is(Some(b"application/partial-uploads"), t));
+        assert!(!media_type_is(Some(b"\xff"), t));
+        assert!(!media_type_is(None, t));
     }
 
     #[test]

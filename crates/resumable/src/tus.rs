@@ -5,7 +5,8 @@
 use base64::Engine as _;
 
 use crate::{
-    parse_decimal, Append, Checksum, ChecksumAlgorithm, Limits, Reason, Refusal, UploadState,
+    media_type_is, parse_decimal, Append, Checksum, ChecksumAlgorithm, Limits, Reason, Refusal,
+    UploadState,
 };
 
 /// The only protocol version there is.
@@ -290,17 +291,7 @@ fn checksum(fields: &Fields) -> Result<Option<Checksum>, Refusal> {
 }
 
 fn check_content_type(fields: &Fields) -> Result<(), Refusal> {
-    let ok = fields
-        .content_type
-        .and_then(|v| std::str::from_utf8(v).ok())
-        .map(|v| {
-            v.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .eq_ignore_ascii_case(CONTENT_TYPE)
-        })
-        .unwrap_or(false);
+    let ok = media_type_is(fields.content_type, CONTENT_TYPE);
     if ok {
         Ok(())
     } else {
