@@ -1,50 +1,14 @@
 //! `wirespeed bench load` as a user runs it: against `wirespeed serve` in
 //! another process, then against a stored object changed on disk.
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use wirespeed_load::gen::Content;
 use wirespeed_load::SizeRange;
 
-const BIN: &str = env!("CARGO_BIN_EXE_wirespeed");
-
-struct Serve {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(dir: &Path, extra: &[&str]) -> Serve {
-    let mut child = Command::new(BIN)
-        .arg("serve")
-        .arg(dir)
-        .args(["--listen", "127.0.0.1:0", "--no-fsync"])
-        .args(extra)
-        .env_remove("WIRESPEED_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start wirespeed serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected start line {line:?}"))
-        .to_string();
-    Serve { child, base }
-}
+mod common;
+use common::{Serve, BIN};
 
 /// Run `bench load` with a time bound; (exit code, stdout, stderr).
 fn load(args: &[&str]) -> (Option<i32>, String, String) {
@@ -79,8 +43,8 @@ fn json(stdout: &str) -> serde_json::Value {
 #[test]
 fn load_against_wirespeed_verifies_every_byte_and_stores_the_objects() {
     let dir = tempfile::tempdir().unwrap();
-    let srv = serve(dir.path(), &[]);
-    let url = format!("{}/load/", srv.base);
+    let srv = Serve::start(dir.path(), &[]);
+    let url = format!("{}/load/", srv.base());
     let (code, out, err) = load(&[
         &url,
         "--requests",
@@ -136,8 +100,8 @@ fn load_against_wirespeed_verifies_every_byte_and_stores_the_objects() {
 #[test]
 fn an_object_changed_on_disk_is_reported_as_corrupt_and_fails() {
     let dir = tempfile::tempdir().unwrap();
-    let srv = serve(dir.path(), &[]);
-    let url = format!("{}/c/", srv.base);
+    let srv = Serve::start(dir.path(), &[]);
+    let url = format!("{}/c/", srv.base());
     let common = [
         url.as_str(),
         "--objects",
@@ -182,8 +146,8 @@ fn an_object_changed_on_disk_is_reported_as_corrupt_and_fails() {
 #[test]
 fn refused_uploads_stop_the_setup_and_the_token_opens_them() {
     let dir = tempfile::tempdir().unwrap();
-    let srv = serve(dir.path(), &["--token", "sekrit"]);
-    let url = format!("{}/x/", srv.base);
+    let srv = Serve::start(dir.path(), &["--token", "sekrit"]);
+    let url = format!("{}/x/", srv.base());
     let args = [
         url.as_str(),
         "--requests",

@@ -4,48 +4,14 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use wirespeed_testkit::server::ThreadServer;
 
-const BIN: &str = env!("CARGO_BIN_EXE_wirespeed");
-
-struct Serve {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(dir: &Path, extra: &[&str]) -> Serve {
-    let mut child = Command::new(BIN)
-        .arg("serve")
-        .arg(dir)
-        .args(["--listen", "127.0.0.1:0", "--no-fsync"])
-        .args(extra)
-        .env_remove("WIRESPEED_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start wirespeed serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected start line {line:?}"))
-        .to_string();
-    Serve { child, base }
-}
+mod common;
+use common::{Serve, BIN};
 
 /// Run the client with a bounded time; returns (status, stdout, stderr).
 fn run(args: &[&str], envs: &[(&str, &str)]) -> (Option<i32>, String, String) {
@@ -92,34 +58,34 @@ fn data(len: usize) -> Vec<u8> {
 fn put_get_ls_rm_round_trip() {
     let root = tempfile::tempdir().unwrap();
     let local = tempfile::tempdir().unwrap();
-    let srv = serve(root.path(), &[]);
+    let srv = Serve::start(root.path(), &[]);
     let bytes = data(3 << 20);
     let src = local.path().join("a b.bin");
     std::fs::write(&src, &bytes).unwrap();
     let s = src.to_str().unwrap();
 
-    let (code, out, err) = run(&["put", s, &format!("{}/d/", srv.base)], &[]);
+    let (code, out, err) = run(&["put", s, &format!("{}/d/", srv.base())], &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("verified by the server"), "{out}");
     assert_eq!(std::fs::read(root.path().join("d/a b.bin")).unwrap(), bytes);
 
     // --no-verify: stored the same, and says it was not checked.
     let (code, out, err) = run(
-        &["put", "--no-verify", s, &format!("{}/nv/x.bin", srv.base)],
+        &["put", "--no-verify", s, &format!("{}/nv/x.bin", srv.base())],
         &[],
     );
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("not verified (--no-verify)"), "{out}");
     assert_eq!(std::fs::read(root.path().join("nv/x.bin")).unwrap(), bytes);
 
-    let (code, out, err) = run(&["ls", &format!("{}/d/", srv.base)], &[]);
+    let (code, out, err) = run(&["ls", &format!("{}/d/", srv.base())], &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.lines().next().unwrap().starts_with("TYPE"), "{out}");
     assert!(
         out.contains("file") && out.contains("3145728") && out.contains("a b.bin"),
         "{out}"
     );
-    let (code, out, _) = run(&["ls", "--json", &format!("{}/d/", srv.base)], &[]);
+    let (code, out, _) = run(&["ls", "--json", &format!("{}/d/", srv.base())], &[]);
     assert_eq!(code, Some(0));
     assert!(
         out.trim_start().starts_with('[') && out.contains("\"a b.bin\""),
@@ -127,7 +93,7 @@ fn put_get_ls_rm_round_trip() {
     );
 
     let dest = local.path().join("copy.bin");
-    let url = format!("{}/d/a%20b.bin", srv.base);
+    let url = format!("{}/d/a%20b.bin", srv.base());
     let (code, out, err) = run(&["get", &url, "-o", dest.to_str().unwrap()], &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("3145728 bytes"), "{out}");
@@ -150,7 +116,10 @@ fn put_get_ls_rm_round_trip() {
     assert_eq!(std::fs::read(&dest2).unwrap(), bytes);
 
     // A browser-style form upload to the directory (the service's POST /dir/).
-    let (code, out, err) = run(&["put", "--form", s, &format!("{}/forms/", srv.base)], &[]);
+    let (code, out, err) = run(
+        &["put", "--form", s, &format!("{}/forms/", srv.base())],
+        &[],
+    );
     assert_eq!(code, Some(0), "{err}");
     assert!(out.starts_with('2'), "{out}");
     assert_eq!(
@@ -172,11 +141,11 @@ fn put_get_ls_rm_round_trip() {
 fn missing_or_wrong_token_and_bad_arguments_exit_1_with_a_message() {
     let root = tempfile::tempdir().unwrap();
     let local = tempfile::tempdir().unwrap();
-    let srv = serve(root.path(), &["--token", "s3cret"]);
+    let srv = Serve::start(root.path(), &["--token", "s3cret"]);
     let src = local.path().join("t.bin");
     std::fs::write(&src, data(2 << 20)).unwrap();
     let s = src.to_str().unwrap();
-    let url = format!("{}/t.bin", srv.base);
+    let url = format!("{}/t.bin", srv.base());
 
     let (code, _, err) = run(&["put", s, &url], &[]);
     assert_eq!(code, Some(1));
@@ -308,7 +277,7 @@ fn get_fails_cleanly_on_folders_and_errors_and_ls_follows_redirects() {
     let local = tempfile::tempdir().unwrap();
     std::fs::create_dir(root.path().join("dir")).unwrap();
     std::fs::write(root.path().join("dir/a.txt"), b"a").unwrap();
-    let srv = serve(root.path(), &[]);
+    let srv = Serve::start(root.path(), &[]);
     for (path, want) in [
         ("/dir", "is a folder"),
         ("/dir/", "is a folder"),
@@ -318,7 +287,7 @@ fn get_fails_cleanly_on_folders_and_errors_and_ls_follows_redirects() {
         let (code, stdout, err) = run(
             &[
                 "get",
-                &format!("{}{path}", srv.base),
+                &format!("{}{path}", srv.base()),
                 "-o",
                 out.to_str().unwrap(),
             ],
@@ -332,7 +301,7 @@ fn get_fails_cleanly_on_folders_and_errors_and_ls_follows_redirects() {
             "{path}: no .part left"
         );
     }
-    let (code, out, err) = run(&["ls", &format!("{}/dir", srv.base)], &[]);
+    let (code, out, err) = run(&["ls", &format!("{}/dir", srv.base())], &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("a.txt"), "{out}");
 }
@@ -441,13 +410,13 @@ fn run_piped(args: &[&str], input: &[u8], envs: &[(&str, &str)]) -> (Option<i32>
 fn unicode_spaces_and_percent_in_urls() {
     let root = tempfile::tempdir().unwrap();
     let local = tempfile::tempdir().unwrap();
-    let srv = serve(root.path(), &[]);
+    let srv = Serve::start(root.path(), &[]);
     let src = local.path().join("ünï 1.txt");
     std::fs::write(&src, b"unicode body").unwrap();
     let pct = local.path().join("100% off.txt");
     std::fs::write(&pct, b"percent body").unwrap();
 
-    let folder = format!("{}/w/dïr ä/", srv.base);
+    let folder = format!("{}/w/dïr ä/", srv.base());
     let (code, out, err) = run(
         &["put", src.to_str().unwrap(), pct.to_str().unwrap(), &folder],
         &[],
@@ -470,15 +439,15 @@ fn unicode_spaces_and_percent_in_urls() {
     // Typed with Unicode and a space, and as copied from a listing page.
     for (url, body) in [
         (
-            format!("{}/w/dïr ä/ünï 1.txt", srv.base),
+            format!("{}/w/dïr ä/ünï 1.txt", srv.base()),
             &b"unicode body"[..],
         ),
         (
-            format!("{}/w/d%C3%AFr%20%C3%A4/%C3%BCn%C3%AF%201.txt", srv.base),
+            format!("{}/w/d%C3%AFr%20%C3%A4/%C3%BCn%C3%AF%201.txt", srv.base()),
             b"unicode body",
         ),
         (
-            format!("{}/w/dïr ä/100%25 off.txt", srv.base),
+            format!("{}/w/dïr ä/100%25 off.txt", srv.base()),
             b"percent body",
         ),
     ] {
@@ -490,7 +459,7 @@ fn unicode_spaces_and_percent_in_urls() {
     // get with no -o saves under the decoded name.
     let (code, _, err) = run_in(
         local.path().join("sub"),
-        &["get", "-q", &format!("{}/w/dïr ä/ünï 1.txt", srv.base)],
+        &["get", "-q", &format!("{}/w/dïr ä/ünï 1.txt", srv.base())],
     );
     assert_eq!(code, Some(0), "{err}");
     assert!(local.path().join("sub/ünï 1.txt").exists());
@@ -502,7 +471,7 @@ fn unicode_spaces_and_percent_in_urls() {
         "{out}"
     );
 
-    let (code, _, err) = run(&["rm", &format!("{}/w/dïr ä/ünï 1.txt", srv.base)], &[]);
+    let (code, _, err) = run(&["rm", &format!("{}/w/dïr ä/ünï 1.txt", srv.base())], &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(!on_disk.join("ünï 1.txt").exists());
 }
@@ -550,7 +519,7 @@ fn get_checks_the_destination_first_and_fails_on_every_non_2xx() {
 
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("p.txt"), b"private").unwrap();
-    let srv = serve(root.path(), &["--token", "t0k", "--private"]);
+    let srv = Serve::start(root.path(), &["--token", "t0k", "--private"]);
     let script = r#"
 import http.server, sys
 class H(http.server.BaseHTTPRequestHandler):
@@ -567,8 +536,8 @@ print(s.server_address[1], flush=True)
 s.serve_forever()
 "#;
     let mut urls = vec![
-        (format!("{}/p.txt", srv.base), "401"),
-        (format!("{}/missing.txt", srv.base), "401"),
+        (format!("{}/p.txt", srv.base()), "401"),
+        (format!("{}/missing.txt", srv.base()), "401"),
     ];
     let py = Command::new("python3")
         .args(["-c", script])
@@ -617,7 +586,7 @@ s.serve_forever()
 fn folder_round_trip_of_a_thousand_files() {
     let root = tempfile::tempdir().unwrap();
     let local = tempfile::tempdir().unwrap();
-    let srv = serve(root.path(), &[]);
+    let srv = Serve::start(root.path(), &[]);
     let tree = local.path().join("träe 1");
     let mut want = std::collections::BTreeMap::new();
     for i in 0..1000 {
@@ -645,7 +614,7 @@ fn folder_round_trip_of_a_thousand_files() {
             "--parallel",
             "4",
             tree.to_str().unwrap(),
-            &format!("{}/up/", srv.base),
+            &format!("{}/up/", srv.base()),
         ],
         &[("RUST_LOG", "wirespeed_client=debug")],
     );
@@ -664,7 +633,7 @@ fn folder_round_trip_of_a_thousand_files() {
             "-n",
             "-r",
             tree.to_str().unwrap(),
-            &format!("{}/up/", srv.base),
+            &format!("{}/up/", srv.base()),
         ],
         &[],
     );
@@ -680,7 +649,7 @@ fn folder_round_trip_of_a_thousand_files() {
         &[
             "get",
             "-r",
-            &format!("{}/up/träe 1/", srv.base),
+            &format!("{}/up/träe 1/", srv.base()),
             back.to_str().unwrap(),
         ],
         &[],
@@ -695,7 +664,7 @@ fn folder_round_trip_of_a_thousand_files() {
             "get",
             "-q",
             "-r",
-            &format!("{}/up/", srv.base),
+            &format!("{}/up/", srv.base()),
             back.to_str().unwrap(),
         ],
         &[],
@@ -703,7 +672,7 @@ fn folder_round_trip_of_a_thousand_files() {
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(read_tree(&back.join("up/träe 1")), want);
 
-    let (code, out, err) = run(&["rm", "-r", &format!("{}/up/", srv.base)], &[]);
+    let (code, out, err) = run(&["rm", "-r", &format!("{}/up/", srv.base())], &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("1000 files"), "{out}");
     assert!(!root.path().join("up").exists());
@@ -733,9 +702,9 @@ fn read_tree(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
 fn pipes_and_several_files() {
     let root = tempfile::tempdir().unwrap();
     let local = tempfile::tempdir().unwrap();
-    let srv = serve(root.path(), &[]);
+    let srv = Serve::start(root.path(), &[]);
     let bytes = data(5 << 20);
-    let url = format!("{}/in/piped.bin", srv.base);
+    let url = format!("{}/in/piped.bin", srv.base());
     let (code, out, err) = run_piped(&["put", "-", &url], &bytes, &[]);
     assert_eq!(code, Some(0), "{err}");
     let out = String::from_utf8_lossy(&out);
@@ -748,7 +717,7 @@ fn pipes_and_several_files() {
         bytes
     );
 
-    let (code, _, err) = run_piped(&["put", "-", &format!("{}/in/", srv.base)], &bytes, &[]);
+    let (code, _, err) = run_piped(&["put", "-", &format!("{}/in/", srv.base())], &bytes, &[]);
     assert_eq!(code, Some(1));
     assert!(err.contains("must name the file"), "{err}");
 
@@ -767,7 +736,7 @@ fn pipes_and_several_files() {
         .collect();
     let mut args: Vec<&str> = vec!["put"];
     args.extend(paths.iter().map(String::as_str));
-    let folder = format!("{}/many/", srv.base);
+    let folder = format!("{}/many/", srv.base());
     args.push(&folder);
     let (code, _, err) = run(&args, &[]);
     assert_eq!(code, Some(0), "{err}");
@@ -779,7 +748,7 @@ fn pipes_and_several_files() {
     }
     // Several files need a folder URL.
     args.pop();
-    let file_url = format!("{}/many/x", srv.base);
+    let file_url = format!("{}/many/x", srv.base());
     args.push(&file_url);
     let (code, _, err) = run(&args, &[]);
     assert_eq!(code, Some(1));
@@ -789,8 +758,8 @@ fn pipes_and_several_files() {
     let dl = local.path().join("dl");
     std::fs::create_dir(&dl).unwrap();
     let (u1, u2) = (
-        format!("{}/many/a.txt", srv.base),
-        format!("{}/many/b c.txt", srv.base),
+        format!("{}/many/a.txt", srv.base()),
+        format!("{}/many/b c.txt", srv.base()),
     );
     let (code, _, err) = run(&["get", "-q", &u1, &u2, dl.to_str().unwrap()], &[]);
     assert_eq!(code, Some(0), "{err}");
@@ -805,11 +774,11 @@ fn pipes_and_several_files() {
 fn no_clobber_and_replaced_notices() {
     let root = tempfile::tempdir().unwrap();
     let local = tempfile::tempdir().unwrap();
-    let srv = serve(root.path(), &[]);
+    let srv = Serve::start(root.path(), &[]);
     let src = local.path().join("f.txt");
     std::fs::write(&src, b"one").unwrap();
     let s = src.to_str().unwrap();
-    let url = format!("{}/f.txt", srv.base);
+    let url = format!("{}/f.txt", srv.base());
     let (code, _, err) = run(&["put", s, &url], &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(!err.contains("replaced"), "{err}");
@@ -850,7 +819,7 @@ fn no_clobber_and_replaced_notices() {
 fn user_errors_are_one_line_each_cause_once() {
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("file.txt"), b"x").unwrap();
-    let srv = serve(root.path(), &[]);
+    let srv = Serve::start(root.path(), &[]);
     let local = tempfile::tempdir().unwrap();
     let port = wirespeed_testkit::server::closed_port();
     let missing = local.path().join("missing.bin");
@@ -867,7 +836,7 @@ fn user_errors_are_one_line_each_cause_once() {
         (
             vec![
                 "get".to_string(),
-                format!("{}/nope.txt", srv.base),
+                format!("{}/nope.txt", srv.base()),
                 "-o".into(),
                 local.path().join("y").to_str().unwrap().into(),
             ],
@@ -877,12 +846,12 @@ fn user_errors_are_one_line_each_cause_once() {
             vec![
                 "put".to_string(),
                 missing.to_str().unwrap().into(),
-                format!("{}/m", srv.base),
+                format!("{}/m", srv.base()),
             ],
             "No such file or directory",
         ),
         (
-            vec!["ls".to_string(), format!("{}/file.txt", srv.base)],
+            vec!["ls".to_string(), format!("{}/file.txt", srv.base())],
             "is a file, not a folder",
         ),
     ];

@@ -4,112 +4,11 @@
 //! Each test runs the real binary and talks raw HTTP to it.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::io::Write;
+use std::process::{Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_wirespeed");
-
-/// A running `wirespeed serve` with its stderr in a file.
-struct Serve {
-    child: Child,
-    addr: SocketAddr,
-    stderr: PathBuf,
-    _logs: tempfile::TempDir,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Serve {
-    fn start(dir: &Path, args: &[&str]) -> Serve {
-        let logs = tempfile::tempdir().unwrap();
-        let stderr = logs.path().join("stderr");
-        let mut child = Command::new(BIN)
-            .arg("serve")
-            .arg(dir)
-            .args(["--no-fsync", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .env_remove("WIRESPEED_TOKEN")
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::piped())
-            .stderr(File::create(&stderr).unwrap())
-            .spawn()
-            .expect("start wirespeed serve");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim_end()
-            .strip_prefix("listening on http://")
-            .unwrap_or_else(|| panic!("unexpected start line {line:?}"))
-            .parse()
-            .unwrap();
-        Serve {
-            child,
-            addr,
-            stderr,
-            _logs: logs,
-        }
-    }
-
-    /// One request on its own connection; (status, headers lowercased, body).
-    fn req(
-        &self,
-        method: &str,
-        path: &str,
-        headers: &[&str],
-        body: &[u8],
-    ) -> (u16, String, Vec<u8>) {
-        let mut c = TcpStream::connect(self.addr).unwrap();
-        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        let mut head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n",
-            body.len()
-        );
-        for h in headers {
-            head.push_str(h);
-            head.push_str("\r\n");
-        }
-        head.push_str("\r\n");
-        c.write_all(head.as_bytes()).unwrap();
-        c.write_all(body).unwrap();
-        let mut buf = Vec::new();
-        let _ = c.read_to_end(&mut buf);
-        let split = buf
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .unwrap_or_else(|| panic!("no head in {:?}", String::from_utf8_lossy(&buf)));
-        let head = String::from_utf8_lossy(&buf[..split]).to_ascii_lowercase();
-        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-        (status, head, buf[split + 4..].to_vec())
-    }
-
-    /// Stop with SIGTERM and wait (bounded), so every log line is written;
-    /// then the whole stderr.
-    fn stop(mut self) -> String {
-        let ok = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill -TERM failed");
-        let until = Instant::now() + Duration::from_secs(20);
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < until, "serve did not stop on SIGTERM");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::fs::read_to_string(&self.stderr).unwrap()
-    }
-}
+mod common;
+use common::Serve;
 
 /// Parse an exposition with the Prometheus Python client's OpenMetrics
 /// parser (what the page's Content-Type says it is), check that its classic

@@ -3,139 +3,40 @@
 //! write, and a kept self-signed certificate. Each test runs the real binary
 //! and talks to it with raw HTTP over TCP.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_wirespeed");
+mod common;
+use common::{Serve, BIN};
 
-/// A running `wirespeed serve`: its stdout lines up to the first blank
-/// wait, and its stderr in a file.
-struct Serve {
-    child: Child,
-    /// The address to connect to (127.0.0.1 for a 0.0.0.0 bind).
-    addr: SocketAddr,
-    stdout: Vec<String>,
-    stderr: PathBuf,
-    _logs: tempfile::TempDir,
+/// Start as these tests do: fsync off, their own `--listen`, and back once
+/// the mode line (which follows the stdout lines) is on stderr.
+fn start(dir: &Path, args: &[&str]) -> Serve {
+    start_with(dir, args, None, 0)
 }
 
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+/// `start` as user/group `as_uid` if given, waiting for `lines` more stdout
+/// lines after `listening on`.
+fn start_with(dir: &Path, args: &[&str], as_uid: Option<u32>, lines: usize) -> Serve {
+    let mut cmd = Serve::command(dir);
+    cmd.arg("--no-fsync").args(args);
+    if let Some(id) = as_uid {
+        cmd.uid(id).gid(id);
     }
+    let s = Serve::spawn(cmd, lines);
+    s.wait_stderr("mode: ");
+    s
 }
 
-impl Serve {
-    fn start(dir: &Path, args: &[&str]) -> Serve {
-        Self::start_as(dir, args, None)
-    }
-
-    /// Start the server (as user/group `as_uid` if given), wait for its
-    /// `listening on` line and `lines` more stdout lines.
-    fn start_as(dir: &Path, args: &[&str], as_uid: Option<u32>) -> Serve {
-        Self::start_with(dir, args, as_uid, 0)
-    }
-
-    fn start_with(dir: &Path, args: &[&str], as_uid: Option<u32>, lines: usize) -> Serve {
-        let logs = tempfile::tempdir().unwrap();
-        let stderr = logs.path().join("stderr");
-        let mut cmd = Command::new(BIN);
-        cmd.arg("serve")
-            .arg(dir)
-            .args(["--no-fsync"])
-            .args(args)
-            .env_remove("WIRESPEED_TOKEN")
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::piped())
-            .stderr(File::create(&stderr).unwrap());
-        if let Some(id) = as_uid {
-            cmd.uid(id).gid(id);
-        }
-        let mut child = cmd.spawn().expect("start wirespeed serve");
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut stdout = Vec::new();
-        for _ in 0..=lines {
-            let mut line = String::new();
-            out.read_line(&mut line).unwrap();
-            stdout.push(line.trim_end().to_string());
-        }
-        let first = &stdout[0];
-        let url = first.strip_prefix("listening on ").unwrap_or_else(|| {
-            panic!(
-                "unexpected start line {first:?}; stderr: {}",
-                std::fs::read_to_string(&stderr).unwrap_or_default()
-            )
-        });
-        let hostport = url.split("://").nth(1).unwrap();
-        let mut addr: SocketAddr = hostport.parse().unwrap();
-        if addr.ip().is_unspecified() {
-            addr.set_ip([127, 0, 0, 1].into());
-        }
-        let s = Serve {
-            child,
-            addr,
-            stdout,
-            stderr,
-            _logs: logs,
-        };
-        // The mode line follows the stdout lines on stderr.
-        s.wait_stderr("mode: ");
-        s
-    }
-
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-
-    /// Wait (bounded) until stderr contains `what`.
-    fn wait_stderr(&self, what: &str) -> String {
-        let until = Instant::now() + Duration::from_secs(10);
-        loop {
-            let e = self.stderr();
-            if e.contains(what) {
-                return e;
-            }
-            assert!(Instant::now() < until, "stderr never said {what:?}: {e}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// One request on its own connection; (status, body).
-    fn req(&self, method: &str, path: &str, headers: &[&str], body: &[u8]) -> (u16, String) {
-        let mut c = TcpStream::connect(self.addr).unwrap();
-        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        let mut head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n",
-            body.len()
-        );
-        for h in headers {
-            head.push_str(h);
-            head.push_str("\r\n");
-        }
-        head.push_str("\r\n");
-        c.write_all(head.as_bytes()).unwrap();
-        c.write_all(body).unwrap();
-        let mut buf = Vec::new();
-        let _ = c.read_to_end(&mut buf);
-        let text = String::from_utf8_lossy(&buf).into_owned();
-        let status = text
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("no status in {text:?}"));
-        let body = text
-            .split_once("\r\n\r\n")
-            .map_or("", |(_, b)| b)
-            .to_string();
-        (status, body)
-    }
+/// One request on its own connection; (status, body as text).
+fn req(s: &Serve, method: &str, path: &str, headers: &[&str], body: &[u8]) -> (u16, String) {
+    let (status, _, body) = s.req(method, path, headers, body);
+    (status, String::from_utf8_lossy(&body).into_owned())
 }
 
 /// Run `wirespeed ARGS` to completion (bounded); (exit code, stderr).
@@ -168,7 +69,7 @@ fn beyond_loopback_without_token_writes_only_what_is_allowed() {
     let dir = tmp.path();
     std::fs::write(dir.join("old.txt"), b"old").unwrap();
 
-    let s = Serve::start(dir, &["--listen", "0.0.0.0:0"]);
+    let s = start(dir, &["--listen", "0.0.0.0:0"]);
     assert!(s.stdout[0].starts_with("listening on http://0.0.0.0:"));
     assert!(
         s.stderr().contains(
@@ -178,54 +79,54 @@ fn beyond_loopback_without_token_writes_only_what_is_allowed() {
         "{}",
         s.stderr()
     );
-    let (status, body) = s.req("PUT", "/new.txt", &[], b"new");
+    let (status, body) = req(&s, "PUT", "/new.txt", &[], b"new");
     assert_eq!(status, 403, "{body}");
     assert!(
         body.contains("--allow-upload") && body.contains("--token"),
         "{body}"
     );
     assert!(!dir.join("new.txt").exists());
-    assert_eq!(s.req("GET", "/old.txt", &[], b""), (200, "old".into()));
+    assert_eq!(req(&s, "GET", "/old.txt", &[], b""), (200, "old".into()));
     drop(s);
 
-    let s = Serve::start(dir, &["--listen", "0.0.0.0:0", "--allow-upload"]);
+    let s = start(dir, &["--listen", "0.0.0.0:0", "--allow-upload"]);
     assert!(s
         .stderr()
         .contains("mode: uploads for anyone, deletes refused"));
-    assert_eq!(s.req("PUT", "/new.txt", &[], b"new").0, 201);
+    assert_eq!(req(&s, "PUT", "/new.txt", &[], b"new").0, 201);
     assert_eq!(std::fs::read(dir.join("new.txt")).unwrap(), b"new");
-    let (status, body) = s.req("DELETE", "/old.txt", &[], b"");
+    let (status, body) = req(&s, "DELETE", "/old.txt", &[], b"");
     assert_eq!(status, 403);
     assert!(body.contains("--allow-delete"), "{body}");
     assert!(dir.join("old.txt").exists());
     drop(s);
 
     // With a token, writes need it, as on any address.
-    let s = Serve::start(dir, &["--listen", "0.0.0.0:0", "--token", "s3cret"]);
+    let s = start(dir, &["--listen", "0.0.0.0:0", "--token", "s3cret"]);
     assert!(s.stderr().contains("mode: read-write, writes need a token"));
-    assert_eq!(s.req("DELETE", "/old.txt", &[], b"").0, 401);
+    assert_eq!(req(&s, "DELETE", "/old.txt", &[], b"").0, 401);
     let auth = ["Authorization: Bearer s3cret"];
-    assert_eq!(s.req("DELETE", "/old.txt", &auth, b"").0, 204);
+    assert_eq!(req(&s, "DELETE", "/old.txt", &auth, b"").0, 204);
     assert!(!dir.join("old.txt").exists());
 }
 
 #[test]
 fn read_only_refuses_writes_on_loopback_too() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = Serve::start(tmp.path(), &["--listen", "127.0.0.1:0", "--read-only"]);
+    let s = start(tmp.path(), &["--listen", "127.0.0.1:0", "--read-only"]);
     assert!(s
         .stderr()
         .contains("mode: read-only (--read-only): uploads and deletes are refused"));
-    let (status, body) = s.req("PUT", "/x.txt", &[], b"x");
+    let (status, body) = req(&s, "PUT", "/x.txt", &[], b"x");
     assert_eq!(status, 403);
     assert!(body.contains("read-only"), "{body}");
     assert!(!tmp.path().join("x.txt").exists());
     drop(s);
-    let s = Serve::start(tmp.path(), &["--listen", "127.0.0.1:0"]);
+    let s = start(tmp.path(), &["--listen", "127.0.0.1:0"]);
     assert!(s
         .stderr()
         .contains("mode: read-write for anyone (loopback)"));
-    assert_eq!(s.req("PUT", "/x.txt", &[], b"x").0, 201);
+    assert_eq!(req(&s, "PUT", "/x.txt", &[], b"x").0, 201);
     // Conflicting flags are refused at start.
     let (code, err) = run(&[
         "serve",
@@ -241,7 +142,7 @@ fn read_only_refuses_writes_on_loopback_too() {
 fn missing_folder_is_created_and_a_file_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let typo = tmp.path().join("typo");
-    let s = Serve::start(&typo, &["--listen", "127.0.0.1:0"]);
+    let s = start(&typo, &["--listen", "127.0.0.1:0"]);
     assert!(
         s.stderr()
             .contains(&format!("created empty folder {}", typo.display())),
@@ -251,7 +152,7 @@ fn missing_folder_is_created_and_a_file_is_refused() {
     assert!(typo.is_dir());
     drop(s);
     // Existing: nothing said about creating it.
-    let s = Serve::start(&typo, &["--listen", "127.0.0.1:0"]);
+    let s = start(&typo, &["--listen", "127.0.0.1:0"]);
     assert!(!s.stderr().contains("created empty folder"));
     drop(s);
 
@@ -270,22 +171,22 @@ fn missing_folder_is_created_and_a_file_is_refused() {
 #[test]
 fn listen_takes_a_bare_port_or_a_host_name() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = Serve::start(tmp.path(), &["--listen", "0"]);
+    let s = start(tmp.path(), &["--listen", "0"]);
     assert!(
         s.stdout[0].starts_with("listening on http://127.0.0.1:"),
         "{:?}",
         s.stdout
     );
-    assert_eq!(s.req("GET", "/-/health", &[], b"").0, 200);
+    assert_eq!(req(&s, "GET", "/-/health", &[], b"").0, 200);
     drop(s);
-    let s = Serve::start(tmp.path(), &["--listen", "localhost:0"]);
+    let s = start(tmp.path(), &["--listen", "localhost:0"]);
     assert!(
         s.stdout[0].starts_with("listening on http://127.0.0.1:"),
         "{:?}",
         s.stdout
     );
     assert!(s.stderr().contains("(loopback)"));
-    assert_eq!(s.req("GET", "/", &[], b"").0, 200);
+    assert_eq!(req(&s, "GET", "/", &[], b"").0, 200);
     drop(s);
     for (bad, says) in [
         ("nonsense", "has no port"),
@@ -322,9 +223,9 @@ fn folder_the_server_cannot_write_answers_permission_denied() {
         std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).unwrap();
-    let s = Serve::start_as(&dir, &["--listen", "127.0.0.1:0"], as_uid);
-    let put = s.req("PUT", "/locked/new.txt", &[], b"new");
-    let del = s.req("DELETE", "/locked/old.txt", &[], b"");
+    let s = start_with(&dir, &["--listen", "127.0.0.1:0"], as_uid, 0);
+    let put = req(&s, "PUT", "/locked/new.txt", &[], b"new");
+    let del = req(&s, "DELETE", "/locked/old.txt", &[], b"");
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
     for (status, body) in [put, del] {
         assert_eq!(status, 403, "{body}");
@@ -341,7 +242,7 @@ fn folder_the_server_cannot_write_answers_permission_denied() {
         "{log}"
     );
     assert_eq!(
-        s.req("GET", "/locked/old.txt", &[], b""),
+        req(&s, "GET", "/locked/old.txt", &[], b""),
         (200, "old".into())
     );
 }
@@ -365,7 +266,7 @@ fn kept_self_signed_certificate_is_reused() {
             .unwrap_or_else(|| panic!("{:?}", s.stdout))
             .to_string()
     };
-    let s = Serve::start_with(&data, &args, None, 2);
+    let s = start_with(&data, &args, None, 2);
     assert!(s.stdout[0].starts_with("listening on https://"));
     assert!(
         s.stderr()
@@ -375,7 +276,7 @@ fn kept_self_signed_certificate_is_reused() {
     );
     let first = fingerprint(&s);
     drop(s);
-    let s = Serve::start_with(&data, &args, None, 2);
+    let s = start_with(&data, &args, None, 2);
     assert!(
         s.stderr()
             .contains("certificate: reused the stored certificate"),
@@ -400,7 +301,7 @@ fn sigterm_lets_a_download_in_flight_finish() {
     // Far more than the socket buffers hold, so the send is still under way.
     let big = wirespeed_testkit::bytes(48 << 20, 7);
     std::fs::write(data.join("big"), &big).unwrap();
-    let mut s = Serve::start(
+    let mut s = start(
         &data,
         &["--listen", "127.0.0.1:0", "--shutdown-grace", "60"],
     );
@@ -495,16 +396,16 @@ fn max_connections_refuses_the_next_with_503_and_rejects_zero() {
     }
 
     std::fs::write(dir.join("a.txt"), b"a").unwrap();
-    let s = Serve::start(dir, &["--listen", "127.0.0.1:0", "--max-connections", "1"]);
+    let s = start(dir, &["--listen", "127.0.0.1:0", "--max-connections", "1"]);
     // The accept loop takes connections in order: the held one is admitted.
     let held = TcpStream::connect(s.addr).unwrap();
-    let (status, body) = s.req("GET", "/a.txt", &[], b"");
+    let (status, body) = req(&s, "GET", "/a.txt", &[], b"");
     assert_eq!(status, 503, "{body}");
     assert!(body.contains("connection limit"), "{body}");
     drop(held);
     let until = Instant::now() + Duration::from_secs(10);
     loop {
-        let (status, body) = s.req("GET", "/a.txt", &[], b"");
+        let (status, body) = req(&s, "GET", "/a.txt", &[], b"");
         if status == 200 {
             assert_eq!(body, "a");
             break;

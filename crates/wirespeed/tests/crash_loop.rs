@@ -15,17 +15,18 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use wirespeed_testkit::{bytes, Resp, Rng};
 
-const BIN: &str = env!("CARGO_BIN_EXE_wirespeed");
+mod common;
+use common::Serve;
+
 /// Uploads started together in each round.
 const UPLOADS: usize = 50;
 /// Names the uploads choose from: a bounded pool keeps the folder small
@@ -34,59 +35,10 @@ const POOL: usize = 80;
 const TEMP_PREFIX: &str = ".wirespeed-tmp-";
 
 /// A `wirespeed serve` on a folder, fsync left at its default (on).
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-    _stdout: BufReader<ChildStdout>,
-    stderr: std::path::PathBuf,
-}
-
-impl Server {
-    fn start(dir: &Path, logs: &Path, round: usize) -> Server {
-        let stderr = logs.join(format!("stderr-{round}"));
-        let mut child = Command::new(BIN)
-            .arg("serve")
-            .arg(dir)
-            .args(["--listen", "127.0.0.1:0"])
-            .env_remove("WIRESPEED_TOKEN")
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::piped())
-            .stderr(File::create(&stderr).unwrap())
-            .spawn()
-            .expect("start wirespeed serve");
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        let addr = line
-            .trim_end()
-            .strip_prefix("listening on http://")
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| {
-                panic!(
-                    "unexpected start line {line:?}; stderr: {}",
-                    std::fs::read_to_string(&stderr).unwrap_or_default()
-                )
-            });
-        Server {
-            child,
-            addr,
-            _stdout: out,
-            stderr,
-        }
-    }
-
-    fn kill9(&mut self) {
-        // std's Child::kill is SIGKILL on Unix.
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn start(dir: &Path) -> Serve {
+    let mut cmd = Serve::command(dir);
+    cmd.args(["--listen", "127.0.0.1:0"]);
+    Serve::spawn(cmd, 0)
 }
 
 /// One version of one file: its bytes follow from (name, version) alone.
@@ -190,14 +142,13 @@ fn uploads_are_atomic_across_kill_9() {
     let mut rng = Rng(seed | 1);
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("data");
-    let logs = tempfile::tempdir().unwrap();
     // The version each name holds on disk (checked), and the next to write.
     let mut on_disk: HashMap<String, u32> = HashMap::new();
     let mut next_version: HashMap<String, u32> = HashMap::new();
     let mut t = Totals::default();
     let mut seen_temps = BTreeSet::new();
     let started = Instant::now();
-    let mut server = Server::start(&root, logs.path(), 0);
+    let mut server = start(&root);
 
     for round in 0..rounds {
         // 50 distinct names from the pool: overwrites where a file exists.
@@ -281,7 +232,7 @@ fn uploads_are_atomic_across_kill_9() {
             }
         }
 
-        server = Server::start(&root, logs.path(), round + 1);
+        server = start(&root);
 
         // (a) and (c): every final name holds exactly one complete version.
         let mut finals = BTreeSet::new();
@@ -371,7 +322,7 @@ fn uploads_are_atomic_across_kill_9() {
             assert!(
                 Instant::now() < until,
                 "stale temp files not swept: {aged:?}; stderr: {}",
-                std::fs::read_to_string(&server.stderr).unwrap_or_default()
+                server.stderr()
             );
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -1,0 +1,179 @@
+//! The built binary's `wirespeed serve` in a child process, shared by the
+//! binary's integration tests: start it, talk raw HTTP to it, read its
+//! stderr, signal it, kill it on drop.
+
+// Each test file uses a different part of this module.
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_wirespeed");
+
+/// A running `wirespeed serve`: its first stdout lines, its stderr in a file.
+pub struct Serve {
+    pub child: Child,
+    /// The address to connect to (127.0.0.1 for a 0.0.0.0 bind).
+    pub addr: SocketAddr,
+    /// `http` or `https`, from the `listening on` line.
+    scheme: String,
+    /// The `listening on` line and the lines `spawn` was asked to wait for.
+    pub stdout: Vec<String>,
+    /// Kept open so the server never writes to a closed pipe.
+    _out: BufReader<ChildStdout>,
+    stderr: PathBuf,
+    _logs: tempfile::TempDir,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Serve {
+    /// `serve DIR --no-fsync ARGS`, on 127.0.0.1:0 unless ARGS say `--listen`.
+    pub fn start(dir: &Path, args: &[&str]) -> Serve {
+        let mut cmd = Self::command(dir);
+        cmd.arg("--no-fsync");
+        if !args.contains(&"--listen") {
+            cmd.args(["--listen", "127.0.0.1:0"]);
+        }
+        cmd.args(args);
+        Self::spawn(cmd, 0)
+    }
+
+    /// `wirespeed serve DIR` without the test runner's token or log filter,
+    /// for callers that need other flags or a user before `spawn`.
+    pub fn command(dir: &Path) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("serve")
+            .arg(dir)
+            .env_remove("WIRESPEED_TOKEN")
+            .env_remove("RUST_LOG");
+        cmd
+    }
+
+    /// Spawn `cmd`, wait for its `listening on` line and `lines` more.
+    pub fn spawn(mut cmd: Command, lines: usize) -> Serve {
+        let logs = tempfile::tempdir().unwrap();
+        let stderr = logs.path().join("stderr");
+        cmd.stdout(Stdio::piped())
+            .stderr(File::create(&stderr).unwrap());
+        let mut child = cmd.spawn().expect("start wirespeed serve");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut stdout = Vec::new();
+        for _ in 0..=lines {
+            let mut line = String::new();
+            out.read_line(&mut line).unwrap();
+            stdout.push(line.trim_end().to_string());
+        }
+        let first = &stdout[0];
+        let parsed = first
+            .strip_prefix("listening on ")
+            .and_then(|url| url.split_once("://"))
+            .and_then(|(scheme, hostport)| Some((scheme, hostport.parse::<SocketAddr>().ok()?)));
+        let Some((scheme, mut addr)) = parsed else {
+            panic!(
+                "unexpected start line {first:?}; stderr: {}",
+                std::fs::read_to_string(&stderr).unwrap_or_default()
+            )
+        };
+        if addr.ip().is_unspecified() {
+            addr.set_ip([127, 0, 0, 1].into());
+        }
+        Serve {
+            scheme: scheme.to_string(),
+            child,
+            addr,
+            stdout,
+            _out: out,
+            stderr,
+            _logs: logs,
+        }
+    }
+
+    /// `http://ADDR` (or https), the URL prefix for client commands.
+    pub fn base(&self) -> String {
+        format!("{}://{}", self.scheme, self.addr)
+    }
+
+    /// Everything the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Wait (bounded) until stderr contains `what`; the whole stderr.
+    pub fn wait_stderr(&self, what: &str) -> String {
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            let e = self.stderr();
+            if e.contains(what) {
+                return e;
+            }
+            assert!(Instant::now() < until, "stderr never said {what:?}: {e}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// One request on its own connection (`Host: localhost`, always a
+    /// Content-Length); (status, head lowercased, body).
+    pub fn req(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[&str],
+        body: &[u8],
+    ) -> (u16, String, Vec<u8>) {
+        let mut c = TcpStream::connect(self.addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        for h in headers {
+            head.push_str(h);
+            head.push_str("\r\n");
+        }
+        head.push_str("\r\n");
+        c.write_all(head.as_bytes()).unwrap();
+        c.write_all(body).unwrap();
+        let mut buf = Vec::new();
+        let _ = c.read_to_end(&mut buf);
+        let split = wirespeed_testkit::find(&buf, b"\r\n\r\n")
+            .unwrap_or_else(|| panic!("no head in {:?}", String::from_utf8_lossy(&buf)));
+        let head = String::from_utf8_lossy(&buf[..split]).to_ascii_lowercase();
+        let status = head
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no status in {head:?}"));
+        (status, head, buf[split + 4..].to_vec())
+    }
+
+    /// SIGKILL and reap: a crash, nothing flushed or cleaned up.
+    pub fn kill9(&mut self) {
+        // std's Child::kill is SIGKILL on Unix.
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// Stop with SIGTERM and wait (bounded), so every log line is written;
+    /// then the whole stderr.
+    pub fn stop(mut self) -> String {
+        let pid = rustix::process::Pid::from_child(&self.child);
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM)
+            .expect("kill -TERM failed");
+        let until = Instant::now() + Duration::from_secs(20);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < until, "serve did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::fs::read_to_string(&self.stderr).unwrap()
+    }
+}
