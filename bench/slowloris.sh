@@ -54,7 +54,7 @@ RSS_IDLE=$(rss)
 
 log "slow phase: $SLOW dribbling connections for ${SLOW_SECS}s"
 SLOW_START=$(date +%s.%N)
-taskset -c 1 python3 "$PY" slow "$PORT" "$SLOW" 5 "$SLOW_SECS" >"$W/slow.json" &
+taskset -c "${SLOW_CPU:-1}" python3 "$PY" slow "$PORT" "$SLOW" 5 "$SLOW_SECS" >"$W/slow.json" &
 DRIBBLE=$!
 PIDS+=("$DRIBBLE")
 # Wait until (nearly) all of them are open in the server.
