@@ -311,20 +311,10 @@ async fn refuse<A: Accept>(acceptor: &A, tcp: TcpStream, peer: SocketAddr, why: 
         Ok(io) => io,
         Err(_) => return,
     };
-    let body = why.body();
-    let len = body.len().to_string();
-    let date = crate::response::http_date();
-    let headers: [(&str, &[u8]); 5] = [
-        ("Date", &date),
-        ("Content-Type", b"text/plain; charset=utf-8"),
-        ("Content-Length", len.as_bytes()),
-        ("Retry-After", b"1"),
-        ("Connection", b"close"),
-    ];
-    let mut head = Vec::with_capacity(192);
-    write_response_head(Version::Http11, 503, &headers, &mut head);
-    let mut slices = [IoSlice::new(&head), IoSlice::new(body.as_bytes())];
-    if write_all_vectored(&mut io, &mut slices).await.is_err() || io.flush().await.is_err() {
+    if write_closing_answer(&mut io, 503, &[("Retry-After", b"1")], why.body())
+        .await
+        .is_err()
+    {
         return;
     }
     // Read what the client sent until its FIN, so our close is not a reset
@@ -479,25 +469,33 @@ async fn reject(conn: &mut Conn, e: &Error) {
     tracing::debug!(peer = %conn.peer, status, error = %e, "request rejected");
     crate::exchange::report_rejected(conn, e);
     let body = format!("{e}\n");
+    let write = write_closing_answer(&mut conn.io, status, &[], &body);
+    let _ = tokio::time::timeout(conn.cfg.write_timeout, write).await;
+    lingering_close(conn).await;
+}
+
+/// Write a whole plain-text answer that ends the connection (`Connection:
+/// close`), head and body in one writev; rejections and refusals share it.
+async fn write_closing_answer(
+    io: &mut Box<dyn Transport>,
+    status: u16,
+    extra: &[(&str, &[u8])],
+    body: &str,
+) -> std::io::Result<()> {
     let len = body.len().to_string();
     let date = crate::response::http_date();
-    let headers: [(&str, &[u8]); 4] = [
+    let mut headers: Vec<(&str, &[u8])> = vec![
         ("Date", &date),
         ("Content-Type", b"text/plain; charset=utf-8"),
         ("Content-Length", len.as_bytes()),
-        ("Connection", b"close"),
     ];
-    let mut head = Vec::with_capacity(160);
+    headers.extend_from_slice(extra);
+    headers.push(("Connection", b"close"));
+    let mut head = Vec::with_capacity(192);
     write_response_head(Version::Http11, status, &headers, &mut head);
     let mut slices = [IoSlice::new(&head), IoSlice::new(body.as_bytes())];
-    let write = write_all_vectored(&mut conn.io, &mut slices);
-    if tokio::time::timeout(conn.cfg.write_timeout, write)
-        .await
-        .is_ok()
-    {
-        let _ = conn.io.flush().await;
-    }
-    lingering_close(conn).await;
+    write_all_vectored(io, &mut slices).await?;
+    io.flush().await
 }
 
 /// Close gracefully: send FIN, then read and drop what the peer still sends
