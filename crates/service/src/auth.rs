@@ -69,9 +69,9 @@ impl Access {
 /// server exposed beyond loopback without a token takes none unless told to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Writes {
-    /// PUT and POST.
+    /// PUT, POST and MKCOL (MOVE needs both this and `delete`).
     pub upload: bool,
-    /// DELETE.
+    /// DELETE (and MOVE).
     pub delete: bool,
     /// What a refusal says.
     pub why: WritesOff,
@@ -119,9 +119,12 @@ impl Writes {
     /// Why a request with this method is refused, or `None` if it may go on
     /// (to the token check). The text says what to do about it.
     pub fn refusal(&self, method: &str) -> Option<&'static str> {
+        // A move both removes a name and makes one: it needs both switches.
         let delete = match method {
-            "PUT" | "POST" => false,
+            "PUT" | "POST" | "MKCOL" => false,
             "DELETE" => true,
+            "MOVE" if self.upload && self.delete => return None,
+            "MOVE" => !self.delete,
             _ => return None,
         };
         if (delete && self.delete) || (!delete && self.upload) {

@@ -11,6 +11,8 @@
 //!   (`Want-Repr-Digest`) or sends `Repr-Digest`/`Content-Digest` to check;
 //!   a computed digest is recorded with the file and answered by GET/HEAD.
 //! - `DELETE /path`: a file, or an empty directory.
+//! - WebDAV `MKCOL /dir/` (one folder) and `MOVE /src` with `Destination`
+//!   (and `Overwrite: F`), under the same write policy and token as PUT.
 //! - `GET /-/health`; `GET /-/metrics` (Prometheus, [`metrics`]).
 //!
 //! Paths are validated by the pure [`path`] module; storage sits behind the
@@ -90,7 +92,7 @@ pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
         router = router.route(&["GET"], "/-/metrics", page);
     }
     router.route(
-        &["GET", "PUT", "DELETE", "POST"],
+        &["GET", "PUT", "DELETE", "POST", "MKCOL", "MOVE"],
         "/*",
         Files::new(storage, cfg),
     )

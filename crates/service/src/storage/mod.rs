@@ -10,6 +10,8 @@
 //! | [`Upload::abort`] / drop | unlink the temp file           | `AbortMultipartUpload`             |
 //! | [`Storage::list`]    | `getdents`, a batch per blocking task | `ListObjectsV2` pages              |
 //! | [`Storage::delete`]  | `unlinkat`                         | `DeleteObject`                     |
+//! | [`Storage::mkdir`]   | `mkdirat`                          | (default: unsupported)             |
+//! | [`Storage::rename`]  | `renameat2` (`RENAME_NOREPLACE` when asked) | (default: unsupported)    |
 //! | [`Object::stored_sha256`] | an extended attribute (or a hidden sidecar) bound to the file's identity | object metadata |
 //!
 //! Fast paths are optional capabilities, not separate code paths in the
@@ -112,6 +114,13 @@ pub enum StorageError {
     /// A commit's precondition did not hold (the target changed).
     #[error("precondition failed: the file changed (If-Match / If-None-Match)")]
     PreconditionFailed,
+    /// Something already exists where a folder or a move should land
+    /// (the routes answer 405 for MKCOL, 412 for MOVE with `Overwrite: F`).
+    #[error("already exists")]
+    Exists,
+    /// The backend cannot do this operation at all.
+    #[error("not supported by this storage: {0}")]
+    Unsupported(&'static str),
     #[error("storage I/O error: {0}")]
     Io(io::Error),
 }
@@ -126,7 +135,8 @@ impl StorageError {
             StorageError::Busy => 503,
             // A long name is a bad request, not a long URI (RFC 9110 §15.5.15).
             StorageError::NameTooLong => 400,
-            StorageError::PreconditionFailed => 412,
+            StorageError::PreconditionFailed | StorageError::Exists => 412,
+            StorageError::Unsupported(_) => 501,
             StorageError::Io(_) => 500,
         }
     }
@@ -199,6 +209,24 @@ pub trait Storage: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Self::Listing, StorageError>> + Send;
     /// Remove a file, or an empty directory.
     fn delete(&self, key: &RelPath) -> impl Future<Output = Result<(), StorageError>> + Send;
+    /// Create one directory; its parent must exist (else
+    /// [`StorageError::Conflict`]), and nothing may be at `key` (else
+    /// [`StorageError::Exists`]).
+    fn mkdir(&self, _key: &RelPath) -> impl Future<Output = Result<(), StorageError>> + Send {
+        async { Err(StorageError::Unsupported("creating folders")) }
+    }
+    /// Move a file or directory to `to`, whose parent must exist (else
+    /// [`StorageError::Conflict`]). With `overwrite` false an existing `to`
+    /// is left alone ([`StorageError::Exists`]); with it true a file there
+    /// is replaced ([`Written::Replaced`]).
+    fn rename(
+        &self,
+        _from: &RelPath,
+        _to: &RelPath,
+        _overwrite: bool,
+    ) -> impl Future<Output = Result<Written, StorageError>> + Send {
+        async { Err(StorageError::Unsupported("moving and renaming")) }
+    }
     /// Bytes a new upload can still use, if the backend knows (a local
     /// filesystem's free space; object stores: `None`).
     fn available(&self) -> impl Future<Output = Option<u64>> + Send {

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 
 mod listing;
@@ -27,7 +27,7 @@ use upload::TempGuard;
 use super::digest_store::{self, DigestStore, Identity};
 use super::resolve::Root;
 use super::sweep::{sweep_stale_temp_files, Sweep, STALE_TEMP_AGE, SWEEP_MAX_ENTRIES};
-use super::{Kind, Meta, Object, Storage, StorageError};
+use super::{Kind, Meta, Object, Storage, StorageError, Written};
 use crate::path::{RelPath, TEMP_PREFIX};
 
 /// A directory on the local filesystem.
@@ -169,6 +169,21 @@ impl LocalStorage {
             .open_at(segments, dir_flags)
             .map_err(parent_error)?;
         Ok((fd, created))
+    }
+
+    /// The directory a new entry at `key` goes in, which must exist: a
+    /// missing parent (or a file in its place) is a conflict.
+    fn open_parent(&self, key: &RelPath) -> Result<OwnedFd, StorageError> {
+        match self
+            .root
+            .open_at(key.parent(), OFlags::PATH | OFlags::DIRECTORY)
+        {
+            Ok(fd) => Ok(fd),
+            Err(StorageError::NotFound) => {
+                Err(StorageError::Conflict("the parent folder does not exist"))
+            }
+            Err(e) => Err(parent_error(e)),
+        }
     }
 
     /// A symlink is usable only if it resolves inside the root (dangling
@@ -333,6 +348,69 @@ impl Storage for LocalStorage {
                 }
                 Ok(())
             }
+        }
+    }
+
+    async fn mkdir(&self, key: &RelPath) -> Result<(), StorageError> {
+        let Some(name) = key.name() else {
+            return Err(StorageError::Exists); // the root
+        };
+        let parent = self.open_parent(key)?;
+        match rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(0o755)) {
+            Ok(()) => Ok(()),
+            Err(Errno::EXIST) => Err(StorageError::Exists),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn rename(
+        &self,
+        from: &RelPath,
+        to: &RelPath,
+        overwrite: bool,
+    ) -> Result<Written, StorageError> {
+        let (Some(src_name), Some(dst_name)) = (from.name(), to.name()) else {
+            return Err(StorageError::Forbidden); // the root itself
+        };
+        let src_dir = self
+            .root
+            .open_at(from.parent(), OFlags::PATH | OFlags::DIRECTORY)?;
+        let st = rustix::fs::statat(&src_dir, src_name, AtFlags::SYMLINK_NOFOLLOW)?;
+        if FileType::from_raw_mode(st.st_mode) == FileType::Symlink {
+            self.check_link(from.segments())?;
+        }
+        let dst_dir = self.open_parent(to)?;
+        let existing = match rustix::fs::statat(&dst_dir, dst_name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Some(st),
+            Err(Errno::NOENT) => None,
+            Err(e) => return Err(e.into()),
+        };
+        let flags = if overwrite {
+            RenameFlags::empty()
+        } else {
+            RenameFlags::NOREPLACE
+        };
+        match rustix::fs::renameat_with(&src_dir, src_name, &dst_dir, dst_name, flags) {
+            Ok(()) => {}
+            Err(Errno::EXIST) => return Err(StorageError::Exists),
+            // A folder moved into itself (EINVAL), or a file and a folder
+            // swapped for each other.
+            Err(Errno::INVAL) | Err(Errno::ISDIR) | Err(Errno::NOTDIR) => {
+                return Err(StorageError::Conflict(
+                    "a folder cannot move into itself, nor replace or be replaced by a file",
+                ))
+            }
+            Err(Errno::NOTEMPTY) => return Err(StorageError::NotEmpty),
+            Err(e) => return Err(e.into()),
+        }
+        match existing {
+            Some(old) => {
+                if FileType::from_raw_mode(old.st_mode) == FileType::RegularFile {
+                    digest_store::forget(self.digests, self.root.fd(), &Identity::of(&old));
+                }
+                Ok(Written::Replaced)
+            }
+            None => Ok(Written::Created),
         }
     }
 
