@@ -60,6 +60,10 @@ impl<S: Storage> Files<S> {
     }
 }
 
+/// The built-in pages run only their own script and styles, from `/-/assets/`.
+const PAGE_CSP: &str = "default-src 'self'; img-src 'self' data:; object-src 'none'; \
+     base-uri 'none'; form-action 'self'; frame-ancestors 'self'";
+
 /// A refused request's body is not drained (that would let anyone without
 /// a token hold a 256 KiB buffer for as long as they trickle bytes): the
 /// connection closes after the answer instead.
@@ -128,9 +132,29 @@ impl<S: Storage> Handler for Files<S> {
         }
         if self.cfg.access.required(write) && !self.cfg.access.allows(ex.header("authorization")) {
             close_if_body(ex);
-            let resp = Response::new(401)
-                .header("WWW-Authenticate", "Bearer realm=\"wirespeed\"")
-                .header("Content-Type", "text/plain; charset=utf-8");
+            let resp = Response::new(401).header("WWW-Authenticate", "Bearer realm=\"wirespeed\"");
+            // A browser navigation cannot send a bearer token: it gets the
+            // page's frame, whose script asks for the token and fetches with it.
+            if ex.method() == "GET"
+                && Format::choose(ex.query(), ex.header_str("accept")) == Format::Html
+                && ex
+                    .header_str("accept")
+                    .is_some_and(|a| a.contains("text/html"))
+            {
+                let segments = parse_request_path(ex.path())
+                    .map(|k| k.segments().to_vec())
+                    .unwrap_or_default();
+                let mut page = Vec::with_capacity(2048);
+                let mut fmt = Formatter::new(Format::Html);
+                fmt.begin(&mut page, &segments, true);
+                fmt.end(&mut page);
+                let resp = resp
+                    .header("Content-Type", Format::Html.content_type())
+                    .header("Content-Security-Policy", PAGE_CSP)
+                    .header("Cache-Control", "no-store");
+                return ex.send(resp, &page).await;
+            }
+            let resp = resp.header("Content-Type", "text/plain; charset=utf-8");
             return ex.send(resp, b"a valid bearer token is required\n").await;
         }
         let key = parse_request_path(ex.path()).map_err(|e| path_error(e, ex.method()))?;
@@ -180,6 +204,9 @@ impl<S: Storage> Files<S> {
                         .header("Content-Type", "text/plain; charset=utf-8");
                     ex.send(resp, b"moved: directories end in '/'\n").await
                 }
+            }
+            Err(StorageError::NotFound) if key.segments() == ["favicon.ico"] => {
+                crate::assets::send_favicon(ex).await
             }
             Err(e) => Err(e.into()),
         }
@@ -273,18 +300,16 @@ impl<S: Storage> Files<S> {
         // is read before the head is sent, so its failures get a status.
         let mut listing = self.storage.list(key).await?;
         let mut batch = listing.next_batch().await?;
-        let resp = Response::new(200)
+        let mut resp = Response::new(200)
             .header("Content-Type", format.content_type())
             .header("Vary", "Accept")
             .header("Cache-Control", "no-cache");
-        let title = format!(
-            "/{}{}",
-            key.segments().join("/"),
-            if key.is_root() { "" } else { "/" }
-        );
+        if format == Format::Html {
+            resp = resp.header("Content-Security-Policy", PAGE_CSP);
+        }
         let mut fmt = Formatter::new(format);
         let mut text = Vec::with_capacity(FLUSH_AT + 1024);
-        fmt.begin(&mut text, &title, key.is_root());
+        fmt.begin(&mut text, key.segments(), false);
         let mut w = ex.writer(resp)?;
         while let Some(entries) = batch {
             for e in &entries {

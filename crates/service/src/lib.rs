@@ -13,11 +13,14 @@
 //! - `DELETE /path`: a file, or an empty directory.
 //! - WebDAV `MKCOL /dir/` (one folder) and `MOVE /src` with `Destination`
 //!   (and `Overwrite: F`), under the same write policy and token as PUT.
-//! - `GET /-/health`; `GET /-/metrics` (Prometheus, [`metrics`]).
+//! - `GET /-/health`; `GET /-/metrics` (Prometheus, [`metrics`]);
+//!   `GET /-/assets/<version>/<name>`: the browser page's script, styles and
+//!   icons ([`assets`]), and `/favicon.ico` when the folder has none.
 //!
 //! Paths are validated by the pure [`path`] module; storage sits behind the
 //! [`storage::Storage`] trait ([`storage::LocalStorage`] by default).
 
+pub mod assets;
 pub mod auth;
 pub mod conditional;
 pub mod digest;
@@ -82,7 +85,11 @@ impl ServiceConfig {
 /// set, then every other path as a file (`path.rs` answers any `/-/…` path,
 /// even percent-encoded, as missing: no stored file hides behind a control path).
 pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
-    let mut router = Router::new().route(&["GET"], "/-/health", Health);
+    let mut router = Router::new().route(&["GET"], "/-/health", Health).route(
+        &["GET"],
+        "/-/assets/*",
+        assets::Assets,
+    );
     if let Some(metrics) = &cfg.metrics {
         let page = metrics::MetricsPage {
             metrics: metrics.clone(),

@@ -122,32 +122,14 @@ impl Formatter {
         Formatter { format, count: 0 }
     }
 
-    /// `title_path` is the directory's decoded path, e.g. `/a b/`.
-    pub fn begin(&mut self, out: &mut Vec<u8>, title_path: &str, is_root: bool) {
+    /// `segments` are the directory's decoded names (none: the root).
+    /// `locked`: a private server's answer to a browser without the token,
+    /// the page's frame only (its script asks for the token, then fetches
+    /// the listing with it).
+    pub fn begin(&mut self, out: &mut Vec<u8>, segments: &[String], locked: bool) {
         match self.format {
             Format::Json => out.push(b'['),
-            Format::Html => {
-                let mut t = String::new();
-                escape_html(title_path, &mut t);
-                out.extend_from_slice(
-                    format!(
-                        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\
-<meta name=\"viewport\" content=\"width=device-width\"><title>Index of {t}</title>\
-<style>body{{font-family:system-ui,sans-serif;margin:2em}}table{{border-collapse:collapse}}\
-td,th{{padding:.2em 1em;text-align:left}}td.s{{text-align:right}}</style></head><body>\n\
-<h1>Index of {t}</h1>\n\
-<form method=\"post\" action=\"?format=html\" enctype=\"multipart/form-data\"><input type=\"file\" name=\"file\" multiple> \
-<button type=\"submit\">Upload</button></form>\n\
-<table><thead><tr><th>Name</th><th>Size</th><th>Modified (UTC)</th></tr></thead><tbody>\n"
-                    )
-                    .as_bytes(),
-                );
-                if !is_root {
-                    out.extend_from_slice(
-                        b"<tr><td><a href=\"../\">../</a></td><td></td><td></td></tr>\n",
-                    );
-                }
-            }
+            Format::Html => html_begin(out, segments, locked),
         }
     }
 
@@ -176,8 +158,9 @@ td,th{{padding:.2em 1em;text-align:left}}td.s{{text-align:right}}</style></head>
                 }
             }
             Format::Html => {
-                let mut s = String::with_capacity(128 + 3 * e.name.len());
-                s.push_str("<tr><td><a href=\"");
+                let mut s = String::with_capacity(256 + 4 * e.name.len());
+                s.push_str(if dir { "<tr class=\"d\">" } else { "<tr>" });
+                s.push_str("<td class=\"n\"><a href=\"");
                 encode_segment_into(&e.name, &mut s);
                 if dir {
                     s.push('/');
@@ -187,13 +170,20 @@ td,th{{padding:.2em 1em;text-align:left}}td.s{{text-align:right}}</style></head>
                 if dir {
                     s.push('/');
                 }
-                s.push_str("</a></td><td class=\"s\">");
-                if !dir {
-                    s.push_str(&e.meta.size.to_string());
+                s.push_str("</a></td><td class=\"s\"");
+                if dir {
+                    s.push('>');
+                } else {
+                    s.push_str(&format!(" data-size=\"{}\">", e.meta.size));
+                    human_size(e.meta.size, &mut s);
                 }
-                s.push_str("</td><td>");
-                s.push_str(modified.as_deref().unwrap_or(""));
-                s.push_str("</td></tr>\n");
+                s.push_str("</td><td class=\"m\">");
+                if let Some(m) = &modified {
+                    // The page's script rewrites this in the viewer's time zone.
+                    let (day, hm) = (m.get(..10).unwrap_or(m), m.get(11..16).unwrap_or(""));
+                    s.push_str(&format!("<time datetime=\"{m}\">{day} {hm}</time>"));
+                }
+                s.push_str("</td><td class=\"a\"><button type=\"button\" class=\"act\" title=\"Actions\" aria-label=\"Actions\">&#8943;</button></td></tr>\n");
                 out.extend_from_slice(s.as_bytes());
             }
         }
@@ -203,9 +193,75 @@ td,th{{padding:.2em 1em;text-align:left}}td.s{{text-align:right}}</style></head>
     pub fn end(&mut self, out: &mut Vec<u8>) {
         match self.format {
             Format::Json => out.extend_from_slice(b"\n]\n"),
-            Format::Html => out.extend_from_slice(b"</tbody></table>\n</body></html>\n"),
+            Format::Html => out.extend_from_slice(HTML_END.as_bytes()),
         }
     }
+}
+
+const HTML_END: &str = "</tbody></table></main>\n\
+<p id=\"empty\" class=\"empty\" hidden>This folder is empty.</p>\n\
+<footer>wirespeed &middot; <a href=\"?format=json\">JSON</a></footer>\n</body></html>\n";
+
+/// The page's head, header, upload form and table head.
+fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool) {
+    let mut title = String::from("/");
+    let mut crumbs = String::from("<a href=\"/\">Home</a>");
+    let mut href = String::from("/");
+    for seg in segments {
+        escape_html(seg, &mut title);
+        title.push('/');
+        encode_segment_into(seg, &mut href);
+        href.push('/');
+        crumbs.push_str("<span class=\"sep\">/</span><a href=\"");
+        crumbs.push_str(&href);
+        crumbs.push_str("\">");
+        escape_html(seg, &mut crumbs);
+        crumbs.push_str("</a>");
+    }
+    let up = if segments.is_empty() {
+        String::new()
+    } else {
+        "<tr class=\"d up\"><td class=\"n\"><a href=\"../\" rel=\"up\">../</a></td><td class=\"s\"></td><td class=\"m\"></td><td class=\"a\"></td></tr>\n".to_string()
+    };
+    let (css, js, icon) = (
+        crate::assets::url("page.css"),
+        crate::assets::url("page.js"),
+        crate::assets::url("icon.svg"),
+    );
+    let state = if locked { " data-locked=\"1\"" } else { "" };
+    out.extend_from_slice(
+        format!(
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+<meta name=\"color-scheme\" content=\"light dark\"><title>Index of {title}</title>\
+<link rel=\"icon\" href=\"{icon}\" type=\"image/svg+xml\"><link rel=\"stylesheet\" href=\"{css}\">\
+<script src=\"{js}\" defer></script></head><body{state}>\n\
+<header><nav class=\"crumbs\" aria-label=\"Folder\">{crumbs}<span class=\"sep\">/</span></nav>\
+<h1>Index of {title}</h1></header>\n\
+<div class=\"bar\" id=\"bar\"><form id=\"upform\" method=\"post\" action=\"?format=html\" enctype=\"multipart/form-data\">\
+<input type=\"file\" name=\"file\" id=\"files\" multiple> <button type=\"submit\">Upload</button></form></div>\n\
+<main><table id=\"list\"><thead><tr><th class=\"n\" data-key=\"name\">Name</th><th class=\"s\" data-key=\"size\">Size</th>\
+<th class=\"m\" data-key=\"modified\">Modified</th><th class=\"a\"><span class=\"vh\">Actions</span></th></tr></thead><tbody>\n{up}"
+        )
+        .as_bytes(),
+    );
+}
+
+/// A size in bytes as people read it: `999 B`, `1.5 KiB`, `12.0 MiB` (the
+/// page's script formats the same way).
+pub fn human_size(n: u64, out: &mut String) {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if n < 1024 {
+        out.push_str(&format!("{n} B"));
+        return;
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    out.push_str(&format!("{v:.1} {}", UNITS[unit]));
 }
 
 /// Escape text for HTML element content and quoted attribute values.
@@ -311,7 +367,7 @@ mod tests {
     fn json_is_valid_and_escaped() {
         let mut f = Formatter::new(Format::Json);
         let mut out = Vec::new();
-        f.begin(&mut out, "/", true);
+        f.begin(&mut out, &[], false);
         for n in ["plain", "quo\"te", "back\\slash", "ctl\u{1}\n", "<b>&", "é"] {
             f.entry(&mut out, &entry(n, Kind::File));
         }
@@ -328,7 +384,7 @@ mod tests {
         assert_eq!(a[0]["modified"], "2023-11-14T22:13:20Z");
         let mut empty = Vec::new();
         let mut f = Formatter::new(Format::Json);
-        f.begin(&mut empty, "/", true);
+        f.begin(&mut empty, &[], false);
         f.end(&mut empty);
         assert_eq!(
             serde_json::from_slice::<serde_json::Value>(&empty).unwrap(),
@@ -340,7 +396,7 @@ mod tests {
     fn html_is_escaped_and_linked() {
         let mut f = Formatter::new(Format::Html);
         let mut out = Vec::new();
-        f.begin(&mut out, "/<x>/", false);
+        f.begin(&mut out, &["<x>".to_string()], false);
         f.entry(&mut out, &entry("<script>\"'&.txt", Kind::File));
         f.entry(&mut out, &entry("sub dir", Kind::Dir));
         f.end(&mut out);
@@ -350,7 +406,29 @@ mod tests {
             s.contains("href=\"%3Cscript%3E%22%27%26.txt\">&lt;script&gt;&quot;&#39;&amp;.txt</a>")
         );
         assert!(s.contains("href=\"sub%20dir/\">sub dir/</a>"));
+        assert!(
+            s.contains("<a href=\"/%3Cx%3E/\">&lt;x&gt;</a>"),
+            "breadcrumb"
+        );
+        assert!(s.contains("data-size=\"42\">42 B</td>"));
+        assert!(s.contains("<time datetime=\"2023-11-14T22:13:20Z\">2023-11-14 22:13</time>"));
         assert!(s.contains("href=\"../\""));
         assert!(!s.contains("<script>"));
+    }
+
+    #[test]
+    fn human_sizes() {
+        let h = |n| {
+            let mut s = String::new();
+            human_size(n, &mut s);
+            s
+        };
+        assert_eq!(h(0), "0 B");
+        assert_eq!(h(1023), "1023 B");
+        assert_eq!(h(1024), "1.0 KiB");
+        assert_eq!(h(1536), "1.5 KiB");
+        assert_eq!(h(12 << 20), "12.0 MiB");
+        assert_eq!(h(3 << 30), "3.0 GiB");
+        assert_eq!(h(u64::MAX), "16.0 EiB");
     }
 }

@@ -1,0 +1,88 @@
+//! The browser page's static files, embedded in the binary and served at
+//! `/-/assets/<version>/<name>`; the version is a hash of their contents, so
+//! they can be cached for a year and a new build is fetched at once.
+
+use std::sync::OnceLock;
+
+use sha2::{Digest, Sha256};
+use wirespeed_net::{Error, Exchange, Handler, Response};
+
+/// (name, content type, bytes) of every asset.
+const FILES: &[(&str, &str, &[u8])] = &[
+    (
+        "page.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/page.js"),
+    ),
+    (
+        "page.css",
+        "text/css; charset=utf-8",
+        include_bytes!("../assets/page.css"),
+    ),
+    (
+        "icon.svg",
+        "image/svg+xml",
+        include_bytes!("../assets/icon.svg"),
+    ),
+    FAVICON,
+];
+
+/// Answered at `/favicon.ico` when the served folder has none.
+pub const FAVICON: (&str, &str, &[u8]) = (
+    "favicon.ico",
+    "image/x-icon",
+    include_bytes!("../assets/favicon.ico"),
+);
+
+/// The first 12 hex digits of the SHA-256 of all assets.
+pub fn version() -> &'static str {
+    static V: OnceLock<String> = OnceLock::new();
+    V.get_or_init(|| {
+        let mut h = Sha256::new();
+        for (name, _, bytes) in FILES {
+            h.update(name.as_bytes());
+            h.update(bytes);
+        }
+        let sum = h.finalize();
+        sum[..6].iter().map(|b| format!("{b:02x}")).collect()
+    })
+}
+
+/// The URL path of asset `name` in this build.
+pub fn url(name: &str) -> String {
+    format!("/-/assets/{}/{name}", version())
+}
+
+/// `GET /-/assets/<version>/<name>`: no token needed (the files are the
+/// same in every wirespeed). Another version's URL still gets today's file,
+/// but revalidated, so a page from an older build keeps working.
+pub struct Assets;
+
+impl Handler for Assets {
+    async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
+        let rest = ex.path().strip_prefix("/-/assets/").unwrap_or("");
+        let (v, name) = rest.split_once('/').unwrap_or(("", rest));
+        let Some((_, ty, bytes)) = FILES.iter().find(|(n, _, _)| *n == name) else {
+            return Err(Error::status(404, "no such asset"));
+        };
+        let cache = if v == version() {
+            "public, max-age=31536000, immutable"
+        } else {
+            "no-cache"
+        };
+        let resp = Response::new(200)
+            .header("Content-Type", *ty)
+            .header("Cache-Control", cache)
+            .header("X-Content-Type-Options", "nosniff");
+        ex.send(resp, bytes).await
+    }
+}
+
+/// The embedded favicon as a response (for `/favicon.ico` when the folder
+/// has none).
+pub async fn send_favicon(ex: &mut Exchange) -> Result<(), Error> {
+    let resp = Response::new(200)
+        .header("Content-Type", FAVICON.1)
+        .header("Cache-Control", "public, max-age=86400");
+    ex.send(resp, FAVICON.2).await
+}

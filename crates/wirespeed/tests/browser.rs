@@ -1,0 +1,167 @@
+//! The folder page in a real headless Chromium: `tests/browser/test_page.py`
+//! (Python Playwright, the system's `/usr/bin/chromium`) against three
+//! `wirespeed serve` processes (open, `--token`, `--private`), then the files
+//! on disk checked here too. Outside CI a missing Chromium or Playwright
+//! skips with a loud message; with `CI=true` it fails. `SCREENSHOTS=1`
+//! writes the README's screenshots to `docs/`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Serve;
+
+const TOKEN: &str = "page-test-token";
+/// The whole browser run's limit (it takes ~40 s on two shared cores).
+const LIMIT: Duration = Duration::from_secs(300);
+
+fn chromium() -> PathBuf {
+    std::env::var_os("CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from)
+}
+
+/// Why the browser test cannot run here, if it cannot.
+fn missing_tools() -> Option<String> {
+    if !chromium().exists() {
+        return Some(format!(
+            "{} not found (apt-get install chromium)",
+            chromium().display()
+        ));
+    }
+    let playwright = Command::new("python3")
+        .args(["-c", "import playwright.sync_api"])
+        .stderr(Stdio::null())
+        .status();
+    if !playwright.is_ok_and(|s| s.success()) {
+        return Some("python3 cannot import playwright (pip install playwright)".into());
+    }
+    None
+}
+
+/// Deterministic bytes (xorshift), so a wrong offset cannot go unnoticed.
+fn noise(len: usize, mut seed: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        out.extend_from_slice(&seed.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+fn write(path: &Path, bytes: &[u8]) {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn folder_page_in_chromium() {
+    if let Some(why) = missing_tools() {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("the browser test needs Chromium and Playwright in CI: {why}");
+        }
+        eprintln!(
+            "\n!!!!!! SKIPPED folder_page_in_chromium: {why}; bash .ci/run installs both !!!!!!\n"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (open, tok, private, work) = (
+        tmp.path().join("open"),
+        tmp.path().join("token"),
+        tmp.path().join("private"),
+        tmp.path().join("work"),
+    );
+    for d in [&open, &tok, &private, &work] {
+        std::fs::create_dir(d).unwrap();
+    }
+    std::fs::create_dir(open.join("adir")).unwrap();
+    write(&open.join("a.txt"), b"aaaa\n");
+    write(&open.join("b.bin"), &[0; 3000]);
+    write(&open.join("c.dat"), &[0; 100_000]);
+    write(&open.join("zdir/inner.txt"), b"in\n");
+    write(
+        &open.join("<img src=x onerror=alert(1)>.txt"),
+        b"<b>x</b>\n",
+    );
+    write(&private.join("secret.txt"), b"s\n");
+    write(&private.join("secret-dir/deeper.txt"), b"d\n");
+    let hello = b"hello from the page\n";
+    write(&work.join("hello world.txt"), hello);
+    let three = noise(3 << 20, 3);
+    write(&work.join("three.bin"), &three);
+    let big = noise(24 << 20, 24);
+    write(&work.join("big.bin"), &big);
+
+    let s_open = Serve::start(&open, &[]);
+    let s_tok = Serve::start(&tok, &["--token", TOKEN]);
+    let s_priv = Serve::start(&private, &["--token", TOKEN, "--private"]);
+    // The resumable path is asserted where the server has tus routes.
+    let (status, head, _) = s_open.req("OPTIONS", "/-/uploads/", &[], b"");
+    let tus = status < 300 && head.contains("tus-version");
+
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/test_page.py");
+    let mut cmd = Command::new("python3");
+    cmd.arg(&script)
+        .args(["--base", &format!("{}/", s_open.base())])
+        .arg("--root")
+        .arg(&open)
+        .arg("--work")
+        .arg(&work)
+        .args(["--token-base", &format!("{}/", s_tok.base())])
+        .arg("--token-root")
+        .arg(&tok)
+        .args(["--private-base", &format!("{}/", s_priv.base())])
+        .args(["--token", TOKEN])
+        .env("CHROMIUM", chromium());
+    if tus {
+        cmd.arg("--expect-tus");
+    }
+    if std::env::var("SCREENSHOTS").is_ok_and(|v| v == "1") {
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+        std::fs::create_dir_all(&docs).unwrap();
+        cmd.arg("--screenshots").arg(docs);
+    }
+    let mut child = cmd.spawn().expect("run python3");
+    let until = Instant::now() + LIMIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the browser checks took longer than {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        status.success(),
+        "browser checks failed ({status}); see the FAIL lines above"
+    );
+
+    // What the page did, as the disk sees it.
+    let read = |p: PathBuf| std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    assert_eq!(read(open.join("hello world.txt")), hello);
+    assert_eq!(read(open.join("adir/hello world.txt")), hello, "no-JS form");
+    assert_eq!(read(open.join("dropped-1.txt")), b"dropped one\n");
+    assert_eq!(read(open.join("three.bin")), three);
+    assert!(read(open.join("big.bin")) == big, "the cut upload differs");
+    assert!(open.join("made here").is_dir());
+    assert!(!open.join("a.txt").exists() && !open.join("renamed.txt").exists());
+    assert_eq!(read(open.join("zdir/inner.txt")), b"in\n");
+    assert_eq!(read(tok.join("hello world.txt")), hello);
+    assert!(tok.join("with-token").is_dir());
+    let leftovers: Vec<_> = std::fs::read_dir(&open)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".wirespeed-tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+    drop((s_open, s_tok, s_priv));
+}

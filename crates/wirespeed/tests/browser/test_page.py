@@ -1,0 +1,416 @@
+#!/usr/bin/env python3
+"""The folder page in a real headless Chromium (Playwright), against running
+`wirespeed serve` processes that crates/wirespeed/tests/browser.rs starts.
+
+Usage: test_page.py --base URL --root DIR --work DIR --token-base URL
+       --private-base URL --token TOKEN [--screenshots DIR] [--only NAME]
+
+Each check prints `ok NAME` or `FAIL NAME: why`; the exit code is the number
+of failures. The Rust test then checks the files on disk again.
+"""
+import argparse
+import hashlib
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright, expect
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+TIMEOUT_MS = 20_000
+
+args = None
+results = []
+
+
+def digest(p):
+    return hashlib.sha256(Path(p).read_bytes()).hexdigest()
+
+
+class Page:
+    """A page with its console errors collected."""
+
+    def __init__(self, browser, url, allowed=(), **ctx):
+        self.context = browser.new_context(**ctx)
+        self.context.set_default_timeout(TIMEOUT_MS)
+        self.page = self.context.new_page()
+        self.errors = []
+        self.allowed = allowed
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        # A name that ran as markup would pop this up.
+        self.page.on("dialog", lambda d: (self.errors.append(f"native dialog: {d.message}"), d.dismiss()))
+        if url:
+            self.goto(url)
+
+    def _console(self, msg):
+        if msg.type == "error" and not any(a in msg.text for a in self.allowed):
+            self.errors.append(f"console: {msg.text}")
+
+    def goto(self, url):
+        self.page.goto(url)
+        self.page.wait_for_selector("html[data-ready='1']")
+
+    def names(self):
+        return self.page.eval_on_selector_all(
+            "#list tbody tr:not(.up) td.n a", "els => els.map(e => e.textContent)")
+
+    def close(self):
+        self.context.close()
+        assert not self.errors, "console errors: " + "; ".join(self.errors)
+
+
+def check(name):
+    def wrap(fn):
+        def run(browser):
+            if args.only and args.only not in name:
+                return
+            t0 = time.monotonic()
+            try:
+                fn(browser)
+                results.append((name, None))
+                print(f"ok {name} ({time.monotonic() - t0:.1f} s)", flush=True)
+            except Exception as e:  # noqa: BLE001 - every failure is reported
+                results.append((name, e))
+                print(f"FAIL {name}: {e}", flush=True)
+                traceback.print_exc()
+        run.__name__ = name
+        CHECKS.append(run)
+        return fn
+    return wrap
+
+
+CHECKS = []
+
+
+def row_action(p, name, action):
+    row = p.page.locator("#list tbody tr").filter(has=p.page.locator("td.n a", has_text=name))
+    row.locator("button.act").click()
+    p.page.get_by_role("menuitem", name=action).click()
+
+
+@check("listing: folders first, human sizes, local times, sort and reverse, filter")
+def listing(browser):
+    p = Page(browser, args.base)
+    assert p.names() == ["adir/", "zdir/", "<img src=x onerror=alert(1)>.txt", "a.txt", "b.bin", "c.dat"], p.names()
+    size = p.page.locator("#list tbody tr", has_text="c.dat").locator("td.s").text_content()
+    assert size == "97.7 KiB", size
+    shown = p.page.locator("#list tbody tr", has_text="a.txt").locator("time").text_content()
+    assert shown and "T" not in shown and not shown.endswith("Z"), f"time not localised: {shown!r}"
+    p.page.get_by_role("button", name="Size").click()
+    assert p.names()[2:] == ["a.txt", "<img src=x onerror=alert(1)>.txt", "b.bin", "c.dat"], p.names()
+    assert p.page.locator("th.s").get_attribute("aria-sort") == "ascending"
+    p.page.get_by_role("button", name="Size").click()
+    assert p.names() == ["zdir/", "adir/", "c.dat", "b.bin", "<img src=x onerror=alert(1)>.txt", "a.txt"], p.names()
+    assert p.page.locator("th.s").get_attribute("aria-sort") == "descending"
+    p.page.fill("#filter", "B.")
+    assert p.names() == ["b.bin"], p.names()
+    p.page.fill("#filter", "nothing-like-this")
+    expect(p.page.locator("#empty")).to_be_visible()
+    p.page.fill("#filter", "")
+    assert len(p.names()) == 6
+    p.close()
+
+
+@check("navigate: into a folder, up by ../ and by the breadcrumb")
+def navigate(browser):
+    p = Page(browser, args.base)
+    p.page.click("text=zdir/")
+    p.page.wait_for_url("**/zdir/")
+    p.page.wait_for_selector("html[data-ready='1']")
+    assert p.names() == ["inner.txt"], p.names()
+    assert p.page.locator(".crumbs a").all_text_contents() == ["Home", "zdir"]
+    p.page.click("a[rel=up]")
+    p.page.wait_for_url(args.base)
+    p.page.wait_for_selector("html[data-ready='1']")
+    assert "zdir/" in p.names()
+    p.page.click("text=zdir/")
+    p.page.wait_for_url("**/zdir/")
+    p.page.click(".crumbs >> text=Home")
+    p.page.wait_for_url(args.base)
+    p.close()
+
+
+@check("an HTML file name is shown as text, before and after a re-render")
+def html_name(browser):
+    p = Page(browser, args.base)
+    name = "<img src=x onerror=alert(1)>.txt"
+    assert p.page.locator("#list img").count() == 0
+    assert name in p.names()
+    p.page.get_by_role("button", name="Modified").click()  # rebuilt rows
+    p.page.evaluate("() => document.dispatchEvent(new Event('visibilitychange'))")
+    assert name in p.names()
+    assert p.page.locator("#list img").count() == 0
+    row_action(p, name, "Rename…")
+    assert p.page.locator("dialog input").input_value() == name
+    p.page.keyboard.press("Escape")
+    p.close()
+
+
+@check("upload through the file input; the listing updates without a reload")
+def upload_input(browser):
+    p = Page(browser, args.base)
+    src = Path(args.work) / "hello world.txt"
+    p.page.set_input_files("#files", str(src))
+    expect(p.page.locator("#list td.n a", has_text="hello world.txt")).to_be_visible()
+    expect(p.page.locator("#uploads li.done")).to_have_count(1)
+    assert digest(Path(args.root) / "hello world.txt") == digest(src)
+    p.close()
+
+
+@check("upload by dropping files (a synthesised DataTransfer)")
+def upload_drop(browser):
+    p = Page(browser, args.base)
+    p.page.evaluate("""() => {
+        const dt = new DataTransfer();
+        dt.items.add(new File(['dropped one\\n'], 'dropped-1.txt', {type: 'text/plain'}));
+        dt.items.add(new File([new Uint8Array(70000).map((_, i) => i % 251)], 'dropped-2.bin'));
+        const fire = (type) => document.body.dispatchEvent(
+            new DragEvent(type, {dataTransfer: dt, bubbles: true, cancelable: true}));
+        fire('dragenter'); fire('dragover'); fire('drop');
+    }""")
+    expect(p.page.locator("#list td.n a", has_text="dropped-2.bin")).to_be_visible()
+    expect(p.page.locator("#list td.n a", has_text="dropped-1.txt")).to_be_visible()
+    assert (Path(args.root) / "dropped-1.txt").read_bytes() == b"dropped one\n"
+    assert (Path(args.root) / "dropped-2.bin").read_bytes() == bytes(i % 251 for i in range(70000))
+    assert p.page.evaluate("document.body.classList.contains('dragging')") is False
+    p.close()
+
+
+def throttle(p, bytes_per_s):
+    cdp = p.context.new_cdp_session(p.page)
+    cdp.send("Network.enable")
+    cdp.send("Network.emulateNetworkConditions", {
+        "offline": False, "latency": 20,
+        "downloadThroughput": -1, "uploadThroughput": bytes_per_s})
+    return cdp
+
+
+@check("progress: per-file and total bars, rate and time left during a throttled upload")
+def progress(browser):
+    p = Page(browser, args.base, viewport={"width": 1100, "height": 720})
+    cdp = throttle(p, 1_000_000)
+    src = Path(args.work) / "three.bin"
+    p.page.set_input_files("#files", str(src))
+    p.page.wait_for_function("""() => {
+        const b = document.querySelector('#uploads li progress');
+        const info = document.querySelector('#uploads li .info');
+        return b && b.value > 0 && b.value < b.max && info.textContent.includes('left');
+    }""")
+    info = p.page.locator("#uploads li .info").text_content()
+    total = p.page.locator("#uploads .total .text").text_content()
+    assert "/s" in info and "left" in info, info
+    assert "of 1" in total and "MiB" in total, total
+    if args.screenshots:
+        p.page.screenshot(path=str(Path(args.screenshots) / "page-upload.png"))
+    cdp.send("Network.emulateNetworkConditions", {
+        "offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+    expect(p.page.locator("#uploads li.done")).to_have_count(1, timeout=60_000)
+    assert digest(Path(args.root) / "three.bin") == digest(src)
+    p.close()
+
+
+@check("a large upload cut by 2 s offline completes byte-identical")
+def offline(browser):
+    # The cut fails requests in flight: Chromium logs them.
+    p = Page(browser, args.base, allowed=("ERR_INTERNET_DISCONNECTED", "Failed to load resource"))
+    methods = []
+    p.page.on("request", lambda r: methods.append((r.method, r.headers.get("upload-offset"))))
+    throttle(p, 3_000_000)
+    src = Path(args.work) / "big.bin"
+    p.page.set_input_files("#files", str(src))
+    size = src.stat().st_size
+    p.page.wait_for_function(f"""() => {{
+        const b = document.querySelector('#uploads li progress');
+        return b && b.value > {size // 4};
+    }}""", timeout=60_000)
+    p.context.set_offline(True)
+    time.sleep(2)
+    p.context.set_offline(False)
+    expect(p.page.locator("#uploads li.done")).to_have_count(1, timeout=120_000)
+    assert digest(Path(args.root) / "big.bin") == digest(src), "bytes differ"
+    patches = [int(o) for m, o in methods if m == "PATCH" and o is not None]
+    if patches:
+        assert any(o > 0 for o in patches[1:]), f"tus resumed from a later offset: {patches}"
+        print(f"  resumed through tus: PATCH offsets {patches}", flush=True)
+    else:
+        print("  no tus routes on this server: the upload restarted as a PUT", flush=True)
+    if args.expect_tus:
+        assert patches, "expected the tus path"
+    p.close()
+
+
+@check("new folder, rename and delete through the page")
+def manage(browser):
+    # The refused rename (412) and delete (409) are logged by Chromium.
+    p = Page(browser, args.base, allowed=("412", "409"))
+    root = Path(args.root)
+    p.page.click("#mkdir-btn")
+    p.page.fill("dialog input", "made here")
+    p.page.click("dialog button.primary")
+    expect(p.page.locator("#list td.n a", has_text="made here/")).to_be_visible()
+    assert (root / "made here").is_dir()
+    row_action(p, "a.txt", "Rename…")
+    p.page.fill("dialog input", "renamed.txt")
+    p.page.keyboard.press("Enter")
+    expect(p.page.locator("#list td.n a", has_text="renamed.txt")).to_be_visible()
+    assert not (root / "a.txt").exists() and (root / "renamed.txt").read_bytes() == b"aaaa\n"
+    # Rename onto an existing name is refused, nothing replaced.
+    row_action(p, "renamed.txt", "Rename…")
+    p.page.fill("dialog input", "b.bin")
+    p.page.keyboard.press("Enter")
+    expect(p.page.locator("#toast")).to_contain_text("already exists")
+    assert (root / "renamed.txt").exists() and (root / "b.bin").stat().st_size == 3000
+    row_action(p, "renamed.txt", "Delete…")
+    p.page.click("dialog button.danger")
+    expect(p.page.locator("#list td.n a", has_text="renamed.txt")).to_have_count(0)
+    assert not (root / "renamed.txt").exists()
+    # A folder with something in it cannot be deleted: said so, kept.
+    row_action(p, "zdir/", "Delete…")
+    p.page.click("dialog button.danger")
+    expect(p.page.locator("#toast")).to_contain_text("empty folder")
+    assert (root / "zdir" / "inner.txt").exists()
+    p.close()
+
+
+@check("keyboard: Tab reaches the row actions, Enter opens, Escape closes and returns focus")
+def keyboard(browser):
+    p = Page(browser, args.base)
+    for _ in range(40):
+        p.page.keyboard.press("Tab")
+        if p.page.evaluate("document.activeElement.classList.contains('act')"):
+            break
+    else:
+        raise AssertionError("no row action reachable by Tab")
+    outline = p.page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline != "none", "focus is visible"
+    p.page.keyboard.press("Enter")
+    expect(p.page.locator(".menu")).to_be_visible()
+    assert p.page.evaluate("document.activeElement.getAttribute('role')") == "menuitem"
+    p.page.keyboard.press("ArrowDown")
+    assert p.page.evaluate("document.activeElement.textContent") == "Copy link"
+    p.page.keyboard.press("Escape")
+    expect(p.page.locator(".menu")).to_have_count(0)
+    assert p.page.evaluate("document.activeElement.classList.contains('act')")
+    p.close()
+
+
+@check("a --token server: a write asks for the token in the page, once, then works")
+def token(browser):
+    p = Page(browser, args.token_base, allowed=("401",))
+    src = Path(args.work) / "hello world.txt"
+    p.page.set_input_files("#files", str(src))
+    dialog = p.page.locator("dialog[open]")
+    expect(dialog).to_be_visible()
+    assert dialog.locator("input").get_attribute("type") == "password"
+    dialog.locator("input").fill(args.token)
+    dialog.locator("button.primary").click()
+    expect(p.page.locator("#uploads li.done")).to_have_count(1)
+    assert digest(Path(args.token_root) / "hello world.txt") == digest(src)
+    assert p.page.evaluate("sessionStorage.getItem('wirespeed-token')") == args.token
+    # The next write uses the kept token: no second prompt.
+    p.page.click("#mkdir-btn")
+    p.page.fill("dialog input", "with-token")
+    p.page.click("dialog button.primary")
+    expect(p.page.locator("#list td.n a", has_text="with-token/")).to_be_visible()
+    assert (Path(args.token_root) / "with-token").is_dir()
+    p.close()
+
+
+@check("a --private server: the page asks for the token, then lists; folders below need no new prompt")
+def private(browser):
+    p = Page(browser, None, allowed=("401",))
+    resp = p.page.goto(args.private_base)
+    assert resp.status == 401
+    assert "basic" not in (resp.headers.get("www-authenticate") or "").lower()
+    dialog = p.page.locator("dialog[open]")
+    expect(dialog).to_be_visible()
+    assert p.names() == []
+    dialog.locator("input").fill(args.token)
+    dialog.locator("button.primary").click()
+    p.page.wait_for_selector("html[data-ready='1']")
+    assert p.names() == ["secret-dir/", "secret.txt"], p.names()
+    p.page.click("text=secret-dir/")
+    p.page.wait_for_url("**/secret-dir/")
+    p.page.wait_for_selector("html[data-ready='1']")
+    assert p.names() == ["deeper.txt"], p.names()
+    assert p.page.locator("dialog[open]").count() == 0
+    p.close()
+
+
+@check("phone: no horizontal scrolling at 375 px")
+def phone(browser):
+    p = Page(browser, args.base, viewport={"width": 375, "height": 740}, is_mobile=True,
+             device_scale_factor=2, has_touch=True)
+    width = p.page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 375, f"scrollWidth {width}"
+    if args.screenshots:
+        p.page.screenshot(path=str(Path(args.screenshots) / "page-phone.png"))
+    p.close()
+
+
+@check("dark mode follows prefers-color-scheme")
+def dark(browser):
+    p = Page(browser, args.base, color_scheme="dark")
+    bg = p.page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert bg in ("rgb(13, 17, 23)",), bg
+    p.close()
+
+
+@check("favicon and assets: embedded icon, long-cached versioned assets")
+def favicon(browser):
+    p = Page(browser, args.base)
+    r = p.page.request.get(args.base + "favicon.ico")
+    assert r.status == 200 and r.headers["content-type"] == "image/x-icon", r.status
+    assert r.body()[:4] == b"\x00\x00\x01\x00"
+    href = p.page.get_attribute("link[rel=stylesheet]", "href")
+    r = p.page.request.get(args.base.rstrip("/") + href)
+    assert "immutable" in r.headers["cache-control"], r.headers
+    if args.screenshots:
+        p.page.set_viewport_size({"width": 1100, "height": 640})
+        p.page.screenshot(path=str(Path(args.screenshots) / "page-desktop.png"))
+    p.close()
+
+
+@check("without JavaScript the plain form still uploads")
+def no_js(browser):
+    p = Page(browser, None, java_script_enabled=False)
+    p.page.goto(args.base + "adir/")
+    submit = p.page.locator("#upform button[type=submit]")
+    expect(submit).to_be_visible()
+    p.page.set_input_files("#files", str(Path(args.work) / "hello world.txt"))
+    submit.click()
+    p.page.wait_for_load_state()
+    assert (Path(args.root) / "adir" / "hello world.txt").read_bytes() == \
+        (Path(args.work) / "hello world.txt").read_bytes()
+    p.close()
+
+
+def main():
+    global args
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--base", required=True)
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--token-base", required=True)
+    ap.add_argument("--token-root", required=True)
+    ap.add_argument("--private-base", required=True)
+    ap.add_argument("--token", required=True)
+    ap.add_argument("--screenshots")
+    ap.add_argument("--only")
+    ap.add_argument("--expect-tus", action="store_true")
+    args = ap.parse_args()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        for run in CHECKS:
+            run(browser)
+        browser.close()
+    failed = [n for n, e in results if e]
+    print(f"{len(results) - len(failed)} passed, {len(failed)} failed", flush=True)
+    sys.exit(min(len(failed), 100))
+
+
+if __name__ == "__main__":
+    main()
