@@ -7,9 +7,9 @@ use wirespeed_net::{Error, Exchange, Handler, Response};
 
 use crate::conditional::{evaluate, write_allowed, Conditions, Outcome, Validators};
 use crate::digest::{asked_for, format_sha256};
-use crate::listing::{Format, Formatter, FLUSH_AT};
+use crate::listing::{Format, Formatter, FLUSH_AT, PAGE_CSP};
 use crate::path::{parse_request_path, RelPath};
-use crate::respond::{check_room, etag, explain_too_large, respond_stored};
+use crate::respond::{admit, check_room, close_if_body, etag, explain_too_large, respond_stored};
 use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload};
 use crate::upload::receive;
 use crate::{RouteClass, ServiceConfig};
@@ -60,22 +60,6 @@ impl<S: Storage> Files<S> {
     }
 }
 
-/// The built-in pages run only their own script and styles, from `/-/assets/`.
-const PAGE_CSP: &str = "default-src 'self'; img-src 'self' data:; object-src 'none'; \
-     base-uri 'none'; form-action 'self'; frame-ancestors 'self'";
-
-/// A refused request's body is not drained (that would let anyone without
-/// a token hold a 256 KiB buffer for as long as they trickle bytes): the
-/// connection closes after the answer instead.
-fn close_if_body(ex: &mut Exchange) {
-    if !matches!(
-        ex.body_framing(),
-        wirespeed_net::proto::BodyFraming::Empty | wirespeed_net::proto::BodyFraming::Length(0)
-    ) {
-        ex.close_after_response();
-    }
-}
-
 /// A refused path as an answer. A name over 255 bytes is a bad request for
 /// a write (400, never 414: the URI is not what is too long) and simply
 /// absent for a read or delete, since no such file can exist.
@@ -101,61 +85,16 @@ impl<S: Storage> Handler for Files<S> {
     async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
         let write = !matches!(ex.method(), "GET" | "HEAD");
         request_class(ex).set(ex);
-        if let Some(hosts) = &self.cfg.loopback_hosts {
-            if !ex.header_str("host").is_some_and(|h| hosts.allows(h)) {
-                close_if_body(ex);
-                return ex
-                    .send_text(
-                        421,
-                        "misdirected request: this server is bound to loopback and answers only \
-                         localhost, 127.0.0.1 and [::1] (serve --allow-host NAME adds a name)",
-                    )
-                    .await;
-            }
-        }
-        if write
-            && crate::origin::is_cross_origin(
-                ex.header_str("sec-fetch-site"),
-                ex.header_str("origin"),
-                ex.header_str("host"),
-            )
-        {
-            close_if_body(ex);
-            return Err(Error::status(
-                403,
-                "cross-origin write refused: a page on another site may not change files here",
-            ));
-        }
-        if let Some(why) = self.cfg.writes.refusal(ex.method()) {
-            close_if_body(ex);
-            return ex.send_text(403, why).await;
-        }
-        if self.cfg.access.required(write) && !self.cfg.access.allows(ex.header("authorization")) {
-            close_if_body(ex);
-            let resp = Response::new(401).header("WWW-Authenticate", "Bearer realm=\"wirespeed\"");
-            // A browser navigation cannot send a bearer token: it gets the
-            // page's frame, whose script asks for the token and fetches with it.
-            if ex.method() == "GET"
-                && Format::choose(ex.query(), ex.header_str("accept")) == Format::Html
-                && ex
-                    .header_str("accept")
-                    .is_some_and(|a| a.contains("text/html"))
-            {
-                let segments = parse_request_path(ex.path())
-                    .map(|k| k.segments().to_vec())
-                    .unwrap_or_default();
-                let mut page = Vec::with_capacity(2048);
-                let mut fmt = Formatter::new(Format::Html);
-                fmt.begin(&mut page, &segments, true);
-                fmt.end(&mut page);
-                let resp = resp
-                    .header("Content-Type", Format::Html.content_type())
-                    .header("Content-Security-Policy", PAGE_CSP)
-                    .header("Cache-Control", "no-store");
-                return ex.send(resp, &page).await;
-            }
-            let resp = resp.header("Content-Type", "text/plain; charset=utf-8");
-            return ex.send(resp, b"a valid bearer token is required\n").await;
+        let policy = match ex.method() {
+            "PUT" => "PUT",
+            "POST" => "POST",
+            "DELETE" => "DELETE",
+            "MKCOL" => "MKCOL",
+            "MOVE" => "MOVE",
+            _ => "GET",
+        };
+        if !admit(&self.cfg, ex, policy, write).await? {
+            return Ok(());
         }
         let key = parse_request_path(ex.path()).map_err(|e| path_error(e, ex.method()))?;
         let _upload = match ex.method() {

@@ -10,6 +10,31 @@ use crate::storage::{Entry, Kind};
 /// Hand formatted text to the body writer once this much has accumulated.
 pub const FLUSH_AT: usize = 16 * 1024;
 
+/// The built-in pages run only their own script and styles, from `/-/assets/`.
+pub const PAGE_CSP: &str = "default-src 'self'; img-src 'self' data:; object-src 'none'; \
+     base-uri 'none'; form-action 'self'; frame-ancestors 'self'";
+
+/// For a browser's GET that lacks the token (it asks for HTML by `Accept`):
+/// the page's frame without entries (`data-locked`), whose script asks for
+/// the token and fetches the listing with it. `None` for anything else.
+pub fn locked_page(ex: &wirespeed_net::Exchange) -> Option<Vec<u8>> {
+    let accept = ex.header_str("accept")?;
+    if ex.method() != "GET"
+        || !accept.contains("text/html")
+        || Format::choose(ex.query(), Some(accept)) != Format::Html
+    {
+        return None;
+    }
+    let segments = crate::path::parse_request_path(ex.path())
+        .map(|k| k.segments().to_vec())
+        .unwrap_or_default();
+    let mut page = Vec::with_capacity(2048);
+    let mut fmt = Formatter::new(Format::Html);
+    fmt.begin(&mut page, &segments, true);
+    fmt.end(&mut page);
+    Some(page)
+}
+
 /// Output format of a listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {

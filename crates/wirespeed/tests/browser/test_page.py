@@ -218,7 +218,9 @@ def offline(browser):
     p = Page(browser, args.base, allowed=("ERR_INTERNET_DISCONNECTED", "Failed to load resource"))
     methods = []
     p.page.on("request", lambda r: methods.append((r.method, r.headers.get("upload-offset"))))
-    throttle(p, 3_000_000)
+    failed = []
+    p.page.on("requestfailed", lambda r: failed.append((r.method, r.failure)))
+    cdp = throttle(p, 3_000_000)
     src = Path(args.work) / "big.bin"
     p.page.set_input_files("#files", str(src))
     size = src.stat().st_size
@@ -226,19 +228,31 @@ def offline(browser):
         const b = document.querySelector('#uploads li progress');
         return b && b.value > {size // 4};
     }}""", timeout=60_000)
+    # The throttling session going offline fails the requests it throttles
+    # (Playwright's own offline switch only refuses new ones).
+    cut = len(methods)
+    cdp.send("Network.emulateNetworkConditions", {
+        "offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
     p.context.set_offline(True)
     time.sleep(2)
     p.context.set_offline(False)
+    cdp.send("Network.emulateNetworkConditions", {
+        "offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
     expect(p.page.locator("#uploads li.done")).to_have_count(1, timeout=120_000)
     assert digest(Path(args.root) / "big.bin") == digest(src), "bytes differ"
-    patches = [int(o) for m, o in methods if m == "PATCH" and o is not None]
-    if patches:
-        assert any(o > 0 for o in patches[1:]), f"tus resumed from a later offset: {patches}"
-        print(f"  resumed through tus: PATCH offsets {patches}", flush=True)
+    assert failed, "the cut failed no request"
+    print(f"  failed by the cut: {failed}; requests {methods}", flush=True)
+    after = methods[cut:]
+    patches = [int(o) for m, o in after if m == "PATCH" and o is not None]
+    if any(m == "PATCH" for m, _ in methods):
+        assert not any(m in ("POST", "PUT") for m, _ in after), f"restarted: {after}"
+        assert any(m == "HEAD" for m, _ in after), f"no offset asked after the cut: {after}"
+        assert patches and patches[0] > 0, f"tus resumed from a later offset: {after}"
+        print(f"  resumed through tus from offset {patches[0]}", flush=True)
     else:
         print("  no tus routes on this server: the upload restarted as a PUT", flush=True)
     if args.expect_tus:
-        assert patches, "expected the tus path"
+        assert any(m == "PATCH" for m, _ in methods), "expected the tus path"
     p.close()
 
 
