@@ -136,6 +136,16 @@ fn tus_creation_with_upload_and_a_path_target() {
     );
     assert_eq!((r.status, r.header("upload-offset")), (201, Some("3")));
     assert_eq!(std::fs::read(srv.root.join("one.txt")).unwrap(), b"abc");
+    // An empty upload is complete at creation.
+    let r = srv.req(
+        "POST",
+        "/-/uploads/empty.txt",
+        &[TUS, ("Upload-Length", "0")],
+        b"",
+    );
+    assert_eq!((r.status, r.header("upload-offset")), (201, Some("0")));
+    assert_eq!(std::fs::read(srv.root.join("empty.txt")).unwrap(), b"");
+    assert_eq!(partial_files(&srv), Vec::<String>::new());
 }
 
 #[test]
