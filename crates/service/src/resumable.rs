@@ -33,6 +33,9 @@ use crate::{RouteClass, ServiceConfig};
 
 /// Where upload resources live.
 pub const UPLOADS_PREFIX: &str = "/-/uploads/";
+/// `Upload-Draft-Interop-Version` of every IETF answer: the draft iteration
+/// implemented (its clients ignore servers of other iterations).
+const INTEROP: &str = "8";
 /// The router pattern of [`UPLOADS_PREFIX`].
 pub const UPLOADS_PREFIX_ROUTE: &str = "/-/uploads/*";
 
@@ -540,7 +543,17 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         let mut resp = Response::new(201)
             .header("Tus-Resumable", tus::VERSION)
             .header("Location", location(&id));
-        if let Some(first) = creation.first {
+        // An empty upload is complete at creation: published at once.
+        let first = creation.first.or_else(|| {
+            (creation.length == Some(0)).then_some(Append {
+                offset: 0,
+                max_bytes: 0,
+                set_length: None,
+                completes: false,
+                checksum: None,
+            })
+        });
+        if let Some(first) = first {
             let _lock = self.take_append(&slot).await?;
             let done = self.append(ex, &id, &slot, first).await?;
             if let Some(e) = done.body_error {
@@ -660,7 +673,8 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                     Written::Created => 201,
                     Written::Replaced => 204,
                 })
-                .header("Upload-Complete", "?1");
+                .header("Upload-Complete", "?1")
+                .header("Upload-Draft-Interop-Version", INTEROP);
                 if written == Written::Created {
                     resp = resp.header("Location", key.to_url(false));
                 }
@@ -679,6 +693,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 let state = slot.snapshot();
                 let status = if ex.method() == "PATCH" { 204 } else { 201 };
                 let mut resp = Response::new(status)
+                    .header("Upload-Draft-Interop-Version", INTEROP)
                     .header("Upload-Complete", "?0")
                     .header("Upload-Offset", offset.to_string())
                     .header(
@@ -695,7 +710,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
 
     async fn ietf_head(&self, ex: &mut Exchange, id: &UploadId) -> Result<(), Error> {
         let state = self.slot(id).await?.snapshot();
-        let mut resp = Response::new(204);
+        let mut resp = Response::new(204).header("Upload-Draft-Interop-Version", INTEROP);
         for (name, value) in ietf::offset_fields(&state, &self.ucfg.limits, now()) {
             resp = resp.header(name, value);
         }
