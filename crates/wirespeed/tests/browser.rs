@@ -92,6 +92,8 @@ fn folder_page_in_chromium() {
     write(&private.join("secret.txt"), b"s\n");
     write(&private.join("secret-dir/deeper.txt"), b"d\n");
     let hello = b"hello from the page\n";
+    write(&work.join("tree/top.txt"), b"top\n");
+    write(&work.join("tree/sub dir/deep.txt"), b"deep\n");
     write(&work.join("hello world.txt"), hello);
     let three = noise(3 << 20, 3);
     write(&work.join("three.bin"), &three);
@@ -153,6 +155,7 @@ fn folder_page_in_chromium() {
     assert_eq!(read(open.join("three.bin")), three);
     assert!(read(open.join("big.bin")) == big, "the cut upload differs");
     assert!(open.join("made here").is_dir());
+    assert_eq!(read(open.join("tree/sub dir/deep.txt")), b"deep\n", "folder upload");
     assert!(!open.join("a.txt").exists() && !open.join("renamed.txt").exists());
     assert_eq!(read(open.join("zdir/inner.txt")), b"in\n");
     assert_eq!(read(tok.join("hello world.txt")), hello);

@@ -205,10 +205,28 @@ def progress(browser):
     assert "of 1" in total and "MiB" in total, total
     if args.screenshots:
         p.page.screenshot(path=str(Path(args.screenshots) / "page-upload.png"))
+    # Cancel stops it and stores nothing; Retry sends it again, whole.
+    p.page.locator("#uploads li").get_by_role("button", name="Cancel").click()
+    expect(p.page.locator("#uploads li.cancelled")).to_have_count(1)
+    expect(p.page.locator("#uploads li").get_by_role("button", name="Retry")).to_be_visible()
+    time.sleep(0.3)
+    assert not (Path(args.root) / "three.bin").exists(), "a cancelled upload was stored"
     cdp.send("Network.emulateNetworkConditions", {
         "offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+    p.page.locator("#uploads li").get_by_role("button", name="Retry").click()
     expect(p.page.locator("#uploads li.done")).to_have_count(1, timeout=60_000)
     assert digest(Path(args.root) / "three.bin") == digest(src)
+    p.close()
+
+
+@check("upload a folder through the folder picker: the tree is kept")
+def upload_folder(browser):
+    p = Page(browser, args.base)
+    p.page.set_input_files("#folder-files", str(Path(args.work) / "tree"))
+    expect(p.page.locator("#uploads li.done")).to_have_count(2)
+    expect(p.page.locator("#list td.n a", has_text="tree/")).to_be_visible()
+    for rel in ["tree/top.txt", "tree/sub dir/deep.txt"]:
+        assert (Path(args.root) / rel).read_bytes() == (Path(args.work) / rel).read_bytes(), rel
     p.close()
 
 
@@ -319,8 +337,12 @@ def token(browser):
     dialog = p.page.locator("dialog[open]")
     expect(dialog).to_be_visible()
     assert dialog.locator("input").get_attribute("type") == "password"
-    dialog.locator("input").fill(args.token)
+    # A wrong token is asked for again, saying so.
+    dialog.locator("input").fill("not-the-token")
     dialog.locator("button.primary").click()
+    expect(p.page.locator("dialog[open]")).to_contain_text("not accepted")
+    p.page.locator("dialog[open] input").fill(args.token)
+    p.page.locator("dialog[open] button.primary").click()
     expect(p.page.locator("#uploads li.done")).to_have_count(1)
     assert digest(Path(args.token_root) / "hello world.txt") == digest(src)
     assert p.page.evaluate("sessionStorage.getItem('wirespeed-token')") == args.token
