@@ -199,6 +199,13 @@ mod tests {
         assert_eq!(up.refusal("PUT"), None);
         assert_eq!(up.refusal("POST"), None);
         assert!(up.refusal("DELETE").unwrap().contains("--allow-delete"));
+        assert_eq!(up.refusal("MKCOL"), None);
+        assert!(up.refusal("MOVE").unwrap().contains("--allow-delete"));
+        let del = Writes::exposed(false, true);
+        assert!(del.refusal("MOVE").unwrap().contains("--allow-upload"));
+        assert!(del.refusal("MKCOL").unwrap().contains("--allow-upload"));
+        assert_eq!(Writes::exposed(true, true).refusal("MOVE"), None);
+        assert!(ro.refusal("MOVE").unwrap().contains("read-only"));
         let none = Writes::exposed(false, false);
         assert!(none.refusal("POST").unwrap().contains("--allow-upload"));
         assert!(none.refusal("PUT").unwrap().contains("--token"));

@@ -208,7 +208,7 @@ impl Formatter {
                     let (day, hm) = (m.get(..10).unwrap_or(m), m.get(11..16).unwrap_or(""));
                     s.push_str(&format!("<time datetime=\"{m}\">{day} {hm}</time>"));
                 }
-                s.push_str("</td><td class=\"a\"><button type=\"button\" class=\"act\" title=\"Actions\" aria-label=\"Actions\">&#8943;</button></td></tr>\n");
+                s.push_str("</td></tr>\n");
                 out.extend_from_slice(s.as_bytes());
             }
         }
@@ -223,11 +223,14 @@ impl Formatter {
     }
 }
 
-const HTML_END: &str = "</tbody></table></main>\n\
+const HTML_END: &str = "</tbody></table></noscript></main>\n\
 <p id=\"empty\" class=\"empty\" hidden>This folder is empty.</p>\n\
 <footer>wirespeed &middot; <a href=\"?format=json\">JSON</a></footer>\n</body></html>\n";
 
-/// The page's head, header, upload form and table head.
+/// The page's head, header, upload form and table head. The rows are inside
+/// `<noscript>`: without a script they are the table; with one the parser
+/// keeps them as text (no layout of thousands of rows), and the page's
+/// script reads them and renders what is on screen first.
 fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool) {
     let mut title = String::from("/");
     let mut crumbs = String::from("<a href=\"/\">Home</a>");
@@ -246,7 +249,7 @@ fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool) {
     let up = if segments.is_empty() {
         String::new()
     } else {
-        "<tr class=\"d up\"><td class=\"n\"><a href=\"../\" rel=\"up\">../</a></td><td class=\"s\"></td><td class=\"m\"></td><td class=\"a\"></td></tr>\n".to_string()
+        "<tr class=\"d up\"><td class=\"n\"><a href=\"../\" rel=\"up\">../</a></td><td class=\"s\"></td><td class=\"m\"></td></tr>\n".to_string()
     };
     let (css, js, icon) = (
         crate::assets::url("page.css"),
@@ -265,8 +268,8 @@ fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool) {
 <h1>Index of {title}</h1></header>\n\
 <div class=\"bar\" id=\"bar\"><form id=\"upform\" method=\"post\" action=\"?format=html\" enctype=\"multipart/form-data\">\
 <input type=\"file\" name=\"file\" id=\"files\" multiple> <button type=\"submit\">Upload</button></form></div>\n\
-<main><table id=\"list\"><thead><tr><th class=\"n\" data-key=\"name\">Name</th><th class=\"s\" data-key=\"size\">Size</th>\
-<th class=\"m\" data-key=\"modified\">Modified</th><th class=\"a\"><span class=\"vh\">Actions</span></th></tr></thead><tbody>\n{up}"
+<main><noscript id=\"rows\"><table><thead><tr><th class=\"n\">Name</th><th class=\"s\">Size</th>\
+<th class=\"m\">Modified</th></tr></thead><tbody>\n{up}"
         )
         .as_bytes(),
     );

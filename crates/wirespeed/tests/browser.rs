@@ -155,7 +155,11 @@ fn folder_page_in_chromium() {
     assert_eq!(read(open.join("three.bin")), three);
     assert!(read(open.join("big.bin")) == big, "the cut upload differs");
     assert!(open.join("made here").is_dir());
-    assert_eq!(read(open.join("tree/sub dir/deep.txt")), b"deep\n", "folder upload");
+    assert_eq!(
+        read(open.join("tree/sub dir/deep.txt")),
+        b"deep\n",
+        "folder upload"
+    );
     assert!(!open.join("a.txt").exists() && !open.join("renamed.txt").exists());
     assert_eq!(read(open.join("zdir/inner.txt")), b"in\n");
     assert_eq!(read(tok.join("hello world.txt")), hello);
