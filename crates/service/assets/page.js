@@ -178,24 +178,27 @@
   function buildTable() {
     const main = $('main');
     if (!main) return;
+    // Explicit roles: the rows lay out as grids, which can cost a table its
+    // implicit semantics for screen readers.
+    const th = (attrs, ...kids) => h('th', Object.assign({ role: 'columnheader' }, attrs), ...kids);
     const head = h(
       'tr',
-      {},
-      h('th', { class: 'n', 'data-key': 'name', 'aria-sort': 'ascending' }, 'Name'),
-      h('th', { class: 's', 'data-key': 'size' }, 'Size'),
-      h('th', { class: 'm', 'data-key': 'modified' }, 'Modified'),
-      h('th', { class: 'a' }, h('span', { class: 'vh' }, 'Actions')),
+      { role: 'row' },
+      th({ class: 'n', 'data-key': 'name', 'aria-sort': 'ascending' }, 'Name'),
+      th({ class: 's', 'data-key': 'size' }, 'Size'),
+      th({ class: 'm', 'data-key': 'modified' }, 'Modified'),
+      th({ class: 'a' }, h('span', { class: 'vh' }, 'Actions')),
     );
-    tbody = h('tbody');
-    table = h('table', { id: 'list' }, h('thead', {}, head), tbody);
+    tbody = h('tbody', { role: 'rowgroup' });
+    table = h('table', { id: 'list', role: 'table', 'aria-label': 'Files' }, h('thead', { role: 'rowgroup' }, head), tbody);
     if (here !== '/') {
       upRow = h(
         'tr',
-        { class: 'd up' },
-        h('td', { class: 'n' }, h('a', { href: '../', rel: 'up' }, '../')),
-        h('td', { class: 's' }),
-        h('td', { class: 'm' }),
-        h('td', { class: 'a' }),
+        { class: 'd up', role: 'row' },
+        h('td', { class: 'n', role: 'cell' }, h('a', { href: '../', rel: 'up' }, '../')),
+        h('td', { class: 's', role: 'cell' }),
+        h('td', { class: 'm', role: 'cell' }),
+        h('td', { class: 'a', role: 'cell' }),
       );
       tbody.append(upRow);
     }
@@ -204,16 +207,16 @@
 
   function makeRow(e) {
     const a = h('a', { href: enc(e.name) + (e.dir ? '/' : '') }, e.name + (e.dir ? '/' : ''));
-    const size = h('td', { class: 's' }, e.dir ? '' : humanSize(e.size));
-    const when = h('td', { class: 'm' });
+    const size = h('td', { class: 's', role: 'cell' }, e.dir ? '' : humanSize(e.size));
+    const when = h('td', { class: 'm', role: 'cell' });
     if (e.iso) when.append(h('time', { datetime: e.iso, title: e.iso }, fmtTime(e.mtime)));
     const tr = h(
       'tr',
-      e.dir ? { class: 'd' } : {},
-      h('td', { class: 'n' }, a),
+      e.dir ? { class: 'd', role: 'row' } : { role: 'row' },
+      h('td', { class: 'n', role: 'cell' }, a),
       size,
       when,
-      h('td', { class: 'a' }, h('button', { type: 'button', class: 'act', title: 'Actions', 'aria-label': 'Actions' }, '\u22EF')),
+      h('td', { class: 'a', role: 'cell' }, h('button', { type: 'button', class: 'act', title: 'Actions', 'aria-label': 'Actions for ' + e.name }, '\u22EF')),
     );
     tr.wsEntry = e;
     return tr;
