@@ -24,11 +24,12 @@ use wirespeed_resumable::{
     UploadState,
 };
 
+use crate::conditional::write_allowed;
 use crate::files::Files;
 use crate::path::{parse_request_path, RelPath};
 use crate::respond::{admit, etag};
 use crate::storage::partial::{PartialData, PartialUploads};
-use crate::storage::{Kind, Storage, StorageError, Written};
+use crate::storage::{CommitCheck, Kind, Storage, StorageError, Written};
 use crate::{RouteClass, ServiceConfig};
 
 /// Where upload resources live.
@@ -410,6 +411,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         id: &UploadId,
         slot: &Slot,
         plan: Append,
+        check: Option<CommitCheck>,
     ) -> Result<Appended, Error> {
         let target = slot.snapshot().target;
         let key = parse_request_path(&target)
@@ -422,6 +424,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             }
         }
         ex.limit_body(plan.max_bytes)?;
+        let _in_progress = self.cfg.metrics.as_ref().map(|m| m.upload_started());
         let mut data = self.storage.open_partial(id).await?;
         if data.size().await? != plan.offset {
             // A cut append's tail that was never counted: not part of the upload.
@@ -493,7 +496,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = next;
                 let w = self
                     .storage
-                    .complete_partial(id, data, &key, None, None)
+                    .complete_partial(id, data, &key, None, check)
                     .await
                     .map_err(|e| e.on_write(&key));
                 self.forget(id);
@@ -555,7 +558,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         });
         if let Some(first) = first {
             let _lock = self.take_append(&slot).await?;
-            let done = self.append(ex, &id, &slot, first).await?;
+            let done = self.append(ex, &id, &slot, first, None).await?;
             if let Some(e) = done.body_error {
                 return Err(e);
             }
@@ -592,7 +595,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             Ok(p) => p,
             Err(r) => return refuse(ex, r, true).await,
         };
-        let done = self.append(ex, id, &slot, plan).await?;
+        let done = self.append(ex, id, &slot, plan, None).await?;
         if let Some(e) = done.body_error {
             return Err(e);
         }
@@ -635,6 +638,37 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 return Err(Error::status(409, "a directory exists at this path"));
             }
         }
+        // If-Match / If-None-Match as on a PUT: 412 before the body, and
+        // checked again before publishing when this request completes it.
+        let if_match = ex.header_str("if-match").map(str::to_owned);
+        let if_none_match = ex.header_str("if-none-match").map(str::to_owned);
+        let check: Option<CommitCheck> = if if_match.is_some() || if_none_match.is_some() {
+            let current = match self.storage.stat(&key).await {
+                Ok(meta) if meta.kind == Kind::File => Some(etag(&meta)),
+                Ok(_) | Err(StorageError::NotFound) => None,
+                Err(e) => return Err(e.into()),
+            };
+            if !write_allowed(
+                if_match.as_deref(),
+                if_none_match.as_deref(),
+                current.as_deref(),
+            ) {
+                return Err(Error::status(
+                    412,
+                    "precondition failed: the file does not match If-Match / If-None-Match; nothing was stored",
+                ));
+            }
+            Some(Box::new(move |meta| {
+                let current = meta.map(etag);
+                write_allowed(
+                    if_match.as_deref(),
+                    if_none_match.as_deref(),
+                    current.as_deref(),
+                )
+            }))
+        } else {
+            None
+        };
         let creation = match ietf::create(&ietf_fields(ex), &self.ucfg.limits) {
             Ok(c) => c,
             Err(r) => return refuse(ex, r, false).await,
@@ -647,7 +681,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         let fields: Vec<(&str, &str)> = interim.iter().map(|(k, v)| (*k, v.as_str())).collect();
         ex.send_interim(104, &fields).await?;
         let _lock = self.take_append(&slot).await?;
-        let done = self.append(ex, &id, &slot, creation.first).await?;
+        let done = self.append(ex, &id, &slot, creation.first, check).await?;
         self.ietf_answer(ex, &id, &slot, &key, done).await
     }
 
@@ -727,7 +761,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         };
         let key = parse_request_path(&state.target)
             .map_err(|_| Error::status(500, "an upload's target is not a valid path"))?;
-        let done = self.append(ex, id, &slot, plan).await?;
+        let done = self.append(ex, id, &slot, plan, None).await?;
         self.ietf_answer(ex, id, &slot, &key, done).await
     }
 

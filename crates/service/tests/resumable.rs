@@ -421,6 +421,24 @@ fn ietf_complete_creation_answers_like_put() {
         b"again"
     );
     assert_eq!(partial_files(&srv), Vec::<String>::new());
+    // If-None-Match: * creates only, as on a PUT: 412 before the body.
+    let only_new = [INTEROP, ("Upload-Complete", "?1"), ("If-None-Match", "*")];
+    assert_eq!(
+        srv.req("PUT", "/docs/a.bin", &only_new, b"clobber").status,
+        412
+    );
+    assert_eq!(
+        std::fs::read(srv.root.join("docs/a.bin")).unwrap(),
+        b"again"
+    );
+    assert_eq!(
+        srv.req("PUT", "/docs/new.bin", &only_new, b"new").status,
+        201
+    );
+    assert_eq!(
+        std::fs::read(srv.root.join("docs/new.bin")).unwrap(),
+        b"new"
+    );
     // Another interop version is a plain PUT (no 104, no upload resource).
     let raw = wirespeed_testkit::http::request_bytes(
         "PUT",
