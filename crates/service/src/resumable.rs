@@ -93,6 +93,10 @@ pub struct Uploads<S> {
     cfg: ServiceConfig,
     ucfg: UploadsConfig,
     slots: Mutex<HashMap<UploadId, Arc<Slot>>>,
+    /// Uploads the last sweep found unusable (no readable record, or data
+    /// shorter than its record): removed if the next sweep still does, so a
+    /// creation in flight between its two files is never taken for one.
+    unusable: Mutex<std::collections::HashSet<UploadId>>,
 }
 
 fn now() -> u64 {
@@ -256,6 +260,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             cfg,
             ucfg,
             slots: Mutex::new(HashMap::new()),
+            unusable: Mutex::new(std::collections::HashSet::new()),
         }
     }
 
@@ -294,9 +299,9 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         Ok(slot)
     }
 
-    /// Remove expired partial uploads (and their in-process state); returns
-    /// how many were removed. Uploads with an append running are left for
-    /// the next sweep.
+    /// Remove expired partial uploads (and their in-process state), and
+    /// unusable ones seen by two sweeps in a row; returns how many were
+    /// removed. Uploads with an append running are left for the next sweep.
     pub async fn sweep_expired(&self) -> usize {
         let list = match self.storage.list_partials().await {
             Ok(list) => list,
@@ -307,11 +312,19 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         };
         let t = now();
         let mut removed = 0;
+        let before = std::mem::take(&mut *self.unusable.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut unusable = std::collections::HashSet::new();
         for (id, state) in list {
-            let Some(state) = state else {
-                continue;
+            let expired = match state {
+                Some(state) => state.expired(t),
+                None if self.slots().contains_key(&id) => false,
+                None if before.contains(&id) => true,
+                None => {
+                    unusable.insert(id);
+                    false
+                }
             };
-            if !state.expired(t) {
+            if !expired {
                 continue;
             }
             let slot = self.slots().get(&id).cloned();
@@ -328,6 +341,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 Err(e) => tracing::warn!(%id, error = %e, "could not remove an expired upload"),
             }
         }
+        *self.unusable.lock().unwrap_or_else(|e| e.into_inner()) = unusable;
         if removed > 0 {
             tracing::info!(removed, "removed expired partial uploads");
         }

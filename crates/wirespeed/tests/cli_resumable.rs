@@ -48,6 +48,13 @@ fn tus_create(srv: &Serve, path: &str, length: usize) -> String {
 #[test]
 fn size_limit_and_expired_uploads_swept_then_unknown() {
     let dir = tempfile::tempdir().unwrap();
+    // Leftovers no upload can use: data without a record, a garbled record.
+    let uploads = dir.path().join(".wirespeed-uploads");
+    std::fs::create_dir(&uploads).unwrap();
+    let stray = uploads.join("0123456789abcdef0123456789abcdef.part");
+    let garbled = uploads.join("fedcba9876543210fedcba9876543210.json");
+    std::fs::write(&stray, b"orphan").unwrap();
+    std::fs::write(&garbled, b"{not json").unwrap();
     let srv = Serve::start(
         dir.path(),
         &["--upload-expiry", "1", "--upload-max-size", "1K"],
@@ -70,7 +77,7 @@ fn size_limit_and_expired_uploads_swept_then_unknown() {
     wait_for(
         "the sweep to remove the upload",
         Duration::from_secs(15),
-        || !part.exists(),
+        || !part.exists() && !stray.exists() && !garbled.exists(),
     );
     let names: Vec<_> = std::fs::read_dir(dir.path().join(".wirespeed-uploads"))
         .unwrap()
