@@ -820,14 +820,28 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         }
         let rest = &ex.path()[UPLOADS_PREFIX.len() - 1..];
         let tus = ex.header("tus-resumable").is_some();
-        if ex.method() == "POST" {
+        // tus core: X-HTTP-Method-Override names the method (for clients
+        // behind proxies that only pass GET and POST).
+        let method = match (tus, ex.method(), ex.header("x-http-method-override")) {
+            (true, "POST", Some(m)) if [&b"PATCH"[..], b"DELETE", b"HEAD"].contains(&m) => {
+                std::str::from_utf8(m).unwrap_or("POST")
+            }
+            (_, m, _) => m,
+        };
+        if method == "POST" {
             let rest = rest.to_string();
             return self.tus_create(ex, &rest).await;
         }
         let Some(id) = UploadId::parse(&rest[1..]) else {
             return Err(Error::status(404, "no such upload"));
         };
-        match (ex.method(), tus) {
+        let method: &'static str = match method {
+            "HEAD" => "HEAD",
+            "PATCH" => "PATCH",
+            "DELETE" => "DELETE",
+            _ => "other",
+        };
+        match (method, tus) {
             ("HEAD", true) => self.tus_head(ex, &id).await,
             ("HEAD", false) => self.ietf_head(ex, &id).await,
             ("PATCH", true) => self.tus_patch(ex, &id).await,
