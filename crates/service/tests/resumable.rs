@@ -671,3 +671,49 @@ fn concurrent_appends_one_wins() {
     );
     assert_eq!(std::fs::read(srv.root.join("race.bin")).unwrap(), data);
 }
+
+/// A cancel during an append cuts it at once (not after the body timeout)
+/// and nothing of the upload stays.
+#[test]
+fn cancel_cuts_a_running_append() {
+    let srv = server();
+    let r = srv.req(
+        "POST",
+        "/cancel.bin",
+        &[INTEROP, ("Upload-Complete", "?0")],
+        b"",
+    );
+    assert_eq!(r.status, 201);
+    let loc = r.header("location").unwrap().to_string();
+    let mut s = TcpStream::connect(srv.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let head = format!(
+        "PATCH {loc} HTTP/1.1\r\nHost: t\r\nContent-Type: application/partial-upload\r\n\
+         Upload-Offset: 0\r\nUpload-Complete: ?1\r\nContent-Length: 100000\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(&[7u8; 1000]).unwrap();
+    srv.eventually("the append holds bytes", || {
+        std::fs::metadata(
+            srv.root
+                .join(".wirespeed-uploads")
+                .join(format!("{}.part", &loc[11..])),
+        )
+        .is_ok_and(|m| m.len() == 1000)
+    });
+    let started = std::time::Instant::now();
+    assert_eq!(srv.req("DELETE", &loc, &[], b"").status, 204);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "not the body timeout"
+    );
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    assert!(
+        !String::from_utf8_lossy(&rest).contains(" 201 "),
+        "the cut append published nothing"
+    );
+    assert_eq!(srv.req("HEAD", &loc, &[], b"").status, 404);
+    assert_eq!(partial_files(&srv), Vec::<String>::new());
+    assert!(!srv.root.join("cancel.bin").exists());
+}
