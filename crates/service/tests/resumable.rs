@@ -672,8 +672,8 @@ fn concurrent_appends_one_wins() {
     assert_eq!(std::fs::read(srv.root.join("race.bin")).unwrap(), data);
 }
 
-/// A cancel during an append cuts it at once (not after the body timeout)
-/// and nothing of the upload stays.
+/// A cancel during an append cuts it (its connection closes, rather than
+/// waiting for the body timeout) and nothing of the upload stays.
 #[test]
 fn cancel_cuts_a_running_append() {
     let srv = server();
@@ -701,14 +701,10 @@ fn cancel_cuts_a_running_append() {
         )
         .is_ok_and(|m| m.len() == 1000)
     });
-    let started = std::time::Instant::now();
     assert_eq!(srv.req("DELETE", &loc, &[], b"").status, 204);
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "not the body timeout"
-    );
     let mut rest = Vec::new();
-    let _ = s.read_to_end(&mut rest);
+    s.read_to_end(&mut rest)
+        .expect("the server closed the cut append's connection");
     assert!(
         !String::from_utf8_lossy(&rest).contains(" 201 "),
         "the cut append published nothing"
