@@ -24,11 +24,12 @@ use wirespeed_resumable::{
     UploadState,
 };
 
+use crate::conditional::write_allowed;
 use crate::files::Files;
 use crate::path::{parse_request_path, RelPath};
 use crate::respond::{admit, etag};
 use crate::storage::partial::{PartialData, PartialUploads};
-use crate::storage::{Kind, Storage, StorageError, Written};
+use crate::storage::{CommitCheck, Kind, Storage, StorageError, Written};
 use crate::{RouteClass, ServiceConfig};
 
 /// Where upload resources live.
@@ -92,6 +93,10 @@ pub struct Uploads<S> {
     cfg: ServiceConfig,
     ucfg: UploadsConfig,
     slots: Mutex<HashMap<UploadId, Arc<Slot>>>,
+    /// Uploads the last sweep found unusable (no readable record, or data
+    /// shorter than its record): removed if the next sweep still does, so a
+    /// creation in flight between its two files is never taken for one.
+    unusable: Mutex<std::collections::HashSet<UploadId>>,
 }
 
 fn now() -> u64 {
@@ -255,6 +260,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             cfg,
             ucfg,
             slots: Mutex::new(HashMap::new()),
+            unusable: Mutex::new(std::collections::HashSet::new()),
         }
     }
 
@@ -293,9 +299,9 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         Ok(slot)
     }
 
-    /// Remove expired partial uploads (and their in-process state); returns
-    /// how many were removed. Uploads with an append running are left for
-    /// the next sweep.
+    /// Remove expired partial uploads (and their in-process state), and
+    /// unusable ones seen by two sweeps in a row; returns how many were
+    /// removed. Uploads with an append running are left for the next sweep.
     pub async fn sweep_expired(&self) -> usize {
         let list = match self.storage.list_partials().await {
             Ok(list) => list,
@@ -306,11 +312,19 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         };
         let t = now();
         let mut removed = 0;
+        let before = std::mem::take(&mut *self.unusable.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut unusable = std::collections::HashSet::new();
         for (id, state) in list {
-            let Some(state) = state else {
-                continue;
+            let expired = match state {
+                Some(state) => state.expired(t),
+                None if self.slots().contains_key(&id) => false,
+                None if before.contains(&id) => true,
+                None => {
+                    unusable.insert(id);
+                    false
+                }
             };
-            if !state.expired(t) {
+            if !expired {
                 continue;
             }
             let slot = self.slots().get(&id).cloned();
@@ -327,6 +341,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 Err(e) => tracing::warn!(%id, error = %e, "could not remove an expired upload"),
             }
         }
+        *self.unusable.lock().unwrap_or_else(|e| e.into_inner()) = unusable;
         if removed > 0 {
             tracing::info!(removed, "removed expired partial uploads");
         }
@@ -410,6 +425,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         id: &UploadId,
         slot: &Slot,
         plan: Append,
+        check: Option<CommitCheck>,
     ) -> Result<Appended, Error> {
         let target = slot.snapshot().target;
         let key = parse_request_path(&target)
@@ -422,6 +438,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             }
         }
         ex.limit_body(plan.max_bytes)?;
+        let _in_progress = self.cfg.metrics.as_ref().map(|m| m.upload_started());
         let mut data = self.storage.open_partial(id).await?;
         if data.size().await? != plan.offset {
             // A cut append's tail that was never counted: not part of the upload.
@@ -493,7 +510,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = next;
                 let w = self
                     .storage
-                    .complete_partial(id, data, &key, None, None)
+                    .complete_partial(id, data, &key, None, check)
                     .await
                     .map_err(|e| e.on_write(&key));
                 self.forget(id);
@@ -555,7 +572,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         });
         if let Some(first) = first {
             let _lock = self.take_append(&slot).await?;
-            let done = self.append(ex, &id, &slot, first).await?;
+            let done = self.append(ex, &id, &slot, first, None).await?;
             if let Some(e) = done.body_error {
                 return Err(e);
             }
@@ -592,7 +609,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             Ok(p) => p,
             Err(r) => return refuse(ex, r, true).await,
         };
-        let done = self.append(ex, id, &slot, plan).await?;
+        let done = self.append(ex, id, &slot, plan, None).await?;
         if let Some(e) = done.body_error {
             return Err(e);
         }
@@ -635,6 +652,37 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 return Err(Error::status(409, "a directory exists at this path"));
             }
         }
+        // If-Match / If-None-Match as on a PUT: 412 before the body, and
+        // checked again before publishing when this request completes it.
+        let if_match = ex.header_str("if-match").map(str::to_owned);
+        let if_none_match = ex.header_str("if-none-match").map(str::to_owned);
+        let check: Option<CommitCheck> = if if_match.is_some() || if_none_match.is_some() {
+            let current = match self.storage.stat(&key).await {
+                Ok(meta) if meta.kind == Kind::File => Some(etag(&meta)),
+                Ok(_) | Err(StorageError::NotFound) => None,
+                Err(e) => return Err(e.into()),
+            };
+            if !write_allowed(
+                if_match.as_deref(),
+                if_none_match.as_deref(),
+                current.as_deref(),
+            ) {
+                return Err(Error::status(
+                    412,
+                    "precondition failed: the file does not match If-Match / If-None-Match; nothing was stored",
+                ));
+            }
+            Some(Box::new(move |meta| {
+                let current = meta.map(etag);
+                write_allowed(
+                    if_match.as_deref(),
+                    if_none_match.as_deref(),
+                    current.as_deref(),
+                )
+            }))
+        } else {
+            None
+        };
         let creation = match ietf::create(&ietf_fields(ex), &self.ucfg.limits) {
             Ok(c) => c,
             Err(r) => return refuse(ex, r, false).await,
@@ -647,7 +695,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         let fields: Vec<(&str, &str)> = interim.iter().map(|(k, v)| (*k, v.as_str())).collect();
         ex.send_interim(104, &fields).await?;
         let _lock = self.take_append(&slot).await?;
-        let done = self.append(ex, &id, &slot, creation.first).await?;
+        let done = self.append(ex, &id, &slot, creation.first, check).await?;
         self.ietf_answer(ex, &id, &slot, &key, done).await
     }
 
@@ -727,7 +775,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         };
         let key = parse_request_path(&state.target)
             .map_err(|_| Error::status(500, "an upload's target is not a valid path"))?;
-        let done = self.append(ex, id, &slot, plan).await?;
+        let done = self.append(ex, id, &slot, plan, None).await?;
         self.ietf_answer(ex, id, &slot, &key, done).await
     }
 
@@ -772,14 +820,28 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         }
         let rest = &ex.path()[UPLOADS_PREFIX.len() - 1..];
         let tus = ex.header("tus-resumable").is_some();
-        if ex.method() == "POST" {
+        // tus core: X-HTTP-Method-Override names the method (for clients
+        // behind proxies that only pass GET and POST).
+        let method = match (tus, ex.method(), ex.header("x-http-method-override")) {
+            (true, "POST", Some(m)) if [&b"PATCH"[..], b"DELETE", b"HEAD"].contains(&m) => {
+                std::str::from_utf8(m).unwrap_or("POST")
+            }
+            (_, m, _) => m,
+        };
+        if method == "POST" {
             let rest = rest.to_string();
             return self.tus_create(ex, &rest).await;
         }
         let Some(id) = UploadId::parse(&rest[1..]) else {
             return Err(Error::status(404, "no such upload"));
         };
-        match (ex.method(), tus) {
+        let method: &'static str = match method {
+            "HEAD" => "HEAD",
+            "PATCH" => "PATCH",
+            "DELETE" => "DELETE",
+            _ => "other",
+        };
+        match (method, tus) {
             ("HEAD", true) => self.tus_head(ex, &id).await,
             ("HEAD", false) => self.ietf_head(ex, &id).await,
             ("PATCH", true) => self.tus_patch(ex, &id).await,

@@ -181,7 +181,24 @@ fn tus_wrong_offset_is_409_and_keeps_the_data() {
     // Missing or old protocol version: 412.
     let r = srv.req("HEAD", &loc, &[("Tus-Resumable", "0.2.2")], b"");
     assert_eq!((r.status, r.header("tus-version")), (412, Some("1.0.0")));
-    assert_eq!(tus_patch(&srv, &loc, 3, b"def", &[]).status, 204);
+    // X-HTTP-Method-Override: a POST that is a PATCH.
+    let r = srv.req(
+        "POST",
+        &loc,
+        &[
+            TUS,
+            OCTETS,
+            ("Upload-Offset", "3"),
+            ("X-HTTP-Method-Override", "PATCH"),
+        ],
+        b"def",
+    );
+    assert_eq!(
+        (r.status, r.header("upload-offset")),
+        (204, Some("6")),
+        "{}",
+        r.text()
+    );
     assert_eq!(std::fs::read(srv.root.join("x.bin")).unwrap(), b"abcdef");
 }
 
@@ -421,6 +438,24 @@ fn ietf_complete_creation_answers_like_put() {
         b"again"
     );
     assert_eq!(partial_files(&srv), Vec::<String>::new());
+    // If-None-Match: * creates only, as on a PUT: 412 before the body.
+    let only_new = [INTEROP, ("Upload-Complete", "?1"), ("If-None-Match", "*")];
+    assert_eq!(
+        srv.req("PUT", "/docs/a.bin", &only_new, b"clobber").status,
+        412
+    );
+    assert_eq!(
+        std::fs::read(srv.root.join("docs/a.bin")).unwrap(),
+        b"again"
+    );
+    assert_eq!(
+        srv.req("PUT", "/docs/new.bin", &only_new, b"new").status,
+        201
+    );
+    assert_eq!(
+        std::fs::read(srv.root.join("docs/new.bin")).unwrap(),
+        b"new"
+    );
     // Another interop version is a plain PUT (no 104, no upload resource).
     let raw = wirespeed_testkit::http::request_bytes(
         "PUT",
@@ -635,4 +670,46 @@ fn concurrent_appends_one_wins() {
         204
     );
     assert_eq!(std::fs::read(srv.root.join("race.bin")).unwrap(), data);
+}
+
+/// A cancel during an append cuts it (its connection closes, rather than
+/// waiting for the body timeout) and nothing of the upload stays.
+#[test]
+fn cancel_cuts_a_running_append() {
+    let srv = server();
+    let r = srv.req(
+        "POST",
+        "/cancel.bin",
+        &[INTEROP, ("Upload-Complete", "?0")],
+        b"",
+    );
+    assert_eq!(r.status, 201);
+    let loc = r.header("location").unwrap().to_string();
+    let mut s = TcpStream::connect(srv.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let head = format!(
+        "PATCH {loc} HTTP/1.1\r\nHost: t\r\nContent-Type: application/partial-upload\r\n\
+         Upload-Offset: 0\r\nUpload-Complete: ?1\r\nContent-Length: 100000\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(&[7u8; 1000]).unwrap();
+    srv.eventually("the append holds bytes", || {
+        std::fs::metadata(
+            srv.root
+                .join(".wirespeed-uploads")
+                .join(format!("{}.part", &loc[11..])),
+        )
+        .is_ok_and(|m| m.len() == 1000)
+    });
+    assert_eq!(srv.req("DELETE", &loc, &[], b"").status, 204);
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest)
+        .expect("the server closed the cut append's connection");
+    assert!(
+        !String::from_utf8_lossy(&rest).contains(" 201 "),
+        "the cut append published nothing"
+    );
+    assert_eq!(srv.req("HEAD", &loc, &[], b"").status, 404);
+    assert_eq!(partial_files(&srv), Vec::<String>::new());
+    assert!(!srv.root.join("cancel.bin").exists());
 }

@@ -46,9 +46,29 @@ fn tus_create(srv: &Serve, path: &str, length: usize) -> String {
 }
 
 #[test]
-fn expired_uploads_are_swept_and_then_unknown() {
+fn size_limit_and_expired_uploads_swept_then_unknown() {
     let dir = tempfile::tempdir().unwrap();
-    let srv = Serve::start(dir.path(), &["--upload-expiry", "1"]);
+    // Leftovers no upload can use: data without a record, a garbled record.
+    let uploads = dir.path().join(".wirespeed-uploads");
+    std::fs::create_dir(&uploads).unwrap();
+    let stray = uploads.join("0123456789abcdef0123456789abcdef.part");
+    let garbled = uploads.join("fedcba9876543210fedcba9876543210.json");
+    std::fs::write(&stray, b"orphan").unwrap();
+    std::fs::write(&garbled, b"{not json").unwrap();
+    let srv = Serve::start(
+        dir.path(),
+        &["--upload-expiry", "1", "--upload-max-size", "1K"],
+    );
+    // --upload-max-size: 413 before any byte, both protocols.
+    let (status, head, _) = srv.req("POST", "/-/uploads/big", &[TUS, "Upload-Length: 1025"], b"");
+    assert_eq!(
+        (status, header(&head, "tus-max-size")),
+        (413, Some("1024".into()))
+    );
+    let ietf = ["Upload-Draft-Interop-Version: 8", "Upload-Complete: ?1"];
+    let (status, _, _) = srv.req("PUT", "/big", &ietf, &[0u8; 1025]);
+    assert_eq!(status, 413);
+    assert!(!dir.path().join("big").exists());
     let loc = tus_create(&srv, "/-/uploads/old.bin", 10);
     let off = "Upload-Offset: 0";
     let (status, _, _) = srv.req("PATCH", &loc, &[TUS, OCTETS, off], b"12345");
@@ -57,7 +77,7 @@ fn expired_uploads_are_swept_and_then_unknown() {
     wait_for(
         "the sweep to remove the upload",
         Duration::from_secs(15),
-        || !part.exists(),
+        || !part.exists() && !stray.exists() && !garbled.exists(),
     );
     let names: Vec<_> = std::fs::read_dir(dir.path().join(".wirespeed-uploads"))
         .unwrap()
