@@ -154,6 +154,10 @@ fn folder_page_in_chromium() {
     assert_eq!(read(open.join("dropped-1.txt")), b"dropped one\n");
     assert_eq!(read(open.join("three.bin")), three);
     assert!(read(open.join("big.bin")) == big, "the cut upload differs");
+    assert!(
+        read(open.join("adir/big.bin")) == big,
+        "the upload resumed after a reload differs"
+    );
     assert!(open.join("made here").is_dir());
     assert_eq!(
         read(open.join("tree/sub dir/deep.txt")),

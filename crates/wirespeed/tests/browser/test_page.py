@@ -274,6 +274,36 @@ def offline(browser):
     p.close()
 
 
+@check("a large upload interrupted by a reload resumes when the same file is chosen again")
+def reload_resume(browser):
+    # The reload aborts the PATCH in flight: Chromium may log it.
+    p = Page(browser, args.base + "adir/", allowed=("Failed to load resource",))
+    acked = []
+    p.page.on("response", lambda r: r.request.method == "PATCH" and r.status == 204
+              and acked.append(int(r.headers.get("upload-offset", "0"))))
+    cdp = throttle(p, 3_000_000)
+    src = Path(args.work) / "big.bin"
+    p.page.set_input_files("#files", str(src))
+    deadline = time.monotonic() + 60
+    while not acked and time.monotonic() < deadline:
+        p.page.wait_for_timeout(100)
+    assert acked, "no chunk acknowledged"
+    p.goto(args.base + "adir/")
+    cdp.send("Network.emulateNetworkConditions", {
+        "offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+    sent = []
+    p.page.on("request", lambda r: sent.append((r.method, r.headers.get("upload-offset"))))
+    p.page.set_input_files("#files", str(src))
+    expect(p.page.locator("#uploads li.done")).to_have_count(1, timeout=60_000)
+    assert digest(Path(args.root) / "adir" / "big.bin") == digest(src), "bytes differ"
+    assert sent[0][0] == "HEAD", f"asked the offset first: {sent}"
+    assert not any(m in ("POST", "PUT") for m, _ in sent), f"started over: {sent}"
+    first = next(int(o) for m, o in sent if m == "PATCH")
+    assert first >= acked[0] > 0, f"resumed at {first}, {acked[0]} was acknowledged"
+    print(f"  resumed after the reload at offset {first}", flush=True)
+    p.close()
+
+
 @check("new folder, rename and delete through the page")
 def manage(browser):
     # The refused rename (412) and delete (409) are logged by Chromium.
