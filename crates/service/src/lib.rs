@@ -34,6 +34,8 @@ pub use auth::{Access, Writes, WritesOff};
 pub use digest::DigestPolicy;
 pub use files::{Files, Health};
 pub use metrics::{Metrics, RouteClass};
+#[cfg(feature = "s3")]
+pub use storage::s3::{S3Config, S3Storage};
 pub use storage::{LocalStorage, Storage, StorageError};
 pub use upload::{HashMode, UploadPath};
 

@@ -23,6 +23,7 @@
 //!   where the kernel lacks it).
 //! - [`digest_store`]: where the local backend keeps computed digests.
 //! - [`sweep`]: removal of temporary files a crash left behind.
+//! - `s3` (feature `s3`): the S3-compatible backend.
 
 use std::fs::File;
 use std::future::Future;
@@ -34,6 +35,8 @@ use crate::path::RelPath;
 pub mod digest_store;
 pub mod local;
 pub mod resolve;
+#[cfg(feature = "s3")]
+pub mod s3;
 pub mod sweep;
 
 pub use local::{LocalListing, LocalObject, LocalStorage, LocalUpload, LIST_BATCH};
@@ -114,6 +117,13 @@ pub enum StorageError {
     PreconditionFailed,
     #[error("storage I/O error: {0}")]
     Io(io::Error),
+    /// A remote store answered with a failure the server cannot fix (bad
+    /// credentials, missing bucket, refused request): the message says which.
+    #[error("{0}")]
+    Backend(String),
+    /// A remote store cannot be reached (connection refused, timeout).
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl StorageError {
@@ -128,6 +138,8 @@ impl StorageError {
             StorageError::NameTooLong => 400,
             StorageError::PreconditionFailed => 412,
             StorageError::Io(_) => 500,
+            StorageError::Backend(_) => 502,
+            StorageError::Unavailable(_) => 503,
         }
     }
 }
@@ -257,6 +269,11 @@ pub trait Upload: Send {
     fn check_before_commit(&mut self, _check: CommitCheck) {}
     /// Account for `n` bytes written through [`as_file`](Self::as_file).
     fn wrote_directly(&mut self, _n: u64) {}
+    /// The sha-256 the client announced for the whole body, known before
+    /// the first byte: a backend that must attach metadata when the upload
+    /// starts (S3 multipart) records it then. The route aborts the upload
+    /// if the received bytes do not match, so it is never recorded wrongly.
+    fn expect_sha256(&mut self, _sum: [u8; 32]) {}
     /// Bytes written so far.
     fn written(&self) -> u64;
     /// Make the bytes visible at the key, atomically; `sha256`, when the
