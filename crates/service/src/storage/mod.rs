@@ -1,6 +1,6 @@
 //! Where files live. The routes talk to a [`Storage`]; [`LocalStorage`] (a
-//! directory) is the embedded default, and an S3-compatible backend can be
-//! added without touching the routes:
+//! directory) is the embedded default, and `s3::S3Storage` (feature `s3`)
+//! the S3-compatible one, without a difference in the routes:
 //!
 //! | operation            | local directory                    | S3-compatible                      |
 //! |----------------------|------------------------------------|------------------------------------|
