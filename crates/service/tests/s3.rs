@@ -227,6 +227,12 @@ fn listings_json_and_html_on_both_backends() {
         assert_eq!(names(&root), [("l".to_string(), "dir".to_string())]);
         assert_eq!(s.get("/nothing/").status, 404);
         assert_eq!(s.get("/l/a.bin/").status, 404);
+        // Names with spaces, '%', '+' and non-ASCII round-trip as keys.
+        let odd = "/odd/a%20b%25c+d%C3%BC.txt";
+        assert_eq!(s.put(odd, b"odd").status, 201);
+        assert_eq!(s.get(odd).body, b"odd");
+        let v = json(&s.get("/odd/?format=json"));
+        assert_eq!(v[0]["name"], "a b%c+dü.txt");
     });
 }
 

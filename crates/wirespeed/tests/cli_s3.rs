@@ -104,3 +104,46 @@ fn serve_on_s3_fails_fast_saying_why() {
         );
     }
 }
+
+/// The server's peak resident memory (VmHWM), in KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status")
+}
+
+#[test]
+fn a_big_upload_through_s3_keeps_the_server_small() {
+    use std::io::{Read, Write};
+    let Some(m) = Minio::start() else { return };
+    m.create_bucket("mem");
+    let tmp = tempfile::tempdir().unwrap();
+    let s = Serve::spawn(serve_s3(&m.endpoint(), tmp.path(), "s3://mem", PASSWORD), 0);
+    // 512 MiB streamed in 1 MiB writes: 64 parts of 8 MiB, memory-bounded by
+    // the parts in flight, never the object (bench/s3.sh does 4 GiB).
+    let total: usize = 512 << 20;
+    let chunk = wirespeed_testkit::bytes(1 << 20, 8);
+    let mut c = std::net::TcpStream::connect(s.addr).unwrap();
+    let head = format!(
+        "PUT /big.bin HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {total}\r\n\r\n"
+    );
+    c.write_all(head.as_bytes()).unwrap();
+    for _ in 0..total >> 20 {
+        c.write_all(&chunk).unwrap();
+    }
+    let mut answer = Vec::new();
+    c.read_to_end(&mut answer).unwrap();
+    assert!(
+        answer.starts_with(b"HTTP/1.1 201"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    let (status, head, _) = s.req("HEAD", "/big.bin", &[], b"");
+    assert_eq!(status, 200);
+    assert!(head.contains(&format!("content-length: {total}")), "{head}");
+    let peak = peak_rss_kib(s.child.id());
+    assert!(peak < 100 << 10, "server peak RSS {} MiB", peak >> 10);
+}

@@ -10,6 +10,10 @@ use object_store::{Attribute, GetOptions, GetRange, ObjectStore, ObjectStoreExt}
 use super::{error_at, file_meta, S3Storage};
 use crate::storage::{Meta, Object, StorageError};
 
+/// What the first `GET` of a read asks for: a range request reads little
+/// past its end, a download goes on with one more request for the rest.
+const FIRST_WINDOW: u64 = 8 << 20;
+
 /// The metadata key under which a sha-256 (lowercase hex) is stored
 /// (`x-amz-meta-sha256`).
 pub(super) const SHA256_KEY: &str = "sha256";
@@ -25,11 +29,14 @@ pub struct S3Object {
     reader: Option<Reader>,
 }
 
-/// A `GET` from `pos` to the end, consumed in order: the response body
-/// (socket buffers and the client's) is the read-ahead, one request per
-/// sequential read however small the caller's buffer.
+/// A ranged `GET` consumed in order: the response body (socket buffers and
+/// the client's) is the read-ahead, so a sequential read is one request for
+/// its first [`FIRST_WINDOW`] bytes and one for the rest, however small the
+/// caller's buffer; a short range reads at most the first window.
 struct Reader {
     pos: u64,
+    /// Where this request's range ends.
+    end: u64,
     stream: BoxStream<'static, object_store::Result<Bytes>>,
     pending: Bytes,
 }
@@ -59,10 +66,10 @@ impl S3Object {
         })
     }
 
-    async fn start(&mut self, offset: u64) -> Result<(), StorageError> {
+    async fn start(&mut self, offset: u64, end: u64) -> Result<(), StorageError> {
         let opts = GetOptions {
             if_match: self.etag.clone(),
-            range: Some(GetRange::Bounded(offset..self.meta.size)),
+            range: Some(GetRange::Bounded(offset..end)),
             ..GetOptions::default()
         };
         let got = self
@@ -73,6 +80,7 @@ impl S3Object {
             .map_err(|e| self.read_error(e))?;
         self.reader = Some(Reader {
             pos: offset,
+            end,
             stream: got.into_stream(),
             pending: Bytes::new(),
         });
@@ -101,8 +109,9 @@ impl Object for S3Object {
         let want = buf
             .len()
             .min(usize::try_from(self.meta.size - offset).unwrap_or(usize::MAX));
+        let size = self.meta.size;
         if self.reader.as_ref().is_none_or(|r| r.pos != offset) {
-            self.start(offset).await?;
+            self.start(offset, size.min(offset + FIRST_WINDOW)).await?;
         }
         let mut got = 0;
         let mut retried = false;
@@ -120,11 +129,17 @@ impl Object for S3Object {
                     Some(Err(e)) if !retried => {
                         tracing::debug!(error = %e, "S3 read cut; resuming");
                         retried = true;
-                        let pos = r.pos;
-                        self.start(pos).await?;
+                        let (pos, end) = (r.pos, r.end);
+                        self.start(pos, end).await?;
                         continue;
                     }
                     Some(Err(e)) => return Err(self.read_error(e)),
+                    // The first window read through: the rest in one request.
+                    None if r.pos == r.end && r.end < size => {
+                        let pos = r.pos;
+                        self.start(pos, size).await?;
+                        continue;
+                    }
                     None => break,
                 }
             }

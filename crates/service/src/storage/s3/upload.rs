@@ -3,6 +3,7 @@
 //! `CompleteMultipartUpload` makes visible, and that is aborted (never left
 //! half-made in the bucket) on failure or drop.
 
+use bytes::{Bytes, BytesMut};
 use object_store::path::Path as ObjPath;
 use object_store::{
     Attribute, Attributes, MultipartUpload, ObjectStore, ObjectStoreExt, PutMode,
@@ -20,7 +21,13 @@ pub struct S3Upload {
     path: ObjPath,
     part_size: usize,
     /// The part being filled.
-    buf: Vec<u8>,
+    buf: BytesMut,
+    /// Parts handed to uploads, reclaimed into `spare` once sent: each
+    /// upload allocates its few part buffers once (allocating and freeing
+    /// 8 MiB per part across threads grew glibc's arenas to twice the
+    /// in-flight memory: 107 vs 58 MiB peak for 2 GiB).
+    sent: Vec<Bytes>,
+    spare: Vec<BytesMut>,
     /// Started once the body outgrows one part.
     multipart: Option<Box<dyn MultipartUpload>>,
     /// Parts on their way (at most [`PARTS_IN_FLIGHT`]).
@@ -36,7 +43,9 @@ impl S3Upload {
             storage,
             path,
             part_size,
-            buf: Vec::new(),
+            buf: BytesMut::new(),
+            sent: Vec::new(),
+            spare: Vec::new(),
             multipart: None,
             parts: JoinSet::new(),
             written: 0,
@@ -55,7 +64,17 @@ impl S3Upload {
 
     /// Wait for one part in flight; its failure fails the upload.
     async fn join_one(&mut self) -> Result<(), StorageError> {
-        match self.parts.join_next().await {
+        let joined = self.parts.join_next().await;
+        for part in std::mem::take(&mut self.sent) {
+            match part.try_into_mut() {
+                Ok(mut buf) => {
+                    buf.clear();
+                    self.spare.push(buf);
+                }
+                Err(part) => self.sent.push(part),
+            }
+        }
+        match joined {
             Some(Ok(Ok(()))) | None => Ok(()),
             Some(Ok(Err(e))) => Err(self.storage.error(e)),
             Some(Err(e)) => Err(StorageError::Io(std::io::Error::other(e))),
@@ -80,9 +99,10 @@ impl S3Upload {
         while self.parts.len() >= PARTS_IN_FLIGHT {
             self.join_one().await?;
         }
-        let data = std::mem::take(&mut self.buf);
+        let part = std::mem::take(&mut self.buf).freeze();
+        self.sent.push(part.clone());
         if let Some(mp) = self.multipart.as_mut() {
-            self.parts.spawn(mp.put_part(PutPayload::from(data)));
+            self.parts.spawn(mp.put_part(PutPayload::from(part)));
         }
         Ok(())
     }
@@ -125,7 +145,7 @@ impl S3Upload {
                 attributes: Self::attributes(sha256.or(self.expected).as_ref()),
                 ..PutOptions::default()
             };
-            let data = std::mem::take(&mut self.buf);
+            let data = std::mem::take(&mut self.buf).freeze();
             self.storage
                 .store
                 .put_opts(&self.path, PutPayload::from(data), opts)
@@ -165,7 +185,17 @@ impl Upload for S3Upload {
         self.written += data.len() as u64;
         while !data.is_empty() {
             if self.buf.capacity() == 0 {
-                self.buf.reserve_exact(self.part_size);
+                // The first buffer starts small (most files are) and grows.
+                let first = self.multipart.is_none();
+                let want = if first {
+                    self.part_size.min(data.len().max(256 << 10))
+                } else {
+                    self.part_size
+                };
+                self.buf = self
+                    .spare
+                    .pop()
+                    .unwrap_or_else(|| BytesMut::with_capacity(want));
             }
             let room = self.part_size - self.buf.len();
             let n = room.min(data.len());
