@@ -127,7 +127,10 @@ impl S3Storage {
             b = b.with_endpoint(endpoint);
         }
         let path_style = cfg.path_style.unwrap_or(cfg.endpoint.is_some());
-        let http = cfg.endpoint.as_deref().is_some_and(|e| e.starts_with("http://"));
+        let http = cfg
+            .endpoint
+            .as_deref()
+            .is_some_and(|e| e.starts_with("http://"));
         // No request timeout over a whole (long) download: a stalled read
         // times out instead, and a dead endpoint fails at connect.
         let client = ClientOptions::new()
