@@ -17,6 +17,7 @@
 # SIZE_MB * 3 + MEM_GB free): run it when nothing else is busy and quote the
 # load average it prints. MB/s = 10^6 bytes per second.
 set -euo pipefail
+shopt -s inherit_errexit # a failed transfer inside $(secs …) stops the run
 BENCH=s3
 source "$(dirname "$0")/lib.sh"
 
@@ -82,6 +83,9 @@ for r in $(seq "$ROUNDS"); do
     echo "$a $b $c $d" >>"$W/times"
     log "round $r: PUT direct $(mbps "$a") MB/s, wirespeed $(mbps "$b") MB/s; GET direct $(mbps "$c") MB/s, wirespeed $(mbps "$d") MB/s"
 done
+# Room for the big upload below: the rounds' objects go.
+curl -fsS -o /dev/null -X DELETE "$URL/f.bin"
+python3 -c "import boto3, botocore; boto3.client('s3', endpoint_url='$EP', config=botocore.config.Config(s3={'addressing_style': 'path'})).delete_object(Bucket='bench', Key='direct.bin')"
 stop_ws
 col() { awk -v c="$1" '{print $c}' "$W/times" | median; }
 pa=$(col 1) pb=$(col 2) ga=$(col 3) gb=$(col 4)

@@ -310,9 +310,23 @@ pub(crate) fn error_at(place: &str, e: object_store::Error) -> StorageError {
             tracing::warn!(error = %e, "S3 endpoint unreachable");
             StorageError::Unavailable(format!("{place}: the S3 endpoint cannot be reached"))
         }
+        _ if text.contains("StorageFull") || text.contains("XMinioStorageFull") => {
+            StorageError::Full
+        }
         e => {
             tracing::error!(error = ?e, "S3 request failed");
-            StorageError::Backend(format!("{place}: the S3 request failed"))
+            // S3's error code (e.g. `SlowDown`) tells the operator what failed.
+            let code = text
+                .split_once("<Code>")
+                .and_then(|(_, rest)| rest.split_once("</Code>"))
+                .map(|(code, _)| code)
+                .filter(|c| c.len() < 64 && c.bytes().all(|b| b.is_ascii_alphanumeric()));
+            match code {
+                Some(code) => {
+                    StorageError::Backend(format!("{place}: the S3 request failed ({code})"))
+                }
+                None => StorageError::Backend(format!("{place}: the S3 request failed")),
+            }
         }
     }
 }
