@@ -330,6 +330,22 @@ impl Exchange {
         })
     }
 
+    /// Like [`writer`](Self::writer), for a body of exactly `len` bytes:
+    /// Content-Length framing (a HEAD answer then carries the length
+    /// without any body being produced).
+    pub fn writer_sized(&mut self, resp: Response, len: u64) -> Result<BodyWriter<'_>, Error> {
+        self.before_answer();
+        let cfg = &self.conn.cfg;
+        self.out
+            .open_stream(resp, cfg.write_buffer, cfg.flush_policy)?;
+        self.out.stream_length(len)?;
+        Ok(BodyWriter {
+            conn: &mut self.conn,
+            w: &mut self.out,
+            route: &self.route,
+        })
+    }
+
     // ---- end of the exchange ------------------------------------------
 
     /// Complete the exchange after the handler returned: answer errors, finish

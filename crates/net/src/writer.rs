@@ -78,6 +78,9 @@ struct Stream {
     sends: u64,
     /// Body bytes accepted from the handler.
     bytes: u64,
+    /// The body's length when the handler knows it up front (Content-Length
+    /// framing however the body is split).
+    length: Option<u64>,
 }
 
 /// The response side of an exchange.
@@ -276,7 +279,14 @@ impl ResponseWriter {
             policy,
             sends: 0,
             bytes: 0,
+            length: None,
         }));
+        Ok(())
+    }
+
+    /// Declare the length of the body being streamed, before any of it.
+    pub fn stream_length(&mut self, len: u64) -> Result<(), Error> {
+        self.stream()?.length = Some(len);
         Ok(())
     }
 
@@ -299,7 +309,9 @@ impl ResponseWriter {
         if let Some(resp) = s.head.take() {
             // Still held back at the end: the whole body is here, so its
             // length is known (Content-Length, one writev).
-            let size = if last {
+            let size = if let Some(n) = s.length {
+                BodySize::Known(n)
+            } else if last {
                 BodySize::Known(data_len as u64)
             } else {
                 BodySize::Streamed

@@ -212,13 +212,17 @@ impl<S: Storage> Files<S> {
                 format!("bytes {}-{}/{}", offset, offset + len - 1, meta.size),
             );
         }
+        let head_only = ex.method() == "HEAD";
         if let Some(file) = obj.as_file() {
             return ex.send_file(resp, file, offset, len).await;
         }
         // No local file (a remote backend): ranged reads through the body
-        // writer. Framing is the writer's choice (chunked for large bodies).
+        // writer, with the length known up front; a HEAD reads nothing.
+        let mut w = ex.writer_sized(resp, len)?;
+        if head_only {
+            return w.finish().await;
+        }
         let mut buf = vec![0u8; (len as usize).clamp(1, 1 << 20)];
-        let mut w = ex.writer(resp)?;
         let mut pos = offset;
         let end = offset + len;
         while pos < end {
@@ -301,6 +305,9 @@ impl<S: Storage> Files<S> {
             .create(&key)
             .await
             .map_err(|e| e.on_write(&key))?;
+        if let Some(sum) = expected {
+            up.expect_sha256(sum);
+        }
         if precondition {
             up.check_before_commit(Box::new(move |meta| {
                 let current = meta.map(etag);

@@ -44,6 +44,8 @@ pub use digest::DigestPolicy;
 pub use files::{Files, Health};
 pub use metrics::{Metrics, RouteClass};
 pub use resumable::{Uploads, UploadsConfig};
+#[cfg(feature = "s3")]
+pub use storage::s3::{S3Config, S3Storage};
 pub use storage::{LocalStorage, PartialUploads, Storage, StorageError};
 pub use upload::{HashMode, UploadPath};
 
@@ -86,24 +88,32 @@ impl ServiceConfig {
     }
 }
 
-/// The service's routes: `/-/health`, `/-/metrics` when `cfg.metrics` is
-/// set, then every other path as a file (`path.rs` answers any `/-/…` path,
-/// even percent-encoded, as missing: no stored file hides behind a control path).
-pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
-    let mut router = Router::new().route(&["GET"], "/-/health", Health).route(
+/// The control routes every router starts with: `/-/health`, the page's
+/// `/-/assets/…`, and `/-/metrics` when `cfg.metrics` is set.
+fn control_routes(cfg: &ServiceConfig) -> Router {
+    let router = Router::new().route(&["GET"], "/-/health", Health).route(
         &["GET"],
         "/-/assets/*",
         assets::Assets,
     );
-    if let Some(metrics) = &cfg.metrics {
-        let page = metrics::MetricsPage {
-            metrics: metrics.clone(),
-            access: cfg.access.clone(),
-            loopback_hosts: cfg.loopback_hosts.clone(),
-        };
-        router = router.route(&["GET"], "/-/metrics", page);
+    match &cfg.metrics {
+        Some(metrics) => {
+            let page = metrics::MetricsPage {
+                metrics: metrics.clone(),
+                access: cfg.access.clone(),
+                loopback_hosts: cfg.loopback_hosts.clone(),
+            };
+            router.route(&["GET"], "/-/metrics", page)
+        }
+        None => router,
     }
-    router.route(
+}
+
+/// The service's routes: the control routes, then every other path as a
+/// file (`path.rs` answers any `/-/…` path, even percent-encoded, as missing:
+/// no stored file hides behind a control path).
+pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
+    control_routes(&cfg).route(
         &["GET", "PUT", "DELETE", "POST", "MKCOL", "MOVE"],
         "/*",
         Files::new(storage, cfg),
@@ -119,20 +129,7 @@ pub fn router_with_uploads<S: Storage + PartialUploads + Clone>(
     ucfg: UploadsConfig,
 ) -> (Router, std::sync::Arc<Uploads<S>>) {
     let uploads = std::sync::Arc::new(Uploads::new(storage.clone(), cfg.clone(), ucfg));
-    let mut router = Router::new().route(&["GET"], "/-/health", Health).route(
-        &["GET"],
-        "/-/assets/*",
-        assets::Assets,
-    );
-    if let Some(metrics) = &cfg.metrics {
-        let page = metrics::MetricsPage {
-            metrics: metrics.clone(),
-            access: cfg.access.clone(),
-            loopback_hosts: cfg.loopback_hosts.clone(),
-        };
-        router = router.route(&["GET"], "/-/metrics", page);
-    }
-    let router = router
+    let router = control_routes(&cfg)
         .route(
             &["OPTIONS", "POST", "HEAD", "PATCH", "DELETE"],
             resumable::UPLOADS_PREFIX_ROUTE,

@@ -9,7 +9,8 @@
 //! - [`fs`]: temp dirs, directory listings, polling for a condition;
 //! - [`corpus`]: the vendored corpora in `tests/corpora`, base64 fields;
 //! - [`data`]: deterministic pseudo-random bytes and split points;
-//! - [`tools`]: external peers (curl).
+//! - [`tools`]: external peers (curl);
+//! - [`minio`]: a real MinIO for the S3 backend (boto3 to inspect it).
 //!
 //! Helpers panic with a message on failure: they are test code.
 
@@ -17,6 +18,7 @@ pub mod corpus;
 pub mod data;
 pub mod fs;
 pub mod http;
+pub mod minio;
 pub mod server;
 pub mod tools;
 

@@ -228,6 +228,34 @@ pub struct ServeArgs {
     /// Log line format on stderr: `text`, or `json` (one object per line).
     #[arg(long, value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
     pub log_format: LogFormat,
+
+    /// S3 storage (`--storage s3://…`); boxed, being rarely used.
+    #[command(flatten)]
+    pub s3: Box<S3Args>,
+}
+
+/// `serve --storage s3://…` and its S3 settings.
+#[derive(Args, Debug)]
+pub struct S3Args {
+    /// Serve an S3 bucket instead of DIR: `s3://BUCKET[/PREFIX]`. Credentials from
+    /// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN); the
+    /// bucket is checked at start (a failure says why and exits 1).
+    #[arg(long, value_name = "s3://BUCKET[/PREFIX]")]
+    pub storage: Option<String>,
+
+    /// S3 endpoint for anything but AWS (MinIO, Ceph RGW, Garage, R2), e.g.
+    /// http://127.0.0.1:9000.
+    #[arg(long, value_name = "URL", env = "AWS_ENDPOINT_URL")]
+    pub s3_endpoint: Option<String>,
+
+    /// S3 region (default: AWS_DEFAULT_REGION, else us-east-1).
+    #[arg(long, value_name = "REGION", env = "AWS_REGION")]
+    pub s3_region: Option<String>,
+
+    /// Path-style S3 URLs (ENDPOINT/BUCKET/KEY) or, with false, virtual-hosted
+    /// (BUCKET.ENDPOINT/KEY). Default: path-style with --s3-endpoint, virtual-hosted on AWS.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", requires = "storage")]
+    pub s3_path_style: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -464,7 +492,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if args.private && tokens.is_empty() {
         anyhow::bail!("--private needs at least one non-empty --token");
     }
-    prepare_dir(&args.dir)?;
+    let s3 = match &args.s3.storage {
+        Some(url) => {
+            let mut c = wirespeed_service::S3Config::from_url(url).map_err(anyhow::Error::msg)?;
+            c.endpoint = args.s3.s3_endpoint.clone().filter(|e| !e.is_empty());
+            c.region = args.s3.s3_region.clone().filter(|r| !r.is_empty());
+            c.path_style = args.s3.s3_path_style;
+            Some(c)
+        }
+        None => {
+            prepare_dir(&args.dir)?;
+            None
+        }
+    };
     let listen = args.listen.addr;
     let loopback = listen.ip().is_loopback();
     let (writes, mode_line) = write_mode(
@@ -484,9 +524,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .or(args.max_body)
         .unwrap_or(wirespeed_resumable::Limits::default().max_size);
     let (upload_expiry, max_partial_uploads) = (args.upload_expiry, args.max_partial_uploads);
-    let storage = LocalStorage::new(&args.dir)
-        .with_context(|| format!("opening the folder to serve, {}", args.dir.display()))?
-        .with_fsync(!args.no_fsync);
+    let storage = match &s3 {
+        Some(_) => None,
+        None => Some(
+            LocalStorage::new(&args.dir)
+                .with_context(|| format!("opening the folder to serve, {}", args.dir.display()))?
+                .with_fsync(!args.no_fsync),
+        ),
+    };
     let cfg = ServiceConfig {
         access: Access::new(&tokens, args.private),
         writes,
@@ -540,6 +585,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let tls = tls_acceptor(&args)?;
     let rt = rt.build().context("starting the async runtime")?;
     rt.block_on(async move {
+        // The bucket is checked before the port opens: a wrong endpoint,
+        // credentials or bucket fails the start with the reason.
+        let s3 = match &s3 {
+            Some(c) => {
+                let st = wirespeed_service::S3Storage::new(c)?;
+                st.check().await.context("checking the S3 storage")?;
+                Some(st)
+            }
+            None => None,
+        };
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("listening on {listen}"))?;
@@ -555,29 +610,41 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             out.flush()?;
         }
         eprintln!("{mode_line}");
-        tracing::info!(%addr, dir = %storage.root().display(), max_connections = server_cfg.max_connections, ?fd_limit, "serving");
-        // Leftovers of a crash (temp files the API never shows): removed in
-        // the background, so start-up does not wait on a big tree.
-        drop(storage.spawn_temp_sweep());
-        let ucfg = UploadsConfig {
-            limits: wirespeed_resumable::Limits {
-                max_size: upload_max_size,
-                max_append_size: None,
-                lifetime_secs: upload_expiry,
-            },
-            max_partials: max_partial_uploads,
-        };
-        let (router, uploads) = wirespeed_service::router_with_uploads(storage, cfg, ucfg);
-        // Expired partial uploads: removed now and then every quarter of
-        // their lifetime (between 1 s and 10 min).
-        let every = Duration::from_secs((upload_expiry / 4).clamp(1, 600));
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            loop {
-                tick.tick().await;
-                uploads.sweep_expired().await;
+        let router = match (storage, s3) {
+            (Some(storage), _) => {
+                tracing::info!(%addr, dir = %storage.root().display(), max_connections = server_cfg.max_connections, ?fd_limit, "serving");
+                // Leftovers of a crash (temp files the API never shows): removed in
+                // the background, so start-up does not wait on a big tree.
+                drop(storage.spawn_temp_sweep());
+                let ucfg = UploadsConfig {
+                    limits: wirespeed_resumable::Limits {
+                        max_size: upload_max_size,
+                        max_append_size: None,
+                        lifetime_secs: upload_expiry,
+                    },
+                    max_partials: max_partial_uploads,
+                };
+                let (router, uploads) = wirespeed_service::router_with_uploads(storage, cfg, ucfg);
+                // Expired partial uploads: removed now and then every quarter of
+                // their lifetime (between 1 s and 10 min).
+                let every = Duration::from_secs((upload_expiry / 4).clamp(1, 600));
+                tokio::spawn(async move {
+                    let mut tick = tokio::time::interval(every);
+                    loop {
+                        tick.tick().await;
+                        uploads.sweep_expired().await;
+                    }
+                });
+                router
             }
-        });
+            (None, Some(s3)) => {
+                tracing::info!(%addr, storage = s3.place(), max_connections = server_cfg.max_connections, ?fd_limit, "serving");
+                // Resumable uploads need a partial-upload store; the S3
+                // backend has none yet, so /-/uploads/ is not routed.
+                wirespeed_service::router(s3, cfg)
+            }
+            (None, None) => anyhow::bail!("no storage"),
+        };
         let router = Arc::new(router);
         let server = Server::new(server_cfg);
         match tls {

@@ -1,6 +1,6 @@
 //! Where files live. The routes talk to a [`Storage`]; [`LocalStorage`] (a
-//! directory) is the embedded default, and an S3-compatible backend can be
-//! added without touching the routes:
+//! directory) is the embedded default, and `s3::S3Storage` (feature `s3`)
+//! the S3-compatible one, without a difference in the routes:
 //!
 //! | operation            | local directory                    | S3-compatible                      |
 //! |----------------------|------------------------------------|------------------------------------|
@@ -27,6 +27,7 @@
 //! - [`partial`]: the store of partial (resumable) uploads, its own trait
 //!   so a backend offers them only if it can.
 //! - [`sweep`]: removal of temporary files a crash left behind.
+//! - `s3` (feature `s3`): the S3-compatible backend.
 
 use std::fs::File;
 use std::future::Future;
@@ -39,6 +40,8 @@ pub mod digest_store;
 pub mod local;
 pub mod partial;
 pub mod resolve;
+#[cfg(feature = "s3")]
+pub mod s3;
 pub mod sweep;
 
 pub use local::{LocalListing, LocalObject, LocalPartial, LocalStorage, LocalUpload, LIST_BATCH};
@@ -127,6 +130,13 @@ pub enum StorageError {
     Unsupported(&'static str),
     #[error("storage I/O error: {0}")]
     Io(io::Error),
+    /// A remote store answered with a failure the server cannot fix (bad
+    /// credentials, missing bucket, refused request): the message says which.
+    #[error("{0}")]
+    Backend(String),
+    /// A remote store cannot be reached (connection refused, timeout).
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl StorageError {
@@ -142,6 +152,8 @@ impl StorageError {
             StorageError::PreconditionFailed | StorageError::Exists => 412,
             StorageError::Unsupported(_) => 501,
             StorageError::Io(_) => 500,
+            StorageError::Backend(_) => 502,
+            StorageError::Unavailable(_) => 503,
         }
     }
 }
@@ -289,6 +301,11 @@ pub trait Upload: Send {
     fn check_before_commit(&mut self, _check: CommitCheck) {}
     /// Account for `n` bytes written through [`as_file`](Self::as_file).
     fn wrote_directly(&mut self, _n: u64) {}
+    /// The sha-256 the client announced for the whole body, known before
+    /// the first byte: a backend that must attach metadata when the upload
+    /// starts (S3 multipart) records it then. The route aborts the upload
+    /// if the received bytes do not match, so it is never recorded wrongly.
+    fn expect_sha256(&mut self, _sum: [u8; 32]) {}
     /// Bytes written so far.
     fn written(&self) -> u64;
     /// Make the bytes visible at the key, atomically; `sha256`, when the

@@ -60,6 +60,26 @@ impl TestServer {
         std::fs::create_dir(&root).unwrap();
         // Tests don't need durability; fsync would only slow them down.
         let storage = wrap(LocalStorage::new(&root).unwrap().with_fsync(false));
+        Self::serve(storage, tmp, root, cfg, server_cfg, max_blocking)
+    }
+
+    /// The server over any storage (e.g. S3); `root` is then an unused
+    /// empty directory.
+    pub fn on_storage<S: Storage>(storage: S, cfg: ServiceConfig) -> Self {
+        let tmp = wirespeed_testkit::fs::tempdir();
+        let root = tmp.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        Self::serve(storage, tmp, root, cfg, ServerConfig::default(), 512)
+    }
+
+    fn serve<S: Storage>(
+        storage: S,
+        tmp: tempfile::TempDir,
+        root: PathBuf,
+        cfg: ServiceConfig,
+        server_cfg: ServerConfig,
+        max_blocking: usize,
+    ) -> Self {
         let mut rt = tokio::runtime::Builder::new_multi_thread();
         rt.worker_threads(2).max_blocking_threads(max_blocking);
         let server = ThreadServer::start(rt, move |listener, stop| async move {
