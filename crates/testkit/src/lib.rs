@@ -9,7 +9,8 @@
 //! - [`fs`]: temp dirs, directory listings, polling for a condition;
 //! - [`corpus`]: the vendored corpora in `tests/corpora`, base64 fields;
 //! - [`data`]: deterministic pseudo-random bytes and split points;
-//! - [`tools`]: external peers (curl).
+//! - [`tools`]: external peers (curl);
+//! - [`proxy`]: a TCP proxy that cuts (or stalls) connections after N bytes.
 //!
 //! Helpers panic with a message on failure: they are test code.
 
@@ -17,6 +18,7 @@ pub mod corpus;
 pub mod data;
 pub mod fs;
 pub mod http;
+pub mod proxy;
 pub mod server;
 pub mod tools;
 
