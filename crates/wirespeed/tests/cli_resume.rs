@@ -1,0 +1,228 @@
+//! `wirespeed put` and `get` that never start over: real `serve`, real
+//! client binaries, and a proxy that cuts connections every 16 MiB, so each
+//! transfer must resume (or, for a file changed meanwhile, restart).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Serve, BIN};
+use wirespeed_testkit::proxy::CuttingProxy;
+
+const MIB: usize = 1 << 20;
+const FILE: usize = 64 * MIB;
+const CUT: u64 = 16 * MIB as u64;
+
+/// A client command with its own state folder and no ambient token.
+fn client(state: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env("XDG_STATE_HOME", state)
+        .env_remove("WIRESPEED_TOKEN")
+        .env_remove("RUST_LOG");
+    cmd
+}
+
+fn run(state: &Path, args: &[&str]) -> Output {
+    client(state, args).output().expect("run the client")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Deterministic bytes with a per-file salt.
+fn data(len: usize, salt: u8) -> Vec<u8> {
+    let mut v = wirespeed_testkit::bytes(len, 0x5eed);
+    for (i, b) in v.iter_mut().enumerate().step_by(4096) {
+        *b ^= salt.wrapping_add(i as u8);
+    }
+    v
+}
+
+struct Setup {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    local: PathBuf,
+    state: PathBuf,
+    serve: Serve,
+}
+
+fn setup(serve_args: &[&str]) -> Setup {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let root = tmp.path().join("root");
+    let local = tmp.path().join("local");
+    let state = tmp.path().join("state");
+    for d in [&root, &local, &state] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let serve = Serve::start(&root, serve_args);
+    Setup {
+        _tmp: tmp,
+        root,
+        local,
+        state,
+        serve,
+    }
+}
+
+fn state_files(state: &Path) -> Vec<PathBuf> {
+    match std::fs::read_dir(state.join("wirespeed/uploads")) {
+        Ok(rd) => rd.map(|e| e.unwrap().path()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn assert_same_file(a: &Path, b: &Path) {
+    let (x, y) = (std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
+    assert_eq!(x.len(), y.len(), "{} vs {}", a.display(), b.display());
+    assert!(x == y, "{} and {} differ", a.display(), b.display());
+}
+
+/// Stores `bytes` at `name` on the server with `put --protocol put`, so
+/// its sha-256 is recorded and GET answers `Repr-Digest`.
+fn seed(s: &Setup, name: &str, bytes: &[u8]) {
+    let src = s.local.join(format!("{name}.src"));
+    std::fs::write(&src, bytes).unwrap();
+    let url = format!("{}/{name}", s.serve.base());
+    let out = run(
+        &s.state,
+        &["put", "-q", "--protocol", "put", src.to_str().unwrap(), &url],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn get_resumes_through_cuts_and_verifies_the_digest() {
+    let s = setup(&[]);
+    let bytes = data(FILE, 1);
+    seed(&s, "big.bin", &bytes);
+    let proxy = CuttingProxy::start(s.serve.addr);
+    proxy.cut_downstream_every(Some(CUT));
+    let dest = s.local.join("got.bin");
+    let out = run(
+        &s.state,
+        &[
+            "get",
+            &format!("{}/big.bin", proxy.base()),
+            "-o",
+            dest.to_str().unwrap(),
+        ],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(proxy.cuts() >= 3, "{} cuts\n{stderr}", proxy.cuts());
+    assert!(stderr.contains("resuming at byte"), "{stderr}");
+    assert!(stdout.contains("sha-256 verified"), "{stdout}");
+    assert!(std::fs::read(&dest).unwrap() == bytes, "bytes differ");
+    assert!(!s.local.join("got.bin.part").exists());
+}
+
+#[test]
+fn get_restarts_when_the_file_changes_between_attempts() {
+    let s = setup(&[]);
+    seed(&s, "moving.bin", &data(FILE, 2));
+    let changed = data(FILE, 3);
+    let proxy = CuttingProxy::start(s.serve.addr);
+    proxy.cut_downstream_every(Some(CUT));
+    let (root, new) = (s.root.clone(), changed.clone());
+    // After the first cut, before the retry reaches the server: a new
+    // version (another inode, so another ETag) replaces the file.
+    proxy.on_cut(move |n| {
+        if n == 1 {
+            let tmp = root.join("moving.tmp");
+            std::fs::write(&tmp, &new).unwrap();
+            std::fs::rename(&tmp, root.join("moving.bin")).unwrap();
+        }
+    });
+    let dest = s.local.join("moving.bin");
+    let out = run(
+        &s.state,
+        &[
+            "get",
+            &format!("{}/moving.bin", proxy.base()),
+            "-o",
+            dest.to_str().unwrap(),
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the file changed on the server; restarting from byte 0"),
+        "{stderr}"
+    );
+    assert!(std::fs::read(&dest).unwrap() == changed, "not the new version");
+}
+
+#[test]
+fn retries_are_bounded_against_a_dead_port() {
+    let s = setup(&[]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let small = s.local.join("small.txt");
+    std::fs::write(&small, b"hello").unwrap();
+    let big = s.local.join("big.bin");
+    std::fs::write(&big, data(9 * MIB, 4)).unwrap();
+    let dead = format!("http://127.0.0.1:{port}");
+    for args in [
+        vec!["put", "--retries", "2", small.to_str().unwrap(), &dead],
+        vec!["put", "--retries", "2", big.to_str().unwrap(), &dead],
+        vec![
+            "get",
+            "--retries",
+            "2",
+            &format!("{dead}/x.bin"),
+            "-o",
+            s.local.join("x.bin").to_str().unwrap(),
+        ],
+    ] {
+        let started = Instant::now();
+        let out = run(&s.state, &args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains("connection refused"), "{stderr}");
+        assert!(stderr.contains("retry 2 of 2"), "{stderr}");
+        assert!(!stderr.contains("retry 3"), "{stderr}");
+        assert!(started.elapsed() < Duration::from_secs(30));
+    }
+    // No retries at all with --retries 0.
+    let out = run(&s.state, &["put", "--retries", "0", small.to_str().unwrap(), &dead]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!text(&out.stderr).contains("retry"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn put_falls_back_to_put_on_a_server_without_resumable_uploads() {
+    let s = setup(&[]);
+    let src = s.local.join("plain.bin");
+    std::fs::write(&src, data(9 * MIB, 5)).unwrap();
+    let url = format!("{}/plain.bin", s.serve.base());
+    let out = run(&s.state, &["put", src.to_str().unwrap(), &url]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("offers no resumable uploads; sending a plain PUT"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("verified by the server"), "{stdout}");
+    assert_same_file(&src, &s.root.join("plain.bin"));
+    assert!(state_files(&s.state).is_empty());
+}
+
+#[test]
+fn put_help_says_a_plain_put_restarts_from_zero() {
+    let out = Command::new(BIN)
+        .args(["put", "--help"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let help = text(&out.stdout);
+    for want in ["--protocol", "--continue", "--retries", "from byte 0", "XDG_STATE_HOME"] {
+        assert!(help.contains(want), "{want}: {help}");
+    }
+}
