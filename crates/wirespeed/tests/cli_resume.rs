@@ -226,3 +226,114 @@ fn put_help_says_a_plain_put_restarts_from_zero() {
         assert!(help.contains(want), "{want}: {help}");
     }
 }
+
+/// `put --protocol PROTOCOL` of 64 MiB through a proxy cutting every 16 MiB
+/// upstream: at least 3 cuts, the stored file byte-identical, verified, the
+/// state file gone, and the file sent about once (resumed, not restarted).
+fn put_resumes_through_cuts(protocol: &str) {
+    let s = setup(&[]);
+    let src = s.local.join("big.bin");
+    std::fs::write(&src, data(FILE, 10)).unwrap();
+    let proxy = CuttingProxy::start(s.serve.addr);
+    proxy.cut_upstream_every(Some(CUT));
+    let url = format!("{}/up/big.bin", proxy.base());
+    let out = run(
+        &s.state,
+        &["put", "--protocol", protocol, src.to_str().unwrap(), &url],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(proxy.cuts() >= 3, "{} cuts\n{stderr}", proxy.cuts());
+    assert!(stderr.contains("resuming at byte"), "{stderr}");
+    assert!(!stderr.contains("plain PUT"), "{stderr}");
+    assert!(stdout.contains("verified by the server"), "{stdout}");
+    assert_same_file(&src, &s.root.join("up/big.bin"));
+    assert!(
+        proxy.bytes_up() < 2 * FILE as u64,
+        "{} bytes sent for a {FILE}-byte file",
+        proxy.bytes_up()
+    );
+    assert!(state_files(&s.state).is_empty(), "state file left behind");
+}
+
+#[test]
+fn put_resumes_through_cuts_with_the_ietf_draft() {
+    put_resumes_through_cuts("ietf");
+}
+
+#[test]
+fn put_resumes_through_cuts_with_tus() {
+    put_resumes_through_cuts("tus");
+}
+
+#[test]
+fn put_resumes_through_cuts_with_the_announced_protocol() {
+    put_resumes_through_cuts("auto");
+}
+
+#[test]
+fn put_continue_after_the_client_was_killed_sends_only_the_rest() {
+    let s = setup(&[]);
+    let src = s.local.join("killed.bin");
+    std::fs::write(&src, data(FILE, 11)).unwrap();
+    let proxy = CuttingProxy::start(s.serve.addr);
+    proxy.stall_upstream_after(Some(24 * MIB as u64));
+    let url = format!("{}/killed.bin", proxy.base());
+    let mut child = client(&s.state, &["put", "-q", src.to_str().unwrap(), &url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wirespeed_testkit::fs::eventually("the upload stalls mid-file", || proxy.stalled() >= 1);
+    assert_eq!(state_files(&s.state).len(), 1, "the upload is recorded");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(state_files(&s.state).len(), 1, "a killed put keeps its state");
+    proxy.stall_upstream_after(None);
+    let before = proxy.bytes_up();
+    let out = run(&s.state, &["put", "--continue", src.to_str().unwrap(), &url]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("continuing the interrupted upload"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("resuming at byte"), "{stderr}");
+    let resumed = proxy.bytes_up() - before;
+    assert!(
+        resumed < FILE as u64 - 8 * MIB as u64,
+        "--continue sent {resumed} bytes of {FILE}"
+    );
+    assert!(proxy.bytes_up() < 2 * FILE as u64);
+    assert_same_file(&src, &s.root.join("killed.bin"));
+    assert!(state_files(&s.state).is_empty(), "state removed when complete");
+}
+
+#[test]
+fn a_failed_put_says_how_to_continue_and_continue_notices_a_changed_file() {
+    let s = setup(&[]);
+    let src = s.local.join("hint.bin");
+    std::fs::write(&src, data(FILE, 12)).unwrap();
+    let proxy = CuttingProxy::start(s.serve.addr);
+    proxy.cut_upstream_every(Some(CUT));
+    let url = format!("{}/hint.bin", proxy.base());
+    let out = run(&s.state, &["put", "--retries", "0", src.to_str().unwrap(), &url]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the partial upload is kept: `wirespeed put --continue"),
+        "{stderr}"
+    );
+    assert_eq!(state_files(&s.state).len(), 1);
+    // The file changes: --continue starts a new upload and says so.
+    std::fs::write(&src, data(FILE, 13)).unwrap();
+    let out = run(&s.state, &["put", "--continue", src.to_str().unwrap(), &url]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("changed since the interrupted upload; starting a new upload"),
+        "{stderr}"
+    );
+    assert_same_file(&src, &s.root.join("hint.bin"));
+    assert!(state_files(&s.state).is_empty());
+}
