@@ -84,7 +84,7 @@ pub(crate) async fn upload(
         state,
         offset: None,
         server_cap: None,
-        own_cap: u64::MAX,
+        own_cap: opts.append_size.unwrap_or(u64::MAX).max(1),
         tried: None,
         best: 0,
         attempt: 0,

@@ -50,6 +50,8 @@ pub struct UploadOptions {
     pub state_dir: Option<std::path::PathBuf>,
     /// Told about resumptions, restarts and new uploads.
     pub notice: Option<Notice>,
+    /// Largest append of a resumable upload (None: as the server allows).
+    pub append_size: Option<u64>,
 }
 
 impl Default for UploadOptions {
@@ -66,6 +68,7 @@ impl Default for UploadOptions {
             continue_saved: false,
             state_dir: None,
             notice: None,
+            append_size: None,
         }
     }
 }

@@ -106,6 +106,11 @@ pub struct PutArgs {
     /// run (see "Across runs" below).
     #[arg(long = "continue", short = 'c', conflicts_with_all = ["form", "no_clobber"])]
     pub continue_saved: bool,
+    /// Largest append of a resumable upload (suffixes K, M, G), e.g. for a
+    /// proxy that limits request bodies; default: the whole rest, or the
+    /// server's `max-append-size`.
+    #[arg(long, value_name = "SIZE", value_parser = crate::size::parse_size)]
+    pub append_size: Option<u64>,
     #[command(flatten)]
     pub parallel: ParallelOpts,
     #[command(flatten)]
@@ -253,6 +258,7 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
         continue_saved: args.continue_saved,
         state_dir: state_dir(),
         notice: notice(&args.opts),
+        append_size: args.append_size,
         ..UploadOptions::default()
     };
     if args.files.iter().any(|f| f.as_os_str() == "-") {
