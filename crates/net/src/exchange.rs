@@ -212,6 +212,44 @@ impl Exchange {
         self.body.send_continue(&mut self.conn, started).await
     }
 
+    /// Send an informational (1xx) response now, before the final one:
+    /// e.g. `104 Upload Resumption Supported` with the upload's `Location`.
+    /// Any number may be sent; none counts as the response (a pending
+    /// `100 Continue` is still sent on the first body read). Not sent to an
+    /// HTTP/1.0 client (RFC 9110 §15.2), nor once the final response has
+    /// started; 101 and statuses outside 1xx are refused.
+    pub async fn send_interim(
+        &mut self,
+        status: u16,
+        fields: &[(&str, &str)],
+    ) -> Result<(), Error> {
+        if !(100..200).contains(&status) || status == 101 {
+            return Err(Error::status(
+                500,
+                "an interim response needs a 1xx status other than 101",
+            ));
+        }
+        if self.out.started() || self.head.version() == wirespeed_proto::Version::Http10 {
+            return Ok(());
+        }
+        let mut head = Vec::with_capacity(128);
+        wirespeed_proto::write::write_status_line(self.head.version(), status, &mut head);
+        for (name, value) in fields {
+            wirespeed_proto::write::push_field(&mut head, name, value.as_bytes());
+        }
+        head.extend_from_slice(b"\r\n");
+        let io = &mut self.conn.io;
+        let r = crate::io::deadline(self.conn.cfg.write_timeout, crate::Timeout::Write, async {
+            crate::io::write_all_vectored(io, &mut [std::io::IoSlice::new(&head)]).await?;
+            crate::io::flush(io).await
+        })
+        .await;
+        if r.is_err() {
+            self.out.keep_alive = false;
+        }
+        r
+    }
+
     /// Close the connection after this response, whatever the request said.
     pub fn close_after_response(&mut self) {
         self.out.keep_alive = false;

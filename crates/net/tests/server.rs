@@ -62,6 +62,15 @@ impl Handler for App {
                 Err(Error::status(503, "storage went away"))
             }
             "/no-response" => Ok(()),
+            // Two 104s before reading the body, then an echo.
+            "/interim" => {
+                for n in ["1", "2"] {
+                    ex.send_interim(104, &[("Location", "/-/uploads/x"), ("X-N", n)])
+                        .await?;
+                }
+                let body = ex.read_body_to_vec(1 << 20).await?;
+                ex.send(Response::new(201), &body).await
+            }
             // Anything else: read the whole body, report what arrived.
             _ => {
                 let body = ex.read_body_to_vec(1 << 20).await?;
@@ -283,6 +292,79 @@ async fn expect_100_continue_only_when_the_body_is_read() {
     assert_eq!(resps.len(), 1);
     assert_eq!(resps[0].status, 200);
     assert_eq!(resps[0].header("connection"), Some("close"));
+    srv.shutdown().await;
+}
+
+/// Reads until `needle` ends what arrived.
+async fn read_until(s: &mut TcpStream, needle: &[u8]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    while !buf.ends_with(needle) {
+        let n = tokio::time::timeout(Duration::from_secs(10), s.read(&mut tmp))
+            .await
+            .expect("bytes in time")
+            .unwrap();
+        assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&buf));
+        buf.extend_from_slice(&tmp[..n]);
+    }
+    buf
+}
+
+/// 104s go out before the body is read, each a complete bodiless head; a
+/// pending 100-continue still follows them, and the final answer comes
+/// last on a connection that stays usable. An HTTP/1.0 client gets none.
+#[tokio::test]
+async fn interim_responses_precede_continue_and_the_final_answer() {
+    let srv = start(ServerConfig::default()).await;
+    let mut s = TcpStream::connect(srv.addr).await.unwrap();
+    s.write_all(
+        b"PUT /interim HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let heads = read_until(&mut s, b"HTTP/1.1 100 Continue\r\n\r\n").await;
+    let text = String::from_utf8(heads).unwrap();
+    let blocks: Vec<&str> = text.split_terminator("\r\n\r\n").collect();
+    assert_eq!(blocks.len(), 3, "{text}");
+    for (block, n) in blocks.iter().zip(["1", "2"]) {
+        assert!(
+            block.starts_with("HTTP/1.1 104 Upload Resumption Supported\r\n"),
+            "{block}"
+        );
+        assert!(block.contains("\r\nLocation: /-/uploads/x"), "{block}");
+        assert!(block.contains(&format!("\r\nX-N: {n}")), "{block}");
+        assert!(
+            !block.to_ascii_lowercase().contains("content-length"),
+            "{block}"
+        );
+    }
+    assert_eq!(
+        blocks[2], "HTTP/1.1 100 Continue",
+        "the 104s did not settle the expectation"
+    );
+    s.write_all(b"hello").await.unwrap();
+    let r = read_response(&mut s, false).await;
+    assert_eq!((r.status, r.body.as_slice()), (201, &b"hello"[..]));
+    // Same connection, no Expect: two 104s, then the final answer.
+    s.write_all(b"PUT /interim HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nok")
+        .await
+        .unwrap();
+    let out = read_until(&mut s, b"\r\n\r\nok").await;
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(text.matches("HTTP/1.1 104 ").count(), 2, "{text}");
+    assert!(text.contains("HTTP/1.1 201 Created\r\n"), "{text}");
+
+    let out = exchange_raw(
+        srv.addr,
+        b"PUT /interim HTTP/1.0\r\nHost: t\r\nContent-Length: 2\r\n\r\nok",
+    )
+    .await;
+    let resps = parse_all(&out);
+    assert_eq!(resps.len(), 1, "no 1xx to an HTTP/1.0 client");
+    assert_eq!(
+        (resps[0].status, resps[0].body.as_slice()),
+        (201, &b"ok"[..])
+    );
     srv.shutdown().await;
 }
 

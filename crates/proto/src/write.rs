@@ -90,6 +90,7 @@ pub fn reason_phrase(status: u16) -> &'static str {
         101 => "Switching Protocols",
         102 => "Processing",
         103 => "Early Hints",
+        104 => "Upload Resumption Supported",
         200 => "OK",
         201 => "Created",
         202 => "Accepted",

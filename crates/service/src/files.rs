@@ -8,7 +8,7 @@ use crate::conditional::{evaluate, write_allowed, Conditions, Outcome, Validator
 use crate::digest::{asked_for, format_sha256};
 use crate::listing::{Format, Formatter, FLUSH_AT};
 use crate::path::{parse_request_path, RelPath};
-use crate::respond::{check_room, etag, explain_too_large, respond_stored};
+use crate::respond::{admit, check_room, close_if_body, etag, explain_too_large, respond_stored};
 use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload};
 use crate::upload::receive;
 use crate::{RouteClass, ServiceConfig};
@@ -58,18 +58,6 @@ impl<S: Storage> Files<S> {
     }
 }
 
-/// A refused request's body is not drained (that would let anyone without
-/// a token hold a 256 KiB buffer for as long as they trickle bytes): the
-/// connection closes after the answer instead.
-fn close_if_body(ex: &mut Exchange) {
-    if !matches!(
-        ex.body_framing(),
-        wirespeed_net::proto::BodyFraming::Empty | wirespeed_net::proto::BodyFraming::Length(0)
-    ) {
-        ex.close_after_response();
-    }
-}
-
 /// A refused path as an answer. A name over 255 bytes is a bad request for
 /// a write (400, never 414: the URI is not what is too long) and simply
 /// absent for a read or delete, since no such file can exist.
@@ -95,41 +83,14 @@ impl<S: Storage> Handler for Files<S> {
     async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
         let write = !matches!(ex.method(), "GET" | "HEAD");
         request_class(ex).set(ex);
-        if let Some(hosts) = &self.cfg.loopback_hosts {
-            if !ex.header_str("host").is_some_and(|h| hosts.allows(h)) {
-                close_if_body(ex);
-                return ex
-                    .send_text(
-                        421,
-                        "misdirected request: this server is bound to loopback and answers only \
-                         localhost, 127.0.0.1 and [::1] (serve --allow-host NAME adds a name)",
-                    )
-                    .await;
-            }
-        }
-        if write
-            && crate::origin::is_cross_origin(
-                ex.header_str("sec-fetch-site"),
-                ex.header_str("origin"),
-                ex.header_str("host"),
-            )
-        {
-            close_if_body(ex);
-            return Err(Error::status(
-                403,
-                "cross-origin write refused: a page on another site may not change files here",
-            ));
-        }
-        if let Some(why) = self.cfg.writes.refusal(ex.method()) {
-            close_if_body(ex);
-            return ex.send_text(403, why).await;
-        }
-        if self.cfg.access.required(write) && !self.cfg.access.allows(ex.header("authorization")) {
-            close_if_body(ex);
-            let resp = Response::new(401)
-                .header("WWW-Authenticate", "Bearer realm=\"wirespeed\"")
-                .header("Content-Type", "text/plain; charset=utf-8");
-            return ex.send(resp, b"a valid bearer token is required\n").await;
+        let policy = match ex.method() {
+            "PUT" => "PUT",
+            "POST" => "POST",
+            "DELETE" => "DELETE",
+            _ => "GET",
+        };
+        if !admit(&self.cfg, ex, policy, write).await? {
+            return Ok(());
         }
         let key = parse_request_path(ex.path()).map_err(|e| path_error(e, ex.method()))?;
         let _upload = match ex.method() {

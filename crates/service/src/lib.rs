@@ -12,6 +12,9 @@
 //!   a computed digest is recorded with the file and answered by GET/HEAD.
 //! - `DELETE /path`: a file, or an empty directory.
 //! - `GET /-/health`; `GET /-/metrics` (Prometheus, [`metrics`]).
+//! - Resumable uploads ([`resumable`], with [`router_with_uploads`]): tus
+//!   1.0 under `/-/uploads/` and the IETF draft (interop version 8) on any
+//!   file URL, over a [`storage::PartialUploads`] store.
 //!
 //! Paths are validated by the pure [`path`] module; storage sits behind the
 //! [`storage::Storage`] trait ([`storage::LocalStorage`] by default).
@@ -23,6 +26,7 @@ pub mod listing;
 pub mod metrics;
 pub mod origin;
 pub mod path;
+pub mod resumable;
 pub mod storage;
 pub mod upload;
 
@@ -34,7 +38,8 @@ pub use auth::{Access, Writes, WritesOff};
 pub use digest::DigestPolicy;
 pub use files::{Files, Health};
 pub use metrics::{Metrics, RouteClass};
-pub use storage::{LocalStorage, Storage, StorageError};
+pub use resumable::{Uploads, UploadsConfig};
+pub use storage::{LocalStorage, PartialUploads, Storage, StorageError};
 pub use upload::{HashMode, UploadPath};
 
 use wirespeed_net::Router;
@@ -94,6 +99,41 @@ pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
         "/*",
         Files::new(storage, cfg),
     )
+}
+
+/// [`router`] plus resumable uploads: `/-/uploads/…` (tus 1.0 and the IETF
+/// draft's upload resources) and IETF creation on the file routes. The
+/// returned [`Uploads`] runs the expiry sweep ([`Uploads::sweep_expired`]).
+pub fn router_with_uploads<S: Storage + PartialUploads + Clone>(
+    storage: S,
+    cfg: ServiceConfig,
+    ucfg: UploadsConfig,
+) -> (Router, std::sync::Arc<Uploads<S>>) {
+    let uploads = std::sync::Arc::new(Uploads::new(storage.clone(), cfg.clone(), ucfg));
+    let mut router = Router::new().route(&["GET"], "/-/health", Health);
+    if let Some(metrics) = &cfg.metrics {
+        let page = metrics::MetricsPage {
+            metrics: metrics.clone(),
+            access: cfg.access.clone(),
+            loopback_hosts: cfg.loopback_hosts.clone(),
+        };
+        router = router.route(&["GET"], "/-/metrics", page);
+    }
+    let router = router
+        .route(
+            &["OPTIONS", "POST", "HEAD", "PATCH", "DELETE"],
+            resumable::UPLOADS_PREFIX_ROUTE,
+            resumable::UploadRoutes(uploads.clone()),
+        )
+        .route(
+            &["GET", "PUT", "DELETE", "POST", "OPTIONS"],
+            "/*",
+            resumable::FilesWithUploads {
+                files: Files::new(storage, cfg),
+                uploads: uploads.clone(),
+            },
+        );
+    (router, uploads)
 }
 
 impl From<StorageError> for wirespeed_net::Error {

@@ -42,17 +42,20 @@ pub enum RouteClass {
     Encoded,
     /// `GET /-/metrics`.
     Metrics,
+    /// Resumable uploads: tus and IETF creation, offset, append, cancel.
+    Resumable,
     /// Anything else: health, refused heads, unknown routes.
     Other,
 }
 
-const CLASSES: [RouteClass; 7] = [
+const CLASSES: [RouteClass; 8] = [
     RouteClass::Files,
     RouteClass::Upload,
     RouteClass::Delete,
     RouteClass::Listing,
     RouteClass::Encoded,
     RouteClass::Metrics,
+    RouteClass::Resumable,
     RouteClass::Other,
 ];
 
@@ -65,6 +68,7 @@ impl RouteClass {
             RouteClass::Listing => "listing",
             RouteClass::Encoded => "encoded",
             RouteClass::Metrics => "metrics",
+            RouteClass::Resumable => "resumable",
             RouteClass::Other => "other",
         }
     }

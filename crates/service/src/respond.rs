@@ -84,6 +84,70 @@ pub fn human_size(n: u64) -> String {
     }
 }
 
+/// A refused request's body is not drained (that would let anyone without
+/// a token hold a 256 KiB buffer for as long as they trickle bytes): the
+/// connection closes after the answer instead.
+pub(crate) fn close_if_body(ex: &mut Exchange) {
+    if !matches!(
+        ex.body_framing(),
+        wirespeed_net::proto::BodyFraming::Empty | wirespeed_net::proto::BodyFraming::Length(0)
+    ) {
+        ex.close_after_response();
+    }
+}
+
+/// The checks every request to the file and upload routes passes first:
+/// the loopback `Host` check (421), the cross-origin write check (403), the
+/// write policy for `policy` (a method name: PUT/POST upload, DELETE
+/// deletes) and the token when `write` or a private server needs it (401).
+/// `Ok(false)`: refused, and the answer was sent.
+pub(crate) async fn admit(
+    cfg: &ServiceConfig,
+    ex: &mut Exchange,
+    policy: &str,
+    write: bool,
+) -> Result<bool, Error> {
+    if let Some(hosts) = &cfg.loopback_hosts {
+        if !ex.header_str("host").is_some_and(|h| hosts.allows(h)) {
+            close_if_body(ex);
+            ex.send_text(
+                421,
+                "misdirected request: this server is bound to loopback and answers only \
+                 localhost, 127.0.0.1 and [::1] (serve --allow-host NAME adds a name)",
+            )
+            .await?;
+            return Ok(false);
+        }
+    }
+    if write
+        && crate::origin::is_cross_origin(
+            ex.header_str("sec-fetch-site"),
+            ex.header_str("origin"),
+            ex.header_str("host"),
+        )
+    {
+        close_if_body(ex);
+        return Err(Error::status(
+            403,
+            "cross-origin write refused: a page on another site may not change files here",
+        ));
+    }
+    if let Some(why) = cfg.writes.refusal(policy) {
+        close_if_body(ex);
+        ex.send_text(403, why).await?;
+        return Ok(false);
+    }
+    if cfg.access.required(write) && !cfg.access.allows(ex.header("authorization")) {
+        close_if_body(ex);
+        let resp = Response::new(401)
+            .header("WWW-Authenticate", "Bearer realm=\"wirespeed\"")
+            .header("Content-Type", "text/plain; charset=utf-8");
+        ex.send(resp, b"a valid bearer token is required\n").await?;
+        return Ok(false);
+    }
+    Ok(true)
+}
+
 /// Refuse an upload whose announced length exceeds the storage's free
 /// space (507, before a byte of the body is read), and apply `--max-body`.
 pub(crate) async fn check_room<S: Storage>(

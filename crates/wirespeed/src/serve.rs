@@ -11,7 +11,8 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use wirespeed_net::{FileSend, Server, ServerConfig};
 use wirespeed_service::{
-    Access, DigestPolicy, HashMode, LocalStorage, Metrics, ServiceConfig, UploadPath, Writes,
+    Access, DigestPolicy, HashMode, LocalStorage, Metrics, ServiceConfig, UploadPath,
+    UploadsConfig, Writes,
 };
 
 use crate::size::parse_size;
@@ -31,7 +32,11 @@ GET /-/health      200 while serving\n  \
 GET /-/metrics     Prometheus metrics (needs the token on a server with --token; --metrics off)\n  \
 POST /dir/         multipart/form-data upload of one or more files\n  \
 POST /path?element=NAME   base64 in an XML/SOAP element (text/xml, application/soap+xml) or MTOM/XOP\n  \
-POST /path?field=NAME     base64 in a top-level JSON string field (application/json)\n\n\
+POST /path?field=NAME     base64 in a top-level JSON string field (application/json)\n  \
+OPTIONS, POST /-/uploads/…, HEAD/PATCH/DELETE /-/uploads/ID   resumable uploads: tus 1.0 \
+(creation, creation-with-upload, creation-defer-length, termination, expiration, checksum)\n  \
+PUT/POST /path with Upload-Complete   resumable upload, IETF draft interop version 8 \
+(104 with the upload's Location first)\n\n\
 Writes: on a loopback address anyone may write; with --token, writes need the token; on any \
 other address without --token the server is read-only unless --allow-upload/--allow-delete \
 say otherwise; --read-only refuses every write anywhere.\n\n\
@@ -97,6 +102,23 @@ pub struct ServeArgs {
     /// e.g. 10G. Bigger uploads get 413. Default: unlimited.
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub max_body: Option<u64>,
+
+    /// Largest resumable upload (tus and IETF, under /-/uploads/), in bytes;
+    /// suffixes as for --max-body. Bigger announced lengths get 413 before any
+    /// byte is read. Default: the --max-body value if set, else unlimited.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub upload_max_size: Option<u64>,
+
+    /// Most unfinished resumable uploads kept at once; a creation beyond gets
+    /// 503 with Retry-After until some finish, are cancelled or expire.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub max_partial_uploads: usize,
+
+    /// Seconds an unfinished resumable upload is kept after its creation;
+    /// then it is removed (checked at start and every expiry/4, at most every
+    /// 10 minutes).
+    #[arg(long, default_value_t = 24 * 3600, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub upload_expiry: u64,
 
     /// Do not fsync uploads before renaming them into place: faster, but after a
     /// power loss an upload that was acknowledged may be empty or short.
@@ -457,6 +479,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut allow_hosts = args.allow_hosts.clone();
     allow_hosts.extend(args.listen.name.clone());
     let metrics = Arc::new(Metrics::new(args.access_log == Switch::On));
+    let upload_max_size = args
+        .upload_max_size
+        .or(args.max_body)
+        .unwrap_or(wirespeed_resumable::Limits::default().max_size);
+    let (upload_expiry, max_partial_uploads) = (args.upload_expiry, args.max_partial_uploads);
     let storage = LocalStorage::new(&args.dir)
         .with_context(|| format!("opening the folder to serve, {}", args.dir.display()))?
         .with_fsync(!args.no_fsync);
@@ -532,7 +559,26 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         // Leftovers of a crash (temp files the API never shows): removed in
         // the background, so start-up does not wait on a big tree.
         drop(storage.spawn_temp_sweep());
-        let router = Arc::new(wirespeed_service::router(storage, cfg));
+        let ucfg = UploadsConfig {
+            limits: wirespeed_resumable::Limits {
+                max_size: upload_max_size,
+                max_append_size: None,
+                lifetime_secs: upload_expiry,
+            },
+            max_partials: max_partial_uploads,
+        };
+        let (router, uploads) = wirespeed_service::router_with_uploads(storage, cfg, ucfg);
+        // Expired partial uploads: removed now and then every quarter of
+        // their lifetime (between 1 s and 10 min).
+        let every = Duration::from_secs((upload_expiry / 4).clamp(1, 600));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                uploads.sweep_expired().await;
+            }
+        });
+        let router = Arc::new(router);
         let server = Server::new(server_cfg);
         match tls {
             Some((acceptor, _)) => server

@@ -22,6 +22,8 @@
 //! - [`resolve`]: path containment (`openat2(RESOLVE_BENEATH)`, or checks
 //!   where the kernel lacks it).
 //! - [`digest_store`]: where the local backend keeps computed digests.
+//! - [`partial`]: the store of partial (resumable) uploads, its own trait
+//!   so a backend offers them only if it can.
 //! - [`sweep`]: removal of temporary files a crash left behind.
 
 use std::fs::File;
@@ -33,10 +35,12 @@ use crate::path::RelPath;
 
 pub mod digest_store;
 pub mod local;
+pub mod partial;
 pub mod resolve;
 pub mod sweep;
 
-pub use local::{LocalListing, LocalObject, LocalStorage, LocalUpload, LIST_BATCH};
+pub use local::{LocalListing, LocalObject, LocalPartial, LocalStorage, LocalUpload, LIST_BATCH};
+pub use partial::{PartialData, PartialUploads, UPLOADS_DIR};
 pub use sweep::{sweep_stale_temp_files, Sweep, STALE_TEMP_AGE, SWEEP_MAX_ENTRIES};
 
 /// File or directory.

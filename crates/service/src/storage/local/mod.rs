@@ -15,9 +15,11 @@ use rustix::io::Errno;
 
 mod listing;
 mod meta;
+mod partial;
 mod upload;
 
 pub use listing::{LocalListing, LIST_BATCH};
+pub use partial::LocalPartial;
 pub use upload::LocalUpload;
 
 use listing::ListState;

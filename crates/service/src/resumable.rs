@@ -1,0 +1,853 @@
+//! Resumable uploads: tus 1.0.0 and the IETF draft (interop version 8) over
+//! one partial-upload store ([`PartialUploads`]). The decisions are
+//! `wirespeed-resumable`'s; this module moves the bytes and answers.
+//!
+//! - `OPTIONS /-/uploads/`: tus discovery and `Upload-Limit`.
+//! - `POST /-/uploads/<folder>/` (name from `Upload-Metadata` `filename`) or
+//!   `POST /-/uploads/<path>`: tus creation, with or without first bytes.
+//! - `PUT`/`POST /<path>` with `Upload-Complete` and
+//!   `Upload-Draft-Interop-Version: 8`: IETF creation; `104` with the
+//!   upload's `Location` goes out before the body is read.
+//! - `HEAD`/`PATCH`/`DELETE /-/uploads/<id>`: offset, append, cancel (tus
+//!   when the request carries `Tus-Resumable`, else the IETF draft).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sha1::Digest as _;
+use wirespeed_net::proto::BodyFraming;
+use wirespeed_net::{Error, Exchange, FileBodyError, Handler, Response};
+use wirespeed_resumable::{
+    ietf, tus, Append, ChecksumAlgorithm, Limits, Progress, Protocol, Refusal, UploadId,
+    UploadState,
+};
+
+use crate::files::Files;
+use crate::path::{parse_request_path, RelPath};
+use crate::respond::{admit, etag};
+use crate::storage::partial::{PartialData, PartialUploads};
+use crate::storage::{Kind, Storage, StorageError, Written};
+use crate::{RouteClass, ServiceConfig};
+
+/// Where upload resources live.
+pub const UPLOADS_PREFIX: &str = "/-/uploads/";
+/// The router pattern of [`UPLOADS_PREFIX`].
+pub const UPLOADS_PREFIX_ROUTE: &str = "/-/uploads/*";
+
+/// Settings of the resumable routes.
+#[derive(Debug, Clone, Copy)]
+pub struct UploadsConfig {
+    /// Size, append and lifetime limits.
+    pub limits: Limits,
+    /// Most partial uploads kept at once; creations beyond get 503.
+    pub max_partials: usize,
+}
+
+impl Default for UploadsConfig {
+    fn default() -> Self {
+        UploadsConfig {
+            limits: Limits::default(),
+            max_partials: 1000,
+        }
+    }
+}
+
+/// How long a new append waits for the one it took over from to let go.
+const TAKEOVER_WAIT: Duration = Duration::from_secs(10);
+
+/// One upload's in-process state: the acknowledged state (what HEAD
+/// reports), the append lock, and the signal that makes a running append
+/// give way to a newer one.
+struct Slot {
+    state: Mutex<UploadState>,
+    append: tokio::sync::Mutex<()>,
+    takeover: tokio::sync::Notify,
+    gone: AtomicBool,
+}
+
+impl Slot {
+    fn new(state: UploadState) -> Self {
+        Slot {
+            state: Mutex::new(state),
+            append: tokio::sync::Mutex::new(()),
+            takeover: tokio::sync::Notify::new(),
+            gone: AtomicBool::new(false),
+        }
+    }
+
+    fn snapshot(&self) -> UploadState {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// The resumable-upload service over a store; shared by its routes and the
+/// expiry sweep.
+pub struct Uploads<S> {
+    storage: S,
+    cfg: ServiceConfig,
+    ucfg: UploadsConfig,
+    slots: Mutex<HashMap<UploadId, Arc<Slot>>>,
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn http_date(secs: u64) -> String {
+    httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs))
+}
+
+fn new_id() -> Result<UploadId, Error> {
+    let mut bytes = [0u8; 16];
+    getrandom::getrandom(&mut bytes)
+        .map_err(|e| Error::status(500, format!("no randomness for an upload id: {e}")))?;
+    Ok(UploadId::from_random(bytes))
+}
+
+fn location(id: &UploadId) -> String {
+    format!("{UPLOADS_PREFIX}{id}")
+}
+
+fn has_body(ex: &Exchange) -> bool {
+    !matches!(
+        ex.body_framing(),
+        BodyFraming::Empty | BodyFraming::Length(0)
+    )
+}
+
+fn tus_fields(ex: &Exchange) -> tus::Fields<'_> {
+    tus::Fields {
+        tus_resumable: ex.header("tus-resumable"),
+        content_type: ex.header("content-type"),
+        content_length: ex.content_length(),
+        has_body: has_body(ex),
+        upload_offset: ex.header("upload-offset"),
+        upload_length: ex.header("upload-length"),
+        upload_defer_length: ex.header("upload-defer-length"),
+        upload_metadata: ex.header("upload-metadata"),
+        upload_checksum: ex.header("upload-checksum"),
+    }
+}
+
+fn ietf_fields(ex: &Exchange) -> ietf::Fields<'_> {
+    ietf::Fields {
+        interop_version: ex.header("upload-draft-interop-version"),
+        upload_complete: ex.header("upload-complete"),
+        upload_offset: ex.header("upload-offset"),
+        upload_length: ex.header("upload-length"),
+        content_type: ex.header("content-type"),
+        content_length: ex.content_length(),
+    }
+}
+
+/// Whether a request to a file URL asks for an IETF resumable upload.
+pub(crate) fn wants_resumable(ex: &Exchange) -> bool {
+    matches!(ex.method(), "PUT" | "POST") && ietf_fields(ex).wants_resumable()
+}
+
+/// The answer to a refused request: its status and fields, and the problem
+/// document where the protocol defines one.
+async fn refuse(ex: &mut Exchange, r: Refusal, tus: bool) -> Result<(), Error> {
+    let mut resp = Response::new(r.status());
+    for (name, value) in &r.headers {
+        resp = resp.header(name, value);
+    }
+    if tus {
+        resp = resp.header("Tus-Resumable", tus::VERSION);
+    }
+    match r.problem {
+        Some(problem) => {
+            let resp = resp.header("Content-Type", "application/problem+json");
+            ex.send(resp, problem.as_bytes()).await
+        }
+        None => {
+            let resp = resp.header("Content-Type", "text/plain; charset=utf-8");
+            ex.send(resp, format!("{}\n", r.message).as_bytes()).await
+        }
+    }
+}
+
+/// What one append did.
+struct Appended {
+    /// The upload's progress, or why the bytes were not counted.
+    result: Result<Progress, Refused>,
+    /// Where a completed upload landed.
+    written: Option<Written>,
+    /// The request body failed (cut, timeout, taken over): the bytes that
+    /// arrived are kept, and this error ends the exchange.
+    body_error: Option<Error>,
+}
+
+enum Refused {
+    Protocol(Refusal),
+    /// tus checksum extension: the bytes did not match (460).
+    Checksum,
+}
+
+/// A running hash for the tus checksum extension.
+enum Hasher {
+    Sha1(sha1::Sha1),
+    Sha256(sha2::Sha256),
+}
+
+impl Hasher {
+    fn new(a: ChecksumAlgorithm) -> Self {
+        match a {
+            ChecksumAlgorithm::Sha1 => Hasher::Sha1(sha1::Sha1::new()),
+            ChecksumAlgorithm::Sha256 => Hasher::Sha256(sha2::Sha256::new()),
+        }
+    }
+
+    fn update(&mut self, data: &[u8]) {
+        match self {
+            Hasher::Sha1(h) => h.update(data),
+            Hasher::Sha256(h) => h.update(data),
+        }
+    }
+
+    fn finish(self) -> Vec<u8> {
+        match self {
+            Hasher::Sha1(h) => h.finalize().to_vec(),
+            Hasher::Sha256(h) => h.finalize().to_vec(),
+        }
+    }
+}
+
+/// Moves the request body into `data`: zero-copy when nothing is hashed
+/// and the store has a file, else through the connection buffer.
+async fn receive<D: PartialData>(
+    ex: &mut Exchange,
+    data: &mut D,
+    hash: Option<ChecksumAlgorithm>,
+) -> Result<Option<Vec<u8>>, Error> {
+    if hash.is_none() {
+        if let Some(file) = data.as_file() {
+            let file = file.try_clone().map_err(StorageError::from)?;
+            match ex.receive_body_into(&file, |_| {}).await {
+                Ok(Some(_)) => return Ok(None),
+                Ok(None) => {}
+                Err(FileBodyError::File(e)) => return Err(StorageError::from(e).into()),
+                Err(FileBodyError::Body(e)) => return Err(e),
+            }
+        }
+    }
+    let mut hasher = hash.map(Hasher::new);
+    while let Some(piece) = ex.read_body().await? {
+        if let Some(h) = &mut hasher {
+            h.update(piece);
+        }
+        data.write(piece).await?;
+    }
+    Ok(hasher.map(Hasher::finish))
+}
+
+impl<S: Storage + PartialUploads + Clone> Uploads<S> {
+    pub fn new(storage: S, cfg: ServiceConfig, ucfg: UploadsConfig) -> Self {
+        Uploads {
+            storage,
+            cfg,
+            ucfg,
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<UploadId, Arc<Slot>>> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn forget(&self, id: &UploadId) {
+        if let Some(slot) = self.slots().remove(id) {
+            slot.gone.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The upload `id`, loaded from the store on first use; 404 when it is
+    /// unknown, gone or expired.
+    async fn slot(&self, id: &UploadId) -> Result<Arc<Slot>, Error> {
+        let found = self.slots().get(id).cloned();
+        let slot = match found {
+            Some(slot) => slot,
+            None => {
+                let state = self.storage.load_partial(id).await.map_err(|e| match e {
+                    StorageError::NotFound | StorageError::NotDir => {
+                        Error::status(404, "no such upload")
+                    }
+                    e => e.into(),
+                })?;
+                self.slots()
+                    .entry(*id)
+                    .or_insert_with(|| Arc::new(Slot::new(state)))
+                    .clone()
+            }
+        };
+        if slot.snapshot().expired(now()) {
+            return Err(Error::status(404, "this upload expired"));
+        }
+        Ok(slot)
+    }
+
+    /// Remove expired partial uploads (and their in-process state); returns
+    /// how many were removed. Uploads with an append running are left for
+    /// the next sweep.
+    pub async fn sweep_expired(&self) -> usize {
+        let list = match self.storage.list_partials().await {
+            Ok(list) => list,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list partial uploads for the expiry sweep");
+                return 0;
+            }
+        };
+        let t = now();
+        let mut removed = 0;
+        for (id, state) in list {
+            let Some(state) = state else {
+                continue;
+            };
+            if !state.expired(t) {
+                continue;
+            }
+            let slot = self.slots().get(&id).cloned();
+            let _held = match &slot {
+                Some(s) => match s.append.try_lock() {
+                    Ok(g) => Some(g),
+                    Err(_) => continue,
+                },
+                None => None,
+            };
+            self.forget(&id);
+            match self.storage.delete_partial(&id).await {
+                Ok(()) => removed += 1,
+                Err(e) => tracing::warn!(%id, error = %e, "could not remove an expired upload"),
+            }
+        }
+        if removed > 0 {
+            tracing::info!(removed, "removed expired partial uploads");
+        }
+        removed
+    }
+
+    /// Refuse a creation the store has no room for: over the count of
+    /// partial uploads (503), or an announced length over the free space
+    /// (507) — before any body byte is read.
+    async fn check_capacity(&self, length: Option<u64>) -> Result<(), Error> {
+        let count = self.storage.list_partials().await?.len();
+        if count >= self.ucfg.max_partials {
+            return Err(Error::status(
+                503,
+                format!(
+                    "the server holds {count} unfinished uploads, its limit (serve --max-partial-uploads); finish or cancel some, or try later"
+                ),
+            ));
+        }
+        if let Some(needed) = length {
+            if let Some(available) = self.storage.available().await {
+                if needed > available {
+                    return Err(StorageError::NoRoom { needed, available }.into());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A new upload for `target`: its store entry and in-process slot.
+    async fn create(
+        &self,
+        protocol: Protocol,
+        target: &RelPath,
+        length: Option<u64>,
+        metadata: Option<String>,
+    ) -> Result<(UploadId, Arc<Slot>), Error> {
+        self.check_capacity(length).await?;
+        let id = new_id()?;
+        let mut state = UploadState::new(
+            protocol,
+            target.to_url(false),
+            length,
+            now(),
+            self.ucfg.limits.lifetime_secs,
+        );
+        state.metadata = metadata;
+        self.storage
+            .create_partial(&id, &state)
+            .await
+            .map_err(|e| e.on_write(target))?;
+        let slot = Arc::new(Slot::new(state));
+        self.slots().insert(id, slot.clone());
+        Ok((id, slot))
+    }
+
+    /// Wait for the append lock of `slot`, asking a running append to give
+    /// way: the draft's recommended answer to a client that resumes while
+    /// the server still holds its broken request (the older request is cut
+    /// at once, keeping the bytes it stored, instead of making the client
+    /// wait for the body timeout).
+    async fn take_append<'s>(
+        &self,
+        slot: &'s Slot,
+    ) -> Result<tokio::sync::MutexGuard<'s, ()>, Error> {
+        if let Ok(g) = slot.append.try_lock() {
+            return Ok(g);
+        }
+        slot.takeover.notify_waiters();
+        tokio::time::timeout(TAKEOVER_WAIT, slot.append.lock())
+            .await
+            .map_err(|_| Error::status(409, "another request is appending to this upload"))
+    }
+
+    /// Receive one append into upload `id` under its append lock, then
+    /// count what arrived, acknowledge it durably, and publish a complete
+    /// upload.
+    async fn append(
+        &self,
+        ex: &mut Exchange,
+        id: &UploadId,
+        slot: &Slot,
+        plan: Append,
+    ) -> Result<Appended, Error> {
+        let target = slot.snapshot().target;
+        let key = parse_request_path(&target)
+            .map_err(|_| Error::status(500, "an upload's target is not a valid path"))?;
+        if let Some(needed) = ex.content_length() {
+            if let Some(available) = self.storage.available().await {
+                if needed > available {
+                    return Err(StorageError::NoRoom { needed, available }.into());
+                }
+            }
+        }
+        ex.limit_body(plan.max_bytes)?;
+        let mut data = self.storage.open_partial(id).await?;
+        if data.size().await? != plan.offset {
+            // A cut append's tail that was never counted: not part of the upload.
+            data.truncate(plan.offset).await?;
+        }
+        let takeover = slot.takeover.notified();
+        tokio::pin!(takeover);
+        takeover.as_mut().enable();
+        let hash = plan.checksum.as_ref().map(|c| c.algorithm);
+        let received = tokio::select! {
+            r = receive(ex, &mut data, hash) => r,
+            () = &mut takeover => {
+                ex.close_after_response();
+                Err(Error::status(409, "a newer request to this upload took over"))
+            }
+        };
+        let end = data.size().await?;
+        let mut got = end.saturating_sub(plan.offset);
+        if got > plan.max_bytes {
+            data.truncate(plan.offset + plan.max_bytes).await?;
+            got = plan.max_bytes;
+        }
+        let (digest, body_error) = match received {
+            Ok(d) => (d, None),
+            Err(e) => (None, Some(e)),
+        };
+        if let Some(want) = &plan.checksum {
+            // Bytes that cannot be verified do not count (tus checksum).
+            let good = body_error.is_none() && digest.as_deref() == Some(&want.digest[..]);
+            if !good {
+                data.truncate(plan.offset).await?;
+                return Ok(Appended {
+                    result: Err(Refused::Checksum),
+                    written: None,
+                    body_error,
+                });
+            }
+        }
+        if got > 0 {
+            data.sync().await?;
+        }
+        let mut next = slot.snapshot();
+        let before = (next.length, next.metadata.clone());
+        let progress = match next.record(&plan, got, body_error.is_none()) {
+            Ok(p) => p,
+            Err(r) => {
+                data.truncate(plan.offset).await?;
+                return Ok(Appended {
+                    result: Err(Refused::Protocol(r)),
+                    written: None,
+                    body_error,
+                });
+            }
+        };
+        if slot.gone.load(Ordering::Relaxed) {
+            return Err(
+                body_error.unwrap_or_else(|| Error::status(404, "the upload was cancelled"))
+            );
+        }
+        let mut written = None;
+        match progress {
+            Progress::Partial { .. } => {
+                if (next.length, next.metadata.clone()) != before {
+                    self.storage.save_partial(id, &next).await?;
+                }
+                *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = next;
+            }
+            Progress::Complete { .. } => {
+                *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = next;
+                let w = self
+                    .storage
+                    .complete_partial(id, data, &key, None, None)
+                    .await
+                    .map_err(|e| e.on_write(&key));
+                self.forget(id);
+                if w.is_err() {
+                    let _ = self.storage.delete_partial(id).await;
+                }
+                written = Some(w?);
+            }
+        }
+        Ok(Appended {
+            result: Ok(progress),
+            written,
+            body_error,
+        })
+    }
+
+    fn limit_header(&self, max_age: Option<u64>) -> String {
+        ietf::limit_field(&self.ucfg.limits, max_age)
+    }
+
+    // ---- tus ------------------------------------------------------------
+
+    /// `POST /-/uploads/…`: tus creation (and creation-with-upload).
+    async fn tus_create(&self, ex: &mut Exchange, rest: &str) -> Result<(), Error> {
+        let creation = match tus::create(&tus_fields(ex), &self.ucfg.limits) {
+            Ok(c) => c,
+            Err(r) => return refuse(ex, r, true).await,
+        };
+        let place =
+            parse_request_path(rest).map_err(|e| Error::status(e.status(), e.to_string()))?;
+        let target = if place.trailing_slash() {
+            let Some(name) = creation.filename.as_deref() else {
+                return Err(Error::status(
+                    400,
+                    "a creation in a folder needs Upload-Metadata with a filename",
+                ));
+            };
+            place
+                .join(name)
+                .map_err(|e| Error::status(400, format!("the filename is not usable: {e}")))?
+        } else {
+            place
+        };
+        let (id, slot) = self
+            .create(Protocol::Tus, &target, creation.length, creation.metadata)
+            .await?;
+        let mut resp = Response::new(201)
+            .header("Tus-Resumable", tus::VERSION)
+            .header("Location", location(&id));
+        if let Some(first) = creation.first {
+            let _lock = self.take_append(&slot).await?;
+            let done = self.append(ex, &id, &slot, first).await?;
+            if let Some(e) = done.body_error {
+                return Err(e);
+            }
+            match done.result {
+                Err(Refused::Checksum) => return checksum_mismatch(ex).await,
+                Err(Refused::Protocol(r)) => return refuse(ex, r, true).await,
+                Ok(_) => {}
+            }
+        }
+        let state = slot.snapshot();
+        resp = resp
+            .header("Upload-Offset", state.offset.to_string())
+            .header("Upload-Expires", http_date(state.expires));
+        ex.send(resp, b"").await
+    }
+
+    async fn tus_head(&self, ex: &mut Exchange, id: &UploadId) -> Result<(), Error> {
+        if let Err(r) = tus::check_version(&tus_fields(ex)) {
+            return refuse(ex, r, true).await;
+        }
+        let state = self.slot(id).await?.snapshot();
+        let mut resp = Response::new(200);
+        for (name, value) in tus::offset_fields(&state) {
+            resp = resp.header(name, value);
+        }
+        resp = resp.header("Upload-Expires", http_date(state.expires));
+        ex.send(resp, b"").await
+    }
+
+    async fn tus_patch(&self, ex: &mut Exchange, id: &UploadId) -> Result<(), Error> {
+        let slot = self.slot(id).await?;
+        let _lock = self.take_append(&slot).await?;
+        let plan = match tus::append(&tus_fields(ex), &slot.snapshot(), &self.ucfg.limits) {
+            Ok(p) => p,
+            Err(r) => return refuse(ex, r, true).await,
+        };
+        let done = self.append(ex, id, &slot, plan).await?;
+        if let Some(e) = done.body_error {
+            return Err(e);
+        }
+        match done.result {
+            Err(Refused::Checksum) => checksum_mismatch(ex).await,
+            Err(Refused::Protocol(r)) => refuse(ex, r, true).await,
+            Ok(progress) => {
+                let offset = match progress {
+                    Progress::Partial { offset } => offset,
+                    Progress::Complete { length } => length,
+                };
+                let resp = Response::new(204)
+                    .header("Tus-Resumable", tus::VERSION)
+                    .header("Upload-Offset", offset.to_string())
+                    .header("Upload-Expires", http_date(slot.snapshot().expires));
+                ex.send(resp, b"").await
+            }
+        }
+    }
+
+    // ---- IETF draft -----------------------------------------------------
+
+    /// `PUT`/`POST` to a file URL with `Upload-Complete`: the upload
+    /// resource is made and announced (104) before the body is read.
+    pub(crate) async fn ietf_create(&self, ex: &mut Exchange) -> Result<(), Error> {
+        RouteClass::Resumable.set(ex);
+        if !admit(&self.cfg, ex, "PUT", true).await? {
+            return Ok(());
+        }
+        let key =
+            parse_request_path(ex.path()).map_err(|e| Error::status(e.status(), e.to_string()))?;
+        if key.is_root() || key.trailing_slash() {
+            return Err(Error::status(
+                400,
+                "an upload needs a file path, not a folder",
+            ));
+        }
+        if let Ok(meta) = self.storage.stat(&key).await {
+            if meta.kind == Kind::Dir {
+                return Err(Error::status(409, "a directory exists at this path"));
+            }
+        }
+        let creation = match ietf::create(&ietf_fields(ex), &self.ucfg.limits) {
+            Ok(c) => c,
+            Err(r) => return refuse(ex, r, false).await,
+        };
+        let (id, slot) = self
+            .create(Protocol::Ietf, &key, creation.length, None)
+            .await?;
+        let loc = location(&id);
+        let interim = ietf::interim_fields(&loc, &self.ucfg.limits);
+        let fields: Vec<(&str, &str)> = interim.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        ex.send_interim(104, &fields).await?;
+        let _lock = self.take_append(&slot).await?;
+        let done = self.append(ex, &id, &slot, creation.first).await?;
+        self.ietf_answer(ex, &id, &slot, &key, done).await
+    }
+
+    async fn ietf_answer(
+        &self,
+        ex: &mut Exchange,
+        id: &UploadId,
+        slot: &Slot,
+        key: &RelPath,
+        done: Appended,
+    ) -> Result<(), Error> {
+        if let Some(e) = done.body_error {
+            return Err(e);
+        }
+        let progress = match done.result {
+            Ok(p) => p,
+            Err(Refused::Protocol(r)) => return refuse(ex, r, false).await,
+            Err(Refused::Checksum) => return Err(Error::status(400, "checksum mismatch")),
+        };
+        match (progress, done.written) {
+            (Progress::Complete { .. }, Some(written)) => {
+                let mut resp = Response::new(match written {
+                    Written::Created => 201,
+                    Written::Replaced => 204,
+                })
+                .header("Upload-Complete", "?1");
+                if written == Written::Created {
+                    resp = resp.header("Location", key.to_url(false));
+                }
+                if let Ok(meta) = self.storage.stat(key).await {
+                    if meta.kind == Kind::File {
+                        resp = resp.header("ETag", etag(&meta));
+                    }
+                }
+                ex.send(resp, b"").await
+            }
+            (progress, _) => {
+                let offset = match progress {
+                    Progress::Partial { offset } => offset,
+                    Progress::Complete { length } => length,
+                };
+                let state = slot.snapshot();
+                let status = if ex.method() == "PATCH" { 204 } else { 201 };
+                let mut resp = Response::new(status)
+                    .header("Upload-Complete", "?0")
+                    .header("Upload-Offset", offset.to_string())
+                    .header(
+                        "Upload-Limit",
+                        self.limit_header(Some(state.expires.saturating_sub(now()))),
+                    );
+                if status == 201 {
+                    resp = resp.header("Location", location(id));
+                }
+                ex.send(resp, b"").await
+            }
+        }
+    }
+
+    async fn ietf_head(&self, ex: &mut Exchange, id: &UploadId) -> Result<(), Error> {
+        let state = self.slot(id).await?.snapshot();
+        let mut resp = Response::new(204);
+        for (name, value) in ietf::offset_fields(&state, &self.ucfg.limits, now()) {
+            resp = resp.header(name, value);
+        }
+        ex.send(resp, b"").await
+    }
+
+    async fn ietf_patch(&self, ex: &mut Exchange, id: &UploadId) -> Result<(), Error> {
+        let slot = self.slot(id).await?;
+        let _lock = self.take_append(&slot).await?;
+        let state = slot.snapshot();
+        let plan = match ietf::append(&ietf_fields(ex), &state, &self.ucfg.limits) {
+            Ok(p) => p,
+            Err(r) => return refuse(ex, r, false).await,
+        };
+        let key = parse_request_path(&state.target)
+            .map_err(|_| Error::status(500, "an upload's target is not a valid path"))?;
+        let done = self.append(ex, id, &slot, plan).await?;
+        self.ietf_answer(ex, id, &slot, &key, done).await
+    }
+
+    // ---- both -------------------------------------------------------------
+
+    async fn cancel(&self, ex: &mut Exchange, id: &UploadId, tus: bool) -> Result<(), Error> {
+        let slot = self.slot(id).await?;
+        // A running append is cut (the draft asks for it) and finds the upload gone.
+        slot.gone.store(true, Ordering::Relaxed);
+        slot.takeover.notify_waiters();
+        let _lock = tokio::time::timeout(TAKEOVER_WAIT, slot.append.lock()).await;
+        self.forget(id);
+        self.storage.delete_partial(id).await?;
+        let mut resp = Response::new(204);
+        if tus {
+            resp = resp.header("Tus-Resumable", tus::VERSION);
+        }
+        ex.send(resp, b"").await
+    }
+
+    /// `OPTIONS`: tus discovery and the draft's `Upload-Limit`.
+    pub(crate) async fn options(&self, ex: &mut Exchange) -> Result<(), Error> {
+        RouteClass::Resumable.set(ex);
+        let mut resp = Response::new(204)
+            .header("Upload-Limit", self.limit_header(None))
+            .header(
+                "Upload-Draft-Interop-Version",
+                ietf::INTEROP_VERSION.to_string(),
+            );
+        for (name, value) in tus::discovery_fields(&self.ucfg.limits) {
+            resp = resp.header(name, value);
+        }
+        ex.send(resp, b"").await
+    }
+
+    async fn route(&self, ex: &mut Exchange) -> Result<(), Error> {
+        if ex.method() == "OPTIONS" {
+            return self.options(ex).await;
+        }
+        if !admit(&self.cfg, ex, "PUT", true).await? {
+            return Ok(());
+        }
+        let rest = &ex.path()[UPLOADS_PREFIX.len() - 1..];
+        let tus = ex.header("tus-resumable").is_some();
+        if ex.method() == "POST" {
+            let rest = rest.to_string();
+            return self.tus_create(ex, &rest).await;
+        }
+        let Some(id) = UploadId::parse(&rest[1..]) else {
+            return Err(Error::status(404, "no such upload"));
+        };
+        match (ex.method(), tus) {
+            ("HEAD", true) => self.tus_head(ex, &id).await,
+            ("HEAD", false) => self.ietf_head(ex, &id).await,
+            ("PATCH", true) => self.tus_patch(ex, &id).await,
+            ("PATCH", false) => self.ietf_patch(ex, &id).await,
+            ("DELETE", tus) => self.cancel(ex, &id, tus).await,
+            _ => Err(Error::status(405, "method not allowed")),
+        }
+    }
+}
+
+async fn checksum_mismatch(ex: &mut Exchange) -> Result<(), Error> {
+    let resp = Response::new(tus::CHECKSUM_MISMATCH)
+        .header("Tus-Resumable", tus::VERSION)
+        .header("Content-Type", "text/plain; charset=utf-8");
+    ex.send(
+        resp,
+        b"checksum mismatch: the bytes of this request were discarded\n",
+    )
+    .await
+}
+
+/// The `/-/uploads/` routes.
+pub struct UploadRoutes<S>(pub Arc<Uploads<S>>);
+
+impl<S: Storage + PartialUploads + Clone> Handler for UploadRoutes<S> {
+    async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
+        RouteClass::Resumable.set(ex);
+        let r = self.0.route(ex).await;
+        answer_error(ex, r, true).await
+    }
+}
+
+/// Answers a failed resumable request itself, so tus clients get
+/// `Tus-Resumable` on errors too and a full store's 503 says when to retry;
+/// connection-level failures pass on to the exchange.
+async fn answer_error(ex: &mut Exchange, r: Result<(), Error>, tus: bool) -> Result<(), Error> {
+    let e = match r {
+        Err(e) if !ex.response_started() => e,
+        other => return other,
+    };
+    if matches!(
+        e,
+        Error::Proto(_) | Error::Timeout(_) | Error::UnexpectedEof
+    ) || e.is_connection_lost()
+    {
+        return Err(e);
+    }
+    let status = e.http_status();
+    if status >= 500 {
+        tracing::error!(error = %e, "resumable upload failed");
+    }
+    let text = if status >= 500 && !matches!(e, Error::Status { .. }) {
+        "storage error".to_string()
+    } else {
+        e.to_string()
+    };
+    let mut resp = Response::new(status).header("Content-Type", "text/plain; charset=utf-8");
+    if tus {
+        resp = resp.header("Tus-Resumable", tus::VERSION);
+    }
+    if status == 503 {
+        resp = resp.header("Retry-After", "60");
+    }
+    ex.send(resp, format!("{text}\n").as_bytes()).await
+}
+
+/// The file routes with IETF resumable creation in front: a `PUT`/`POST`
+/// carrying `Upload-Complete` (interop version 8) becomes an upload
+/// resource; `OPTIONS` answers `Upload-Limit`; everything else is [`Files`].
+pub struct FilesWithUploads<S> {
+    pub files: Files<S>,
+    pub uploads: Arc<Uploads<S>>,
+}
+
+impl<S: Storage + PartialUploads + Clone> Handler for FilesWithUploads<S> {
+    async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
+        if ex.method() == "OPTIONS" {
+            return self.uploads.options(ex).await;
+        }
+        if wants_resumable(ex) {
+            let r = self.uploads.ietf_create(ex).await;
+            return answer_error(ex, r, false).await;
+        }
+        self.files.handle(ex).await
+    }
+}
