@@ -188,13 +188,19 @@ mod tests {
         assert_eq!(a.ietf.unwrap().max_append_size, Some(10));
         let tus = [("Tus-Version", "0.2.2, 1.0.0"), ("Tus-Max-Size", "77")];
         let a = Announced::from_fields(fields(&tus));
-        assert_eq!((a.choose(), a.tus_max_size), (ClientProtocol::Tus, Some(77)));
+        assert_eq!(
+            (a.choose(), a.tus_max_size),
+            (ClientProtocol::Tus, Some(77))
+        );
         let interop = [("upload-draft-interop-version", "8")];
         assert_eq!(
             Announced::from_fields(fields(&interop)).choose(),
             ClientProtocol::Ietf
         );
-        let other = [("Upload-Draft-Interop-Version", "6"), ("Tus-Version", "0.2")];
+        let other = [
+            ("Upload-Draft-Interop-Version", "6"),
+            ("Tus-Version", "0.2"),
+        ];
         assert_eq!(
             Announced::from_fields(fields(&other)).choose(),
             ClientProtocol::Put
@@ -231,7 +237,10 @@ mod tests {
         assert_eq!(
             parsed,
             vec![
-                ("filename".to_string(), Some("ünï 1.bin".as_bytes().to_vec())),
+                (
+                    "filename".to_string(),
+                    Some("ünï 1.bin".as_bytes().to_vec())
+                ),
                 ("flag".to_string(), None)
             ]
         );
@@ -244,7 +253,11 @@ mod tests {
         assert_eq!(parse_offset(ClientProtocol::Ietf, b"42"), Some(42));
         assert_eq!(parse_offset(ClientProtocol::Ietf, b"-1"), None);
         assert_eq!(parse_offset(ClientProtocol::Ietf, b"x"), None);
-        for p in [ClientProtocol::Ietf, ClientProtocol::Tus, ClientProtocol::Put] {
+        for p in [
+            ClientProtocol::Ietf,
+            ClientProtocol::Tus,
+            ClientProtocol::Put,
+        ] {
             assert_eq!(ClientProtocol::from_name(p.name()), Some(p));
         }
     }

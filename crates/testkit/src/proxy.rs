@@ -65,7 +65,9 @@ impl CuttingProxy {
 
     /// Cut each connection after it carried `n` bytes upstream (None: never).
     pub fn cut_upstream_every(&self, n: Option<u64>) -> &Self {
-        self.shared.cut_up.store(n.unwrap_or(NEVER), Ordering::SeqCst);
+        self.shared
+            .cut_up
+            .store(n.unwrap_or(NEVER), Ordering::SeqCst);
         self
     }
 

@@ -4,8 +4,10 @@
 
 mod common;
 
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Serve, BIN};
@@ -89,7 +91,14 @@ fn seed(s: &Setup, name: &str, bytes: &[u8]) {
     let url = format!("{}/{name}", s.serve.base());
     let out = run(
         &s.state,
-        &["put", "-q", "--protocol", "put", src.to_str().unwrap(), &url],
+        &[
+            "put",
+            "-q",
+            "--protocol",
+            "put",
+            src.to_str().unwrap(),
+            &url,
+        ],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
@@ -153,7 +162,10 @@ fn get_restarts_when_the_file_changes_between_attempts() {
         stderr.contains("the file changed on the server; restarting from byte 0"),
         "{stderr}"
     );
-    assert!(std::fs::read(&dest).unwrap() == changed, "not the new version");
+    assert!(
+        std::fs::read(&dest).unwrap() == changed,
+        "not the new version"
+    );
 }
 
 #[test]
@@ -191,27 +203,132 @@ fn retries_are_bounded_against_a_dead_port() {
         assert!(started.elapsed() < Duration::from_secs(30));
     }
     // No retries at all with --retries 0.
-    let out = run(&s.state, &["put", "--retries", "0", small.to_str().unwrap(), &dead]);
+    let out = run(
+        &s.state,
+        &["put", "--retries", "0", small.to_str().unwrap(), &dead],
+    );
     assert_eq!(out.status.code(), Some(1));
-    assert!(!text(&out.stderr).contains("retry"), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stderr).contains("retry"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// A plain HTTP/1.1 file server without resumable uploads (as most are):
+/// `OPTIONS` answers only `Allow`, `PUT` stores the body under `root`.
+/// Returns its address and the methods it saw.
+fn plain_server(root: PathBuf) -> (std::net::SocketAddr, Arc<Mutex<Vec<String>>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut c) = conn else { return };
+            let (root, log) = (root.clone(), log.clone());
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut chunk = vec![0u8; 1 << 16];
+                loop {
+                    let end = loop {
+                        if let Some(i) = wirespeed_testkit::find(&buf, b"\r\n\r\n") {
+                            break i + 4;
+                        }
+                        match c.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                    buf.drain(..end);
+                    let mut parts = head.split_whitespace();
+                    let (method, path) = (
+                        parts.next().unwrap_or("").to_string(),
+                        parts.next().unwrap_or("").to_string(),
+                    );
+                    log.lock().unwrap().push(method.clone());
+                    let field = |name: &str| {
+                        head.lines().find_map(|l| {
+                            let (n, v) = l.split_once(':')?;
+                            n.trim()
+                                .eq_ignore_ascii_case(name)
+                                .then(|| v.trim().to_string())
+                        })
+                    };
+                    let len: usize = field("content-length")
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0);
+                    if field("expect").is_some() {
+                        let _ = c.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+                    }
+                    while buf.len() < len {
+                        match c.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let body: Vec<u8> = buf.drain(..len).collect();
+                    let answer: &[u8] = match method.as_str() {
+                        "OPTIONS" => {
+                            b"HTTP/1.1 200 OK\r\nAllow: GET, PUT\r\nContent-Length: 0\r\n\r\n"
+                        }
+                        "PUT" => {
+                            let name = path.trim_start_matches('/');
+                            std::fs::write(root.join(name), &body).unwrap();
+                            b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"
+                        }
+                        _ => b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n",
+                    };
+                    if c.write_all(answer).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, seen)
 }
 
 #[test]
 fn put_falls_back_to_put_on_a_server_without_resumable_uploads() {
-    let s = setup(&[]);
-    let src = s.local.join("plain.bin");
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let (root, state) = (tmp.path().join("root"), tmp.path().join("state"));
+    std::fs::create_dir_all(&root).unwrap();
+    let (addr, seen) = plain_server(root.clone());
+    let src = tmp.path().join("plain.bin");
     std::fs::write(&src, data(9 * MIB, 5)).unwrap();
-    let url = format!("{}/plain.bin", s.serve.base());
-    let out = run(&s.state, &["put", src.to_str().unwrap(), &url]);
+    let url = format!("http://{addr}/plain.bin");
+    let out = run(&state, &["put", src.to_str().unwrap(), &url]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stderr}");
     assert!(
         stderr.contains("offers no resumable uploads; sending a plain PUT"),
         "{stderr}"
     );
-    assert!(stdout.contains("verified by the server"), "{stdout}");
-    assert_same_file(&src, &s.root.join("plain.bin"));
-    assert!(state_files(&s.state).is_empty());
+    assert!(stdout.contains("plain.bin"), "{stdout}");
+    assert_same_file(&src, &root.join("plain.bin"));
+    let methods = seen.lock().unwrap().clone();
+    assert_eq!(
+        methods,
+        ["OPTIONS", "OPTIONS", "PUT"],
+        "discovery, then one PUT"
+    );
+    assert!(state_files(&state).is_empty());
+    // A small file costs no discovery: one PUT.
+    let small = tmp.path().join("small.txt");
+    std::fs::write(&small, b"small").unwrap();
+    let out = run(
+        &state,
+        &[
+            "put",
+            small.to_str().unwrap(),
+            &format!("http://{addr}/small.txt"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(seen.lock().unwrap().len(), 4, "{:?}", seen.lock().unwrap());
+    assert_eq!(std::fs::read(root.join("small.txt")).unwrap(), b"small");
 }
 
 #[test]
@@ -222,7 +339,13 @@ fn put_help_says_a_plain_put_restarts_from_zero() {
         .output()
         .unwrap();
     let help = text(&out.stdout);
-    for want in ["--protocol", "--continue", "--retries", "from byte 0", "XDG_STATE_HOME"] {
+    for want in [
+        "--protocol",
+        "--continue",
+        "--retries",
+        "from byte 0",
+        "XDG_STATE_HOME",
+    ] {
         assert!(help.contains(want), "{want}: {help}");
     }
 }
@@ -288,10 +411,17 @@ fn put_continue_after_the_client_was_killed_sends_only_the_rest() {
     assert_eq!(state_files(&s.state).len(), 1, "the upload is recorded");
     child.kill().unwrap();
     child.wait().unwrap();
-    assert_eq!(state_files(&s.state).len(), 1, "a killed put keeps its state");
+    assert_eq!(
+        state_files(&s.state).len(),
+        1,
+        "a killed put keeps its state"
+    );
     proxy.stall_upstream_after(None);
     let before = proxy.bytes_up();
-    let out = run(&s.state, &["put", "--continue", src.to_str().unwrap(), &url]);
+    let out = run(
+        &s.state,
+        &["put", "--continue", src.to_str().unwrap(), &url],
+    );
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(
@@ -306,7 +436,10 @@ fn put_continue_after_the_client_was_killed_sends_only_the_rest() {
     );
     assert!(proxy.bytes_up() < 2 * FILE as u64);
     assert_same_file(&src, &s.root.join("killed.bin"));
-    assert!(state_files(&s.state).is_empty(), "state removed when complete");
+    assert!(
+        state_files(&s.state).is_empty(),
+        "state removed when complete"
+    );
 }
 
 #[test]
@@ -317,7 +450,10 @@ fn a_failed_put_says_how_to_continue_and_continue_notices_a_changed_file() {
     let proxy = CuttingProxy::start(s.serve.addr);
     proxy.cut_upstream_every(Some(CUT));
     let url = format!("{}/hint.bin", proxy.base());
-    let out = run(&s.state, &["put", "--retries", "0", src.to_str().unwrap(), &url]);
+    let out = run(
+        &s.state,
+        &["put", "--retries", "0", src.to_str().unwrap(), &url],
+    );
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -327,7 +463,10 @@ fn a_failed_put_says_how_to_continue_and_continue_notices_a_changed_file() {
     assert_eq!(state_files(&s.state).len(), 1);
     // The file changes: --continue starts a new upload and says so.
     std::fs::write(&src, data(FILE, 13)).unwrap();
-    let out = run(&s.state, &["put", "--continue", src.to_str().unwrap(), &url]);
+    let out = run(
+        &s.state,
+        &["put", "--continue", src.to_str().unwrap(), &url],
+    );
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(

@@ -96,7 +96,8 @@ pub async fn download_file(
         resume = true;
         if let Some(n) = &opts.notice {
             n(&format!(
-                "{e}; resuming at byte {} after {:.1} s (retry {attempt} of {} without progress)",
+                "{}; resuming at byte {} after {:.1} s (retry {attempt} of {} without progress)",
+                retry::describe(&e),
                 part_len(&part),
                 d.as_secs_f64(),
                 opts.retry.retries

@@ -211,7 +211,8 @@ impl Job<'_> {
             let gone = matches!(e.status(), Some(404 | 410));
             if gone && self.session.is_some() {
                 self.say(&format!(
-                    "the server no longer has the upload ({e}); starting a new upload"
+                    "the server no longer has the upload ({}); starting a new upload",
+                    retry::describe(&e)
                 ));
                 self.session = None;
                 self.state.remove();
@@ -226,7 +227,8 @@ impl Job<'_> {
             let d = retry::pause(&policy, self.attempt).await;
             self.attempt += 1;
             self.say(&format!(
-                "{e}; resuming after {:.1} s (retry {} of {} without progress)",
+                "{}; resuming after {:.1} s (retry {} of {} without progress)",
+                retry::describe(&e),
                 d.as_secs_f64(),
                 self.attempt,
                 policy.retries
@@ -331,7 +333,9 @@ impl Job<'_> {
                 req
             }
             _ => {
-                let target = self.url.resolve(&format!("/-/uploads{}", self.url.path()))?;
+                let target = self
+                    .url
+                    .resolve(&format!("/-/uploads{}", self.url.path()))?;
                 let name = self
                     .path
                     .file_name()

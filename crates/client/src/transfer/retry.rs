@@ -56,6 +56,18 @@ pub fn retryable(e: &Error) -> bool {
     }
 }
 
+/// An error and its causes on one line, for retry notices.
+pub fn describe(e: &Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = std::error::Error::source(e);
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
 /// Sleep before retry number `attempt` (0-based).
 pub async fn pause(policy: &RetryPolicy, attempt: u32) -> Duration {
     let d = policy.backoff.delay(attempt, random());

@@ -141,7 +141,10 @@ impl StateFile {
             file: self.file.clone(),
         };
         let tmp = p.with_extension("tmp");
-        fs::write(&tmp, serde_json::to_vec_pretty(&saved).map_err(io::Error::other)?)?;
+        fs::write(
+            &tmp,
+            serde_json::to_vec_pretty(&saved).map_err(io::Error::other)?,
+        )?;
         fs::rename(&tmp, p)
     }
 
@@ -164,10 +167,22 @@ mod tests {
     #[test]
     fn names_depend_on_the_path_and_the_url_only() {
         let a = state_name(Path::new("/d/a.bin"), &url("http://h:1/x/a.bin"));
-        assert_eq!(a, state_name(Path::new("/d/a.bin"), &url("http://h:1/x/a.bin")));
-        assert_ne!(a, state_name(Path::new("/d/b.bin"), &url("http://h:1/x/a.bin")));
-        assert_ne!(a, state_name(Path::new("/d/a.bin"), &url("http://h:2/x/a.bin")));
-        assert_ne!(a, state_name(Path::new("/d/a.bin"), &url("http://h:1/y/a.bin")));
+        assert_eq!(
+            a,
+            state_name(Path::new("/d/a.bin"), &url("http://h:1/x/a.bin"))
+        );
+        assert_ne!(
+            a,
+            state_name(Path::new("/d/b.bin"), &url("http://h:1/x/a.bin"))
+        );
+        assert_ne!(
+            a,
+            state_name(Path::new("/d/a.bin"), &url("http://h:2/x/a.bin"))
+        );
+        assert_ne!(
+            a,
+            state_name(Path::new("/d/a.bin"), &url("http://h:1/y/a.bin"))
+        );
         assert!(a.ends_with(".json") && a.len() == 45);
     }
 

@@ -156,7 +156,8 @@ pub(crate) async fn put_retrying(
                 attempt += 1;
                 if let Some(n) = &opts.notice {
                     n(&format!(
-                        "{e}; retrying from byte 0 in {:.1} s (a plain PUT cannot resume; retry {attempt} of {})",
+                        "{}; retrying from byte 0 in {:.1} s (a plain PUT cannot resume; retry {attempt} of {})",
+                        retry::describe(&e),
                         d.as_secs_f64(),
                         opts.retry.retries
                     ));

@@ -11,8 +11,8 @@ use wirespeed_client::{url::decode, Client, Error, Url};
 
 use super::put::{files_rate, report_failures};
 use super::{
-    client, folder, notice, progress, rate, runtime, total_progress, url, ClientOpts,
-    ParallelOpts, RetryOpts,
+    client, folder, notice, progress, rate, runtime, total_progress, url, ClientOpts, ParallelOpts,
+    RetryOpts,
 };
 
 const AFTER_HELP: &str = "\
