@@ -350,20 +350,20 @@ fn put_help_says_a_plain_put_restarts_from_zero() {
     }
 }
 
-/// `put --protocol PROTOCOL` of 64 MiB through a proxy cutting every 16 MiB
+/// `put --protocol PROTOCOL EXTRA…` of 64 MiB through a proxy cutting every 16 MiB
 /// upstream: at least 3 cuts, the stored file byte-identical, verified, the
 /// state file gone, and the file sent about once (resumed, not restarted).
-fn put_resumes_through_cuts(protocol: &str) {
+fn put_resumes_through_cuts(protocol: &str, extra: &[&str]) {
     let s = setup(&[]);
     let src = s.local.join("big.bin");
     std::fs::write(&src, data(FILE, 10)).unwrap();
     let proxy = CuttingProxy::start(s.serve.addr);
     proxy.cut_upstream_every(Some(CUT));
     let url = format!("{}/up/big.bin", proxy.base());
-    let out = run(
-        &s.state,
-        &["put", "--protocol", protocol, src.to_str().unwrap(), &url],
-    );
+    let mut args = vec!["put", "--protocol", protocol];
+    args.extend_from_slice(extra);
+    args.extend([src.to_str().unwrap(), url.as_str()]);
+    let out = run(&s.state, &args);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(proxy.cuts() >= 3, "{} cuts\n{stderr}", proxy.cuts());
@@ -380,18 +380,18 @@ fn put_resumes_through_cuts(protocol: &str) {
 }
 
 #[test]
-fn put_resumes_through_cuts_with_the_ietf_draft() {
-    put_resumes_through_cuts("ietf");
+fn put_resumes_through_cuts_with_the_ietf_draft_digest_first() {
+    put_resumes_through_cuts("ietf", &["--digest-first"]);
 }
 
 #[test]
-fn put_resumes_through_cuts_with_tus() {
-    put_resumes_through_cuts("tus");
+fn put_resumes_through_cuts_with_tus_in_8_mib_appends() {
+    put_resumes_through_cuts("tus", &["--append-size", "8M"]);
 }
 
 #[test]
 fn put_resumes_through_cuts_with_the_announced_protocol() {
-    put_resumes_through_cuts("auto");
+    put_resumes_through_cuts("auto", &[]);
 }
 
 #[test]
