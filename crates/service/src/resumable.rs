@@ -24,15 +24,19 @@ use wirespeed_resumable::{
     UploadState,
 };
 
+use crate::conditional::write_allowed;
 use crate::files::Files;
 use crate::path::{parse_request_path, RelPath};
 use crate::respond::{admit, etag};
 use crate::storage::partial::{PartialData, PartialUploads};
-use crate::storage::{Kind, Storage, StorageError, Written};
+use crate::storage::{CommitCheck, Kind, Storage, StorageError, Written};
 use crate::{RouteClass, ServiceConfig};
 
 /// Where upload resources live.
 pub const UPLOADS_PREFIX: &str = "/-/uploads/";
+/// `Upload-Draft-Interop-Version` of every IETF answer: the draft iteration
+/// implemented (its clients ignore servers of other iterations).
+const INTEROP: &str = "8";
 /// The router pattern of [`UPLOADS_PREFIX`].
 pub const UPLOADS_PREFIX_ROUTE: &str = "/-/uploads/*";
 
@@ -407,6 +411,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         id: &UploadId,
         slot: &Slot,
         plan: Append,
+        check: Option<CommitCheck>,
     ) -> Result<Appended, Error> {
         let target = slot.snapshot().target;
         let key = parse_request_path(&target)
@@ -419,6 +424,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             }
         }
         ex.limit_body(plan.max_bytes)?;
+        let _in_progress = self.cfg.metrics.as_ref().map(|m| m.upload_started());
         let mut data = self.storage.open_partial(id).await?;
         if data.size().await? != plan.offset {
             // A cut append's tail that was never counted: not part of the upload.
@@ -490,7 +496,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = next;
                 let w = self
                     .storage
-                    .complete_partial(id, data, &key, None, None)
+                    .complete_partial(id, data, &key, None, check)
                     .await
                     .map_err(|e| e.on_write(&key));
                 self.forget(id);
@@ -540,9 +546,19 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         let mut resp = Response::new(201)
             .header("Tus-Resumable", tus::VERSION)
             .header("Location", location(&id));
-        if let Some(first) = creation.first {
+        // An empty upload is complete at creation: published at once.
+        let first = creation.first.or_else(|| {
+            (creation.length == Some(0)).then_some(Append {
+                offset: 0,
+                max_bytes: 0,
+                set_length: None,
+                completes: false,
+                checksum: None,
+            })
+        });
+        if let Some(first) = first {
             let _lock = self.take_append(&slot).await?;
-            let done = self.append(ex, &id, &slot, first).await?;
+            let done = self.append(ex, &id, &slot, first, None).await?;
             if let Some(e) = done.body_error {
                 return Err(e);
             }
@@ -579,7 +595,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             Ok(p) => p,
             Err(r) => return refuse(ex, r, true).await,
         };
-        let done = self.append(ex, id, &slot, plan).await?;
+        let done = self.append(ex, id, &slot, plan, None).await?;
         if let Some(e) = done.body_error {
             return Err(e);
         }
@@ -622,6 +638,37 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 return Err(Error::status(409, "a directory exists at this path"));
             }
         }
+        // If-Match / If-None-Match as on a PUT: 412 before the body, and
+        // checked again before publishing when this request completes it.
+        let if_match = ex.header_str("if-match").map(str::to_owned);
+        let if_none_match = ex.header_str("if-none-match").map(str::to_owned);
+        let check: Option<CommitCheck> = if if_match.is_some() || if_none_match.is_some() {
+            let current = match self.storage.stat(&key).await {
+                Ok(meta) if meta.kind == Kind::File => Some(etag(&meta)),
+                Ok(_) | Err(StorageError::NotFound) => None,
+                Err(e) => return Err(e.into()),
+            };
+            if !write_allowed(
+                if_match.as_deref(),
+                if_none_match.as_deref(),
+                current.as_deref(),
+            ) {
+                return Err(Error::status(
+                    412,
+                    "precondition failed: the file does not match If-Match / If-None-Match; nothing was stored",
+                ));
+            }
+            Some(Box::new(move |meta| {
+                let current = meta.map(etag);
+                write_allowed(
+                    if_match.as_deref(),
+                    if_none_match.as_deref(),
+                    current.as_deref(),
+                )
+            }))
+        } else {
+            None
+        };
         let creation = match ietf::create(&ietf_fields(ex), &self.ucfg.limits) {
             Ok(c) => c,
             Err(r) => return refuse(ex, r, false).await,
@@ -634,7 +681,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         let fields: Vec<(&str, &str)> = interim.iter().map(|(k, v)| (*k, v.as_str())).collect();
         ex.send_interim(104, &fields).await?;
         let _lock = self.take_append(&slot).await?;
-        let done = self.append(ex, &id, &slot, creation.first).await?;
+        let done = self.append(ex, &id, &slot, creation.first, check).await?;
         self.ietf_answer(ex, &id, &slot, &key, done).await
     }
 
@@ -660,7 +707,8 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                     Written::Created => 201,
                     Written::Replaced => 204,
                 })
-                .header("Upload-Complete", "?1");
+                .header("Upload-Complete", "?1")
+                .header("Upload-Draft-Interop-Version", INTEROP);
                 if written == Written::Created {
                     resp = resp.header("Location", key.to_url(false));
                 }
@@ -679,6 +727,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 let state = slot.snapshot();
                 let status = if ex.method() == "PATCH" { 204 } else { 201 };
                 let mut resp = Response::new(status)
+                    .header("Upload-Draft-Interop-Version", INTEROP)
                     .header("Upload-Complete", "?0")
                     .header("Upload-Offset", offset.to_string())
                     .header(
@@ -695,7 +744,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
 
     async fn ietf_head(&self, ex: &mut Exchange, id: &UploadId) -> Result<(), Error> {
         let state = self.slot(id).await?.snapshot();
-        let mut resp = Response::new(204);
+        let mut resp = Response::new(204).header("Upload-Draft-Interop-Version", INTEROP);
         for (name, value) in ietf::offset_fields(&state, &self.ucfg.limits, now()) {
             resp = resp.header(name, value);
         }
@@ -712,7 +761,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         };
         let key = parse_request_path(&state.target)
             .map_err(|_| Error::status(500, "an upload's target is not a valid path"))?;
-        let done = self.append(ex, id, &slot, plan).await?;
+        let done = self.append(ex, id, &slot, plan, None).await?;
         self.ietf_answer(ex, id, &slot, &key, done).await
     }
 

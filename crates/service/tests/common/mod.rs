@@ -77,6 +77,30 @@ impl TestServer {
         }
     }
 
+    /// The server with resumable uploads (`router_with_uploads`) over the
+    /// root's `LocalStorage`.
+    pub fn with_uploads(cfg: ServiceConfig, ucfg: wirespeed_service::UploadsConfig) -> Self {
+        let tmp = wirespeed_testkit::fs::tempdir();
+        let root = tmp.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let storage = LocalStorage::new(&root).unwrap().with_fsync(false);
+        let mut rt = tokio::runtime::Builder::new_multi_thread();
+        rt.worker_threads(2);
+        let server = ThreadServer::start(rt, move |listener, stop| async move {
+            let (router, _uploads) = wirespeed_service::router_with_uploads(storage, cfg, ucfg);
+            Server::new(ServerConfig::default())
+                .serve(listener, Arc::new(router), stop)
+                .await
+                .unwrap();
+        });
+        TestServer {
+            addr: server.addr,
+            server,
+            tmp,
+            root,
+        }
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }

@@ -364,3 +364,65 @@ impl PartialData for LocalPartial {
         blocking(move || Ok(file.sync_data()?)).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirespeed_resumable::Protocol;
+
+    fn id(n: u8) -> UploadId {
+        UploadId::from_random([n; 16])
+    }
+
+    /// After a restart the offset is the data's length; a record claiming
+    /// more than the data holds, or garbage, makes the upload unknown.
+    #[tokio::test]
+    async fn reopened_store_reports_the_data_length() {
+        let tmp = tempfile::tempdir().unwrap();
+        let storage = LocalStorage::new(tmp.path()).unwrap();
+        let state = UploadState::new(Protocol::Tus, "/a/b.bin".into(), Some(10), 0, u64::MAX / 2);
+        let mut data = storage.create_partial(&id(1), &state).await.unwrap();
+        data.write(b"12345").await.unwrap();
+        data.sync().await.unwrap();
+        drop(data);
+
+        let again = LocalStorage::new(tmp.path()).unwrap();
+        let loaded = again.load_partial(&id(1)).await.unwrap();
+        assert_eq!((loaded.offset, loaded.length), (5, Some(10)));
+        let mut data = again.open_partial(&id(1)).await.unwrap();
+        data.write(b"67890").await.unwrap();
+        assert_eq!(data.size().await.unwrap(), 10);
+        let key = crate::path::parse_request_path("/a/b.bin").unwrap();
+        let w = again
+            .complete_partial(&id(1), data, &key, None, None)
+            .await
+            .unwrap();
+        assert_eq!(w, Written::Created);
+        assert_eq!(
+            std::fs::read(tmp.path().join("a/b.bin")).unwrap(),
+            b"1234567890"
+        );
+        assert!(again.list_partials().await.unwrap().is_empty());
+
+        let mut long = state.clone();
+        long.offset = 7;
+        drop(storage.create_partial(&id(2), &long).await.unwrap());
+        assert!(matches!(
+            storage.load_partial(&id(2)).await,
+            Err(StorageError::NotFound)
+        ));
+        std::fs::write(
+            tmp.path().join(UPLOADS_DIR).join(format!("{}.json", id(2))),
+            b"{",
+        )
+        .unwrap();
+        assert!(matches!(
+            storage.load_partial(&id(2)).await,
+            Err(StorageError::NotFound)
+        ));
+        let listed = storage.list_partials().await.unwrap();
+        assert_eq!(listed, vec![(id(2), None)]);
+        storage.delete_partial(&id(2)).await.unwrap();
+        assert!(storage.list_partials().await.unwrap().is_empty());
+    }
+}

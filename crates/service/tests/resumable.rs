@@ -1,0 +1,656 @@
+//! Resumable uploads end to end over raw HTTP: tus 1.0 and the IETF draft
+//! (interop version 8) against the service on 127.0.0.1, every test
+//! checking the files on disk.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use base64::Engine as _;
+use common::*;
+use sha2::Digest as _;
+use wirespeed_service::{Access, ServiceConfig, UploadsConfig, Writes};
+
+const TUS: (&str, &str) = ("Tus-Resumable", "1.0.0");
+const OCTETS: (&str, &str) = ("Content-Type", "application/offset+octet-stream");
+const PARTIAL: (&str, &str) = ("Content-Type", "application/partial-upload");
+const INTEROP: (&str, &str) = ("Upload-Draft-Interop-Version", "8");
+
+fn server() -> TestServer {
+    TestServer::with_uploads(ServiceConfig::default(), UploadsConfig::default())
+}
+
+fn b64(data: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(data)
+}
+
+/// The upload folder's files (data and records).
+fn partial_files(srv: &TestServer) -> Vec<String> {
+    let dir = srv.root.join(".wirespeed-uploads");
+    if !dir.exists() {
+        return Vec::new();
+    }
+    srv.names(".wirespeed-uploads")
+}
+
+/// tus creation of `length` bytes at `path`; returns the Location.
+fn tus_create(srv: &TestServer, path: &str, extra: &[(&str, &str)]) -> String {
+    let mut headers = vec![TUS];
+    headers.extend_from_slice(extra);
+    let r = srv.req("POST", path, &headers, b"");
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.header("tus-resumable"), Some("1.0.0"));
+    assert!(r
+        .header("upload-expires")
+        .is_some_and(|d| d.ends_with(" GMT")));
+    let loc = r.header("location").unwrap().to_string();
+    assert!(
+        loc.starts_with("/-/uploads/") && loc.len() == 11 + 32,
+        "{loc}"
+    );
+    loc
+}
+
+fn tus_patch(
+    srv: &TestServer,
+    loc: &str,
+    offset: u64,
+    body: &[u8],
+    extra: &[(&str, &str)],
+) -> Resp {
+    let off = offset.to_string();
+    let mut headers = vec![TUS, OCTETS, ("Upload-Offset", off.as_str())];
+    headers.extend_from_slice(extra);
+    srv.req("PATCH", loc, &headers, body)
+}
+
+fn tus_offset(srv: &TestServer, loc: &str) -> Resp {
+    let r = srv.req("HEAD", loc, &[TUS], b"");
+    assert_eq!(r.header("cache-control"), Some("no-store"));
+    r
+}
+
+#[test]
+fn tus_create_patch_in_three_parts_then_head_byte_identical() {
+    let srv = server();
+    let data = bytes(300_000, 1);
+    let len = data.len().to_string();
+    let meta = format!("filename {}", b64(b"big.bin"));
+    let loc = tus_create(
+        &srv,
+        "/-/uploads/docs/",
+        &[("Upload-Length", &len), ("Upload-Metadata", &meta)],
+    );
+    let r = tus_offset(&srv, &loc);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("upload-offset"), Some("0"));
+    assert_eq!(r.header("upload-length"), Some(len.as_str()));
+    assert_eq!(r.header("upload-metadata"), Some(meta.as_str()));
+    let mut offset = 0u64;
+    for part in data.chunks(100_000) {
+        assert!(
+            !srv.root.join("docs/big.bin").exists(),
+            "no file before the last byte"
+        );
+        let r = tus_patch(&srv, &loc, offset, part, &[]);
+        assert_eq!(r.status, 204, "{}", r.text());
+        offset += part.len() as u64;
+        assert_eq!(r.header("upload-offset"), Some(offset.to_string().as_str()));
+        assert_eq!(r.header("tus-resumable"), Some("1.0.0"));
+    }
+    assert_eq!(std::fs::read(srv.root.join("docs/big.bin")).unwrap(), data);
+    assert_eq!(
+        partial_files(&srv),
+        Vec::<String>::new(),
+        "the partial is gone"
+    );
+    assert_eq!(srv.req("HEAD", &loc, &[TUS], b"").status, 404);
+}
+
+#[test]
+fn tus_creation_with_upload_and_a_path_target() {
+    let srv = server();
+    let r = srv.req(
+        "POST",
+        "/-/uploads/a/b/c.txt",
+        &[TUS, OCTETS, ("Upload-Length", "11")],
+        b"hello",
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.header("upload-offset"), Some("5"));
+    let loc = r.header("location").unwrap().to_string();
+    let r = tus_patch(&srv, &loc, 5, b" world", &[]);
+    assert_eq!(r.status, 204);
+    assert_eq!(
+        std::fs::read(srv.root.join("a/b/c.txt")).unwrap(),
+        b"hello world"
+    );
+    // The whole file in the creation request completes it at once.
+    let r = srv.req(
+        "POST",
+        "/-/uploads/one.txt",
+        &[TUS, OCTETS, ("Upload-Length", "3")],
+        b"abc",
+    );
+    assert_eq!((r.status, r.header("upload-offset")), (201, Some("3")));
+    assert_eq!(std::fs::read(srv.root.join("one.txt")).unwrap(), b"abc");
+    // An empty upload is complete at creation.
+    let r = srv.req(
+        "POST",
+        "/-/uploads/empty.txt",
+        &[TUS, ("Upload-Length", "0")],
+        b"",
+    );
+    assert_eq!((r.status, r.header("upload-offset")), (201, Some("0")));
+    assert_eq!(std::fs::read(srv.root.join("empty.txt")).unwrap(), b"");
+    assert_eq!(partial_files(&srv), Vec::<String>::new());
+}
+
+#[test]
+fn tus_deferred_length_is_given_by_a_later_patch() {
+    let srv = server();
+    let loc = tus_create(
+        &srv,
+        "/-/uploads/later.bin",
+        &[("Upload-Defer-Length", "1")],
+    );
+    let r = tus_offset(&srv, &loc);
+    assert_eq!(r.header("upload-defer-length"), Some("1"));
+    assert_eq!(r.header("upload-length"), None);
+    assert_eq!(tus_patch(&srv, &loc, 0, b"1234", &[]).status, 204);
+    assert!(!srv.root.join("later.bin").exists());
+    let r = tus_patch(&srv, &loc, 4, b"5678", &[("Upload-Length", "8")]);
+    assert_eq!((r.status, r.header("upload-offset")), (204, Some("8")));
+    assert_eq!(
+        std::fs::read(srv.root.join("later.bin")).unwrap(),
+        b"12345678"
+    );
+}
+
+#[test]
+fn tus_wrong_offset_is_409_and_keeps_the_data() {
+    let srv = server();
+    let loc = tus_create(&srv, "/-/uploads/x.bin", &[("Upload-Length", "6")]);
+    assert_eq!(tus_patch(&srv, &loc, 0, b"abc", &[]).status, 204);
+    let r = tus_patch(&srv, &loc, 1, b"zzz", &[]);
+    assert_eq!(r.status, 409);
+    assert_eq!(r.header("upload-offset"), Some("3"));
+    assert_eq!(r.header("tus-resumable"), Some("1.0.0"));
+    // Missing or old protocol version: 412.
+    let r = srv.req("HEAD", &loc, &[("Tus-Resumable", "0.2.2")], b"");
+    assert_eq!((r.status, r.header("tus-version")), (412, Some("1.0.0")));
+    assert_eq!(tus_patch(&srv, &loc, 3, b"def", &[]).status, 204);
+    assert_eq!(std::fs::read(srv.root.join("x.bin")).unwrap(), b"abcdef");
+}
+
+#[test]
+fn tus_checksums_sha1_and_sha256_good_and_bad() {
+    let srv = server();
+    let loc = tus_create(&srv, "/-/uploads/sum.bin", &[("Upload-Length", "12")]);
+    let sha1 = format!("sha1 {}", b64(&sha1::Sha1::digest(b"abcd")));
+    let r = tus_patch(&srv, &loc, 0, b"abcd", &[("Upload-Checksum", &sha1)]);
+    assert_eq!(r.status, 204, "{}", r.text());
+    let wrong = format!("sha256 {}", b64(&sha2::Sha256::digest(b"nope")));
+    let r = tus_patch(&srv, &loc, 4, b"efgh", &[("Upload-Checksum", &wrong)]);
+    assert_eq!(r.status, 460, "{}", r.text());
+    let r = tus_offset(&srv, &loc);
+    assert_eq!(
+        r.header("upload-offset"),
+        Some("4"),
+        "the bad bytes were discarded"
+    );
+    assert_eq!(
+        std::fs::metadata(
+            srv.root
+                .join(".wirespeed-uploads")
+                .join(format!("{}.part", &loc[11..]))
+        )
+        .unwrap()
+        .len(),
+        4
+    );
+    let good = format!("sha256 {}", b64(&sha2::Sha256::digest(b"efgh")));
+    assert_eq!(
+        tus_patch(&srv, &loc, 4, b"efgh", &[("Upload-Checksum", &good)]).status,
+        204
+    );
+    let bad_sha1 = format!("sha1 {}", b64(&sha1::Sha1::digest(b"xxxx")));
+    assert_eq!(
+        tus_patch(&srv, &loc, 8, b"ijkl", &[("Upload-Checksum", &bad_sha1)]).status,
+        460
+    );
+    assert!(!srv.root.join("sum.bin").exists());
+    let sha1 = format!("sha1 {}", b64(&sha1::Sha1::digest(b"ijkl")));
+    assert_eq!(
+        tus_patch(&srv, &loc, 8, b"ijkl", &[("Upload-Checksum", &sha1)]).status,
+        204
+    );
+    assert_eq!(
+        std::fs::read(srv.root.join("sum.bin")).unwrap(),
+        b"abcdefghijkl"
+    );
+    // An algorithm the server does not offer: 400.
+    let loc = tus_create(&srv, "/-/uploads/md5.bin", &[("Upload-Length", "4")]);
+    let r = tus_patch(
+        &srv,
+        &loc,
+        0,
+        b"abcd",
+        &[("Upload-Checksum", "md5 4vxxTEcn7pOV8yTNLn8zHw==")],
+    );
+    assert_eq!(r.status, 400);
+}
+
+#[test]
+fn tus_termination_removes_the_upload() {
+    let srv = server();
+    let loc = tus_create(&srv, "/-/uploads/gone.bin", &[("Upload-Length", "10")]);
+    assert_eq!(tus_patch(&srv, &loc, 0, b"12345", &[]).status, 204);
+    assert_eq!(partial_files(&srv).len(), 2);
+    let r = srv.req("DELETE", &loc, &[TUS], b"");
+    assert_eq!((r.status, r.header("tus-resumable")), (204, Some("1.0.0")));
+    assert_eq!(partial_files(&srv), Vec::<String>::new());
+    assert_eq!(srv.req("HEAD", &loc, &[TUS], b"").status, 404);
+    assert_eq!(tus_patch(&srv, &loc, 5, b"67890", &[]).status, 404);
+    assert!(!srv.root.join("gone.bin").exists());
+}
+
+#[test]
+fn discovery_answers_tus_and_upload_limit() {
+    let srv = TestServer::with_uploads(
+        ServiceConfig::default(),
+        UploadsConfig {
+            limits: wirespeed_resumable::Limits {
+                max_size: 1000,
+                ..Default::default()
+            },
+            max_partials: 2,
+        },
+    );
+    let r = srv.req("OPTIONS", "/-/uploads/", &[], b"");
+    assert_eq!(r.status, 204);
+    assert_eq!(r.header("tus-version"), Some("1.0.0"));
+    assert_eq!(
+        r.header("tus-extension"),
+        Some("creation,creation-with-upload,creation-defer-length,termination,expiration,checksum")
+    );
+    assert_eq!(r.header("tus-max-size"), Some("1000"));
+    assert_eq!(r.header("tus-checksum-algorithm"), Some("sha1,sha256"));
+    assert_eq!(r.header("upload-limit"), Some("max-size=1000"));
+    let r = srv.req("OPTIONS", "/any/file.bin", &[], b"");
+    assert_eq!(r.header("upload-limit"), Some("max-size=1000"));
+    // Over the size limit: 413 before any byte, both protocols.
+    let r = srv.req(
+        "POST",
+        "/-/uploads/big",
+        &[TUS, ("Upload-Length", "1001")],
+        b"",
+    );
+    assert_eq!((r.status, r.header("tus-max-size")), (413, Some("1000")));
+    let r = srv.req(
+        "PUT",
+        "/big",
+        &[
+            INTEROP,
+            ("Upload-Complete", "?0"),
+            ("Upload-Length", "1001"),
+        ],
+        b"",
+    );
+    assert_eq!(r.status, 413);
+    assert!(r.header("upload-limit").is_some());
+    // Over the count of partial uploads: 503 with Retry-After.
+    tus_create(&srv, "/-/uploads/1", &[("Upload-Length", "5")]);
+    tus_create(&srv, "/-/uploads/2", &[("Upload-Length", "5")]);
+    let r = srv.req("POST", "/-/uploads/3", &[TUS, ("Upload-Length", "5")], b"");
+    assert_eq!(
+        (r.status, r.header("retry-after").is_some()),
+        (503, true),
+        "{}",
+        r.text()
+    );
+    assert_eq!(partial_files(&srv).len(), 4);
+}
+
+#[test]
+fn a_partial_is_never_visible_under_its_final_name() {
+    let srv = server();
+    let loc = tus_create(&srv, "/-/uploads/seen/f.txt", &[("Upload-Length", "6")]);
+    assert_eq!(tus_patch(&srv, &loc, 0, b"abcde", &[]).status, 204);
+    assert_eq!(srv.get("/seen/f.txt").status, 404);
+    let listing = srv.get("/?format=json");
+    assert_eq!(listing.status, 200);
+    assert!(!listing.text().contains("wirespeed"), "{}", listing.text());
+    assert!(!listing.text().contains("seen"), "{}", listing.text());
+    assert_eq!(srv.get("/.wirespeed-uploads/").status, 404);
+    assert_eq!(tus_patch(&srv, &loc, 5, b"f", &[]).status, 204);
+    assert_eq!(srv.get("/seen/f.txt").body, b"abcdef");
+}
+
+#[test]
+fn upload_ids_are_strict_and_address_nothing_else() {
+    let srv = server();
+    std::fs::write(srv.root.join("x"), b"secret").unwrap();
+    let loc = tus_create(&srv, "/-/uploads/y", &[("Upload-Length", "5")]);
+    let upper = loc
+        .to_ascii_uppercase()
+        .replace("/-/UPLOADS/", "/-/uploads/");
+    for path in [
+        "/-/uploads/../x".to_string(),
+        "/-/uploads/%2e%2e/x".to_string(),
+        "/-/uploads/x".to_string(),
+        format!("{loc}/"),
+        format!("{loc}0"),
+        upper,
+        "/-/uploads/00000000000000000000000000000000".to_string(),
+    ] {
+        let r = srv.req("HEAD", &path, &[TUS], b"");
+        assert_eq!(r.status, 404, "{path}");
+        let r = tus_patch(&srv, &path, 0, b"hello", &[]);
+        assert_eq!(r.status, 404, "{path}");
+    }
+    assert_eq!(std::fs::read(srv.root.join("x")).unwrap(), b"secret");
+}
+
+#[test]
+fn resumable_requests_need_the_token_and_a_writable_server() {
+    let cfg = ServiceConfig {
+        access: Access::new(["sesame"], false),
+        ..ServiceConfig::default()
+    };
+    let srv = TestServer::with_uploads(cfg, UploadsConfig::default());
+    let r = srv.req("POST", "/-/uploads/a", &[TUS, ("Upload-Length", "1")], b"");
+    assert_eq!(r.status, 401);
+    let r = srv.req("PUT", "/a", &[INTEROP, ("Upload-Complete", "?1")], b"x");
+    assert_eq!(r.status, 401);
+    let auth = ("Authorization", "Bearer sesame");
+    let r = srv.req(
+        "POST",
+        "/-/uploads/a",
+        &[TUS, auth, ("Upload-Length", "1")],
+        b"",
+    );
+    assert_eq!(r.status, 201);
+    let loc = r.header("location").unwrap().to_string();
+    assert_eq!(srv.req("HEAD", &loc, &[TUS], b"").status, 401);
+    assert_eq!(tus_patch(&srv, &loc, 0, b"x", &[]).status, 401);
+    assert_eq!(srv.req("DELETE", &loc, &[TUS], b"").status, 401);
+    assert_eq!(tus_patch(&srv, &loc, 0, b"x", &[auth]).status, 204);
+    assert_eq!(std::fs::read(srv.root.join("a")).unwrap(), b"x");
+
+    let cfg = ServiceConfig {
+        writes: Writes::read_only(),
+        ..ServiceConfig::default()
+    };
+    let srv = TestServer::with_uploads(cfg, UploadsConfig::default());
+    let r = srv.req("POST", "/-/uploads/a", &[TUS, ("Upload-Length", "1")], b"");
+    assert_eq!(r.status, 403);
+    let r = srv.req("PUT", "/a", &[INTEROP, ("Upload-Complete", "?1")], b"x");
+    assert_eq!(r.status, 403);
+    assert_eq!(srv.names(""), Vec::<String>::new());
+}
+
+/// Draft example A: the whole representation in one creation request.
+#[test]
+fn ietf_complete_creation_answers_like_put() {
+    let srv = server();
+    let r = srv.req(
+        "PUT",
+        "/docs/a.bin",
+        &[INTEROP, ("Upload-Complete", "?1")],
+        b"all of it",
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.header("upload-complete"), Some("?1"));
+    assert!(r.header("etag").is_some());
+    assert_eq!(
+        std::fs::read(srv.root.join("docs/a.bin")).unwrap(),
+        b"all of it"
+    );
+    let r = srv.req(
+        "PUT",
+        "/docs/a.bin",
+        &[INTEROP, ("Upload-Complete", "?1")],
+        b"again",
+    );
+    assert_eq!(r.status, 204, "replaced");
+    assert_eq!(
+        std::fs::read(srv.root.join("docs/a.bin")).unwrap(),
+        b"again"
+    );
+    assert_eq!(partial_files(&srv), Vec::<String>::new());
+    // If-None-Match: * creates only, as on a PUT: 412 before the body.
+    let only_new = [INTEROP, ("Upload-Complete", "?1"), ("If-None-Match", "*")];
+    assert_eq!(
+        srv.req("PUT", "/docs/a.bin", &only_new, b"clobber").status,
+        412
+    );
+    assert_eq!(
+        std::fs::read(srv.root.join("docs/a.bin")).unwrap(),
+        b"again"
+    );
+    assert_eq!(
+        srv.req("PUT", "/docs/new.bin", &only_new, b"new").status,
+        201
+    );
+    assert_eq!(
+        std::fs::read(srv.root.join("docs/new.bin")).unwrap(),
+        b"new"
+    );
+    // Another interop version is a plain PUT (no 104, no upload resource).
+    let raw = wirespeed_testkit::http::request_bytes(
+        "PUT",
+        "/plain.bin",
+        &[
+            ("Upload-Draft-Interop-Version", "6"),
+            ("Upload-Complete", "?1"),
+        ],
+        b"plain",
+    );
+    let out = wirespeed_testkit::http::send_blocking(srv.addr, &raw);
+    assert!(!String::from_utf8_lossy(&out).contains(" 104 "));
+    assert_eq!(std::fs::read(srv.root.join("plain.bin")).unwrap(), b"plain");
+}
+
+#[test]
+fn ietf_wrong_offset_is_409_with_problem_details() {
+    let srv = server();
+    let r = srv.req(
+        "POST",
+        "/p.bin",
+        &[INTEROP, ("Upload-Complete", "?0")],
+        b"abc",
+    );
+    assert_eq!(r.status, 201);
+    assert_eq!(r.header("upload-complete"), Some("?0"));
+    let loc = r.header("location").unwrap().to_string();
+    let r = srv.req(
+        "PATCH",
+        &loc,
+        &[PARTIAL, ("Upload-Offset", "1"), ("Upload-Complete", "?1")],
+        b"def",
+    );
+    assert_eq!(r.status, 409);
+    assert_eq!(r.header("content-type"), Some("application/problem+json"));
+    let problem: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(
+        problem["type"],
+        "https://iana.org/assignments/http-problem-types#mismatching-upload-offset"
+    );
+    assert_eq!(
+        (
+            problem["expected-offset"].as_u64(),
+            problem["provided-offset"].as_u64()
+        ),
+        (Some(3), Some(1))
+    );
+    // Upload-Length disagreeing with what completion implies: its problem type.
+    let r = srv.req(
+        "PATCH",
+        &loc,
+        &[
+            PARTIAL,
+            ("Upload-Offset", "3"),
+            ("Upload-Complete", "?1"),
+            ("Upload-Length", "7"),
+        ],
+        b"def",
+    );
+    assert_eq!(r.status, 400);
+    let problem: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(
+        problem["type"],
+        "https://iana.org/assignments/http-problem-types#inconsistent-upload-length"
+    );
+    let r = srv.req(
+        "PATCH",
+        &loc,
+        &[PARTIAL, ("Upload-Offset", "3"), ("Upload-Complete", "?1")],
+        b"def",
+    );
+    assert_eq!((r.status, r.header("upload-complete")), (201, Some("?1")));
+    assert_eq!(std::fs::read(srv.root.join("p.bin")).unwrap(), b"abcdef");
+}
+
+/// Reads from `s` until `needle` has arrived; returns everything read.
+fn read_until(s: &mut TcpStream, needle: &[u8]) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    while find(&buf, needle).is_none() {
+        let n = s.read(&mut tmp).expect("read");
+        assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(&buf));
+        buf.extend_from_slice(&tmp[..n]);
+    }
+    buf
+}
+
+/// Draft example B with a cut: the creation request announces the whole
+/// length, the 104 names the upload before the body, the connection dies
+/// mid-body; offset retrieval reports the bytes kept and an append with
+/// the rest completes the file.
+#[test]
+fn ietf_creation_cut_mid_body_then_head_and_patch_the_rest() {
+    let srv = server();
+    let data = bytes(1 << 20, 7);
+    let mut s = TcpStream::connect(srv.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let head = format!(
+        "POST /project/todo.bin HTTP/1.1\r\nHost: example.com\r\nUpload-Draft-Interop-Version: 8\r\n\
+         Upload-Complete: ?1\r\nContent-Length: {}\r\nUpload-Length: {}\r\n\r\n",
+        data.len(),
+        data.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    let interim = read_until(&mut s, b"\r\n\r\n");
+    let text = String::from_utf8(interim).unwrap();
+    assert!(
+        text.starts_with("HTTP/1.1 104 Upload Resumption Supported\r\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Upload-Draft-Interop-Version: 8\r\n"),
+        "{text}"
+    );
+    assert!(text.contains("Upload-Limit: max-size="), "{text}");
+    let loc = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Location: "))
+        .unwrap()
+        .to_string();
+    let sent = 400_000;
+    s.write_all(&data[..sent]).unwrap();
+    s.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    drop(s);
+    assert!(!srv.root.join("project/todo.bin").exists());
+    srv.eventually("the cut append counted", || {
+        let r = srv.req("HEAD", &loc, &[], b"");
+        r.status == 204 && r.header("upload-offset") == Some(sent.to_string().as_str())
+    });
+    let offset = sent;
+    let r = srv.req("HEAD", &loc, &[], b"");
+    assert_eq!(r.header("upload-complete"), Some("?0"));
+    assert_eq!(
+        r.header("upload-length"),
+        Some(data.len().to_string().as_str())
+    );
+    assert_eq!(r.header("cache-control"), Some("no-store"));
+    assert!(r
+        .header("upload-limit")
+        .is_some_and(|l| l.contains("max-age=")));
+    let off = offset.to_string();
+    let r = srv.req(
+        "PATCH",
+        &loc,
+        &[PARTIAL, ("Upload-Offset", &off), ("Upload-Complete", "?1")],
+        &data[offset..],
+    );
+    assert_eq!(
+        (r.status, r.header("upload-complete")),
+        (201, Some("?1")),
+        "{}",
+        r.text()
+    );
+    assert_eq!(
+        std::fs::read(srv.root.join("project/todo.bin")).unwrap(),
+        data
+    );
+    // Cancellation of another upload.
+    let r = srv.req(
+        "POST",
+        "/c.bin",
+        &[INTEROP, ("Upload-Complete", "?0")],
+        b"abc",
+    );
+    let loc = r.header("location").unwrap().to_string();
+    assert_eq!(srv.req("DELETE", &loc, &[], b"").status, 204);
+    assert_eq!(srv.req("HEAD", &loc, &[], b"").status, 404);
+    assert_eq!(partial_files(&srv), Vec::<String>::new());
+}
+
+/// Two appends at once: the newer takes over (the draft's recommendation),
+/// the older one's connection is cut with the bytes it stored kept; the
+/// newer, planned for the old offset, then gets 409 with the real one, and
+/// a HEAD + PATCH finishes the file byte-identical.
+#[test]
+fn concurrent_appends_one_wins() {
+    let srv = server();
+    let data = bytes(200_000, 9);
+    let len = data.len().to_string();
+    let loc = tus_create(&srv, "/-/uploads/race.bin", &[("Upload-Length", &len)]);
+    let head = format!(
+        "PATCH {loc} HTTP/1.1\r\nHost: t\r\nTus-Resumable: 1.0.0\r\n\
+         Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\nContent-Length: {len}\r\n\r\n"
+    );
+    let mut first = TcpStream::connect(srv.addr).unwrap();
+    first
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    first.write_all(head.as_bytes()).unwrap();
+    first.write_all(&data[..50_000]).unwrap();
+    srv.eventually("the first append holds bytes", || {
+        std::fs::metadata(
+            srv.root
+                .join(".wirespeed-uploads")
+                .join(format!("{}.part", &loc[11..])),
+        )
+        .is_ok_and(|m| m.len() == 50_000)
+    });
+    // HEAD during the append: the acknowledged offset, and no takeover.
+    assert_eq!(tus_offset(&srv, &loc).header("upload-offset"), Some("0"));
+    let second = tus_patch(&srv, &loc, 0, &data, &[]);
+    assert_eq!(second.status, 409, "{}", second.text());
+    assert_eq!(second.header("upload-offset"), Some("50000"));
+    // The first request was cut: its connection closes.
+    let mut rest = Vec::new();
+    let _ = first.read_to_end(&mut rest);
+    let r = tus_offset(&srv, &loc);
+    assert_eq!(r.header("upload-offset"), Some("50000"));
+    assert_eq!(
+        tus_patch(&srv, &loc, 50_000, &data[50_000..], &[]).status,
+        204
+    );
+    assert_eq!(std::fs::read(srv.root.join("race.bin")).unwrap(), data);
+}
