@@ -27,13 +27,14 @@ Examples:
 
 Every file arrives as FILE.part and is renamed to FILE only when complete
 (and verified, when the server sends Repr-Digest); any non-2xx final answer
-leaves no file and exits 1.
+leaves no file and exits 1. The destination's folder must exist: it is
+checked before anything is transferred.
 
 Retries: a broken connection, a timeout or a 5xx is retried (--retries N,
 default 10) from where FILE.part ends, with `Range: bytes=N-` and `If-Range`
 (the ETag, else Last-Modified): if the file changed on the server meanwhile,
-it answers the whole new file and the download starts again from byte 0. The destination's folder must exist: it is
-checked before anything is transferred.
+it answers the whole new file and the download starts again from byte 0.
+Output to stdout (-o -) is not retried: bytes written cannot be taken back.
 
 Folders: like `cp -r`, `get -r URL/NAME/ DEST` creates DEST/NAME/ when DEST
 is an existing folder, and makes DEST the copy of NAME otherwise. The listing
