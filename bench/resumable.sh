@@ -10,7 +10,8 @@
 # (default 0) and the client to CPU $CLIENT_CPU (default 1) with taskset.
 # Every row uses `--no-verify` (no client-side sha-256), so each is the body
 # going out with sendfile and what the protocol adds around it. Rounds are
-# interleaved (round 1 runs every row, then round 2, …); the median MB/s is
+# interleaved (round 1 runs every row, then round 2, …), each after `sync`
+# with the previous upload removed; the median MB/s is
 # reported with its ratio to the plain PUT. Each stored file is checked
 # against the source's sha-256 in round 1. MB = 10^6 bytes.
 set -euo pipefail
@@ -62,7 +63,10 @@ declare -A RESULTS=()
 for round in $(seq "$ROUNDS"); do
     for row in "${ROWS[@]}"; do
         name="$row.bin"
-        rm -f "$W/data/$name"
+        # Untimed: the last upload's dirty pages are written back first, so
+        # no row pays for another's writeback.
+        rm -f "$W/data/"*.bin
+        sync
         t0=$(now)
         # shellcheck disable=SC2086
         XDG_STATE_HOME=$W/state taskset -c "$CLIENT_CPU" "$WS" put -q --no-verify \
