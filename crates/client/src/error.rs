@@ -65,6 +65,9 @@ pub enum Error {
     /// A folder answer that is not a JSON listing (another kind of server).
     #[error("{url} did not answer a JSON listing (Content-Type {content_type:?}); is it a wirespeed server?")]
     NotAListing { url: String, content_type: String },
+    /// A resumable upload the server did not set up as the protocol says.
+    #[error("{0}")]
+    Resumable(String),
     #[error("the request body gave {got} bytes but {announced} were announced (file changed while sending?)")]
     BodyLength { announced: u64, got: u64 },
 }

@@ -134,6 +134,7 @@ async fn digest_first_upload_over_sendfile_and_small_buffers() {
             verify: true,
             no_clobber: false,
             progress: None,
+            ..UploadOptions::default()
         };
         let up = within(
             30,
@@ -323,7 +324,10 @@ async fn cut_download_leaves_no_destination_and_resumes() {
             &client,
             &srv.url("/f.bin"),
             &dest,
-            &DownloadOptions::default(),
+            &DownloadOptions {
+                retry: transfer::retry::RetryPolicy::none(),
+                ..DownloadOptions::default()
+            },
         ),
     )
     .await
@@ -345,6 +349,7 @@ async fn cut_download_leaves_no_destination_and_resumes() {
     let opts = DownloadOptions {
         resume: true,
         progress: None,
+        ..DownloadOptions::default()
     };
     let rep = within(
         30,

@@ -7,6 +7,7 @@
 //! instead (a [`Refusal`]), moves the bytes itself, then reports what arrived
 //! with [`UploadState::record`]. Nothing here touches a socket or a file.
 
+pub mod client;
 mod id;
 pub mod ietf;
 mod state;

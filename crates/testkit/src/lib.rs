@@ -11,6 +11,7 @@
 //! - [`data`]: deterministic pseudo-random bytes and split points;
 //! - [`tools`]: external peers (curl);
 //! - [`minio`]: a real MinIO for the S3 backend (boto3 to inspect it).
+//! - [`proxy`]: a TCP proxy that cuts (or stalls) connections after N bytes.
 //!
 //! Helpers panic with a message on failure: they are test code.
 
@@ -19,6 +20,7 @@ pub mod data;
 pub mod fs;
 pub mod http;
 pub mod minio;
+pub mod proxy;
 pub mod server;
 pub mod tools;
 

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
+use crate::transfer::retry::{self, Notice, RetryPolicy};
 use crate::transfer::{get_following, hash_file, hex, parse_sha256, TransferProgress};
 use crate::{Client, Error, Request, Response, Url};
 
@@ -15,6 +16,11 @@ pub struct DownloadOptions {
     /// Continue a partial `DEST.part` with a Range request.
     pub resume: bool,
     pub progress: Option<Arc<dyn TransferProgress>>,
+    /// Retries after failures that may pass; each continues the `.part`
+    /// with `Range` and `If-Range`.
+    pub retry: RetryPolicy,
+    /// Told about resumptions and restarts.
+    pub notice: Option<Notice>,
 }
 
 #[derive(Debug, Clone)]
@@ -54,7 +60,9 @@ pub fn parse_content_range(v: &str) -> Option<(u64, u64, Option<u64>)> {
 /// GET `url` into `dest`: the body streams into `DEST.part`, which is
 /// renamed to `dest` only once complete (and verified when the server sends
 /// `Repr-Digest`). On failure `dest` is untouched; the `.part` file stays
-/// for `resume` unless its content is known to be wrong.
+/// for `resume` unless its content is known to be wrong. A failure that may
+/// pass (broken connection, 5xx) is retried from where the `.part` ends,
+/// with `If-Range` so a file changed meanwhile starts over.
 pub async fn download_file(
     client: &Client,
     url: &Url,
@@ -62,11 +70,72 @@ pub async fn download_file(
     opts: &DownloadOptions,
 ) -> Result<DownloadReport, Error> {
     let part = part_path(dest);
+    let mut validator: Option<String> = None;
+    let mut resume = opts.resume;
+    let mut attempt = 0u32;
+    let mut best = part_len(&part);
+    loop {
+        let e = match download_once(client, url, dest, resume, &mut validator, opts).await {
+            Ok(r) => return Ok(r),
+            Err(e) => e,
+        };
+        if !retry::retryable(&e) {
+            return Err(e);
+        }
+        let have = part_len(&part);
+        if have > best {
+            // Bytes arrived since the last failure: the count starts again.
+            best = have;
+            attempt = 0;
+        }
+        if attempt >= opts.retry.retries {
+            return Err(e);
+        }
+        let d = retry::pause(&opts.retry, attempt).await;
+        attempt += 1;
+        resume = true;
+        if let Some(n) = &opts.notice {
+            n(&format!(
+                "{}; resuming at byte {} after {:.1} s (retry {attempt} of {} without progress)",
+                retry::describe(&e),
+                part_len(&part),
+                d.as_secs_f64(),
+                opts.retry.retries
+            ));
+        }
+    }
+}
+
+fn part_len(part: &Path) -> u64 {
+    std::fs::metadata(part)
+        .ok()
+        .filter(|m| m.is_file())
+        .map_or(0, |m| m.len())
+}
+
+/// The validator `If-Range` can carry: a strong ETag, else Last-Modified
+/// (RFC 9110 §13.1.5: a weak ETag cannot).
+fn range_validator(resp: &Response) -> Option<String> {
+    match resp.header("ETag") {
+        Some(e) if !e.starts_with("W/") => Some(e.to_string()),
+        _ => resp.header("Last-Modified").map(str::to_string),
+    }
+}
+
+async fn download_once(
+    client: &Client,
+    url: &Url,
+    dest: &Path,
+    resume: bool,
+    validator: &mut Option<String>,
+    opts: &DownloadOptions,
+) -> Result<DownloadReport, Error> {
+    let part = part_path(dest);
     let file_err = |p: &Path| {
         let p = p.to_path_buf();
         move |source| Error::File { path: p, source }
     };
-    let mut have = if opts.resume {
+    let mut have = if resume {
         match std::fs::metadata(&part) {
             Ok(m) if m.is_file() => m.len(),
             _ => 0,
@@ -76,24 +145,34 @@ pub async fn download_file(
     };
     let mut resp = loop {
         let range = have;
+        let if_range = validator.clone();
         let (resp, final_url) = get_following(client, url, |u| {
             let req = Request::get(u.clone());
-            if range > 0 {
-                req.header("Range", format!("bytes={range}-"))
-            } else {
-                req
+            match (range, &if_range) {
+                (0, _) => req,
+                (r, Some(v)) => req
+                    .header("Range", format!("bytes={r}-"))
+                    .header("If-Range", v.clone()),
+                (r, None) => req.header("Range", format!("bytes={r}-")),
             }
         })
         .await?;
         refuse_folder(&resp, &final_url)?;
         if have == 0 {
-            break resp.error_for_status().await?;
+            let resp = resp.error_for_status().await?;
+            *validator = range_validator(&resp);
+            break resp;
         }
         match resp.status() {
             206 => {
                 let cr = resp.header("Content-Range").and_then(parse_content_range);
                 match cr {
-                    Some((start, _, _)) if start == have => break resp,
+                    Some((start, _, _)) if start == have => {
+                        if validator.is_none() {
+                            *validator = range_validator(&resp);
+                        }
+                        break resp;
+                    }
                     _ => tracing::info!(
                         ?cr,
                         have,
@@ -102,8 +181,17 @@ pub async fn download_file(
                 }
             }
             200 => {
-                // The server ignored the range: take the whole body.
-                tracing::info!("server sent the whole file; restarting from 0");
+                // The file changed (If-Range) or the server ignores ranges:
+                // take the whole body into the `.part` from byte 0.
+                let why = if if_range.is_some() {
+                    "the file changed on the server"
+                } else {
+                    "the server sent the whole file"
+                };
+                if let Some(n) = &opts.notice {
+                    n(&format!("{why}; restarting from byte 0"));
+                }
+                *validator = range_validator(&resp);
                 have = 0;
                 break resp;
             }

@@ -19,6 +19,9 @@ use crate::{Client, Error, Request, Response, Url};
 
 mod download;
 mod remote;
+mod resume;
+pub mod retry;
+pub mod saved;
 mod upload;
 
 pub use download::{
@@ -26,8 +29,10 @@ pub use download::{
 };
 pub use remote::{delete, list, list_following, safe_name, walk, Entry, RemoteEntry, MAX_DEPTH};
 pub use upload::{
-    form_framing, upload_file, upload_form, upload_stream, upload_url, UploadOptions, UploadReport,
+    form_framing, upload_file, upload_form, upload_stream, upload_url, ProtocolChoice,
+    UploadOptions, UploadReport,
 };
+pub use wirespeed_resumable::client::ClientProtocol;
 
 /// Progress of one transfer (a progress bar implements it).
 pub trait TransferProgress: Send + Sync {

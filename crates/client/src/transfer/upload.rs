@@ -7,8 +7,22 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
-use crate::transfer::{format_sha256, hash_file, hex, parse_sha256, TransferProgress};
+use wirespeed_resumable::client::ClientProtocol;
+
+use crate::transfer::retry::{self, Notice, RetryPolicy};
+use crate::transfer::{format_sha256, hash_file, hex, parse_sha256, resume, TransferProgress};
 use crate::{Body, Client, Error, FileBody, Request, Response, Url};
+
+/// Which protocol a file upload uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProtocolChoice {
+    /// A plain PUT below [`UploadOptions::resumable_from`] bytes; above, what
+    /// the server announces (the IETF draft, then tus, else PUT).
+    #[default]
+    Auto,
+    /// This one, whatever the size (PUT: never resumable).
+    Force(ClientProtocol),
+}
 
 #[derive(Clone)]
 pub struct UploadOptions {
@@ -24,6 +38,20 @@ pub struct UploadOptions {
     /// otherwise the upload fails with [`Error::Exists`].
     pub no_clobber: bool,
     pub progress: Option<Arc<dyn TransferProgress>>,
+    /// Retries after failures that may pass (broken connection, 5xx).
+    pub retry: RetryPolicy,
+    pub protocol: ProtocolChoice,
+    /// With [`ProtocolChoice::Auto`], files from this size on are uploaded
+    /// resumably (smaller ones cost one PUT, retried from 0).
+    pub resumable_from: u64,
+    /// Continue the partial upload a state file records for this file and URL.
+    pub continue_saved: bool,
+    /// Where state files live (None: none are written).
+    pub state_dir: Option<std::path::PathBuf>,
+    /// Told about resumptions, restarts and new uploads.
+    pub notice: Option<Notice>,
+    /// Largest append of a resumable upload (None: as the server allows).
+    pub append_size: Option<u64>,
 }
 
 impl Default for UploadOptions {
@@ -34,6 +62,13 @@ impl Default for UploadOptions {
             verify: true,
             no_clobber: false,
             progress: None,
+            retry: RetryPolicy::default(),
+            protocol: ProtocolChoice::Auto,
+            resumable_from: 8 << 20,
+            continue_saved: false,
+            state_dir: None,
+            notice: None,
+            append_size: None,
         }
     }
 }
@@ -79,8 +114,9 @@ pub fn upload_url(url: &Url, path: &Path) -> Result<Url, Error> {
 /// request head in one write.
 const SMALL_FILE: u64 = 64 * 1024;
 
-/// PUT a file with Content-Length, hashing while it streams; the server's
-/// `Repr-Digest` must match ([`Error::DigestMismatch`] otherwise).
+/// Upload a file: resumably when it is big and the server can (see
+/// [`ProtocolChoice`]), else with a PUT retried from byte 0. A file is
+/// checked end to end unless `verify` is off.
 pub async fn upload_file(
     client: &Client,
     url: &Url,
@@ -88,6 +124,59 @@ pub async fn upload_file(
     opts: &UploadOptions,
 ) -> Result<UploadReport, Error> {
     let url = upload_url(url, path)?;
+    let len = std::fs::metadata(path)
+        .map_err(|source| Error::File {
+            path: path.to_path_buf(),
+            source,
+        })?
+        .len();
+    let resumable = match opts.protocol {
+        ProtocolChoice::Force(p) => p != ClientProtocol::Put,
+        ProtocolChoice::Auto => len >= opts.resumable_from || opts.continue_saved,
+    };
+    // -n needs the server's atomic create-only check, which only a PUT has.
+    if resumable && !opts.no_clobber {
+        return resume::upload(client, &url, path, len, opts).await;
+    }
+    put_retrying(client, &url, path, opts).await
+}
+
+/// PUT a file, again from byte 0 after a failure that may pass.
+pub(crate) async fn put_retrying(
+    client: &Client,
+    url: &Url,
+    path: &Path,
+    opts: &UploadOptions,
+) -> Result<UploadReport, Error> {
+    let mut attempt = 0;
+    loop {
+        match put_file(client, url, path, opts).await {
+            Err(e) if retry::retryable(&e) && attempt < opts.retry.retries => {
+                let d = retry::pause(&opts.retry, attempt).await;
+                attempt += 1;
+                if let Some(n) = &opts.notice {
+                    n(&format!(
+                        "{}; retrying from byte 0 in {:.1} s (a plain PUT cannot resume; retry {attempt} of {})",
+                        retry::describe(&e),
+                        d.as_secs_f64(),
+                        opts.retry.retries
+                    ));
+                }
+            }
+            r => return r,
+        }
+    }
+}
+
+/// PUT a file with Content-Length, hashing while it streams; the server's
+/// `Repr-Digest` must match ([`Error::DigestMismatch`] otherwise).
+async fn put_file(
+    client: &Client,
+    url: &Url,
+    path: &Path,
+    opts: &UploadOptions,
+) -> Result<UploadReport, Error> {
+    let url = url.clone();
     let fb = FileBody::open(path)?;
     let len = fb.len();
     let mut req = Request::put(url.clone()).header("Content-Type", "application/octet-stream");

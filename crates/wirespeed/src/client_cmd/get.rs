@@ -11,7 +11,8 @@ use wirespeed_client::{url::decode, Client, Error, Url};
 
 use super::put::{files_rate, report_failures};
 use super::{
-    client, folder, progress, rate, runtime, total_progress, url, ClientOpts, ParallelOpts,
+    client, folder, notice, progress, rate, runtime, total_progress, url, ClientOpts, ParallelOpts,
+    RetryOpts,
 };
 
 const AFTER_HELP: &str = "\
@@ -28,6 +29,12 @@ Every file arrives as FILE.part and is renamed to FILE only when complete
 (and verified, when the server sends Repr-Digest); any non-2xx final answer
 leaves no file and exits 1. The destination's folder must exist: it is
 checked before anything is transferred.
+
+Retries: a broken connection, a timeout or a 5xx is retried (--retries N,
+default 10) from where FILE.part ends, with `Range: bytes=N-` and `If-Range`
+(the ETag, else Last-Modified): if the file changed on the server meanwhile,
+it answers the whole new file and the download starts again from byte 0.
+Output to stdout (-o -) is not retried: bytes written cannot be taken back.
 
 Folders: like `cp -r`, `get -r URL/NAME/ DEST` creates DEST/NAME/ when DEST
 is an existing folder, and makes DEST the copy of NAME otherwise. The listing
@@ -50,8 +57,9 @@ pub struct GetArgs {
     /// the current folder.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Resume: continue an existing `FILE.part` with a Range request (starts
-    /// over if the server cannot continue it).
+    /// Resume: continue an existing `FILE.part` left by an earlier run with a
+    /// Range request (starts over if the server cannot continue it). Within
+    /// one run, failures are resumed anyway (--retries).
     #[arg(long = "continue", short = 'c')]
     pub resume: bool,
     /// Download folders and everything in them.
@@ -62,6 +70,8 @@ pub struct GetArgs {
     pub no_clobber: bool,
     #[command(flatten)]
     pub parallel: ParallelOpts,
+    #[command(flatten)]
+    pub retry: RetryOpts,
     #[command(flatten)]
     pub opts: ClientOpts,
 }
@@ -196,6 +206,8 @@ fn get_one(
     let opts = DownloadOptions {
         resume: args.resume,
         progress: bar.as_ref().map(|b| b.0.clone()),
+        retry: args.retry.policy(),
+        notice: notice(&args.opts),
     };
     let started = Instant::now();
     let result = rt.block_on(transfer::download_file(client, target, &dest, &opts));
@@ -313,6 +325,8 @@ fn run_jobs(
     let opts = DownloadOptions {
         resume: args.resume,
         progress: bar.as_ref().map(|b| b.0.clone()),
+        retry: args.retry.policy(),
+        notice: notice(&args.opts),
     };
     let parallel = usize::from(args.parallel.parallel);
     let results = rt.block_on(folder::run_parallel(jobs, parallel, |job| {

@@ -82,6 +82,31 @@ fn parse_buffer_size(s: &str) -> Result<usize, String> {
     Ok(n as usize)
 }
 
+/// `--retries`: shared by `put` and `get`.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct RetryOpts {
+    /// Retries after a failure that may pass (broken connection, timeout,
+    /// refused connection, 5xx, 408, 409, 429), waiting 0.5 s doubling up to
+    /// 30 s (randomised) between them; the count starts again whenever bytes
+    /// got through. Other client errors (4xx) are not retried. 0: none.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub retries: u32,
+}
+
+impl RetryOpts {
+    fn policy(&self) -> transfer::retry::RetryPolicy {
+        transfer::retry::RetryPolicy {
+            retries: self.retries,
+            ..Default::default()
+        }
+    }
+}
+
+/// Where retrying transfers say what they do: stderr, unless -q.
+fn notice(opts: &ClientOpts) -> Option<transfer::retry::Notice> {
+    (!opts.quiet).then(|| Arc::new(|m: &str| eprintln!("{m}")) as transfer::retry::Notice)
+}
+
 /// `--parallel`: transfers at once for folders and several files.
 #[derive(Args, Debug, Clone, Copy)]
 pub struct ParallelOpts {

@@ -5,11 +5,17 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use wirespeed_client::transfer::{self, UploadOptions, UploadReport};
+use wirespeed_client::transfer::saved::{state_dir, FileIdentity, StateFile};
+use wirespeed_client::transfer::{
+    self, ClientProtocol, ProtocolChoice, UploadOptions, UploadReport,
+};
 use wirespeed_client::{Error, Url};
 
 use super::folder::{self, LocalFile};
-use super::{client, progress, rate, runtime, total_progress, url, ClientOpts, ParallelOpts};
+use super::{
+    client, notice, progress, rate, runtime, total_progress, url, ClientOpts, ParallelOpts,
+    RetryOpts,
+};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -34,6 +40,24 @@ error: the exit status is 0 unless a transfer failed. The server checks
 (`If-None-Match: *`), so a file created meanwhile by someone else is kept too.
 Without it an existing file is replaced, and `replaced URL` is said on stderr
 (unless -q).
+
+Resuming: files of 8 MiB and more are uploaded resumably when the server
+offers it (asked with OPTIONS /-/uploads/): with the IETF draft \"Resumable
+Uploads for HTTP\" (interop version 8) if announced, else tus 1.0. The upload
+is created with an empty request, then the file is appended from the
+server's offset; a broken connection, a timeout or a 5xx is retried
+(--retries N) from the offset the server reports. A server without resumable
+uploads gets a plain PUT, which cannot resume: a retry sends the file again
+from byte 0 (so do smaller files, and --protocol put, and -n, whose
+create-only check needs a PUT). --protocol ietf|tus forces one protocol at
+any size.
+
+Across runs: a resumable upload is recorded in a small state file under
+$XDG_STATE_HOME/wirespeed/uploads/ (else ~/.local/state/wirespeed/uploads/),
+keyed by the file (path, size, modification time, inode) and the URL, and
+removed when the upload completes. `put --continue FILE URL` after an
+interrupted or killed run continues that upload; if the file changed, or the
+server no longer has the upload, a new one is started and this is said.
 
 Exit status: 0 when every file was stored (or skipped with -n), 1 otherwise.
 A file that cannot be read or is refused is reported and the others go on;
@@ -74,10 +98,52 @@ pub struct PutArgs {
     /// Form field name for `--form`.
     #[arg(long, default_value = "file", requires = "form")]
     pub field: String,
+    /// Upload protocol: auto (resumable from 8 MiB if the server offers it),
+    /// ietf, tus, or put (never resumable; retried from byte 0).
+    #[arg(long, value_name = "PROTOCOL", default_value = "auto", value_parser = parse_protocol)]
+    pub protocol: ProtocolChoice,
+    /// Continue the interrupted upload of FILE to URL recorded by an earlier
+    /// run (see "Across runs" below).
+    #[arg(long = "continue", short = 'c', conflicts_with_all = ["form", "no_clobber"])]
+    pub continue_saved: bool,
+    /// Largest append of a resumable upload (suffixes K, M, G), e.g. for a
+    /// proxy that limits request bodies; default: the whole rest, or the
+    /// server's `max-append-size`.
+    #[arg(long, value_name = "SIZE", value_parser = crate::size::parse_size)]
+    pub append_size: Option<u64>,
     #[command(flatten)]
     pub parallel: ParallelOpts,
     #[command(flatten)]
+    pub retry: RetryOpts,
+    #[command(flatten)]
     pub opts: ClientOpts,
+}
+
+fn parse_protocol(s: &str) -> Result<ProtocolChoice, String> {
+    match s {
+        "auto" => Ok(ProtocolChoice::Auto),
+        other => ClientProtocol::from_name(other)
+            .map(ProtocolChoice::Force)
+            .ok_or_else(|| "expected auto, ietf, tus or put".to_string()),
+    }
+}
+
+/// The failure's hint: a partial upload kept on the server can be continued.
+fn continue_hint(path: &Path, url: &Url) -> String {
+    let Ok(url) = transfer::upload_url(url, path) else {
+        return String::new();
+    };
+    let Ok(id) = FileIdentity::of(path) else {
+        return String::new();
+    };
+    if StateFile::new(state_dir().as_deref(), id, &url).exists() {
+        format!(
+            " (the partial upload is kept: `wirespeed put --continue {} {url}` continues it)",
+            path.display()
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// One file to upload and where.
@@ -187,6 +253,13 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
         verify: !args.no_verify,
         no_clobber: args.no_clobber,
         progress: None,
+        retry: args.retry.policy(),
+        protocol: args.protocol,
+        continue_saved: args.continue_saved,
+        state_dir: state_dir(),
+        notice: notice(&args.opts),
+        append_size: args.append_size,
+        ..UploadOptions::default()
     };
     if args.files.iter().any(|f| f.as_os_str() == "-") {
         if args.files.len() > 1 || args.recursive || args.form || args.digest_first {
@@ -244,7 +317,16 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
         if let Some((_, b)) = &bar {
             b.finish_and_clear();
         }
-        return report_one(result, &job.path.display().to_string(), started, quiet);
+        let label = format!(
+            "{}{}",
+            job.path.display(),
+            if result.is_err() {
+                continue_hint(&job.path, &job.url)
+            } else {
+                String::new()
+            }
+        );
+        return report_one(result, &label, started, quiet);
     }
     let total: u64 = jobs.iter().map(|j| j.size).sum();
     let count = jobs.len();

@@ -1,0 +1,263 @@
+//! The small state file that lets `put --continue` find a partial upload
+//! again after the process is gone: one JSON file per (file, URL) under
+//! `$XDG_STATE_HOME/wirespeed/uploads/`, holding the upload's URL, its
+//! protocol and the file's identity when the upload was created.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::transfer::hex;
+use crate::{Error, Url};
+
+/// What makes a local file the same file: its canonical path, size,
+/// modification time and inode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileIdentity {
+    pub path: PathBuf,
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl FileIdentity {
+    pub fn of(path: &Path) -> Result<FileIdentity, Error> {
+        let err = |source| Error::File {
+            path: path.to_path_buf(),
+            source,
+        };
+        let canonical = fs::canonicalize(path).map_err(err)?;
+        let m = fs::metadata(&canonical).map_err(err)?;
+        Ok(FileIdentity {
+            path: canonical,
+            size: m.len(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            dev: m.dev(),
+            ino: m.ino(),
+        })
+    }
+}
+
+/// A partial upload as the state file records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedUpload {
+    /// `ietf` or `tus`.
+    pub protocol: String,
+    /// The upload resource (`/-/uploads/<id>` on wirespeed).
+    pub upload_url: String,
+    /// Where the file is being stored.
+    pub target: String,
+    pub file: FileIdentity,
+}
+
+/// The folder state files live in: `$XDG_STATE_HOME/wirespeed/uploads`,
+/// else `~/.local/state/wirespeed/uploads`.
+pub fn state_dir() -> Option<PathBuf> {
+    let base = match std::env::var_os("XDG_STATE_HOME") {
+        Some(d) if Path::new(&d).is_absolute() => PathBuf::from(d),
+        _ => PathBuf::from(std::env::var_os("HOME")?).join(".local/state"),
+    };
+    Some(base.join("wirespeed/uploads"))
+}
+
+/// The state file's name for a file and a target URL: the rest of the
+/// identity is checked on load, so a changed file is told apart from a
+/// missing state.
+pub fn state_name(canonical: &Path, target: &Url) -> String {
+    let mut h = Sha256::new();
+    h.update(canonical.as_os_str().as_encoded_bytes());
+    h.update([0]);
+    h.update(target.to_string().as_bytes());
+    format!("{}.json", &hex(&h.finalize().into())[..40])
+}
+
+/// What a lookup found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    Nothing,
+    Found(SavedUpload),
+    /// A state for this path and URL, but the file is no longer the same.
+    FileChanged(SavedUpload),
+}
+
+/// One state file: where it is and what it is for.
+#[derive(Debug, Clone)]
+pub struct StateFile {
+    path: Option<PathBuf>,
+    file: FileIdentity,
+    target: Url,
+}
+
+impl StateFile {
+    /// The state file of `file` uploaded to `target` in `dir` (None: no
+    /// state kept, e.g. no home folder).
+    pub fn new(dir: Option<&Path>, file: FileIdentity, target: &Url) -> StateFile {
+        let path = dir.map(|d| d.join(state_name(&file.path, target)));
+        StateFile {
+            path,
+            file,
+            target: target.clone(),
+        }
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    pub fn exists(&self) -> bool {
+        self.path.as_deref().is_some_and(Path::exists)
+    }
+
+    pub fn lookup(&self) -> Lookup {
+        let Some(p) = &self.path else {
+            return Lookup::Nothing;
+        };
+        let Ok(bytes) = fs::read(p) else {
+            return Lookup::Nothing;
+        };
+        match serde_json::from_slice::<SavedUpload>(&bytes) {
+            Ok(s) if s.target != self.target.to_string() => Lookup::Nothing,
+            Ok(s) if s.file == self.file => Lookup::Found(s),
+            Ok(s) => Lookup::FileChanged(s),
+            Err(_) => Lookup::Nothing,
+        }
+    }
+
+    /// Record an upload (atomically: a reader never sees half a file).
+    pub fn save(&self, protocol: &str, upload_url: &Url) -> io::Result<()> {
+        let Some(p) = &self.path else { return Ok(()) };
+        if let Some(dir) = p.parent() {
+            fs::create_dir_all(dir)?;
+        }
+        let saved = SavedUpload {
+            protocol: protocol.to_string(),
+            upload_url: upload_url.to_string(),
+            target: self.target.to_string(),
+            file: self.file.clone(),
+        };
+        let tmp = p.with_extension("tmp");
+        fs::write(
+            &tmp,
+            serde_json::to_vec_pretty(&saved).map_err(io::Error::other)?,
+        )?;
+        fs::rename(&tmp, p)
+    }
+
+    pub fn remove(&self) {
+        if let Some(p) = &self.path {
+            let _ = fs::remove_file(p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn url(s: &str) -> Url {
+        Url::parse(s).unwrap()
+    }
+
+    #[test]
+    fn names_depend_on_the_path_and_the_url_only() {
+        let a = state_name(Path::new("/d/a.bin"), &url("http://h:1/x/a.bin"));
+        assert_eq!(
+            a,
+            state_name(Path::new("/d/a.bin"), &url("http://h:1/x/a.bin"))
+        );
+        assert_ne!(
+            a,
+            state_name(Path::new("/d/b.bin"), &url("http://h:1/x/a.bin"))
+        );
+        assert_ne!(
+            a,
+            state_name(Path::new("/d/a.bin"), &url("http://h:2/x/a.bin"))
+        );
+        assert_ne!(
+            a,
+            state_name(Path::new("/d/a.bin"), &url("http://h:1/y/a.bin"))
+        );
+        assert!(a.ends_with(".json") && a.len() == 45);
+    }
+
+    #[test]
+    fn a_saved_upload_is_found_until_the_file_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("data.bin");
+        fs::write(&f, b"first").unwrap();
+        let target = url("http://127.0.0.1:9/up/data.bin");
+        let states = dir.path().join("state");
+        let st = StateFile::new(Some(&states), FileIdentity::of(&f).unwrap(), &target);
+        assert_eq!(st.lookup(), Lookup::Nothing);
+        let loc = url("http://127.0.0.1:9/-/uploads/0123");
+        st.save("ietf", &loc).unwrap();
+        assert!(st.exists());
+        match st.lookup() {
+            Lookup::Found(s) => {
+                assert_eq!(s.protocol, "ietf");
+                assert_eq!(s.upload_url, loc.to_string());
+            }
+            other => panic!("{other:?}"),
+        }
+        // Another URL for the same file has its own state.
+        let other = StateFile::new(
+            Some(&states),
+            FileIdentity::of(&f).unwrap(),
+            &url("http://127.0.0.1:9/up/other.bin"),
+        );
+        assert_eq!(other.lookup(), Lookup::Nothing);
+        // The file grows: same path and URL, another identity.
+        fs::OpenOptions::new()
+            .append(true)
+            .open(&f)
+            .unwrap()
+            .write_all(b" and more")
+            .unwrap();
+        let again = StateFile::new(Some(&states), FileIdentity::of(&f).unwrap(), &target);
+        assert!(matches!(again.lookup(), Lookup::FileChanged(_)));
+        again.remove();
+        assert!(!again.exists());
+        assert_eq!(st.lookup(), Lookup::Nothing);
+    }
+
+    #[test]
+    fn identity_sees_a_replaced_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("x");
+        fs::write(&f, b"same size").unwrap();
+        let before = FileIdentity::of(&f).unwrap();
+        assert_eq!(before, FileIdentity::of(&f).unwrap());
+        let tmp = dir.path().join("y");
+        fs::write(&tmp, b"same size").unwrap();
+        fs::rename(&tmp, &f).unwrap();
+        assert_ne!(before, FileIdentity::of(&f).unwrap(), "a new inode");
+    }
+
+    #[test]
+    fn the_state_folder_follows_xdg() {
+        let d = state_dir();
+        if let Some(d) = d {
+            assert!(d.ends_with("wirespeed/uploads"));
+        }
+        let st = StateFile::new(
+            None,
+            FileIdentity {
+                path: "/x".into(),
+                size: 1,
+                mtime_ns: 0,
+                dev: 0,
+                ino: 0,
+            },
+            &url("http://h/x"),
+        );
+        assert_eq!(st.lookup(), Lookup::Nothing);
+        st.save("tus", &url("http://h/-/uploads/1")).unwrap();
+        assert!(!st.exists());
+    }
+}

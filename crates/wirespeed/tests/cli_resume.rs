@@ -1,0 +1,478 @@
+//! `wirespeed put` and `get` that never start over: real `serve`, real
+//! client binaries, and a proxy that cuts connections every 16 MiB, so each
+//! transfer must resume (or, for a file changed meanwhile, restart).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{Serve, BIN};
+use wirespeed_testkit::proxy::CuttingProxy;
+
+const MIB: usize = 1 << 20;
+const FILE: usize = 64 * MIB;
+const CUT: u64 = 16 * MIB as u64;
+
+/// A client command with its own state folder and no ambient token.
+fn client(state: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env("XDG_STATE_HOME", state)
+        .env_remove("WIRESPEED_TOKEN")
+        .env_remove("RUST_LOG");
+    cmd
+}
+
+fn run(state: &Path, args: &[&str]) -> Output {
+    client(state, args).output().expect("run the client")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Deterministic bytes with a per-file salt.
+fn data(len: usize, salt: u8) -> Vec<u8> {
+    let mut v = wirespeed_testkit::bytes(len, 0x5eed);
+    for (i, b) in v.iter_mut().enumerate().step_by(4096) {
+        *b ^= salt.wrapping_add(i as u8);
+    }
+    v
+}
+
+struct Setup {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    local: PathBuf,
+    state: PathBuf,
+    serve: Serve,
+}
+
+fn setup(serve_args: &[&str]) -> Setup {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let root = tmp.path().join("root");
+    let local = tmp.path().join("local");
+    let state = tmp.path().join("state");
+    for d in [&root, &local, &state] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let serve = Serve::start(&root, serve_args);
+    Setup {
+        _tmp: tmp,
+        root,
+        local,
+        state,
+        serve,
+    }
+}
+
+fn state_files(state: &Path) -> Vec<PathBuf> {
+    match std::fs::read_dir(state.join("wirespeed/uploads")) {
+        Ok(rd) => rd.map(|e| e.unwrap().path()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn assert_same_file(a: &Path, b: &Path) {
+    let (x, y) = (std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
+    assert_eq!(x.len(), y.len(), "{} vs {}", a.display(), b.display());
+    assert!(x == y, "{} and {} differ", a.display(), b.display());
+}
+
+/// Stores `bytes` at `name` on the server with `put --protocol put`, so
+/// its sha-256 is recorded and GET answers `Repr-Digest`.
+fn seed(s: &Setup, name: &str, bytes: &[u8]) {
+    let src = s.local.join(format!("{name}.src"));
+    std::fs::write(&src, bytes).unwrap();
+    let url = format!("{}/{name}", s.serve.base());
+    let out = run(
+        &s.state,
+        &[
+            "put",
+            "-q",
+            "--protocol",
+            "put",
+            src.to_str().unwrap(),
+            &url,
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn get_resumes_through_cuts_and_verifies_the_digest() {
+    let s = setup(&[]);
+    let bytes = data(FILE, 1);
+    seed(&s, "big.bin", &bytes);
+    let proxy = CuttingProxy::start(s.serve.addr);
+    proxy.cut_downstream_every(Some(CUT));
+    let dest = s.local.join("got.bin");
+    let out = run(
+        &s.state,
+        &[
+            "get",
+            &format!("{}/big.bin", proxy.base()),
+            "-o",
+            dest.to_str().unwrap(),
+        ],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(proxy.cuts() >= 3, "{} cuts\n{stderr}", proxy.cuts());
+    assert!(stderr.contains("resuming at byte"), "{stderr}");
+    assert!(stdout.contains("sha-256 verified"), "{stdout}");
+    assert!(std::fs::read(&dest).unwrap() == bytes, "bytes differ");
+    assert!(!s.local.join("got.bin.part").exists());
+}
+
+#[test]
+fn get_restarts_when_the_file_changes_between_attempts() {
+    let s = setup(&[]);
+    seed(&s, "moving.bin", &data(FILE, 2));
+    let changed = data(FILE, 3);
+    let proxy = CuttingProxy::start(s.serve.addr);
+    proxy.cut_downstream_every(Some(CUT));
+    let (root, new) = (s.root.clone(), changed.clone());
+    // After the first cut, before the retry reaches the server: a new
+    // version (another inode, so another ETag) replaces the file.
+    proxy.on_cut(move |n| {
+        if n == 1 {
+            let tmp = root.join("moving.tmp");
+            std::fs::write(&tmp, &new).unwrap();
+            std::fs::rename(&tmp, root.join("moving.bin")).unwrap();
+        }
+    });
+    let dest = s.local.join("moving.bin");
+    let out = run(
+        &s.state,
+        &[
+            "get",
+            &format!("{}/moving.bin", proxy.base()),
+            "-o",
+            dest.to_str().unwrap(),
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the file changed on the server; restarting from byte 0"),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read(&dest).unwrap() == changed,
+        "not the new version"
+    );
+}
+
+#[test]
+fn retries_are_bounded_against_a_dead_port() {
+    let s = setup(&[]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let small = s.local.join("small.txt");
+    std::fs::write(&small, b"hello").unwrap();
+    let big = s.local.join("big.bin");
+    std::fs::write(&big, data(9 * MIB, 4)).unwrap();
+    let dead = format!("http://127.0.0.1:{port}");
+    for args in [
+        vec!["put", "--retries", "2", small.to_str().unwrap(), &dead],
+        vec!["put", "--retries", "2", big.to_str().unwrap(), &dead],
+        vec![
+            "get",
+            "--retries",
+            "2",
+            &format!("{dead}/x.bin"),
+            "-o",
+            s.local.join("x.bin").to_str().unwrap(),
+        ],
+    ] {
+        let started = Instant::now();
+        let out = run(&s.state, &args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains("connection refused"), "{stderr}");
+        assert!(stderr.contains("retry 2 of 2"), "{stderr}");
+        assert!(!stderr.contains("retry 3"), "{stderr}");
+        assert!(started.elapsed() < Duration::from_secs(30));
+    }
+    // No retries at all with --retries 0.
+    let out = run(
+        &s.state,
+        &["put", "--retries", "0", small.to_str().unwrap(), &dead],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        !text(&out.stderr).contains("retry"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// A plain HTTP/1.1 file server without resumable uploads (as most are):
+/// `OPTIONS` answers only `Allow`, `PUT` stores the body under `root`.
+/// Returns its address and the methods it saw.
+fn plain_server(root: PathBuf) -> (std::net::SocketAddr, Arc<Mutex<Vec<String>>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut c) = conn else { return };
+            let (root, log) = (root.clone(), log.clone());
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut chunk = vec![0u8; 1 << 16];
+                loop {
+                    let end = loop {
+                        if let Some(i) = wirespeed_testkit::find(&buf, b"\r\n\r\n") {
+                            break i + 4;
+                        }
+                        match c.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                    buf.drain(..end);
+                    let mut parts = head.split_whitespace();
+                    let (method, path) = (
+                        parts.next().unwrap_or("").to_string(),
+                        parts.next().unwrap_or("").to_string(),
+                    );
+                    log.lock().unwrap().push(method.clone());
+                    let field = |name: &str| {
+                        head.lines().find_map(|l| {
+                            let (n, v) = l.split_once(':')?;
+                            n.trim()
+                                .eq_ignore_ascii_case(name)
+                                .then(|| v.trim().to_string())
+                        })
+                    };
+                    let len: usize = field("content-length")
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0);
+                    if field("expect").is_some() {
+                        let _ = c.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+                    }
+                    while buf.len() < len {
+                        match c.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let body: Vec<u8> = buf.drain(..len).collect();
+                    let answer: &[u8] = match method.as_str() {
+                        "OPTIONS" => {
+                            b"HTTP/1.1 200 OK\r\nAllow: GET, PUT\r\nContent-Length: 0\r\n\r\n"
+                        }
+                        "PUT" => {
+                            let name = path.trim_start_matches('/');
+                            std::fs::write(root.join(name), &body).unwrap();
+                            b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"
+                        }
+                        _ => b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n",
+                    };
+                    if c.write_all(answer).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, seen)
+}
+
+#[test]
+fn put_falls_back_to_put_on_a_server_without_resumable_uploads() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let (root, state) = (tmp.path().join("root"), tmp.path().join("state"));
+    std::fs::create_dir_all(&root).unwrap();
+    let (addr, seen) = plain_server(root.clone());
+    let src = tmp.path().join("plain.bin");
+    std::fs::write(&src, data(9 * MIB, 5)).unwrap();
+    let url = format!("http://{addr}/plain.bin");
+    let out = run(&state, &["put", src.to_str().unwrap(), &url]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("offers no resumable uploads; sending a plain PUT"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("plain.bin"), "{stdout}");
+    assert_same_file(&src, &root.join("plain.bin"));
+    let methods = seen.lock().unwrap().clone();
+    assert_eq!(
+        methods,
+        ["OPTIONS", "OPTIONS", "PUT"],
+        "discovery, then one PUT"
+    );
+    assert!(state_files(&state).is_empty());
+    // A small file costs no discovery: one PUT.
+    let small = tmp.path().join("small.txt");
+    std::fs::write(&small, b"small").unwrap();
+    let out = run(
+        &state,
+        &[
+            "put",
+            small.to_str().unwrap(),
+            &format!("http://{addr}/small.txt"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(seen.lock().unwrap().len(), 4, "{:?}", seen.lock().unwrap());
+    assert_eq!(std::fs::read(root.join("small.txt")).unwrap(), b"small");
+}
+
+#[test]
+fn put_help_says_a_plain_put_restarts_from_zero() {
+    let out = Command::new(BIN)
+        .args(["put", "--help"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let help = text(&out.stdout);
+    for want in [
+        "--protocol",
+        "--continue",
+        "--retries",
+        "from byte 0",
+        "XDG_STATE_HOME",
+    ] {
+        assert!(help.contains(want), "{want}: {help}");
+    }
+}
+
+/// `put --protocol PROTOCOL EXTRA…` of 64 MiB through a proxy cutting every 16 MiB
+/// upstream: at least 3 cuts, the stored file byte-identical, verified, the
+/// state file gone, and the file sent about once (resumed, not restarted).
+fn put_resumes_through_cuts(protocol: &str, extra: &[&str]) {
+    let s = setup(&[]);
+    let src = s.local.join("big.bin");
+    std::fs::write(&src, data(FILE, 10)).unwrap();
+    let proxy = CuttingProxy::start(s.serve.addr);
+    proxy.cut_upstream_every(Some(CUT));
+    let url = format!("{}/up/big.bin", proxy.base());
+    let mut args = vec!["put", "--protocol", protocol];
+    args.extend_from_slice(extra);
+    args.extend([src.to_str().unwrap(), url.as_str()]);
+    let out = run(&s.state, &args);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(proxy.cuts() >= 3, "{} cuts\n{stderr}", proxy.cuts());
+    assert!(stderr.contains("resuming at byte"), "{stderr}");
+    assert!(!stderr.contains("plain PUT"), "{stderr}");
+    assert!(stdout.contains("verified by the server"), "{stdout}");
+    assert_same_file(&src, &s.root.join("up/big.bin"));
+    assert!(
+        proxy.bytes_up() < 2 * FILE as u64,
+        "{} bytes sent for a {FILE}-byte file",
+        proxy.bytes_up()
+    );
+    assert!(state_files(&s.state).is_empty(), "state file left behind");
+}
+
+#[test]
+fn put_resumes_through_cuts_with_the_ietf_draft_digest_first() {
+    put_resumes_through_cuts("ietf", &["--digest-first"]);
+}
+
+#[test]
+fn put_resumes_through_cuts_with_tus_in_8_mib_appends() {
+    put_resumes_through_cuts("tus", &["--append-size", "8M"]);
+}
+
+#[test]
+fn put_resumes_through_cuts_with_the_announced_protocol() {
+    put_resumes_through_cuts("auto", &[]);
+}
+
+#[test]
+fn put_continue_after_the_client_was_killed_sends_only_the_rest() {
+    let s = setup(&[]);
+    let src = s.local.join("killed.bin");
+    std::fs::write(&src, data(FILE, 11)).unwrap();
+    let proxy = CuttingProxy::start(s.serve.addr);
+    proxy.stall_upstream_after(Some(24 * MIB as u64));
+    let url = format!("{}/killed.bin", proxy.base());
+    let mut child = client(&s.state, &["put", "-q", src.to_str().unwrap(), &url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wirespeed_testkit::fs::eventually("the upload stalls mid-file", || proxy.stalled() >= 1);
+    assert_eq!(state_files(&s.state).len(), 1, "the upload is recorded");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        state_files(&s.state).len(),
+        1,
+        "a killed put keeps its state"
+    );
+    proxy.stall_upstream_after(None);
+    let before = proxy.bytes_up();
+    let out = run(
+        &s.state,
+        &["put", "--continue", src.to_str().unwrap(), &url],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("continuing the interrupted upload"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("resuming at byte"), "{stderr}");
+    let resumed = proxy.bytes_up() - before;
+    assert!(
+        resumed < FILE as u64 - 8 * MIB as u64,
+        "--continue sent {resumed} bytes of {FILE}"
+    );
+    assert!(proxy.bytes_up() < 2 * FILE as u64);
+    assert_same_file(&src, &s.root.join("killed.bin"));
+    assert!(
+        state_files(&s.state).is_empty(),
+        "state removed when complete"
+    );
+}
+
+#[test]
+fn a_failed_put_says_how_to_continue_and_continue_notices_a_changed_file() {
+    let s = setup(&[]);
+    let src = s.local.join("hint.bin");
+    std::fs::write(&src, data(FILE, 12)).unwrap();
+    let proxy = CuttingProxy::start(s.serve.addr);
+    proxy.cut_upstream_every(Some(CUT));
+    let url = format!("{}/hint.bin", proxy.base());
+    let out = run(
+        &s.state,
+        &["put", "--retries", "0", src.to_str().unwrap(), &url],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the partial upload is kept: `wirespeed put --continue"),
+        "{stderr}"
+    );
+    assert_eq!(state_files(&s.state).len(), 1);
+    // The file changes: --continue starts a new upload and says so.
+    std::fs::write(&src, data(FILE, 13)).unwrap();
+    let out = run(
+        &s.state,
+        &["put", "--continue", src.to_str().unwrap(), &url],
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("changed since the interrupted upload; starting a new upload"),
+        "{stderr}"
+    );
+    assert_same_file(&src, &s.root.join("hint.bin"));
+    assert!(state_files(&s.state).is_empty());
+}
