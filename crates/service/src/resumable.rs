@@ -371,6 +371,17 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         Ok(())
     }
 
+    /// 409 when a folder already holds the upload's final name.
+    async fn refuse_folder_target(&self, target: &RelPath) -> Result<(), Error> {
+        match self.storage.stat(target).await {
+            Ok(meta) if meta.kind == Kind::Dir => Err(Error::status(
+                409,
+                format!("{target} is a folder; an upload needs a file name there"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// A new upload for `target`: its store entry and in-process slot.
     async fn create(
         &self,
@@ -554,6 +565,8 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         } else {
             place
         };
+        // Refused now, not after the last byte (publishing onto a folder fails).
+        self.refuse_folder_target(&target).await?;
         let (id, slot) = self
             .create(Protocol::Tus, &target, creation.length, creation.metadata)
             .await?;
@@ -647,11 +660,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 "an upload needs a file path, not a folder",
             ));
         }
-        if let Ok(meta) = self.storage.stat(&key).await {
-            if meta.kind == Kind::Dir {
-                return Err(Error::status(409, "a directory exists at this path"));
-            }
-        }
+        self.refuse_folder_target(&key).await?;
         // If-Match / If-None-Match as on a PUT: 412 before the body, and
         // checked again before publishing when this request completes it.
         let if_match = ex.header_str("if-match").map(str::to_owned);

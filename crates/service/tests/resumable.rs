@@ -713,3 +713,28 @@ fn cancel_cuts_a_running_append() {
     assert_eq!(partial_files(&srv), Vec::<String>::new());
     assert!(!srv.root.join("cancel.bin").exists());
 }
+
+/// A tus creation whose final name is a folder is refused at creation, not
+/// after every byte was sent (publishing onto a folder cannot succeed).
+#[test]
+fn tus_creation_onto_a_folder_is_refused_before_any_byte() {
+    let srv = server();
+    std::fs::create_dir_all(srv.root.join("dir/sub")).unwrap();
+    std::fs::write(srv.root.join("dir/sub/keep"), b"k").unwrap();
+    let meta = format!("filename {}", b64(b"sub"));
+    for (path, extra) in [
+        ("/-/uploads/dir/sub", None),
+        ("/-/uploads/dir/", Some(meta.as_str())),
+    ] {
+        let mut headers = vec![TUS, ("Upload-Length", "4")];
+        if let Some(m) = extra {
+            headers.push(("Upload-Metadata", m));
+        }
+        let r = srv.req("POST", path, &headers, b"");
+        assert_eq!(r.status, 409, "{path}: {}", r.text());
+        assert_eq!(r.header("tus-resumable"), Some("1.0.0"));
+        assert!(r.text().contains("folder"), "{}", r.text());
+    }
+    assert_eq!(partial_files(&srv), Vec::<String>::new());
+    assert_eq!(std::fs::read(srv.root.join("dir/sub/keep")).unwrap(), b"k");
+}
