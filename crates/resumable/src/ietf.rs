@@ -283,11 +283,14 @@ fn lengths(fields: &Fields, offset: u64, known: Option<u64>) -> Result<Option<u6
     Ok(length)
 }
 
+/// Most bytes one request may add: up to the length (or `max_size`), and
+/// never more than `max-append-size` (a chunked body has no length to check).
 fn room(length: Option<u64>, offset: u64, limits: &Limits) -> u64 {
     length
         .unwrap_or(limits.max_size)
         .min(limits.max_size)
         .saturating_sub(offset)
+        .min(limits.max_append_size.unwrap_or(u64::MAX))
 }
 
 fn check_content_length(fields: &Fields, max: u64, limits: &Limits) -> Result<(), Refusal> {

@@ -738,3 +738,63 @@ fn tus_creation_onto_a_folder_is_refused_before_any_byte() {
     assert_eq!(partial_files(&srv), Vec::<String>::new());
     assert_eq!(std::fs::read(srv.root.join("dir/sub/keep")).unwrap(), b"k");
 }
+
+/// `max-append-size` holds for chunked IETF requests too (no
+/// Content-Length to check up front): the request ends in 413 and the
+/// upload keeps no more than the cap.
+#[test]
+fn ietf_chunked_requests_cannot_cross_the_append_cap() {
+    let ucfg = UploadsConfig {
+        limits: wirespeed_resumable::Limits {
+            max_append_size: Some(10),
+            ..wirespeed_resumable::Limits::default()
+        },
+        ..UploadsConfig::default()
+    };
+    let srv = TestServer::with_uploads(ServiceConfig::default(), ucfg);
+    let chunked = ("Transfer-Encoding", "chunked");
+    let body = b"14\r\n0123456789abcdefghij\r\n0\r\n\r\n";
+    let r = srv.req(
+        "PUT",
+        "/capped.bin",
+        &[INTEROP, ("Upload-Complete", "?0"), chunked],
+        body,
+    );
+    assert_eq!(r.status, 413, "{}", r.text());
+    let loc = partial_files(&srv)
+        .iter()
+        .find_map(|n| n.strip_suffix(".part").map(|id| format!("/-/uploads/{id}")))
+        .expect("the upload resource exists");
+    let offset = |srv: &TestServer| -> u64 {
+        let head = srv.req("HEAD", &loc, &[INTEROP], b"");
+        assert_eq!(head.status, 204);
+        assert_eq!(head.header("upload-complete"), Some("?0"));
+        head.header("upload-offset").unwrap().parse().unwrap()
+    };
+    let first = offset(&srv);
+    assert!(first <= 10, "{first}");
+    let at = first.to_string();
+    let r = srv.req(
+        "PATCH",
+        &loc,
+        &[
+            INTEROP,
+            PARTIAL,
+            ("Upload-Offset", &at),
+            ("Upload-Complete", "?1"),
+            chunked,
+        ],
+        body,
+    );
+    assert_eq!(r.status, 413, "{}", r.text());
+    let second = offset(&srv);
+    assert!(second <= first + 10, "{first} then {second}");
+    assert!(!srv.root.join("capped.bin").exists());
+    let data = std::fs::read(
+        srv.root
+            .join(".wirespeed-uploads")
+            .join(format!("{}.part", &loc[11..])),
+    )
+    .unwrap();
+    assert_eq!(data.len() as u64, second);
+}
