@@ -27,7 +27,7 @@ use wirespeed_resumable::{
 use crate::conditional::write_allowed;
 use crate::files::Files;
 use crate::path::{parse_request_path, RelPath};
-use crate::respond::{admit, etag};
+use crate::respond::{admit, admit_with, etag};
 use crate::storage::partial::{PartialData, PartialUploads};
 use crate::storage::{CommitCheck, Kind, Storage, StorageError, Written};
 use crate::{RouteClass, ServiceConfig};
@@ -824,11 +824,16 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         if ex.method() == "OPTIONS" {
             return self.options(ex).await;
         }
-        if !admit(&self.cfg, ex, "PUT", true).await? {
+        let tus = ex.header("tus-resumable").is_some();
+        let extra: &[(&str, &str)] = if tus {
+            &[("Tus-Resumable", tus::VERSION)]
+        } else {
+            &[]
+        };
+        if !admit_with(&self.cfg, ex, "PUT", true, extra).await? {
             return Ok(());
         }
         let rest = &ex.path()[UPLOADS_PREFIX.len() - 1..];
-        let tus = ex.header("tus-resumable").is_some();
         // tus core: X-HTTP-Method-Override names the method (for clients
         // behind proxies that only pass GET and POST).
         let method = match (tus, ex.method(), ex.header("x-http-method-override")) {

@@ -798,3 +798,35 @@ fn ietf_chunked_requests_cannot_cross_the_append_cap() {
     .unwrap();
     assert_eq!(data.len() as u64, second);
 }
+
+/// tus 1.0: `Tus-Resumable` is on every answer to a tus request, the
+/// token and write-policy refusals included.
+#[test]
+fn tus_refusals_for_token_and_policy_carry_tus_resumable() {
+    let cfg = ServiceConfig {
+        access: Access::new(["sesame"], false),
+        ..ServiceConfig::default()
+    };
+    let srv = TestServer::with_uploads(cfg, UploadsConfig::default());
+    let r = srv.req("POST", "/-/uploads/a", &[TUS, ("Upload-Length", "1")], b"");
+    assert_eq!(r.status, 401);
+    assert_eq!(r.header("tus-resumable"), Some("1.0.0"));
+    assert!(r.header("www-authenticate").is_some());
+    let r = srv.req(
+        "HEAD",
+        "/-/uploads/00000000000000000000000000000000",
+        &[TUS],
+        b"",
+    );
+    assert_eq!((r.status, r.header("tus-resumable")), (401, Some("1.0.0")));
+
+    let cfg = ServiceConfig {
+        writes: Writes::read_only(),
+        ..ServiceConfig::default()
+    };
+    let srv = TestServer::with_uploads(cfg, UploadsConfig::default());
+    let r = srv.req("POST", "/-/uploads/a", &[TUS, ("Upload-Length", "1")], b"");
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(r.header("tus-resumable"), Some("1.0.0"));
+    assert_eq!(srv.names(""), Vec::<String>::new());
+}
