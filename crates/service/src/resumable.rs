@@ -97,6 +97,9 @@ pub struct Uploads<S> {
     /// shorter than its record): removed if the next sweep still does, so a
     /// creation in flight between its two files is never taken for one.
     unusable: Mutex<std::collections::HashSet<UploadId>>,
+    /// Held from the capacity check to the new upload's first record, so a
+    /// burst of creations cannot all pass `max_partials` together.
+    creating: tokio::sync::Mutex<()>,
 }
 
 fn now() -> u64 {
@@ -261,6 +264,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             ucfg,
             slots: Mutex::new(HashMap::new()),
             unusable: Mutex::new(std::collections::HashSet::new()),
+            creating: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -390,6 +394,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         length: Option<u64>,
         metadata: Option<String>,
     ) -> Result<(UploadId, Arc<Slot>), Error> {
+        let _one_at_a_time = self.creating.lock().await;
         self.check_capacity(length).await?;
         let id = new_id()?;
         let mut state = UploadState::new(

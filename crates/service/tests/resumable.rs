@@ -830,3 +830,39 @@ fn tus_refusals_for_token_and_policy_carry_tus_resumable() {
     assert_eq!(r.header("tus-resumable"), Some("1.0.0"));
     assert_eq!(srv.names(""), Vec::<String>::new());
 }
+
+/// `--max-partial-uploads` holds under simultaneous creations: the count
+/// and the creation are one step, so a burst cannot pass the check together.
+#[test]
+fn simultaneous_creations_never_exceed_max_partials() {
+    let ucfg = UploadsConfig {
+        max_partials: 3,
+        ..UploadsConfig::default()
+    };
+    let srv = std::sync::Arc::new(TestServer::with_uploads(ServiceConfig::default(), ucfg));
+    let n = 16;
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
+    let threads: Vec<_> = (0..n)
+        .map(|i| {
+            let (srv, barrier) = (srv.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                let path = format!("/-/uploads/f{i}");
+                srv.req("POST", &path, &[TUS, ("Upload-Length", "5")], b"")
+                    .status
+            })
+        })
+        .collect();
+    let statuses: Vec<u16> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let created = statuses.iter().filter(|&&s| s == 201).count();
+    assert_eq!(created, 3, "{statuses:?}");
+    assert!(
+        statuses.iter().all(|&s| s == 201 || s == 503),
+        "{statuses:?}"
+    );
+    let parts = partial_files(&srv)
+        .iter()
+        .filter(|n| n.ends_with(".part"))
+        .count();
+    assert_eq!(parts, 3);
+}
