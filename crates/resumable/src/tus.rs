@@ -223,6 +223,10 @@ pub fn discovery_fields(limits: &Limits) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// Most `Upload-Metadata` pairs accepted (clients send a handful; each
+/// pair is kept in the record and echoed on every HEAD).
+pub const MAX_METADATA_PAIRS: usize = 64;
+
 /// Parses `Upload-Metadata`: comma-separated `key [base64-value]` pairs,
 /// keys unique, ASCII without spaces or commas.
 pub fn parse_metadata(raw: &[u8]) -> Result<Metadata, Refusal> {
@@ -234,6 +238,12 @@ pub fn parse_metadata(raw: &[u8]) -> Result<Metadata, Refusal> {
     if text.trim().is_empty() {
         return Ok(pairs);
     }
+    if text.split(',').count() > MAX_METADATA_PAIRS {
+        return Err(bad(format!(
+            "Upload-Metadata has more than {MAX_METADATA_PAIRS} pairs"
+        )));
+    }
+    let mut keys = std::collections::HashSet::new();
     for item in text.split(',') {
         let mut parts = item.trim_matches(' ').splitn(2, ' ');
         let key = parts.next().unwrap_or("");
@@ -248,7 +258,7 @@ pub fn parse_metadata(raw: &[u8]) -> Result<Metadata, Refusal> {
                     .map_err(|_| bad(format!("Upload-Metadata value of {key} is not base64")))?,
             ),
         };
-        if pairs.iter().any(|(k, _)| k == key) {
+        if !keys.insert(key) {
             return Err(bad(format!("Upload-Metadata names {key} twice")));
         }
         pairs.push((key.to_string(), value));
@@ -362,6 +372,26 @@ mod tests {
         let mut s = UploadState::new(Protocol::Tus, "t".into(), length, 0, 60);
         s.offset = offset;
         s
+    }
+
+    #[test]
+    fn metadata_pairs_are_bounded_and_unique() {
+        let many = |n: usize| {
+            (0..n)
+                .map(|i| format!("k{i} eA=="))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        assert_eq!(
+            parse_metadata(many(MAX_METADATA_PAIRS).as_bytes())
+                .unwrap()
+                .len(),
+            MAX_METADATA_PAIRS
+        );
+        let err = parse_metadata(many(2000).as_bytes()).unwrap_err();
+        assert_eq!(err.status(), 400);
+        assert!(err.message.contains("more than"), "{}", err.message);
+        assert!(parse_metadata(b"a eA==,b,a").is_err());
     }
 
     #[test]
