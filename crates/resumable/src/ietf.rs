@@ -126,6 +126,13 @@ pub fn append(fields: &Fields, state: &UploadState, limits: &Limits) -> Result<A
         offset,
         state.length,
     )?;
+    if let Some(length) = length.filter(|&l| l > limits.max_size) {
+        // Recorded, it could never be reached: refuse now, not at max-size.
+        return Err(too_large(
+            format!("an upload of {length} bytes is larger than the limit"),
+            limits,
+        ));
+    }
     let max = room(length, offset, limits);
     check_content_length(fields, max, limits)?;
     Ok(Append {
@@ -504,6 +511,26 @@ mod tests {
         assert_eq!(parsed.max_size, Some(100));
         assert_eq!(parsed.max_append_size, Some(10));
         assert_eq!(parsed.max_age, Some(60));
+    }
+
+    #[test]
+    fn an_append_cannot_announce_a_length_over_the_limit() {
+        let limits = Limits {
+            max_size: 100,
+            ..Limits::default()
+        };
+        let over = Fields {
+            upload_length: Some(b"101"),
+            ..patch(b"4", b"?0", 0)
+        };
+        let err = append(&over, &state(4, None), &limits).unwrap_err();
+        assert_eq!(err.status(), 413);
+        let within = Fields {
+            upload_length: Some(b"100"),
+            ..patch(b"4", b"?0", 0)
+        };
+        let plan = append(&within, &state(4, None), &limits).unwrap();
+        assert_eq!(plan.set_length, Some(100));
     }
 
     #[test]
