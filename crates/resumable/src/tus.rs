@@ -98,11 +98,13 @@ pub fn create(fields: &Fields, limits: &Limits) -> Result<Creation, Refusal> {
         None => (None, None),
         Some(raw) => {
             let pairs = parse_metadata(raw)?;
-            let filename = pairs
-                .iter()
-                .find(|(k, _)| k == "filename")
-                .and_then(|(_, v)| v.as_ref())
-                .and_then(|v| String::from_utf8(v.clone()).ok());
+            let filename = match pairs.iter().find(|(k, _)| k == "filename") {
+                Some((_, Some(v))) => Some(
+                    String::from_utf8(v.clone())
+                        .map_err(|_| bad("the filename in Upload-Metadata is not UTF-8 text"))?,
+                ),
+                _ => None,
+            };
             // parse_metadata accepted only ASCII, so this is text.
             (Some(String::from_utf8_lossy(raw).into_owned()), filename)
         }
@@ -490,6 +492,15 @@ mod tests {
         let c = create(&f, &Limits::default()).unwrap();
         assert_eq!(c.filename.as_deref(), Some("world_domination_plan.pdf"));
         assert!(c.metadata.unwrap().starts_with("relativePath,"));
+        // Not UTF-8: said so, not taken for a missing filename.
+        let latin1 = Fields {
+            upload_length: Some(b"1"),
+            upload_metadata: Some(b"filename 6Q=="),
+            ..base()
+        };
+        let err = create(&latin1, &Limits::default()).unwrap_err();
+        assert_eq!(err.status(), 400);
+        assert!(err.message.contains("UTF-8"), "{}", err.message);
     }
 
     #[test]
