@@ -108,8 +108,12 @@ fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// Unix seconds of 9999-12-31 23:59:59, the last date HTTP can write.
+const LAST_HTTP_DATE: u64 = 253_402_300_799;
+
+/// An HTTP date, capped at the last one (later times panic in `httpdate`).
 fn http_date(secs: u64) -> String {
-    httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs))
+    httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs.min(LAST_HTTP_DATE)))
 }
 
 fn new_id() -> Result<UploadId, Error> {

@@ -866,3 +866,27 @@ fn simultaneous_creations_never_exceed_max_partials() {
         .count();
     assert_eq!(parts, 3);
 }
+
+/// An expiry past year 9999 (a huge `--upload-expiry`, or a record from
+/// disk) is answered, not a panic: the date is capped at the last HTTP date.
+#[test]
+fn an_expiry_past_year_9999_is_capped_not_a_panic() {
+    let ucfg = UploadsConfig {
+        limits: wirespeed_resumable::Limits {
+            lifetime_secs: u64::MAX / 2,
+            ..wirespeed_resumable::Limits::default()
+        },
+        ..UploadsConfig::default()
+    };
+    let srv = TestServer::with_uploads(ServiceConfig::default(), ucfg);
+    let loc = tus_create(&srv, "/-/uploads/far.txt", &[("Upload-Length", "2")]);
+    let r = tus_offset(&srv, &loc);
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.header("upload-expires"),
+        Some("Fri, 31 Dec 9999 23:59:59 GMT")
+    );
+    let r = tus_patch(&srv, &loc, 0, b"ok", &[]);
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(std::fs::read(srv.root.join("far.txt")).unwrap(), b"ok");
+}
