@@ -183,15 +183,20 @@ pub fn interim_fields(location: &str, limits: &Limits) -> Vec<(&'static str, Str
 /// `Upload-Limit`: the maximum size, the append cap and the remaining
 /// lifetime (the draft asks for `min-size=0` rather than an empty field).
 pub fn limit_field(limits: &Limits, max_age: Option<u64>) -> String {
-    let mut out = format!("max-size={}", limits.max_size.min(i64::MAX as u64 / 1000));
+    // Larger values are not sf-integers, and would void the whole field.
+    let sf = |n: u64| n.min(SF_INTEGER_MAX);
+    let mut out = format!("max-size={}", sf(limits.max_size));
     if let Some(cap) = limits.max_append_size {
-        out.push_str(&format!(", max-append-size={cap}"));
+        out.push_str(&format!(", max-append-size={}", sf(cap)));
     }
     if let Some(age) = max_age {
-        out.push_str(&format!(", max-age={age}"));
+        out.push_str(&format!(", max-age={}", sf(age)));
     }
     out
 }
+
+/// The largest sf-integer (RFC 9651 §3.3.1: at most 15 digits).
+const SF_INTEGER_MAX: u64 = 999_999_999_999_999;
 
 /// Reads an `Upload-Limit` dictionary (the client side of discovery).
 /// Unknown keys are ignored; a known key with a non-integer value makes the
@@ -531,6 +536,22 @@ mod tests {
         };
         let plan = append(&within, &state(4, None), &limits).unwrap();
         assert_eq!(plan.set_length, Some(100));
+    }
+
+    #[test]
+    fn huge_limits_still_make_a_valid_upload_limit() {
+        let limits = Limits {
+            max_size: u64::MAX,
+            max_append_size: Some(u64::MAX),
+            lifetime_secs: u64::MAX,
+        };
+        let field = limit_field(&limits, Some(u64::MAX));
+        let parsed = parse_limit(field.as_bytes()).expect("a valid dictionary");
+        let most = Some(999_999_999_999_999);
+        assert_eq!(
+            (parsed.max_size, parsed.max_append_size, parsed.max_age),
+            (most, most, most)
+        );
     }
 
     #[test]
