@@ -626,6 +626,11 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
 
     async fn tus_patch(&self, ex: &mut Exchange, id: &UploadId) -> Result<(), Error> {
         let slot = self.slot(id).await?;
+        // Refused against the acknowledged state: answered without cutting
+        // a running append (only a request that could continue takes over).
+        if let Err(r) = tus::append(&tus_fields(ex), &slot.snapshot(), &self.ucfg.limits) {
+            return refuse(ex, r, true).await;
+        }
         let _lock = self.take_append(&slot).await?;
         let plan = match tus::append(&tus_fields(ex), &slot.snapshot(), &self.ucfg.limits) {
             Ok(p) => p,
@@ -785,6 +790,10 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
 
     async fn ietf_patch(&self, ex: &mut Exchange, id: &UploadId) -> Result<(), Error> {
         let slot = self.slot(id).await?;
+        // As for tus: a request refused anyway does not cut a running append.
+        if let Err(r) = ietf::append(&ietf_fields(ex), &slot.snapshot(), &self.ucfg.limits) {
+            return refuse(ex, r, false).await;
+        }
         let _lock = self.take_append(&slot).await?;
         let state = slot.snapshot();
         let plan = match ietf::append(&ietf_fields(ex), &state, &self.ucfg.limits) {

@@ -890,3 +890,56 @@ fn an_expiry_past_year_9999_is_capped_not_a_panic() {
     assert_eq!(r.status, 204, "{}", r.text());
     assert_eq!(std::fs::read(srv.root.join("far.txt")).unwrap(), b"ok");
 }
+
+/// A PATCH the upload would refuse anyway (wrong type, wrong offset) is
+/// answered without cutting the append that is running: only a request
+/// that could take over does.
+#[test]
+fn a_refused_patch_does_not_cut_a_running_append() {
+    let srv = server();
+    let data = bytes(100_000, 3);
+    let len = data.len().to_string();
+    let loc = tus_create(&srv, "/-/uploads/kept.bin", &[("Upload-Length", &len)]);
+    let head = format!(
+        "PATCH {loc} HTTP/1.1\r\nHost: t\r\nTus-Resumable: 1.0.0\r\n\
+         Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\nContent-Length: {len}\r\n\r\n"
+    );
+    let mut first = TcpStream::connect(srv.addr).unwrap();
+    first
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    first.write_all(head.as_bytes()).unwrap();
+    first.write_all(&data[..40_000]).unwrap();
+    srv.eventually("the first append holds bytes", || {
+        std::fs::metadata(
+            srv.root
+                .join(".wirespeed-uploads")
+                .join(format!("{}.part", &loc[11..])),
+        )
+        .is_ok_and(|m| m.len() == 40_000)
+    });
+    let wrong_type = srv.req(
+        "PATCH",
+        &loc,
+        &[TUS, ("Content-Type", "text/plain"), ("Upload-Offset", "0")],
+        b"x",
+    );
+    assert_eq!(wrong_type.status, 415, "{}", wrong_type.text());
+    let wrong_offset = tus_patch(&srv, &loc, 7, b"x", &[]);
+    assert_eq!(wrong_offset.status, 409, "{}", wrong_offset.text());
+    let ietf_wrong_type = srv.req(
+        "PATCH",
+        &loc,
+        &[INTEROP, ("Upload-Offset", "0"), ("Upload-Complete", "?0")],
+        b"x",
+    );
+    assert_eq!(ietf_wrong_type.status, 415, "{}", ietf_wrong_type.text());
+    first.write_all(&data[40_000..]).unwrap();
+    let answer = read_until(&mut first, b"\r\n\r\n");
+    assert!(
+        answer.starts_with(b"HTTP/1.1 204"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    assert_eq!(std::fs::read(srv.root.join("kept.bin")).unwrap(), data);
+}
