@@ -594,7 +594,16 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         });
         if let Some(first) = first {
             let _lock = self.take_append(&slot).await?;
-            let done = self.append(ex, &id, &slot, first, None).await?;
+            let done = self.append(ex, &id, &slot, first, None).await;
+            if !matches!(&done, Ok(d) if d.result.is_ok() && d.body_error.is_none()) {
+                // The client never got the Location, so nothing could resume
+                // this upload: kept, it would only hold a place until expiry.
+                self.forget(&id);
+                if let Err(e) = self.storage.delete_partial(&id).await {
+                    tracing::warn!(%id, error = %e, "could not remove a failed creation");
+                }
+            }
+            let done = done?;
             if let Some(e) = done.body_error {
                 return Err(e);
             }

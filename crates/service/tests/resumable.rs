@@ -943,3 +943,34 @@ fn a_refused_patch_does_not_cut_a_running_append() {
     );
     assert_eq!(std::fs::read(srv.root.join("kept.bin")).unwrap(), data);
 }
+
+/// A tus creation-with-upload whose bytes are refused (checksum mismatch,
+/// more bytes than the length) answers without a Location, so the upload
+/// is removed rather than left holding a place until it expires.
+#[test]
+fn a_refused_creation_with_upload_leaves_no_partial() {
+    let ucfg = UploadsConfig {
+        max_partials: 1,
+        ..UploadsConfig::default()
+    };
+    let srv = TestServer::with_uploads(ServiceConfig::default(), ucfg);
+    let wrong = format!("sha1 {}", b64(&[0u8; 20]));
+    let r = srv.req(
+        "POST",
+        "/-/uploads/c.txt",
+        &[
+            TUS,
+            OCTETS,
+            ("Upload-Length", "5"),
+            ("Upload-Checksum", &wrong),
+        ],
+        b"hello",
+    );
+    assert_eq!(r.status, 460, "{}", r.text());
+    assert_eq!(r.header("location"), None);
+    assert_eq!(partial_files(&srv), Vec::<String>::new());
+    // The one place is free: a good creation still fits.
+    let loc = tus_create(&srv, "/-/uploads/c.txt", &[("Upload-Length", "5")]);
+    assert_eq!(tus_patch(&srv, &loc, 0, b"hello", &[]).status, 204);
+    assert_eq!(std::fs::read(srv.root.join("c.txt")).unwrap(), b"hello");
+}
