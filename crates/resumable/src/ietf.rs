@@ -126,6 +126,13 @@ pub fn append(fields: &Fields, state: &UploadState, limits: &Limits) -> Result<A
         offset,
         state.length,
     )?;
+    if let Some(length) = length.filter(|&l| l > limits.max_size) {
+        // Recorded, it could never be reached: refuse now, not at max-size.
+        return Err(too_large(
+            format!("an upload of {length} bytes is larger than the limit"),
+            limits,
+        ));
+    }
     let max = room(length, offset, limits);
     check_content_length(fields, max, limits)?;
     Ok(Append {
@@ -176,15 +183,20 @@ pub fn interim_fields(location: &str, limits: &Limits) -> Vec<(&'static str, Str
 /// `Upload-Limit`: the maximum size, the append cap and the remaining
 /// lifetime (the draft asks for `min-size=0` rather than an empty field).
 pub fn limit_field(limits: &Limits, max_age: Option<u64>) -> String {
-    let mut out = format!("max-size={}", limits.max_size.min(i64::MAX as u64 / 1000));
+    // Larger values are not sf-integers, and would void the whole field.
+    let sf = |n: u64| n.min(SF_INTEGER_MAX);
+    let mut out = format!("max-size={}", sf(limits.max_size));
     if let Some(cap) = limits.max_append_size {
-        out.push_str(&format!(", max-append-size={cap}"));
+        out.push_str(&format!(", max-append-size={}", sf(cap)));
     }
     if let Some(age) = max_age {
-        out.push_str(&format!(", max-age={age}"));
+        out.push_str(&format!(", max-age={}", sf(age)));
     }
     out
 }
+
+/// The largest sf-integer (RFC 9651 §3.3.1: at most 15 digits).
+const SF_INTEGER_MAX: u64 = 999_999_999_999_999;
 
 /// Reads an `Upload-Limit` dictionary (the client side of discovery).
 /// Unknown keys are ignored; a known key with a non-integer value makes the
@@ -283,11 +295,14 @@ fn lengths(fields: &Fields, offset: u64, known: Option<u64>) -> Result<Option<u6
     Ok(length)
 }
 
+/// Most bytes one request may add: up to the length (or `max_size`), and
+/// never more than `max-append-size` (a chunked body has no length to check).
 fn room(length: Option<u64>, offset: u64, limits: &Limits) -> u64 {
     length
         .unwrap_or(limits.max_size)
         .min(limits.max_size)
         .saturating_sub(offset)
+        .min(limits.max_append_size.unwrap_or(u64::MAX))
 }
 
 fn check_content_length(fields: &Fields, max: u64, limits: &Limits) -> Result<(), Refusal> {
@@ -501,6 +516,42 @@ mod tests {
         assert_eq!(parsed.max_size, Some(100));
         assert_eq!(parsed.max_append_size, Some(10));
         assert_eq!(parsed.max_age, Some(60));
+    }
+
+    #[test]
+    fn an_append_cannot_announce_a_length_over_the_limit() {
+        let limits = Limits {
+            max_size: 100,
+            ..Limits::default()
+        };
+        let over = Fields {
+            upload_length: Some(b"101"),
+            ..patch(b"4", b"?0", 0)
+        };
+        let err = append(&over, &state(4, None), &limits).unwrap_err();
+        assert_eq!(err.status(), 413);
+        let within = Fields {
+            upload_length: Some(b"100"),
+            ..patch(b"4", b"?0", 0)
+        };
+        let plan = append(&within, &state(4, None), &limits).unwrap();
+        assert_eq!(plan.set_length, Some(100));
+    }
+
+    #[test]
+    fn huge_limits_still_make_a_valid_upload_limit() {
+        let limits = Limits {
+            max_size: u64::MAX,
+            max_append_size: Some(u64::MAX),
+            lifetime_secs: u64::MAX,
+        };
+        let field = limit_field(&limits, Some(u64::MAX));
+        let parsed = parse_limit(field.as_bytes()).expect("a valid dictionary");
+        let most = Some(999_999_999_999_999);
+        assert_eq!(
+            (parsed.max_size, parsed.max_append_size, parsed.max_age),
+            (most, most, most)
+        );
     }
 
     #[test]

@@ -98,11 +98,13 @@ pub fn create(fields: &Fields, limits: &Limits) -> Result<Creation, Refusal> {
         None => (None, None),
         Some(raw) => {
             let pairs = parse_metadata(raw)?;
-            let filename = pairs
-                .iter()
-                .find(|(k, _)| k == "filename")
-                .and_then(|(_, v)| v.as_ref())
-                .and_then(|v| String::from_utf8(v.clone()).ok());
+            let filename = match pairs.iter().find(|(k, _)| k == "filename") {
+                Some((_, Some(v))) => Some(
+                    String::from_utf8(v.clone())
+                        .map_err(|_| bad("the filename in Upload-Metadata is not UTF-8 text"))?,
+                ),
+                _ => None,
+            };
             // parse_metadata accepted only ASCII, so this is text.
             (Some(String::from_utf8_lossy(raw).into_owned()), filename)
         }
@@ -223,6 +225,10 @@ pub fn discovery_fields(limits: &Limits) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// Most `Upload-Metadata` pairs accepted (clients send a handful; each
+/// pair is kept in the record and echoed on every HEAD).
+pub const MAX_METADATA_PAIRS: usize = 64;
+
 /// Parses `Upload-Metadata`: comma-separated `key [base64-value]` pairs,
 /// keys unique, ASCII without spaces or commas.
 pub fn parse_metadata(raw: &[u8]) -> Result<Metadata, Refusal> {
@@ -234,6 +240,12 @@ pub fn parse_metadata(raw: &[u8]) -> Result<Metadata, Refusal> {
     if text.trim().is_empty() {
         return Ok(pairs);
     }
+    if text.split(',').count() > MAX_METADATA_PAIRS {
+        return Err(bad(format!(
+            "Upload-Metadata has more than {MAX_METADATA_PAIRS} pairs"
+        )));
+    }
+    let mut keys = std::collections::HashSet::new();
     for item in text.split(',') {
         let mut parts = item.trim_matches(' ').splitn(2, ' ');
         let key = parts.next().unwrap_or("");
@@ -248,7 +260,7 @@ pub fn parse_metadata(raw: &[u8]) -> Result<Metadata, Refusal> {
                     .map_err(|_| bad(format!("Upload-Metadata value of {key} is not base64")))?,
             ),
         };
-        if pairs.iter().any(|(k, _)| k == key) {
+        if !keys.insert(key) {
             return Err(bad(format!("Upload-Metadata names {key} twice")));
         }
         pairs.push((key.to_string(), value));
@@ -365,6 +377,26 @@ mod tests {
     }
 
     #[test]
+    fn metadata_pairs_are_bounded_and_unique() {
+        let many = |n: usize| {
+            (0..n)
+                .map(|i| format!("k{i} eA=="))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        assert_eq!(
+            parse_metadata(many(MAX_METADATA_PAIRS).as_bytes())
+                .unwrap()
+                .len(),
+            MAX_METADATA_PAIRS
+        );
+        let err = parse_metadata(many(2000).as_bytes()).unwrap_err();
+        assert_eq!(err.status(), 400);
+        assert!(err.message.contains("more than"), "{}", err.message);
+        assert!(parse_metadata(b"a eA==,b,a").is_err());
+    }
+
+    #[test]
     fn version_is_required_and_checked() {
         let limits = Limits::default();
         let none = Fields {
@@ -460,6 +492,15 @@ mod tests {
         let c = create(&f, &Limits::default()).unwrap();
         assert_eq!(c.filename.as_deref(), Some("world_domination_plan.pdf"));
         assert!(c.metadata.unwrap().starts_with("relativePath,"));
+        // Not UTF-8: said so, not taken for a missing filename.
+        let latin1 = Fields {
+            upload_length: Some(b"1"),
+            upload_metadata: Some(b"filename 6Q=="),
+            ..base()
+        };
+        let err = create(&latin1, &Limits::default()).unwrap_err();
+        assert_eq!(err.status(), 400);
+        assert!(err.message.contains("UTF-8"), "{}", err.message);
     }
 
     #[test]

@@ -107,13 +107,32 @@ pub(crate) async fn admit(
     policy: &str,
     write: bool,
 ) -> Result<bool, Error> {
+    admit_with(cfg, ex, policy, write, &[]).await
+}
+
+/// [`admit`], with `extra` fields on every refusal it sends (tus requires
+/// `Tus-Resumable` on every answer).
+pub(crate) async fn admit_with(
+    cfg: &ServiceConfig,
+    ex: &mut Exchange,
+    policy: &str,
+    write: bool,
+    extra: &[(&str, &str)],
+) -> Result<bool, Error> {
+    let text = |status: u16| {
+        let mut resp = Response::new(status).header("Content-Type", "text/plain; charset=utf-8");
+        for (name, value) in extra {
+            resp = resp.header(name, value);
+        }
+        resp
+    };
     if let Some(hosts) = &cfg.loopback_hosts {
         if !ex.header_str("host").is_some_and(|h| hosts.allows(h)) {
             close_if_body(ex);
-            ex.send_text(
-                421,
-                "misdirected request: this server is bound to loopback and answers only \
-                 localhost, 127.0.0.1 and [::1] (serve --allow-host NAME adds a name)",
+            ex.send(
+                text(421),
+                b"misdirected request: this server is bound to loopback and answers only \
+                 localhost, 127.0.0.1 and [::1] (serve --allow-host NAME adds a name)\n",
             )
             .await?;
             return Ok(false);
@@ -134,23 +153,23 @@ pub(crate) async fn admit(
     }
     if let Some(why) = cfg.writes.refusal(policy) {
         close_if_body(ex);
-        ex.send_text(403, why).await?;
+        ex.send(text(403), format!("{why}\n").as_bytes()).await?;
         return Ok(false);
     }
     if cfg.access.required(write) && !cfg.access.allows(ex.header("authorization")) {
         close_if_body(ex);
-        let resp = Response::new(401).header("WWW-Authenticate", "Bearer realm=\"wirespeed\"");
         // A browser navigation cannot send a bearer token: it gets the page
         // without the listing, whose script asks for the token.
         if let Some(page) = crate::listing::locked_page(ex) {
-            let resp = resp
+            let resp = Response::new(401)
+                .header("WWW-Authenticate", "Bearer realm=\"wirespeed\"")
                 .header("Content-Type", crate::listing::Format::Html.content_type())
                 .header("Content-Security-Policy", crate::listing::PAGE_CSP)
                 .header("Cache-Control", "no-store");
             ex.send(resp, &page).await?;
             return Ok(false);
         }
-        let resp = resp.header("Content-Type", "text/plain; charset=utf-8");
+        let resp = text(401).header("WWW-Authenticate", "Bearer realm=\"wirespeed\"");
         ex.send(resp, b"a valid bearer token is required\n").await?;
         return Ok(false);
     }

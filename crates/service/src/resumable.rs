@@ -27,7 +27,7 @@ use wirespeed_resumable::{
 use crate::conditional::write_allowed;
 use crate::files::Files;
 use crate::path::{parse_request_path, RelPath};
-use crate::respond::{admit, etag};
+use crate::respond::{admit, admit_with, etag};
 use crate::storage::partial::{PartialData, PartialUploads};
 use crate::storage::{CommitCheck, Kind, Storage, StorageError, Written};
 use crate::{RouteClass, ServiceConfig};
@@ -97,6 +97,9 @@ pub struct Uploads<S> {
     /// shorter than its record): removed if the next sweep still does, so a
     /// creation in flight between its two files is never taken for one.
     unusable: Mutex<std::collections::HashSet<UploadId>>,
+    /// Held from the capacity check to the new upload's first record, so a
+    /// burst of creations cannot all pass `max_partials` together.
+    creating: tokio::sync::Mutex<()>,
 }
 
 fn now() -> u64 {
@@ -105,8 +108,12 @@ fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// Unix seconds of 9999-12-31 23:59:59, the last date HTTP can write.
+const LAST_HTTP_DATE: u64 = 253_402_300_799;
+
+/// An HTTP date, capped at the last one (later times panic in `httpdate`).
 fn http_date(secs: u64) -> String {
-    httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs))
+    httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs.min(LAST_HTTP_DATE)))
 }
 
 fn new_id() -> Result<UploadId, Error> {
@@ -261,6 +268,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             ucfg,
             slots: Mutex::new(HashMap::new()),
             unusable: Mutex::new(std::collections::HashSet::new()),
+            creating: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -371,6 +379,17 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         Ok(())
     }
 
+    /// 409 when a folder already holds the upload's final name.
+    async fn refuse_folder_target(&self, target: &RelPath) -> Result<(), Error> {
+        match self.storage.stat(target).await {
+            Ok(meta) if meta.kind == Kind::Dir => Err(Error::status(
+                409,
+                format!("{target} is a folder; an upload needs a file name there"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// A new upload for `target`: its store entry and in-process slot.
     async fn create(
         &self,
@@ -379,6 +398,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         length: Option<u64>,
         metadata: Option<String>,
     ) -> Result<(UploadId, Arc<Slot>), Error> {
+        let _one_at_a_time = self.creating.lock().await;
         self.check_capacity(length).await?;
         let id = new_id()?;
         let mut state = UploadState::new(
@@ -554,6 +574,8 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         } else {
             place
         };
+        // Refused now, not after the last byte (publishing onto a folder fails).
+        self.refuse_folder_target(&target).await?;
         let (id, slot) = self
             .create(Protocol::Tus, &target, creation.length, creation.metadata)
             .await?;
@@ -572,7 +594,16 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         });
         if let Some(first) = first {
             let _lock = self.take_append(&slot).await?;
-            let done = self.append(ex, &id, &slot, first, None).await?;
+            let done = self.append(ex, &id, &slot, first, None).await;
+            if !matches!(&done, Ok(d) if d.result.is_ok() && d.body_error.is_none()) {
+                // The client never got the Location, so nothing could resume
+                // this upload: kept, it would only hold a place until expiry.
+                self.forget(&id);
+                if let Err(e) = self.storage.delete_partial(&id).await {
+                    tracing::warn!(%id, error = %e, "could not remove a failed creation");
+                }
+            }
+            let done = done?;
             if let Some(e) = done.body_error {
                 return Err(e);
             }
@@ -604,6 +635,11 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
 
     async fn tus_patch(&self, ex: &mut Exchange, id: &UploadId) -> Result<(), Error> {
         let slot = self.slot(id).await?;
+        // Refused against the acknowledged state: answered without cutting
+        // a running append (only a request that could continue takes over).
+        if let Err(r) = tus::append(&tus_fields(ex), &slot.snapshot(), &self.ucfg.limits) {
+            return refuse(ex, r, true).await;
+        }
         let _lock = self.take_append(&slot).await?;
         let plan = match tus::append(&tus_fields(ex), &slot.snapshot(), &self.ucfg.limits) {
             Ok(p) => p,
@@ -647,11 +683,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 "an upload needs a file path, not a folder",
             ));
         }
-        if let Ok(meta) = self.storage.stat(&key).await {
-            if meta.kind == Kind::Dir {
-                return Err(Error::status(409, "a directory exists at this path"));
-            }
-        }
+        self.refuse_folder_target(&key).await?;
         // If-Match / If-None-Match as on a PUT: 412 before the body, and
         // checked again before publishing when this request completes it.
         let if_match = ex.header_str("if-match").map(str::to_owned);
@@ -767,6 +799,10 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
 
     async fn ietf_patch(&self, ex: &mut Exchange, id: &UploadId) -> Result<(), Error> {
         let slot = self.slot(id).await?;
+        // As for tus: a request refused anyway does not cut a running append.
+        if let Err(r) = ietf::append(&ietf_fields(ex), &slot.snapshot(), &self.ucfg.limits) {
+            return refuse(ex, r, false).await;
+        }
         let _lock = self.take_append(&slot).await?;
         let state = slot.snapshot();
         let plan = match ietf::append(&ietf_fields(ex), &state, &self.ucfg.limits) {
@@ -815,11 +851,16 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         if ex.method() == "OPTIONS" {
             return self.options(ex).await;
         }
-        if !admit(&self.cfg, ex, "PUT", true).await? {
+        let tus = ex.header("tus-resumable").is_some();
+        let extra: &[(&str, &str)] = if tus {
+            &[("Tus-Resumable", tus::VERSION)]
+        } else {
+            &[]
+        };
+        if !admit_with(&self.cfg, ex, "PUT", true, extra).await? {
             return Ok(());
         }
         let rest = &ex.path()[UPLOADS_PREFIX.len() - 1..];
-        let tus = ex.header("tus-resumable").is_some();
         // tus core: X-HTTP-Method-Override names the method (for clients
         // behind proxies that only pass GET and POST).
         let method = match (tus, ex.method(), ex.header("x-http-method-override")) {

@@ -713,3 +713,264 @@ fn cancel_cuts_a_running_append() {
     assert_eq!(partial_files(&srv), Vec::<String>::new());
     assert!(!srv.root.join("cancel.bin").exists());
 }
+
+/// A tus creation whose final name is a folder is refused at creation, not
+/// after every byte was sent (publishing onto a folder cannot succeed).
+#[test]
+fn tus_creation_onto_a_folder_is_refused_before_any_byte() {
+    let srv = server();
+    std::fs::create_dir_all(srv.root.join("dir/sub")).unwrap();
+    std::fs::write(srv.root.join("dir/sub/keep"), b"k").unwrap();
+    let meta = format!("filename {}", b64(b"sub"));
+    for (path, extra) in [
+        ("/-/uploads/dir/sub", None),
+        ("/-/uploads/dir/", Some(meta.as_str())),
+    ] {
+        let mut headers = vec![TUS, ("Upload-Length", "4")];
+        if let Some(m) = extra {
+            headers.push(("Upload-Metadata", m));
+        }
+        let r = srv.req("POST", path, &headers, b"");
+        assert_eq!(r.status, 409, "{path}: {}", r.text());
+        assert_eq!(r.header("tus-resumable"), Some("1.0.0"));
+        assert!(r.text().contains("folder"), "{}", r.text());
+    }
+    assert_eq!(partial_files(&srv), Vec::<String>::new());
+    assert_eq!(std::fs::read(srv.root.join("dir/sub/keep")).unwrap(), b"k");
+}
+
+/// `max-append-size` holds for chunked IETF requests too (no
+/// Content-Length to check up front): the request ends in 413 and the
+/// upload keeps no more than the cap.
+#[test]
+fn ietf_chunked_requests_cannot_cross_the_append_cap() {
+    let ucfg = UploadsConfig {
+        limits: wirespeed_resumable::Limits {
+            max_append_size: Some(10),
+            ..wirespeed_resumable::Limits::default()
+        },
+        ..UploadsConfig::default()
+    };
+    let srv = TestServer::with_uploads(ServiceConfig::default(), ucfg);
+    let chunked = ("Transfer-Encoding", "chunked");
+    let body = b"14\r\n0123456789abcdefghij\r\n0\r\n\r\n";
+    let r = srv.req(
+        "PUT",
+        "/capped.bin",
+        &[INTEROP, ("Upload-Complete", "?0"), chunked],
+        body,
+    );
+    assert_eq!(r.status, 413, "{}", r.text());
+    let loc = partial_files(&srv)
+        .iter()
+        .find_map(|n| n.strip_suffix(".part").map(|id| format!("/-/uploads/{id}")))
+        .expect("the upload resource exists");
+    let offset = |srv: &TestServer| -> u64 {
+        let head = srv.req("HEAD", &loc, &[INTEROP], b"");
+        assert_eq!(head.status, 204);
+        assert_eq!(head.header("upload-complete"), Some("?0"));
+        head.header("upload-offset").unwrap().parse().unwrap()
+    };
+    let first = offset(&srv);
+    assert!(first <= 10, "{first}");
+    let at = first.to_string();
+    let r = srv.req(
+        "PATCH",
+        &loc,
+        &[
+            INTEROP,
+            PARTIAL,
+            ("Upload-Offset", &at),
+            ("Upload-Complete", "?1"),
+            chunked,
+        ],
+        body,
+    );
+    assert_eq!(r.status, 413, "{}", r.text());
+    let second = offset(&srv);
+    assert!(second <= first + 10, "{first} then {second}");
+    assert!(!srv.root.join("capped.bin").exists());
+    let data = std::fs::read(
+        srv.root
+            .join(".wirespeed-uploads")
+            .join(format!("{}.part", &loc[11..])),
+    )
+    .unwrap();
+    assert_eq!(data.len() as u64, second);
+}
+
+/// tus 1.0: `Tus-Resumable` is on every answer to a tus request, the
+/// token and write-policy refusals included.
+#[test]
+fn tus_refusals_for_token_and_policy_carry_tus_resumable() {
+    let cfg = ServiceConfig {
+        access: Access::new(["sesame"], false),
+        ..ServiceConfig::default()
+    };
+    let srv = TestServer::with_uploads(cfg, UploadsConfig::default());
+    let r = srv.req("POST", "/-/uploads/a", &[TUS, ("Upload-Length", "1")], b"");
+    assert_eq!(r.status, 401);
+    assert_eq!(r.header("tus-resumable"), Some("1.0.0"));
+    assert!(r.header("www-authenticate").is_some());
+    let r = srv.req(
+        "HEAD",
+        "/-/uploads/00000000000000000000000000000000",
+        &[TUS],
+        b"",
+    );
+    assert_eq!((r.status, r.header("tus-resumable")), (401, Some("1.0.0")));
+
+    let cfg = ServiceConfig {
+        writes: Writes::read_only(),
+        ..ServiceConfig::default()
+    };
+    let srv = TestServer::with_uploads(cfg, UploadsConfig::default());
+    let r = srv.req("POST", "/-/uploads/a", &[TUS, ("Upload-Length", "1")], b"");
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(r.header("tus-resumable"), Some("1.0.0"));
+    assert_eq!(srv.names(""), Vec::<String>::new());
+}
+
+/// `--max-partial-uploads` holds under simultaneous creations: the count
+/// and the creation are one step, so a burst cannot pass the check together.
+#[test]
+fn simultaneous_creations_never_exceed_max_partials() {
+    let ucfg = UploadsConfig {
+        max_partials: 3,
+        ..UploadsConfig::default()
+    };
+    let srv = std::sync::Arc::new(TestServer::with_uploads(ServiceConfig::default(), ucfg));
+    let n = 16;
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
+    let threads: Vec<_> = (0..n)
+        .map(|i| {
+            let (srv, barrier) = (srv.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                let path = format!("/-/uploads/f{i}");
+                srv.req("POST", &path, &[TUS, ("Upload-Length", "5")], b"")
+                    .status
+            })
+        })
+        .collect();
+    let statuses: Vec<u16> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let created = statuses.iter().filter(|&&s| s == 201).count();
+    assert_eq!(created, 3, "{statuses:?}");
+    assert!(
+        statuses.iter().all(|&s| s == 201 || s == 503),
+        "{statuses:?}"
+    );
+    let parts = partial_files(&srv)
+        .iter()
+        .filter(|n| n.ends_with(".part"))
+        .count();
+    assert_eq!(parts, 3);
+}
+
+/// An expiry past year 9999 (a huge `--upload-expiry`, or a record from
+/// disk) is answered, not a panic: the date is capped at the last HTTP date.
+#[test]
+fn an_expiry_past_year_9999_is_capped_not_a_panic() {
+    let ucfg = UploadsConfig {
+        limits: wirespeed_resumable::Limits {
+            lifetime_secs: u64::MAX / 2,
+            ..wirespeed_resumable::Limits::default()
+        },
+        ..UploadsConfig::default()
+    };
+    let srv = TestServer::with_uploads(ServiceConfig::default(), ucfg);
+    let loc = tus_create(&srv, "/-/uploads/far.txt", &[("Upload-Length", "2")]);
+    let r = tus_offset(&srv, &loc);
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.header("upload-expires"),
+        Some("Fri, 31 Dec 9999 23:59:59 GMT")
+    );
+    let r = tus_patch(&srv, &loc, 0, b"ok", &[]);
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(std::fs::read(srv.root.join("far.txt")).unwrap(), b"ok");
+}
+
+/// A PATCH the upload would refuse anyway (wrong type, wrong offset) is
+/// answered without cutting the append that is running: only a request
+/// that could take over does.
+#[test]
+fn a_refused_patch_does_not_cut_a_running_append() {
+    let srv = server();
+    let data = bytes(100_000, 3);
+    let len = data.len().to_string();
+    let loc = tus_create(&srv, "/-/uploads/kept.bin", &[("Upload-Length", &len)]);
+    let head = format!(
+        "PATCH {loc} HTTP/1.1\r\nHost: t\r\nTus-Resumable: 1.0.0\r\n\
+         Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\nContent-Length: {len}\r\n\r\n"
+    );
+    let mut first = TcpStream::connect(srv.addr).unwrap();
+    first
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    first.write_all(head.as_bytes()).unwrap();
+    first.write_all(&data[..40_000]).unwrap();
+    srv.eventually("the first append holds bytes", || {
+        std::fs::metadata(
+            srv.root
+                .join(".wirespeed-uploads")
+                .join(format!("{}.part", &loc[11..])),
+        )
+        .is_ok_and(|m| m.len() == 40_000)
+    });
+    let wrong_type = srv.req(
+        "PATCH",
+        &loc,
+        &[TUS, ("Content-Type", "text/plain"), ("Upload-Offset", "0")],
+        b"x",
+    );
+    assert_eq!(wrong_type.status, 415, "{}", wrong_type.text());
+    let wrong_offset = tus_patch(&srv, &loc, 7, b"x", &[]);
+    assert_eq!(wrong_offset.status, 409, "{}", wrong_offset.text());
+    let ietf_wrong_type = srv.req(
+        "PATCH",
+        &loc,
+        &[INTEROP, ("Upload-Offset", "0"), ("Upload-Complete", "?0")],
+        b"x",
+    );
+    assert_eq!(ietf_wrong_type.status, 415, "{}", ietf_wrong_type.text());
+    first.write_all(&data[40_000..]).unwrap();
+    let answer = read_until(&mut first, b"\r\n\r\n");
+    assert!(
+        answer.starts_with(b"HTTP/1.1 204"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    assert_eq!(std::fs::read(srv.root.join("kept.bin")).unwrap(), data);
+}
+
+/// A tus creation-with-upload whose bytes are refused (checksum mismatch,
+/// more bytes than the length) answers without a Location, so the upload
+/// is removed rather than left holding a place until it expires.
+#[test]
+fn a_refused_creation_with_upload_leaves_no_partial() {
+    let ucfg = UploadsConfig {
+        max_partials: 1,
+        ..UploadsConfig::default()
+    };
+    let srv = TestServer::with_uploads(ServiceConfig::default(), ucfg);
+    let wrong = format!("sha1 {}", b64(&[0u8; 20]));
+    let r = srv.req(
+        "POST",
+        "/-/uploads/c.txt",
+        &[
+            TUS,
+            OCTETS,
+            ("Upload-Length", "5"),
+            ("Upload-Checksum", &wrong),
+        ],
+        b"hello",
+    );
+    assert_eq!(r.status, 460, "{}", r.text());
+    assert_eq!(r.header("location"), None);
+    assert_eq!(partial_files(&srv), Vec::<String>::new());
+    // The one place is free: a good creation still fits.
+    let loc = tus_create(&srv, "/-/uploads/c.txt", &[("Upload-Length", "5")]);
+    assert_eq!(tus_patch(&srv, &loc, 0, b"hello", &[]).status, 204);
+    assert_eq!(std::fs::read(srv.root.join("c.txt")).unwrap(), b"hello");
+}
