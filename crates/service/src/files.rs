@@ -5,11 +5,13 @@ use std::time::SystemTime;
 
 use wirespeed_net::{Error, Exchange, Handler, Response};
 
-use crate::conditional::{evaluate, write_allowed, Conditions, Outcome, Validators};
+use crate::conditional::{evaluate, Conditions, Outcome, Validators};
 use crate::digest::{asked_for, format_sha256};
 use crate::listing::{Format, Formatter, FLUSH_AT, PAGE_CSP};
 use crate::path::{parse_request_path, RelPath};
-use crate::respond::{admit, check_room, close_if_body, etag, explain_too_large, respond_stored};
+use crate::respond::{
+    admit, check_room, close_if_body, etag, explain_too_large, respond_stored, write_preconditions,
+};
 use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload};
 use crate::upload::receive;
 use crate::{RouteClass, ServiceConfig};
@@ -276,30 +278,7 @@ impl<S: Storage> Files<S> {
         check_room(&self.storage, &self.cfg, ex).await?;
         let expected = crate::digest::expected_from(ex)?;
         let hash = self.cfg.hash_for(ex, expected.as_ref());
-        // RFC 9110 §13.1.1–2: If-Match / If-None-Match protect against lost
-        // updates. Checked now (412 before the body is read) and again right
-        // before the rename, so an upload that raced us is not overwritten.
-        let if_match = ex.header_str("if-match").map(str::to_owned);
-        let if_none_match = ex.header_str("if-none-match").map(str::to_owned);
-        let precondition = if_match.is_some() || if_none_match.is_some();
-        if precondition {
-            let current = match self.storage.stat(&key).await {
-                Ok(meta) if meta.kind == Kind::File => Some(etag(&meta)),
-                Ok(_) | Err(StorageError::NotFound) => None,
-                Err(e) => return Err(e.into()),
-            };
-            if !write_allowed(
-                if_match.as_deref(),
-                if_none_match.as_deref(),
-                current.as_deref(),
-            ) {
-                close_if_body(ex);
-                return Err(Error::status(
-                    412,
-                    "precondition failed: the file does not match If-Match / If-None-Match; nothing was stored",
-                ));
-            }
-        }
+        let check = write_preconditions(&self.storage, ex, &key).await?;
         let mut up = self
             .storage
             .create(&key)
@@ -308,15 +287,8 @@ impl<S: Storage> Files<S> {
         if let Some(sum) = expected {
             up.expect_sha256(sum);
         }
-        if precondition {
-            up.check_before_commit(Box::new(move |meta| {
-                let current = meta.map(etag);
-                write_allowed(
-                    if_match.as_deref(),
-                    if_none_match.as_deref(),
-                    current.as_deref(),
-                )
-            }));
+        if let Some(check) = check {
+            up.check_before_commit(check);
         }
         let sum = match receive(ex, &mut up, self.cfg.upload_path, hash).await {
             Ok(sum) => sum,

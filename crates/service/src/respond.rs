@@ -6,9 +6,10 @@ use std::time::UNIX_EPOCH;
 
 use wirespeed_net::{Error, Exchange, Response};
 
+use crate::conditional::write_allowed;
 use crate::digest::format_sha256;
 use crate::path::RelPath;
-use crate::storage::{Kind, Meta, Storage, StorageError, Written};
+use crate::storage::{CommitCheck, Kind, Meta, Storage, StorageError, Written};
 use crate::ServiceConfig;
 
 /// A strong ETag from size and modification time (nanoseconds): any
@@ -206,6 +207,47 @@ pub(crate) async fn check_room<S: Storage>(
         }
     }
     Ok(())
+}
+
+/// RFC 9110 §13.1.1–2: If-Match / If-None-Match protect a write against lost
+/// updates. Checked now against what is at `key` (412 before the body is
+/// read); the returned test runs again right before the upload becomes
+/// visible, so a write that raced us is not overwritten. `None`: the request
+/// has no preconditions.
+pub(crate) async fn write_preconditions<S: Storage>(
+    storage: &S,
+    ex: &mut Exchange,
+    key: &RelPath,
+) -> Result<Option<CommitCheck>, Error> {
+    let if_match = ex.header_str("if-match").map(str::to_owned);
+    let if_none_match = ex.header_str("if-none-match").map(str::to_owned);
+    if if_match.is_none() && if_none_match.is_none() {
+        return Ok(None);
+    }
+    let current = match storage.stat(key).await {
+        Ok(meta) if meta.kind == Kind::File => Some(etag(&meta)),
+        Ok(_) | Err(StorageError::NotFound) => None,
+        Err(e) => return Err(e.into()),
+    };
+    if !write_allowed(
+        if_match.as_deref(),
+        if_none_match.as_deref(),
+        current.as_deref(),
+    ) {
+        close_if_body(ex);
+        return Err(Error::status(
+            412,
+            "precondition failed: the file does not match If-Match / If-None-Match; nothing was stored",
+        ));
+    }
+    Ok(Some(Box::new(move |meta| {
+        let current = meta.map(etag);
+        write_allowed(
+            if_match.as_deref(),
+            if_none_match.as_deref(),
+            current.as_deref(),
+        )
+    })))
 }
 
 #[cfg(test)]

@@ -24,10 +24,9 @@ use wirespeed_resumable::{
     UploadState,
 };
 
-use crate::conditional::write_allowed;
 use crate::files::Files;
 use crate::path::{parse_request_path, RelPath};
-use crate::respond::{admit, admit_with, etag};
+use crate::respond::{admit, admit_with, etag, write_preconditions};
 use crate::storage::partial::{PartialData, PartialUploads};
 use crate::storage::{CommitCheck, Kind, Storage, StorageError, Written};
 use crate::{RouteClass, ServiceConfig};
@@ -686,35 +685,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         self.refuse_folder_target(&key).await?;
         // If-Match / If-None-Match as on a PUT: 412 before the body, and
         // checked again before publishing when this request completes it.
-        let if_match = ex.header_str("if-match").map(str::to_owned);
-        let if_none_match = ex.header_str("if-none-match").map(str::to_owned);
-        let check: Option<CommitCheck> = if if_match.is_some() || if_none_match.is_some() {
-            let current = match self.storage.stat(&key).await {
-                Ok(meta) if meta.kind == Kind::File => Some(etag(&meta)),
-                Ok(_) | Err(StorageError::NotFound) => None,
-                Err(e) => return Err(e.into()),
-            };
-            if !write_allowed(
-                if_match.as_deref(),
-                if_none_match.as_deref(),
-                current.as_deref(),
-            ) {
-                return Err(Error::status(
-                    412,
-                    "precondition failed: the file does not match If-Match / If-None-Match; nothing was stored",
-                ));
-            }
-            Some(Box::new(move |meta| {
-                let current = meta.map(etag);
-                write_allowed(
-                    if_match.as_deref(),
-                    if_none_match.as_deref(),
-                    current.as_deref(),
-                )
-            }))
-        } else {
-            None
-        };
+        let check = write_preconditions(&self.storage, ex, &key).await?;
         let creation = match ietf::create(&ietf_fields(ex), &self.ucfg.limits) {
             Ok(c) => c,
             Err(r) => return refuse(ex, r, false).await,

@@ -27,6 +27,8 @@ struct Shared {
     connections: AtomicUsize,
     on_cut: Mutex<Option<OnCut>>,
     stop: AtomicBool,
+    /// Cut only once: the first cut turns cutting off for new connections.
+    once: AtomicBool,
     /// A cut happened whose hook has not run yet (the accept loop runs it).
     pending_hook: Mutex<Vec<usize>>,
 }
@@ -56,6 +58,7 @@ impl CuttingProxy {
             connections: AtomicUsize::new(0),
             on_cut: Mutex::new(None),
             stop: AtomicBool::new(false),
+            once: AtomicBool::new(false),
             pending_hook: Mutex::new(Vec::new()),
         });
         let s = shared.clone();
@@ -68,6 +71,14 @@ impl CuttingProxy {
         self.shared
             .cut_up
             .store(n.unwrap_or(NEVER), Ordering::SeqCst);
+        self
+    }
+
+    /// Cut the first connection that carries `n` bytes upstream, then
+    /// forward everything (a single network failure mid-transfer).
+    pub fn cut_upstream_once(&self, n: u64) -> &Self {
+        self.shared.once.store(true, Ordering::SeqCst);
+        self.shared.cut_up.store(n, Ordering::SeqCst);
         self
     }
 
@@ -203,6 +214,9 @@ fn pump(
             }
             if !cut_done.swap(true, Ordering::SeqCst) {
                 let n = s.cuts.fetch_add(1, Ordering::SeqCst) + 1;
+                if s.once.load(Ordering::SeqCst) {
+                    s.cut_up.store(NEVER, Ordering::SeqCst);
+                }
                 s.pending_hook.lock().unwrap().push(n);
             }
             let _ = from.shutdown(Shutdown::Both);

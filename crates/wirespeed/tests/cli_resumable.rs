@@ -5,15 +5,14 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::Write;
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::Serve;
+use wirespeed_testkit::proxy::CuttingProxy;
 
 const TUS: &str = "Tus-Resumable: 1.0.0";
 const OCTETS: &str = "Content-Type: application/offset+octet-stream";
@@ -163,64 +162,6 @@ fn kill9_mid_append_then_resume_from_the_durable_offset() {
 
 // ---- interop ----------------------------------------------------------------
 
-/// A TCP proxy to `target` that cuts, once, the connection on which the
-/// bytes sent towards the server (all connections together) pass
-/// `cut_after`; every other byte passes unchanged.
-struct CuttingProxy {
-    addr: SocketAddr,
-    cut: Arc<AtomicBool>,
-}
-
-impl CuttingProxy {
-    fn start(target: SocketAddr, cut_after: u64) -> CuttingProxy {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let cut = Arc::new(AtomicBool::new(false));
-        let done = cut.clone();
-        let total = Arc::new(AtomicU64::new(0));
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                let Ok(client) = client else { return };
-                let Ok(server) = TcpStream::connect(target) else {
-                    return;
-                };
-                let done = done.clone();
-                let total = total.clone();
-                let up = (client.try_clone().unwrap(), server.try_clone().unwrap());
-                let down = (server, client);
-                std::thread::spawn(move || pipe(down.0, down.1, None));
-                std::thread::spawn(move || pipe(up.0, up.1, Some((cut_after, total, done))));
-            }
-        });
-        CuttingProxy { addr, cut }
-    }
-}
-
-/// Copies `from` → `to`; with a cut, shuts both down once more than the
-/// limit passed, if no connection was cut yet.
-type Cut = (u64, Arc<AtomicU64>, Arc<AtomicBool>);
-
-fn pipe(mut from: TcpStream, mut to: TcpStream, cut: Option<Cut>) {
-    let mut buf = vec![0u8; 64 << 10];
-    loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        if to.write_all(&buf[..n]).is_err() {
-            break;
-        }
-        if let Some((limit, total, done)) = &cut {
-            let seen = total.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
-            if seen > *limit && !done.swap(true, Ordering::SeqCst) {
-                break;
-            }
-        }
-    }
-    let _ = from.shutdown(std::net::Shutdown::Both);
-    let _ = to.shutdown(std::net::Shutdown::Both);
-}
-
 fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
@@ -267,7 +208,8 @@ fn tus_js_client_uploads_64_mib_through_a_cut() {
     let work = tempfile::tempdir().unwrap();
     let (source, data) = interop_file(work.path(), 64 << 20);
     let srv = Serve::start(served.path(), &[]);
-    let proxy = CuttingProxy::start(srv.addr, 20 << 20);
+    let proxy = CuttingProxy::start(srv.addr);
+    proxy.cut_upstream_once(20 << 20);
     let out = Command::new("node")
         .arg(interop_dir().join("tus_js_upload.cjs"))
         .arg(format!("http://{}/-/uploads/js/", proxy.addr))
@@ -278,10 +220,7 @@ fn tus_js_client_uploads_64_mib_through_a_cut() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "node failed: {stdout}\n{stderr}");
-    assert!(
-        proxy.cut.load(Ordering::SeqCst),
-        "the proxy cut a connection"
-    );
+    assert_eq!(proxy.cuts(), 1, "the proxy cut a connection");
     assert!(
         stdout.contains("retry after error"),
         "the client resumed: {stdout}"
@@ -307,7 +246,8 @@ fn tuspy_uploads_in_several_patches_through_a_cut() {
     let work = tempfile::tempdir().unwrap();
     let (source, data) = interop_file(work.path(), 12 << 20);
     let srv = Serve::start(served.path(), &["--token", "sesame"]);
-    let proxy = CuttingProxy::start(srv.addr, 5 << 20);
+    let proxy = CuttingProxy::start(srv.addr);
+    proxy.cut_upstream_once(1 << 20);
     let out = Command::new("python3")
         .arg(interop_dir().join("tuspy_upload.py"))
         .arg(format!("http://{}/-/uploads/py/", proxy.addr))
@@ -318,10 +258,7 @@ fn tuspy_uploads_in_several_patches_through_a_cut() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "tuspy failed: {stdout}\n{stderr}");
-    assert!(
-        proxy.cut.load(Ordering::SeqCst),
-        "the proxy cut a connection"
-    );
+    assert_eq!(proxy.cuts(), 1, "the proxy cut a connection");
     let patches: usize = stdout
         .lines()
         .find_map(|l| l.strip_prefix("patches: "))
