@@ -462,3 +462,101 @@ fn backend_failures_say_which() {
     assert_eq!(r.status, 503);
     assert!(r.text().contains("cannot be reached"), "{}", r.text());
 }
+
+/// WebDAV `MKCOL` and `MOVE` (the page's New folder and Rename), checked
+/// through listings and GETs only, so the same assertions hold for a
+/// directory and a bucket.
+#[test]
+fn mkcol_and_move_on_both_backends() {
+    let m = on_both(ServiceConfig::default, |s| {
+        let mv = |src: &str, dst: &str, extra: &[(&str, &str)]| {
+            let mut h = vec![("Destination", dst)];
+            h.extend_from_slice(extra);
+            s.req("MOVE", src, &h, b"")
+        };
+        // MKCOL: one folder, listed while empty, refused where something is.
+        let r = s.req("MKCOL", "/docs/", &[], b"");
+        assert_eq!(r.status, 201, "{}", r.text());
+        assert_eq!(r.header("location"), Some("/docs/"));
+        assert_eq!(s.req("MKCOL", "/docs/a%20b", &[], b"").status, 201);
+        let v = json(&s.get("/docs/?format=json"));
+        assert_eq!(names(&v), [("a b".to_string(), "dir".to_string())]);
+        assert_eq!(
+            json(&s.get("/docs/a%20b/?format=json")),
+            serde_json::json!([])
+        );
+        assert_eq!(s.req("MKCOL", "/docs/", &[], b"").status, 405);
+        assert_eq!(s.put("/f.txt", b"x").status, 201);
+        assert_eq!(s.req("MKCOL", "/f.txt", &[], b"").status, 405);
+        assert_eq!(s.req("MKCOL", "/", &[], b"").status, 405);
+        assert_eq!(s.req("MKCOL", "/no/such/dir/", &[], b"").status, 409);
+        assert_eq!(s.get("/no/").status, 404);
+        assert_eq!(s.req("MKCOL", "/f.txt/sub/", &[], b"").status, 409);
+        assert_eq!(s.req("MKCOL", "/.wirespeed-tmp-1/", &[], b"").status, 404);
+        // An empty folder is deleted; a file in a made folder keeps it.
+        assert_eq!(s.req("DELETE", "/docs/a%20b/", &[], b"").status, 204);
+        assert_eq!(s.get("/docs/a%20b/").status, 404);
+        assert_eq!(s.put("/docs/in.txt", b"in").status, 201);
+        assert_eq!(s.req("DELETE", "/docs/in.txt", &[], b"").status, 204);
+        assert_eq!(json(&s.get("/docs/?format=json")), serde_json::json!([]));
+
+        // MOVE of a file: created, then Overwrite F (412) and T (204).
+        let r = mv("/f.txt", "/docs/g.txt", &[]);
+        assert_eq!(r.status, 201, "{}", r.text());
+        assert_eq!(r.header("location"), Some("/docs/g.txt"));
+        assert_eq!(s.get("/f.txt").status, 404);
+        assert_eq!(s.get("/docs/g.txt").body, b"x");
+        assert_eq!(s.put("/src.txt", b"new").status, 201);
+        let r = mv("/src.txt", "/docs/g.txt", &[("Overwrite", "F")]);
+        assert_eq!(r.status, 412, "{}", r.text());
+        assert_eq!(s.get("/docs/g.txt").body, b"x");
+        assert_eq!(s.get("/src.txt").body, b"new");
+        assert_eq!(mv("/src.txt", "/docs/g.txt", &[]).status, 204);
+        assert_eq!(s.get("/docs/g.txt").body, b"new");
+        assert_eq!(s.get("/src.txt").status, 404);
+        // Refusals leave everything in place.
+        assert_eq!(mv("/missing.txt", "/m2.txt", &[]).status, 404);
+        assert_eq!(mv("/docs/g.txt", "/no/such/g.txt", &[]).status, 409);
+        assert_eq!(mv("/docs/g.txt", "/docs", &[]).status, 409);
+        assert_eq!(mv("/docs/g.txt", "/.wirespeed-tmp-x", &[]).status, 403);
+        assert_eq!(mv("/docs/", "/docs/sub/docs/", &[]).status, 409);
+        assert_eq!(s.get("/docs/g.txt").body, b"new");
+
+        // MOVE of a folder with a subfolder and an empty made folder.
+        let big = bytes(300_000, 5);
+        assert_eq!(s.put("/docs/deep/er/b.bin", &big).status, 201);
+        assert_eq!(s.req("MKCOL", "/docs/empty/", &[], b"").status, 201);
+        let r = mv("/docs/", "http://test/moved%20here/", &[]);
+        assert_eq!(r.status, 201, "{}", r.text());
+        assert_eq!(r.header("location"), Some("/moved%20here/"));
+        assert_eq!(s.get("/docs/").status, 404);
+        assert_eq!(s.get("/moved%20here/deep/er/b.bin").body, big);
+        assert_eq!(s.get("/moved%20here/g.txt").body, b"new");
+        let v = json(&s.get("/moved%20here/?format=json"));
+        assert_eq!(
+            names(&v),
+            [
+                ("deep".to_string(), "dir".to_string()),
+                ("empty".into(), "dir".into()),
+                ("g.txt".into(), "file".into())
+            ]
+        );
+        assert_eq!(
+            names(&json(&s.get("/?format=json"))),
+            [("moved here".to_string(), "dir".to_string())]
+        );
+    });
+    if let Some(m) = m {
+        // The made folder's marker moved along; nothing else is left.
+        assert_eq!(
+            m.keys("both"),
+            [
+                "pre/moved here/.wirespeed-folder",
+                "pre/moved here/deep/er/b.bin",
+                "pre/moved here/empty/.wirespeed-folder",
+                "pre/moved here/g.txt"
+            ]
+        );
+        assert!(m.multipart_uploads("both").is_empty());
+    }
+}
