@@ -837,11 +837,45 @@ mod resumable {
         send_in(&first, &loc, &data, 0, &[(6 << 20) + 5, 1]);
         let at = (6 << 20) + 6;
         assert_eq!(data.len() - at, (5 << 20) + 71);
+        // An append refused once its bytes were stored (chunked: its length
+        // shows only at its end) leaves none of them, also after a restart.
+        let ietf_offset = |s: &TestServer, loc: &str| {
+            s.req("HEAD", loc, &[], b"")
+                .header("upload-offset")
+                .map(str::to_string)
+        };
+        let r = first.req(
+            "POST",
+            "/ietf.bin",
+            &[
+                INTEROP,
+                ("Upload-Complete", "?0"),
+                ("Upload-Length", "9999999"),
+            ],
+            &data[..1000],
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+        let loc2 = r.header("location").unwrap().to_string();
+        let r = first.req(
+            "PATCH",
+            &loc2,
+            &[
+                PARTIAL,
+                ("Upload-Offset", "1000"),
+                ("Upload-Complete", "?1"),
+                ("Transfer-Encoding", "chunked"),
+            ],
+            &chunked(&data[1000..3000]),
+        );
+        assert_eq!(r.status, 400, "{}", r.text());
+        assert_eq!(ietf_offset(&first, &loc2).as_deref(), Some("1000"));
         drop(first);
         // A new process knows nothing but the bucket.
         let second = on_s3(&m, "restart");
         assert_eq!(offset(&second, &loc), Some(at.to_string()));
         assert_eq!(second.get("/r.bin").status, 404);
+        assert_eq!(ietf_offset(&second, &loc2).as_deref(), Some("1000"));
+        assert_eq!(second.req("DELETE", &loc2, &[], b"").status, 204);
         send_in(&second, &loc, &data, at, &[0]);
         assert!(second.get("/r.bin").body == data, "r.bin differs");
         nothing_left(&m, "restart", &["p/r.bin"]);

@@ -352,6 +352,8 @@ pub struct S3Partial {
     tail_dirty: bool,
     /// The record in the bucket does not describe `cur` yet.
     record_dirty: bool,
+    /// Bytes the record in the bucket names (parts and tail).
+    durable: u64,
     /// Tail generations that may exist in the bucket.
     tails: Vec<u64>,
     done: bool,
@@ -370,7 +372,9 @@ impl S3Partial {
         } else {
             Vec::new()
         };
+        let durable = mp.parts_len() + mp.tail;
         S3Partial {
+            durable,
             storage,
             id,
             target,
@@ -431,6 +435,7 @@ impl S3Partial {
             .write_record(&self.id, &self.state, &self.cur)
             .await?;
         self.record_dirty = false;
+        self.durable = self.cur.parts_len() + self.cur.tail;
         Ok(())
     }
 }
@@ -490,6 +495,11 @@ impl PartialData for S3Partial {
             buf.truncate(keep);
         }
         self.tail_dirty = true;
+        if len < self.durable {
+            // The record names the bytes cut off: after a restart they
+            // would count, so the shorter tail is stored now.
+            self.sync().await?;
+        }
         Ok(())
     }
 
