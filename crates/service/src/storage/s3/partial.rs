@@ -320,7 +320,13 @@ impl PartialUploads for S3Storage {
         ids.dedup();
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
-            let state = self.read_record(&id).await.ok().map(|(s, _)| s);
+            // Only an unusable record is `None` (removed after two sweeps);
+            // a failing S3 request fails the listing instead.
+            let state = match self.read_record(&id).await {
+                Ok((s, _)) => Some(s),
+                Err(StorageError::NotFound) => None,
+                Err(e) => return Err(e),
+            };
             out.push((id, state));
         }
         Ok(out)
