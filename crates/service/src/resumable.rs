@@ -285,15 +285,28 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
     /// unknown, gone or expired.
     async fn slot(&self, id: &UploadId) -> Result<Arc<Slot>, Error> {
         let found = self.slots().get(id).cloned();
+        let load = || async {
+            self.storage.load_partial(id).await.map_err(|e| match e {
+                StorageError::NotFound | StorageError::NotDir => {
+                    self.forget(id);
+                    Error::status(404, "no such upload")
+                }
+                e => e.into(),
+            })
+        };
         let slot = match found {
+            // Another server may have appended (a shared store): the record
+            // is the truth unless an append runs here.
+            Some(slot) if self.storage.shared() => {
+                if let Ok(_idle) = slot.append.try_lock() {
+                    let state = load().await?;
+                    *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = state;
+                }
+                slot
+            }
             Some(slot) => slot,
             None => {
-                let state = self.storage.load_partial(id).await.map_err(|e| match e {
-                    StorageError::NotFound | StorageError::NotDir => {
-                        Error::status(404, "no such upload")
-                    }
-                    e => e.into(),
-                })?;
+                let state = load().await?;
                 self.slots()
                     .entry(*id)
                     .or_insert_with(|| Arc::new(Slot::new(state)))
@@ -359,7 +372,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
     /// partial uploads (503), or an announced length over the free space
     /// (507) — before any body byte is read.
     async fn check_capacity(&self, length: Option<u64>) -> Result<(), Error> {
-        let count = self.storage.list_partials().await?.len();
+        let count = self.storage.count_partials().await?;
         if count >= self.ucfg.max_partials {
             return Err(Error::status(
                 503,

@@ -462,3 +462,480 @@ fn backend_failures_say_which() {
     assert_eq!(r.status, 503);
     assert!(r.text().contains("cannot be reached"), "{}", r.text());
 }
+
+/// WebDAV `MKCOL` and `MOVE` (the page's New folder and Rename), checked
+/// through listings and GETs only, so the same assertions hold for a
+/// directory and a bucket.
+#[test]
+fn mkcol_and_move_on_both_backends() {
+    let m = on_both(ServiceConfig::default, |s| {
+        let mv = |src: &str, dst: &str, extra: &[(&str, &str)]| {
+            let mut h = vec![("Destination", dst)];
+            h.extend_from_slice(extra);
+            s.req("MOVE", src, &h, b"")
+        };
+        // MKCOL: one folder, listed while empty, refused where something is.
+        let r = s.req("MKCOL", "/docs/", &[], b"");
+        assert_eq!(r.status, 201, "{}", r.text());
+        assert_eq!(r.header("location"), Some("/docs/"));
+        assert_eq!(s.req("MKCOL", "/docs/a%20b", &[], b"").status, 201);
+        let v = json(&s.get("/docs/?format=json"));
+        assert_eq!(names(&v), [("a b".to_string(), "dir".to_string())]);
+        assert_eq!(
+            json(&s.get("/docs/a%20b/?format=json")),
+            serde_json::json!([])
+        );
+        assert_eq!(s.req("MKCOL", "/docs/", &[], b"").status, 405);
+        assert_eq!(s.put("/f.txt", b"x").status, 201);
+        assert_eq!(s.req("MKCOL", "/f.txt", &[], b"").status, 405);
+        assert_eq!(s.req("MKCOL", "/", &[], b"").status, 405);
+        assert_eq!(s.req("MKCOL", "/no/such/dir/", &[], b"").status, 409);
+        assert_eq!(s.get("/no/").status, 404);
+        assert_eq!(s.req("MKCOL", "/f.txt/sub/", &[], b"").status, 409);
+        assert_eq!(s.req("MKCOL", "/.wirespeed-tmp-1/", &[], b"").status, 404);
+        // An empty folder is deleted; a file in a made folder keeps it.
+        assert_eq!(s.req("DELETE", "/docs/a%20b/", &[], b"").status, 204);
+        assert_eq!(s.get("/docs/a%20b/").status, 404);
+        assert_eq!(s.put("/docs/in.txt", b"in").status, 201);
+        assert_eq!(s.req("DELETE", "/docs/in.txt", &[], b"").status, 204);
+        assert_eq!(json(&s.get("/docs/?format=json")), serde_json::json!([]));
+
+        // MOVE of a file: created, then Overwrite F (412) and T (204).
+        let r = mv("/f.txt", "/docs/g.txt", &[]);
+        assert_eq!(r.status, 201, "{}", r.text());
+        assert_eq!(r.header("location"), Some("/docs/g.txt"));
+        assert_eq!(s.get("/f.txt").status, 404);
+        assert_eq!(s.get("/docs/g.txt").body, b"x");
+        assert_eq!(s.put("/src.txt", b"new").status, 201);
+        let r = mv("/src.txt", "/docs/g.txt", &[("Overwrite", "F")]);
+        assert_eq!(r.status, 412, "{}", r.text());
+        assert_eq!(s.get("/docs/g.txt").body, b"x");
+        assert_eq!(s.get("/src.txt").body, b"new");
+        assert_eq!(mv("/src.txt", "/docs/g.txt", &[]).status, 204);
+        assert_eq!(s.get("/docs/g.txt").body, b"new");
+        assert_eq!(s.get("/src.txt").status, 404);
+        // Refusals leave everything in place.
+        assert_eq!(mv("/missing.txt", "/m2.txt", &[]).status, 404);
+        assert_eq!(mv("/docs/g.txt", "/no/such/g.txt", &[]).status, 409);
+        assert_eq!(mv("/docs/g.txt", "/docs", &[]).status, 409);
+        assert_eq!(mv("/docs/g.txt", "/.wirespeed-tmp-x", &[]).status, 403);
+        assert_eq!(mv("/docs/", "/docs/sub/docs/", &[]).status, 409);
+        assert_eq!(s.get("/docs/g.txt").body, b"new");
+
+        // MOVE of a folder with a subfolder and an empty made folder.
+        let big = bytes(300_000, 5);
+        assert_eq!(s.put("/docs/deep/er/b.bin", &big).status, 201);
+        assert_eq!(s.req("MKCOL", "/docs/empty/", &[], b"").status, 201);
+        let r = mv("/docs/", "http://test/moved%20here/", &[]);
+        assert_eq!(r.status, 201, "{}", r.text());
+        assert_eq!(r.header("location"), Some("/moved%20here/"));
+        assert_eq!(s.get("/docs/").status, 404);
+        assert_eq!(s.get("/moved%20here/deep/er/b.bin").body, big);
+        assert_eq!(s.get("/moved%20here/g.txt").body, b"new");
+        let v = json(&s.get("/moved%20here/?format=json"));
+        assert_eq!(
+            names(&v),
+            [
+                ("deep".to_string(), "dir".to_string()),
+                ("empty".into(), "dir".into()),
+                ("g.txt".into(), "file".into())
+            ]
+        );
+        assert_eq!(
+            names(&json(&s.get("/?format=json"))),
+            [("moved here".to_string(), "dir".to_string())]
+        );
+    });
+    if let Some(m) = m {
+        // The made folder's marker moved along; nothing else is left.
+        assert_eq!(
+            m.keys("both"),
+            [
+                "pre/moved here/.wirespeed-folder",
+                "pre/moved here/deep/er/b.bin",
+                "pre/moved here/empty/.wirespeed-folder",
+                "pre/moved here/g.txt"
+            ]
+        );
+        assert!(m.multipart_uploads("both").is_empty());
+    }
+}
+
+/// Resumable uploads (tus 1.0, IETF draft interop 8) on both backends, and
+/// the S3-only cases: a restart, a second node, expiry. Appends are odd
+/// sizes so that S3's 5 MiB part minimum falls inside them.
+mod resumable {
+    use super::*;
+    use std::io::Read;
+    use std::net::TcpStream;
+    use std::time::Duration;
+    use wirespeed_service::UploadsConfig;
+
+    const TUS: (&str, &str) = ("Tus-Resumable", "1.0.0");
+    const OCTETS: (&str, &str) = ("Content-Type", "application/offset+octet-stream");
+    const PARTIAL: (&str, &str) = ("Content-Type", "application/partial-upload");
+    const INTEROP: (&str, &str) = ("Upload-Draft-Interop-Version", "8");
+
+    fn on_both_uploads(ucfg: UploadsConfig, scenario: impl Fn(&TestServer)) -> Option<Minio> {
+        scenario(&TestServer::with_uploads(ServiceConfig::default(), ucfg));
+        let m = Minio::start()?;
+        m.create_bucket("both");
+        let s = TestServer::with_uploads_on(
+            s3_storage(&m, "both", "pre"),
+            ServiceConfig::default(),
+            ucfg,
+        );
+        scenario(&s);
+        Some(m)
+    }
+
+    fn on_s3(m: &Minio, bucket: &str) -> TestServer {
+        TestServer::with_uploads_on(
+            s3_storage(m, bucket, "p"),
+            ServiceConfig::default(),
+            UploadsConfig::default(),
+        )
+    }
+
+    fn create(s: &TestServer, path: &str, extra: &[(&str, &str)]) -> String {
+        let mut h = vec![TUS];
+        h.extend_from_slice(extra);
+        let r = s.req("POST", path, &h, b"");
+        assert_eq!(r.status, 201, "{}", r.text());
+        r.header("location").unwrap().to_string()
+    }
+
+    fn patch(s: &TestServer, loc: &str, offset: usize, body: &[u8]) -> Resp {
+        let off = offset.to_string();
+        s.req("PATCH", loc, &[TUS, OCTETS, ("Upload-Offset", &off)], body)
+    }
+
+    fn offset(s: &TestServer, loc: &str) -> Option<String> {
+        let r = s.req("HEAD", loc, &[TUS], b"");
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.header("upload-offset").map(str::to_string)
+    }
+
+    /// `data` sent from `from` in appends of `sizes` (0: the rest).
+    fn send_in(s: &TestServer, loc: &str, data: &[u8], from: usize, sizes: &[usize]) {
+        let mut at = from;
+        for n in sizes {
+            let end = if *n == 0 { data.len() } else { at + n };
+            let r = patch(s, loc, at, &data[at..end]);
+            assert_eq!(r.status, 204, "{}", r.text());
+            at = end;
+            assert_eq!(r.header("upload-offset"), Some(at.to_string().as_str()));
+        }
+    }
+
+    fn nothing_left(m: &Minio, bucket: &str, want: &[&str]) {
+        assert_eq!(m.keys(bucket), want);
+        assert!(m.multipart_uploads(bucket).is_empty());
+    }
+
+    #[test]
+    fn tus_appends_across_part_boundaries_byte_identical_on_both_backends() {
+        let m = on_both_uploads(UploadsConfig::default(), |s| {
+            let data = bytes((13 << 20) + 12_345, 21);
+            let len = data.len().to_string();
+            let meta = format!("filename {}", "YmlnLmJpbg=="); // big.bin
+            let loc = create(
+                s,
+                "/-/uploads/docs/",
+                &[("Upload-Length", &len), ("Upload-Metadata", &meta)],
+            );
+            assert_eq!(offset(s, &loc).as_deref(), Some("0"));
+            let sizes = [(1 << 20) + 3, (5 << 20) - 1, (3 << 20) + 7, 11, 0];
+            let mut at = 0;
+            for n in &sizes[..4] {
+                let r = patch(s, &loc, at, &data[at..at + n]);
+                assert_eq!(r.status, 204, "{}", r.text());
+                at += n;
+                assert_eq!(offset(s, &loc), Some(at.to_string()));
+                assert_eq!(
+                    s.get("/docs/big.bin").status,
+                    404,
+                    "not before the last byte"
+                );
+                let root = s.get("/?format=json").text();
+                assert!(
+                    !root.contains("wirespeed") && !root.contains("docs"),
+                    "{root}"
+                );
+            }
+            assert_eq!(s.get("/.wirespeed-uploads/").status, 404);
+            send_in(s, &loc, &data, at, &[0]);
+            let r = s.get("/docs/big.bin");
+            assert_eq!(r.body.len(), data.len());
+            assert!(r.body == data, "the file differs");
+            assert_eq!(s.req("HEAD", &loc, &[TUS], b"").status, 404);
+        });
+        if let Some(m) = m {
+            nothing_left(&m, "both", &["pre/docs/big.bin"]);
+        }
+    }
+
+    #[test]
+    fn creation_with_upload_empty_uploads_and_checksums_on_both_backends() {
+        let m = on_both_uploads(UploadsConfig::default(), |s| {
+            let r = s.req(
+                "POST",
+                "/-/uploads/a/b/c.txt",
+                &[TUS, OCTETS, ("Upload-Length", "11")],
+                b"hello",
+            );
+            assert_eq!((r.status, r.header("upload-offset")), (201, Some("5")));
+            let loc = r.header("location").unwrap().to_string();
+            assert_eq!(patch(s, &loc, 5, b" world").status, 204);
+            assert_eq!(s.get("/a/b/c.txt").body, b"hello world");
+            let r = s.req(
+                "POST",
+                "/-/uploads/empty.txt",
+                &[TUS, ("Upload-Length", "0")],
+                b"",
+            );
+            assert_eq!((r.status, r.header("upload-offset")), (201, Some("0")));
+            let r = s.get("/empty.txt");
+            assert_eq!((r.status, r.body.len()), (200, 0));
+            // A bad checksum discards the whole append, a full part it sent too.
+            use base64::Engine as _;
+            use sha2::Digest as _;
+            let data = bytes(12 << 20, 8);
+            let len = data.len().to_string();
+            let loc = create(s, "/-/uploads/sum.bin", &[("Upload-Length", &len)]);
+            assert_eq!(patch(s, &loc, 0, &data[..3 << 20]).status, 204);
+            let sum = |d: &[u8]| {
+                format!(
+                    "sha256 {}",
+                    base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(d))
+                )
+            };
+            let wrong = sum(b"nope");
+            let r = s.req(
+                "PATCH",
+                &loc,
+                &[
+                    TUS,
+                    OCTETS,
+                    ("Upload-Offset", "3145728"),
+                    ("Upload-Checksum", &wrong),
+                ],
+                &data[3 << 20..],
+            );
+            assert_eq!(r.status, 460, "{}", r.text());
+            assert_eq!(offset(s, &loc), Some((3 << 20).to_string()));
+            let good = sum(&data[3 << 20..]);
+            let r = s.req(
+                "PATCH",
+                &loc,
+                &[
+                    TUS,
+                    OCTETS,
+                    ("Upload-Offset", "3145728"),
+                    ("Upload-Checksum", &good),
+                ],
+                &data[3 << 20..],
+            );
+            assert_eq!(r.status, 204, "{}", r.text());
+            assert!(s.get("/sum.bin").body == data, "sum.bin differs");
+        });
+        if let Some(m) = m {
+            nothing_left(
+                &m,
+                "both",
+                &["pre/a/b/c.txt", "pre/empty.txt", "pre/sum.bin"],
+            );
+        }
+    }
+
+    #[test]
+    fn ietf_creation_cut_then_resumed_mismatch_and_cancel_on_both_backends() {
+        let m = on_both_uploads(UploadsConfig::default(), |s| {
+            let data = bytes(12 << 20, 7);
+            let mut c = TcpStream::connect(s.addr).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+            let head = format!(
+                "POST /project/todo.bin HTTP/1.1\r\nHost: t\r\nUpload-Draft-Interop-Version: 8\r\n\
+                 Upload-Complete: ?1\r\nContent-Length: {0}\r\nUpload-Length: {0}\r\n\r\n",
+                data.len()
+            );
+            c.write_all(head.as_bytes()).unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while find(&got, b"\r\n\r\n").is_none() {
+                let n = c.read(&mut buf).unwrap();
+                assert!(n > 0);
+                got.extend_from_slice(&buf[..n]);
+            }
+            let text = String::from_utf8(got).unwrap();
+            assert!(text.starts_with("HTTP/1.1 104 "), "{text}");
+            let loc = text
+                .lines()
+                .find_map(|l| l.strip_prefix("Location: "))
+                .unwrap()
+                .to_string();
+            let sent = (9 << 20) + 333;
+            c.write_all(&data[..sent]).unwrap();
+            c.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            drop(c);
+            s.eventually("the cut append counted", || {
+                let r = s.req("HEAD", &loc, &[], b"");
+                r.status == 204 && r.header("upload-offset") == Some(sent.to_string().as_str())
+            });
+            assert_eq!(s.get("/project/todo.bin").status, 404);
+            // A wrong offset: 409 with the real one.
+            let r = s.req(
+                "PATCH",
+                &loc,
+                &[PARTIAL, ("Upload-Offset", "1"), ("Upload-Complete", "?1")],
+                b"x",
+            );
+            assert_eq!(r.status, 409);
+            let problem: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            assert_eq!(problem["expected-offset"].as_u64(), Some(sent as u64));
+            let off = sent.to_string();
+            let r = s.req(
+                "PATCH",
+                &loc,
+                &[PARTIAL, ("Upload-Offset", &off), ("Upload-Complete", "?1")],
+                &data[sent..],
+            );
+            assert_eq!(
+                (r.status, r.header("upload-complete")),
+                (201, Some("?1")),
+                "{}",
+                r.text()
+            );
+            assert!(s.get("/project/todo.bin").body == data, "todo.bin differs");
+            // Cancel: the upload and its bytes are gone.
+            let r = s.req(
+                "POST",
+                "/c.bin",
+                &[INTEROP, ("Upload-Complete", "?0")],
+                &data[..6 << 20],
+            );
+            assert_eq!(r.status, 201);
+            let loc = r.header("location").unwrap().to_string();
+            assert_eq!(s.req("DELETE", &loc, &[], b"").status, 204);
+            assert_eq!(s.req("HEAD", &loc, &[], b"").status, 404);
+            assert_eq!(s.get("/c.bin").status, 404);
+        });
+        if let Some(m) = m {
+            nothing_left(&m, "both", &["pre/project/todo.bin"]);
+        }
+    }
+
+    #[test]
+    fn a_restart_mid_upload_then_resume_on_s3() {
+        let Some(m) = Minio::start() else { return };
+        m.create_bucket("restart");
+        let data = bytes((11 << 20) + 77, 31);
+        let len = data.len().to_string();
+        let first = on_s3(&m, "restart");
+        let loc = create(&first, "/-/uploads/r.bin", &[("Upload-Length", &len)]);
+        send_in(&first, &loc, &data, 0, &[(6 << 20) + 5, 1]);
+        let at = (6 << 20) + 6;
+        assert_eq!(data.len() - at, (5 << 20) + 71);
+        // An append refused once its bytes were stored (chunked: its length
+        // shows only at its end) leaves none of them, also after a restart.
+        let ietf_offset = |s: &TestServer, loc: &str| {
+            s.req("HEAD", loc, &[], b"")
+                .header("upload-offset")
+                .map(str::to_string)
+        };
+        let r = first.req(
+            "POST",
+            "/ietf.bin",
+            &[
+                INTEROP,
+                ("Upload-Complete", "?0"),
+                ("Upload-Length", "9999999"),
+            ],
+            &data[..1000],
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+        let loc2 = r.header("location").unwrap().to_string();
+        let r = first.req(
+            "PATCH",
+            &loc2,
+            &[
+                PARTIAL,
+                ("Upload-Offset", "1000"),
+                ("Upload-Complete", "?1"),
+                ("Transfer-Encoding", "chunked"),
+            ],
+            &chunked(&data[1000..3000]),
+        );
+        assert_eq!(r.status, 400, "{}", r.text());
+        assert_eq!(ietf_offset(&first, &loc2).as_deref(), Some("1000"));
+        drop(first);
+        // A new process knows nothing but the bucket.
+        let second = on_s3(&m, "restart");
+        assert_eq!(offset(&second, &loc), Some(at.to_string()));
+        assert_eq!(second.get("/r.bin").status, 404);
+        assert_eq!(ietf_offset(&second, &loc2).as_deref(), Some("1000"));
+        assert_eq!(second.req("DELETE", &loc2, &[], b"").status, 204);
+        send_in(&second, &loc, &data, at, &[0]);
+        assert!(second.get("/r.bin").body == data, "r.bin differs");
+        nothing_left(&m, "restart", &["p/r.bin"]);
+    }
+
+    #[test]
+    fn a_second_node_resumes_what_the_first_began_on_s3() {
+        let Some(m) = Minio::start() else { return };
+        m.create_bucket("nodes");
+        let a = on_s3(&m, "nodes");
+        let b = on_s3(&m, "nodes");
+        let data = bytes((14 << 20) + 9, 41);
+        let len = data.len().to_string();
+        let loc = create(&a, "/-/uploads/n.bin", &[("Upload-Length", &len)]);
+        send_in(&a, &loc, &data, 0, &[(4 << 20) + 1]);
+        let at = (4 << 20) + 1;
+        // Mid-upload: b continues from a's offset...
+        assert_eq!(offset(&b, &loc), Some(at.to_string()));
+        let r = patch(&b, &loc, at, &data[at..at + (5 << 20)]);
+        assert_eq!(r.status, 204, "{}", r.text());
+        let at = at + (5 << 20);
+        // ...and a, which held the upload, sees b's offset and finishes it.
+        assert_eq!(offset(&a, &loc), Some(at.to_string()));
+        assert_eq!(patch(&a, &loc, 0, b"stale").status, 409);
+        send_in(&a, &loc, &data, at, &[0]);
+        assert!(b.get("/n.bin").body == data, "n.bin differs");
+        assert_eq!(b.req("HEAD", &loc, &[TUS], b"").status, 404);
+        nothing_left(&m, "nodes", &["p/n.bin"]);
+    }
+
+    #[test]
+    fn expired_uploads_are_swept_from_the_bucket_on_s3() {
+        let Some(m) = Minio::start() else { return };
+        m.create_bucket("expiry");
+        let ucfg = UploadsConfig {
+            limits: wirespeed_resumable::Limits {
+                // Long enough for the first append to land before it expires.
+                lifetime_secs: 4,
+                ..Default::default()
+            },
+            ..UploadsConfig::default()
+        };
+        let s = TestServer::with_uploads_on(
+            s3_storage(&m, "expiry", "p"),
+            ServiceConfig::default(),
+            ucfg,
+        );
+        let data = bytes((9 << 20) + 5, 51);
+        let loc = create(&s, "/-/uploads/old.bin", &[("Upload-Length", "99999999")]);
+        assert_eq!(patch(&s, &loc, 0, &data).status, 204);
+        // A full part and a tail are in the bucket now.
+        assert_eq!(m.multipart_uploads("expiry"), ["p/old.bin"]);
+        assert_eq!(m.keys("expiry").len(), 2, "{:?}", m.keys("expiry"));
+        s.eventually("the upload expired", || {
+            s.req("HEAD", &loc, &[TUS], b"").status == 404
+        });
+        s.eventually("the expired upload swept", || {
+            m.keys("expiry").is_empty() && m.multipart_uploads("expiry").is_empty()
+        });
+        assert_eq!(s.req("HEAD", &loc, &[TUS], b"").status, 404);
+        assert_eq!(s.get("/old.bin").status, 404);
+    }
+}

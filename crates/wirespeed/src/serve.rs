@@ -610,38 +610,25 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             out.flush()?;
         }
         eprintln!("{mode_line}");
+        let ucfg = UploadsConfig {
+            limits: wirespeed_resumable::Limits {
+                max_size: upload_max_size,
+                max_append_size: None,
+                lifetime_secs: upload_expiry,
+            },
+            max_partials: max_partial_uploads,
+        };
         let router = match (storage, s3) {
             (Some(storage), _) => {
                 tracing::info!(%addr, dir = %storage.root().display(), max_connections = server_cfg.max_connections, ?fd_limit, "serving");
                 // Leftovers of a crash (temp files the API never shows): removed in
                 // the background, so start-up does not wait on a big tree.
                 drop(storage.spawn_temp_sweep());
-                let ucfg = UploadsConfig {
-                    limits: wirespeed_resumable::Limits {
-                        max_size: upload_max_size,
-                        max_append_size: None,
-                        lifetime_secs: upload_expiry,
-                    },
-                    max_partials: max_partial_uploads,
-                };
-                let (router, uploads) = wirespeed_service::router_with_uploads(storage, cfg, ucfg);
-                // Expired partial uploads: removed now and then every quarter of
-                // their lifetime (between 1 s and 10 min).
-                let every = Duration::from_secs((upload_expiry / 4).clamp(1, 600));
-                tokio::spawn(async move {
-                    let mut tick = tokio::time::interval(every);
-                    loop {
-                        tick.tick().await;
-                        uploads.sweep_expired().await;
-                    }
-                });
-                router
+                with_uploads(storage, cfg, ucfg)
             }
             (None, Some(s3)) => {
                 tracing::info!(%addr, storage = s3.place(), max_connections = server_cfg.max_connections, ?fd_limit, "serving");
-                // Resumable uploads need a partial-upload store; the S3
-                // backend has none yet, so /-/uploads/ is not routed.
-                wirespeed_service::router(s3, cfg)
+                with_uploads(s3, cfg, ucfg)
             }
             (None, None) => anyhow::bail!("no storage"),
         };
@@ -660,6 +647,29 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!("stopped");
         anyhow::Ok(())
     })
+}
+
+/// The routes with resumable uploads over `storage`, and the expiry sweep:
+/// expired partial uploads removed now and then every quarter of their
+/// lifetime (between 1 s and 10 min).
+fn with_uploads<S>(
+    storage: S,
+    cfg: wirespeed_service::ServiceConfig,
+    ucfg: UploadsConfig,
+) -> wirespeed_net::Router
+where
+    S: wirespeed_service::Storage + wirespeed_service::PartialUploads + Clone,
+{
+    let every = Duration::from_secs((ucfg.limits.lifetime_secs / 4).clamp(1, 600));
+    let (router, uploads) = wirespeed_service::router_with_uploads(storage, cfg, ucfg);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            uploads.sweep_expired().await;
+        }
+    });
+    router
 }
 
 /// The TLS acceptor asked for on the command line, with the generated

@@ -10,8 +10,8 @@
 //! | [`Upload::abort`] / drop | unlink the temp file           | `AbortMultipartUpload`             |
 //! | [`Storage::list`]    | `getdents`, a batch per blocking task | `ListObjectsV2` pages              |
 //! | [`Storage::delete`]  | `unlinkat`                         | `DeleteObject`                     |
-//! | [`Storage::mkdir`]   | `mkdirat`                          | (default: unsupported)             |
-//! | [`Storage::rename`]  | `renameat2` (`RENAME_NOREPLACE` when asked) | (default: unsupported)    |
+//! | [`Storage::mkdir`]   | `mkdirat`                          | hidden `dir/.wirespeed-folder` marker |
+//! | [`Storage::rename`]  | `renameat2` (`RENAME_NOREPLACE` when asked) | `CopyObject` + `DeleteObject` (not atomic) |
 //! | [`Object::stored_sha256`] | an extended attribute (or a hidden sidecar) bound to the file's identity | object metadata |
 //!
 //! Fast paths are optional capabilities, not separate code paths in the

@@ -68,6 +68,16 @@ pub trait PartialUploads: Send + Sync + 'static {
     fn list_partials(
         &self,
     ) -> impl Future<Output = Result<Vec<(UploadId, Option<UploadState>)>, StorageError>> + Send;
+    /// How many uploads the store holds (a creation's limit check), without
+    /// reading every record where the store can.
+    fn count_partials(&self) -> impl Future<Output = Result<usize, StorageError>> + Send {
+        async { Ok(self.list_partials().await?.len()) }
+    }
+    /// Whether other servers may change the records too (a shared bucket):
+    /// the routes then read a record again rather than trust what they hold.
+    fn shared(&self) -> bool {
+        false
+    }
 }
 
 /// The data of one partial upload, open for appending.

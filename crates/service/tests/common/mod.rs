@@ -121,6 +121,42 @@ impl TestServer {
         }
     }
 
+    /// The server with resumable uploads over any storage (e.g. S3), its
+    /// expiry sweep run every 300 ms; `root` is an unused empty directory.
+    pub fn with_uploads_on<S>(
+        storage: S,
+        cfg: ServiceConfig,
+        ucfg: wirespeed_service::UploadsConfig,
+    ) -> Self
+    where
+        S: Storage + wirespeed_service::PartialUploads + Clone,
+    {
+        let tmp = wirespeed_testkit::fs::tempdir();
+        let root = tmp.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let mut rt = tokio::runtime::Builder::new_multi_thread();
+        rt.worker_threads(2);
+        let server = ThreadServer::start(rt, move |listener, stop| async move {
+            let (router, uploads) = wirespeed_service::router_with_uploads(storage, cfg, ucfg);
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                    uploads.sweep_expired().await;
+                }
+            });
+            Server::new(ServerConfig::default())
+                .serve(listener, Arc::new(router), stop)
+                .await
+                .unwrap();
+        });
+        TestServer {
+            addr: server.addr,
+            server,
+            tmp,
+            root,
+        }
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }

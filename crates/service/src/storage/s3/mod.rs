@@ -17,27 +17,35 @@
 //!   [`PART_SIZE`] parts, at most [`PARTS_IN_FLIGHT`] uploading, aborted on
 //!   failure or drop.
 //! - [`S3Listing`]: `ListObjectsV2` pages with delimiter `/`.
+//! - [`S3Partial`] (`partial.rs`): resumable uploads, one multipart upload
+//!   each, their records in `PREFIX/.wirespeed-uploads/`.
+//! - `folders.rs`: `MKCOL` (a hidden `.wirespeed-folder` marker) and
+//!   `MOVE` (server-side copy, then delete; bounded for folders).
 //!
 //! Digests: a sha-256 known when the object is written is stored as the
 //! object's metadata `x-amz-meta-sha256` and read back by the `HEAD` at
 //! open (always the object's own, so never stale).
 
+mod folders;
 mod object;
+mod partial;
 mod upload;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut};
+use object_store::aws::{AmazonS3, AmazonS3Builder, S3ConditionalPut, S3CopyIfNotExists};
 use object_store::list::{PaginatedListOptions, PaginatedListStore};
 use object_store::path::Path as ObjPath;
 use object_store::{ClientOptions, ObjectMeta, ObjectStoreExt, RetryConfig};
 
+pub use folders::MAX_FOLDER_MOVE;
 pub use object::S3Object;
+pub use partial::S3Partial;
 pub use upload::S3Upload;
 
 use crate::path::{is_reserved_name, RelPath};
-use crate::storage::{Entry, Kind, Listing, Meta, Storage, StorageError};
+use crate::storage::{Entry, Kind, Listing, Meta, Storage, StorageError, Written};
 
 /// Bytes per multipart part: big enough that a part's request overhead is
 /// small, small enough that an upload's memory stays bounded.
@@ -155,6 +163,9 @@ impl S3Storage {
             .with_unsigned_payload(!http)
             .with_virtual_hosted_style_request(!path_style)
             .with_conditional_put(S3ConditionalPut::ETagMatch)
+            // `MOVE` with `Overwrite: F`: S3 completes the copy only if
+            // nothing is at the destination.
+            .with_copy_if_not_exists(S3CopyIfNotExists::Multipart)
             .with_client_options(client)
             .with_retry(retry)
             .build()
@@ -224,13 +235,13 @@ impl S3Storage {
         raw
     }
 
-    /// Whether anything (a marker or a key) lies below `key/`; with
-    /// `ignore_marker`, the `key/` marker alone does not count.
+    /// Whether anything lies below `key/`, and which markers (a `key/`
+    /// object from another tool, our `.wirespeed-folder`) do.
     async fn dir_state(&self, key: &RelPath) -> Result<DirState, StorageError> {
         let prefix = self.dir_prefix(key);
         let opts = PaginatedListOptions {
             delimiter: Some("/".into()),
-            max_keys: Some(2),
+            max_keys: Some(3),
             ..PaginatedListOptions::default()
         };
         let page = self
@@ -239,18 +250,20 @@ impl S3Storage {
             .await
             .map_err(|e| self.list_error(e))?;
         let marker = prefix.trim_end_matches('/');
-        let mut has_marker = false;
+        let (mut slash_marker, mut folder_marker) = (false, false);
         let mut content = !page.result.common_prefixes.is_empty();
         for o in &page.result.objects {
             if o.location.as_ref() == marker {
-                has_marker = true;
+                slash_marker = true;
+            } else if o.location.filename() == Some(folders::FOLDER_MARKER) {
+                folder_marker = true;
             } else {
                 content = true;
             }
         }
-        Ok(match (content, has_marker) {
+        Ok(match (content, slash_marker || folder_marker) {
             (true, _) => DirState::NotEmpty,
-            (false, true) => DirState::MarkerOnly,
+            (false, true) => DirState::Empty { slash_marker },
             (false, false) => DirState::Absent,
         })
     }
@@ -274,7 +287,10 @@ impl S3Storage {
 
 enum DirState {
     Absent,
-    MarkerOnly,
+    /// Only markers: `slash_marker` says one is a `key/` object.
+    Empty {
+        slash_marker: bool,
+    },
     NotEmpty,
 }
 
@@ -425,18 +441,38 @@ impl Storage for S3Storage {
                 return match self.dir_state(key).await? {
                     DirState::Absent => Err(StorageError::NotFound),
                     DirState::NotEmpty => Err(StorageError::NotEmpty),
-                    DirState::MarkerOnly => {
+                    DirState::Empty { slash_marker: true } => {
                         let marker = ObjPath::parse(self.dir_prefix(key))
                             .map_err(|_| StorageError::Forbidden)?;
                         // object_store drops the trailing '/': delete the
                         // marker key through its raw form.
                         self.delete_raw_marker(&marker).await
                     }
+                    DirState::Empty {
+                        slash_marker: false,
+                    } => self
+                        .store
+                        .delete(&self.folder_marker(key)?)
+                        .await
+                        .map_err(|e| self.error(e)),
                 };
             }
             Err(e) => return Err(self.error(e)),
         }
         self.store.delete(&path).await.map_err(|e| self.error(e))
+    }
+
+    async fn mkdir(&self, key: &RelPath) -> Result<(), StorageError> {
+        self.make_folder(key).await
+    }
+
+    async fn rename(
+        &self,
+        from: &RelPath,
+        to: &RelPath,
+        overwrite: bool,
+    ) -> Result<Written, StorageError> {
+        self.move_key(from, to, overwrite).await
     }
 }
 
@@ -493,7 +529,9 @@ impl Listing for S3Listing {
             }
         }
         for o in &page.result.objects {
-            if o.location.as_ref() == marker {
+            if o.location.as_ref() == marker
+                || o.location.filename() == Some(folders::FOLDER_MARKER)
+            {
                 marker_seen = true;
                 continue;
             }
