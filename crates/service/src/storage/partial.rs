@@ -91,7 +91,8 @@ pub trait PartialData: Send {
     fn write(&mut self, data: &[u8]) -> impl Future<Output = Result<(), StorageError>> + Send;
     /// Bytes the data holds now (after any append, complete or cut short).
     fn size(&mut self) -> impl Future<Output = Result<u64, StorageError>> + Send;
-    /// Drop everything after the first `len` bytes (a refused append).
+    /// Drop everything after the first `len` bytes (a refused append),
+    /// durably when the store syncs appends.
     fn truncate(&mut self, len: u64) -> impl Future<Output = Result<(), StorageError>> + Send;
     /// Make the bytes durable before their offset is acknowledged (a no-op
     /// when the store does not sync).

@@ -353,7 +353,9 @@ impl PartialData for LocalPartial {
     async fn truncate(&mut self, len: u64) -> Result<(), StorageError> {
         self.file.set_len(len)?;
         self.file.seek(SeekFrom::End(0))?;
-        Ok(())
+        // Refused bytes (a checksum mismatch) must not come back after a
+        // power cut and count in the offset: make the new length durable.
+        self.sync().await
     }
 
     async fn sync(&mut self) -> Result<(), StorageError> {
