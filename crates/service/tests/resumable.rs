@@ -35,6 +35,26 @@ fn partial_files(srv: &TestServer) -> Vec<String> {
     srv.names(".wirespeed-uploads")
 }
 
+/// The data file of the upload at `loc` (`/-/uploads/ID`).
+fn part_file(srv: &TestServer, loc: &str) -> std::path::PathBuf {
+    srv.root
+        .join(".wirespeed-uploads")
+        .join(format!("{}.part", &loc[11..]))
+}
+
+/// Sends `head` and the first `sent` bytes of `body` on a new connection
+/// and waits until the server stored them: an append left running.
+fn start_append(srv: &TestServer, loc: &str, head: &str, body: &[u8], sent: usize) -> TcpStream {
+    let mut s = TcpStream::connect(srv.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(&body[..sent]).unwrap();
+    srv.eventually("the running append holds bytes", || {
+        std::fs::metadata(part_file(srv, loc)).is_ok_and(|m| m.len() == sent as u64)
+    });
+    s
+}
+
 /// tus creation of `length` bytes at `path`; returns the Location.
 fn tus_create(srv: &TestServer, path: &str, extra: &[(&str, &str)]) -> String {
     let mut headers = vec![TUS];
@@ -218,16 +238,7 @@ fn tus_checksums_sha1_and_sha256_good_and_bad() {
         Some("4"),
         "the bad bytes were discarded"
     );
-    assert_eq!(
-        std::fs::metadata(
-            srv.root
-                .join(".wirespeed-uploads")
-                .join(format!("{}.part", &loc[11..]))
-        )
-        .unwrap()
-        .len(),
-        4
-    );
+    assert_eq!(std::fs::metadata(part_file(&srv, &loc)).unwrap().len(), 4);
     let good = format!("sha256 {}", b64(&sha2::Sha256::digest(b"efgh")));
     assert_eq!(
         tus_patch(&srv, &loc, 4, b"efgh", &[("Upload-Checksum", &good)]).status,
@@ -641,20 +652,7 @@ fn concurrent_appends_one_wins() {
         "PATCH {loc} HTTP/1.1\r\nHost: t\r\nTus-Resumable: 1.0.0\r\n\
          Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\nContent-Length: {len}\r\n\r\n"
     );
-    let mut first = TcpStream::connect(srv.addr).unwrap();
-    first
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    first.write_all(head.as_bytes()).unwrap();
-    first.write_all(&data[..50_000]).unwrap();
-    srv.eventually("the first append holds bytes", || {
-        std::fs::metadata(
-            srv.root
-                .join(".wirespeed-uploads")
-                .join(format!("{}.part", &loc[11..])),
-        )
-        .is_ok_and(|m| m.len() == 50_000)
-    });
+    let mut first = start_append(&srv, &loc, &head, &data, 50_000);
     // HEAD during the append: the acknowledged offset, and no takeover.
     assert_eq!(tus_offset(&srv, &loc).header("upload-offset"), Some("0"));
     let second = tus_patch(&srv, &loc, 0, &data, &[]);
@@ -685,22 +683,11 @@ fn cancel_cuts_a_running_append() {
     );
     assert_eq!(r.status, 201);
     let loc = r.header("location").unwrap().to_string();
-    let mut s = TcpStream::connect(srv.addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let head = format!(
         "PATCH {loc} HTTP/1.1\r\nHost: t\r\nContent-Type: application/partial-upload\r\n\
          Upload-Offset: 0\r\nUpload-Complete: ?1\r\nContent-Length: 100000\r\n\r\n"
     );
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(&[7u8; 1000]).unwrap();
-    srv.eventually("the append holds bytes", || {
-        std::fs::metadata(
-            srv.root
-                .join(".wirespeed-uploads")
-                .join(format!("{}.part", &loc[11..])),
-        )
-        .is_ok_and(|m| m.len() == 1000)
-    });
+    let mut s = start_append(&srv, &loc, &head, &[7u8; 1000], 1000);
     assert_eq!(srv.req("DELETE", &loc, &[], b"").status, 204);
     let mut rest = Vec::new();
     s.read_to_end(&mut rest)
@@ -790,12 +777,7 @@ fn ietf_chunked_requests_cannot_cross_the_append_cap() {
     let second = offset(&srv);
     assert!(second <= first + 10, "{first} then {second}");
     assert!(!srv.root.join("capped.bin").exists());
-    let data = std::fs::read(
-        srv.root
-            .join(".wirespeed-uploads")
-            .join(format!("{}.part", &loc[11..])),
-    )
-    .unwrap();
+    let data = std::fs::read(part_file(&srv, &loc)).unwrap();
     assert_eq!(data.len() as u64, second);
 }
 
@@ -904,20 +886,7 @@ fn a_refused_patch_does_not_cut_a_running_append() {
         "PATCH {loc} HTTP/1.1\r\nHost: t\r\nTus-Resumable: 1.0.0\r\n\
          Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\nContent-Length: {len}\r\n\r\n"
     );
-    let mut first = TcpStream::connect(srv.addr).unwrap();
-    first
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    first.write_all(head.as_bytes()).unwrap();
-    first.write_all(&data[..40_000]).unwrap();
-    srv.eventually("the first append holds bytes", || {
-        std::fs::metadata(
-            srv.root
-                .join(".wirespeed-uploads")
-                .join(format!("{}.part", &loc[11..])),
-        )
-        .is_ok_and(|m| m.len() == 40_000)
-    });
+    let mut first = start_append(&srv, &loc, &head, &data, 40_000);
     let wrong_type = srv.req(
         "PATCH",
         &loc,

@@ -24,6 +24,14 @@ pub struct TestServer {
     pub root: PathBuf,
 }
 
+/// A temp dir holding an empty `root` folder the server serves.
+fn temp_root() -> (tempfile::TempDir, PathBuf) {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let root = tmp.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    (tmp, root)
+}
+
 impl TestServer {
     pub fn start() -> Self {
         Self::with(ServiceConfig::default())
@@ -55,9 +63,7 @@ impl TestServer {
         server_cfg: ServerConfig,
         max_blocking: usize,
     ) -> Self {
-        let tmp = wirespeed_testkit::fs::tempdir();
-        let root = tmp.path().join("root");
-        std::fs::create_dir(&root).unwrap();
+        let (tmp, root) = temp_root();
         // Tests don't need durability; fsync would only slow them down.
         let storage = wrap(LocalStorage::new(&root).unwrap().with_fsync(false));
         Self::serve(storage, tmp, root, cfg, server_cfg, max_blocking)
@@ -66,9 +72,7 @@ impl TestServer {
     /// The server over any storage (e.g. S3); `root` is then an unused
     /// empty directory.
     pub fn on_storage<S: Storage>(storage: S, cfg: ServiceConfig) -> Self {
-        let tmp = wirespeed_testkit::fs::tempdir();
-        let root = tmp.path().join("root");
-        std::fs::create_dir(&root).unwrap();
+        let (tmp, root) = temp_root();
         Self::serve(storage, tmp, root, cfg, ServerConfig::default(), 512)
     }
 
@@ -100,25 +104,9 @@ impl TestServer {
     /// The server with resumable uploads (`router_with_uploads`) over the
     /// root's `LocalStorage`.
     pub fn with_uploads(cfg: ServiceConfig, ucfg: wirespeed_service::UploadsConfig) -> Self {
-        let tmp = wirespeed_testkit::fs::tempdir();
-        let root = tmp.path().join("root");
-        std::fs::create_dir(&root).unwrap();
+        let (tmp, root) = temp_root();
         let storage = LocalStorage::new(&root).unwrap().with_fsync(false);
-        let mut rt = tokio::runtime::Builder::new_multi_thread();
-        rt.worker_threads(2);
-        let server = ThreadServer::start(rt, move |listener, stop| async move {
-            let (router, _uploads) = wirespeed_service::router_with_uploads(storage, cfg, ucfg);
-            Server::new(ServerConfig::default())
-                .serve(listener, Arc::new(router), stop)
-                .await
-                .unwrap();
-        });
-        TestServer {
-            addr: server.addr,
-            server,
-            tmp,
-            root,
-        }
+        Self::uploads_server(tmp, root, storage, cfg, ucfg, None)
     }
 
     /// The server with resumable uploads over any storage (e.g. S3), its
@@ -131,19 +119,34 @@ impl TestServer {
     where
         S: Storage + wirespeed_service::PartialUploads + Clone,
     {
-        let tmp = wirespeed_testkit::fs::tempdir();
-        let root = tmp.path().join("root");
-        std::fs::create_dir(&root).unwrap();
+        let (tmp, root) = temp_root();
+        let sweep = Some(std::time::Duration::from_millis(300));
+        Self::uploads_server(tmp, root, storage, cfg, ucfg, sweep)
+    }
+
+    fn uploads_server<S>(
+        tmp: tempfile::TempDir,
+        root: PathBuf,
+        storage: S,
+        cfg: ServiceConfig,
+        ucfg: wirespeed_service::UploadsConfig,
+        sweep_every: Option<std::time::Duration>,
+    ) -> Self
+    where
+        S: Storage + wirespeed_service::PartialUploads + Clone,
+    {
         let mut rt = tokio::runtime::Builder::new_multi_thread();
         rt.worker_threads(2);
         let server = ThreadServer::start(rt, move |listener, stop| async move {
             let (router, uploads) = wirespeed_service::router_with_uploads(storage, cfg, ucfg);
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-                    uploads.sweep_expired().await;
-                }
-            });
+            if let Some(every) = sweep_every {
+                tokio::spawn(async move {
+                    loop {
+                        tokio::time::sleep(every).await;
+                        uploads.sweep_expired().await;
+                    }
+                });
+            }
             Server::new(ServerConfig::default())
                 .serve(listener, Arc::new(router), stop)
                 .await
