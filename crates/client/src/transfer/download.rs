@@ -73,7 +73,8 @@ pub async fn download_file(
     let mut validator: Option<String> = None;
     let mut resume = opts.resume;
     let mut attempt = 0u32;
-    let mut best = part_len(&part);
+    // A leftover `.part` is overwritten when not resuming: progress counts from 0.
+    let mut best = if opts.resume { part_len(&part) } else { 0 };
     loop {
         let e = match download_once(client, url, dest, resume, &mut validator, opts).await {
             Ok(r) => return Ok(r),
@@ -135,14 +136,7 @@ async fn download_once(
         let p = p.to_path_buf();
         move |source| Error::File { path: p, source }
     };
-    let mut have = if resume {
-        match std::fs::metadata(&part) {
-            Ok(m) if m.is_file() => m.len(),
-            _ => 0,
-        }
-    } else {
-        0
-    };
+    let mut have = if resume { part_len(&part) } else { 0 };
     let mut resp = loop {
         let range = have;
         let if_range = validator.clone();

@@ -295,8 +295,12 @@ impl Job<'_> {
                 );
             let resp = self.client.send(req).await?;
             if resp.status() >= 500 {
-                resp.error_for_status().await?;
-                continue;
+                // error_for_status turns every 5xx into an error.
+                return Err(resp
+                    .error_for_status()
+                    .await
+                    .err()
+                    .unwrap_or_else(|| Error::Resumable("the discovery failed".into())));
             }
             let announced = Announced::from_fields(|n| resp.header(n).map(str::as_bytes));
             let _ = resp.bytes(64 * 1024).await;
@@ -312,16 +316,22 @@ impl Job<'_> {
         Ok(ClientProtocol::Put)
     }
 
+    /// A server's `Upload-Limit` `max-append-size` caps our appends.
+    fn note_limit(&mut self, resp: &Response) {
+        if let Some(l) = resp
+            .header("Upload-Limit")
+            .and_then(|v| ietf::parse_limit(v.as_bytes()))
+        {
+            self.server_cap = l.max_append_size.or(self.server_cap);
+        }
+    }
+
     /// Create the upload with an empty request and record it.
     async fn create(&mut self, protocol: ClientProtocol) -> Result<(), Error> {
         let len = self.len.to_string();
         let req = match protocol {
             ClientProtocol::Ietf => {
-                let mut req = Request::put(self.url.clone())
-                    .header(
-                        "Upload-Draft-Interop-Version",
-                        ietf::INTEROP_VERSION.to_string(),
-                    )
+                let mut req = protocol_headers(Request::put(self.url.clone()), protocol)
                     .header("Upload-Complete", "?0")
                     .header("Upload-Length", len)
                     .header("Content-Type", "application/octet-stream");
@@ -341,8 +351,7 @@ impl Job<'_> {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                Request::new("POST", target)
-                    .header("Tus-Resumable", tus::VERSION)
+                protocol_headers(Request::new("POST", target), protocol)
                     .header("Upload-Length", len)
                     .header(
                         "Upload-Metadata",
@@ -352,12 +361,7 @@ impl Job<'_> {
         };
         let resp = self.client.send(req).await?.error_for_status().await?;
         let location = resp.header("Location").map(str::to_string);
-        if let Some(l) = resp
-            .header("Upload-Limit")
-            .and_then(|v| ietf::parse_limit(v.as_bytes()))
-        {
-            self.server_cap = l.max_append_size.or(self.server_cap);
-        }
+        self.note_limit(&resp);
         let status = resp.status();
         let _ = resp.bytes(64 * 1024).await;
         let Some(location) = location else {
@@ -401,12 +405,7 @@ impl Job<'_> {
                 .unwrap_or(false),
             _ => offset == Some(self.len),
         };
-        if let Some(l) = resp
-            .header("Upload-Limit")
-            .and_then(|v| ietf::parse_limit(v.as_bytes()))
-        {
-            self.server_cap = l.max_append_size.or(self.server_cap);
-        }
+        self.note_limit(&resp);
         drop(resp);
         let Some(offset) = offset.filter(|o| *o <= self.len) else {
             return Err(Error::Resumable(

@@ -3,6 +3,7 @@
 //! `$XDG_STATE_HOME/wirespeed/uploads/`, holding the upload's URL, its
 //! protocol and the file's identity when the upload was created.
 
+use std::ffi::OsString;
 use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
@@ -58,9 +59,15 @@ pub struct SavedUpload {
 /// The folder state files live in: `$XDG_STATE_HOME/wirespeed/uploads`,
 /// else `~/.local/state/wirespeed/uploads`.
 pub fn state_dir() -> Option<PathBuf> {
-    let base = match std::env::var_os("XDG_STATE_HOME") {
+    state_dir_from(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
+}
+
+/// [`state_dir`] from the two variables (a relative `XDG_STATE_HOME` is
+/// ignored, as the XDG spec asks).
+fn state_dir_from(xdg: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
+    let base = match xdg {
         Some(d) if Path::new(&d).is_absolute() => PathBuf::from(d),
-        _ => PathBuf::from(std::env::var_os("HOME")?).join(".local/state"),
+        _ => PathBuf::from(home?).join(".local/state"),
     };
     Some(base.join("wirespeed/uploads"))
 }
@@ -103,10 +110,6 @@ impl StateFile {
             file,
             target: target.clone(),
         }
-    }
-
-    pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
     }
 
     pub fn exists(&self) -> bool {
@@ -241,10 +244,21 @@ mod tests {
 
     #[test]
     fn the_state_folder_follows_xdg() {
-        let d = state_dir();
-        if let Some(d) = d {
-            assert!(d.ends_with("wirespeed/uploads"));
-        }
+        let some = |s: &str| Some(OsString::from(s));
+        assert_eq!(
+            state_dir_from(some("/st"), some("/home/u")),
+            Some(PathBuf::from("/st/wirespeed/uploads"))
+        );
+        assert_eq!(
+            state_dir_from(some("rel"), some("/home/u")),
+            Some(PathBuf::from("/home/u/.local/state/wirespeed/uploads")),
+            "a relative XDG_STATE_HOME is ignored"
+        );
+        assert_eq!(
+            state_dir_from(None, some("/home/u")),
+            Some(PathBuf::from("/home/u/.local/state/wirespeed/uploads"))
+        );
+        assert_eq!(state_dir_from(None, None), None);
         let st = StateFile::new(
             None,
             FileIdentity {
