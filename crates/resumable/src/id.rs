@@ -4,7 +4,7 @@
 use std::fmt;
 
 /// The name of one upload resource.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct UploadId([u8; 16]);
 
 impl UploadId {

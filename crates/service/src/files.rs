@@ -10,7 +10,7 @@ use crate::digest::{asked_for, format_sha256};
 use crate::listing::{Format, Formatter, FLUSH_AT, PAGE_CSP};
 use crate::path::{parse_request_path, RelPath};
 use crate::respond::{
-    admit, check_room, close_if_body, etag, explain_too_large, respond_stored, write_preconditions,
+    admit, check_room, etag, explain_too_large, has_body, respond_stored, write_preconditions,
 };
 use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload};
 use crate::upload::receive;
@@ -318,11 +318,8 @@ impl<S: Storage> Files<S> {
 
     /// WebDAV `MKCOL` (RFC 4918 §9.3): one folder, whose parent exists.
     async fn mkcol(&self, ex: &mut Exchange, key: RelPath) -> Result<(), Error> {
-        if !matches!(
-            ex.body_framing(),
-            wirespeed_net::proto::BodyFraming::Empty | wirespeed_net::proto::BodyFraming::Length(0)
-        ) {
-            close_if_body(ex);
+        if has_body(ex) {
+            ex.close_after_response();
             return Err(Error::status(415, "MKCOL takes no body"));
         }
         match self.storage.mkdir(&key).await.map_err(|e| e.on_write(&key)) {

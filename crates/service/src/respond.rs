@@ -89,12 +89,17 @@ pub fn human_size(n: u64) -> String {
 /// a token hold a 256 KiB buffer for as long as they trickle bytes): the
 /// connection closes after the answer instead.
 pub(crate) fn close_if_body(ex: &mut Exchange) {
-    if !matches!(
-        ex.body_framing(),
-        wirespeed_net::proto::BodyFraming::Empty | wirespeed_net::proto::BodyFraming::Length(0)
-    ) {
+    if has_body(ex) {
         ex.close_after_response();
     }
+}
+
+/// The request carries body bytes (chunked, or a nonzero Content-Length).
+pub(crate) fn has_body(ex: &Exchange) -> bool {
+    !matches!(
+        ex.body_framing(),
+        wirespeed_net::proto::BodyFraming::Empty | wirespeed_net::proto::BodyFraming::Length(0)
+    )
 }
 
 /// The checks every request to the file and upload routes passes first:

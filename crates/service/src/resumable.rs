@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sha1::Digest as _;
-use wirespeed_net::proto::BodyFraming;
 use wirespeed_net::{Error, Exchange, FileBodyError, Handler, Response};
 use wirespeed_resumable::{
     ietf, tus, Append, ChecksumAlgorithm, Limits, Progress, Protocol, Refusal, UploadId,
@@ -26,10 +25,10 @@ use wirespeed_resumable::{
 
 use crate::files::Files;
 use crate::path::{parse_request_path, RelPath};
-use crate::respond::{admit, admit_with, etag, write_preconditions};
+use crate::respond::{admit, admit_with, etag, has_body, write_preconditions};
 use crate::storage::partial::{PartialData, PartialUploads};
 use crate::storage::{CommitCheck, Kind, Storage, StorageError, Written};
-use crate::{RouteClass, ServiceConfig};
+use crate::{RouteClass, ServiceConfig, UploadPath};
 
 /// Where upload resources live.
 pub const UPLOADS_PREFIX: &str = "/-/uploads/";
@@ -124,13 +123,6 @@ fn new_id() -> Result<UploadId, Error> {
 
 fn location(id: &UploadId) -> String {
     format!("{UPLOADS_PREFIX}{id}")
-}
-
-fn has_body(ex: &Exchange) -> bool {
-    !matches!(
-        ex.body_framing(),
-        BodyFraming::Empty | BodyFraming::Length(0)
-    )
 }
 
 fn tus_fields(ex: &Exchange) -> tus::Fields<'_> {
@@ -231,17 +223,18 @@ impl Hasher {
     }
 }
 
-/// Moves the request body into `data`: zero-copy when nothing is hashed
-/// and the store has a file, else through the connection buffer.
+/// Moves the request body into `data`: zero-copy when nothing is hashed,
+/// the server uses splice (`--upload-path`) and the store has a file, else
+/// through the connection buffer.
 async fn receive<D: PartialData>(
     ex: &mut Exchange,
     data: &mut D,
     hash: Option<ChecksumAlgorithm>,
+    path: UploadPath,
 ) -> Result<Option<Vec<u8>>, Error> {
-    if hash.is_none() {
+    if hash.is_none() && path == UploadPath::Splice {
         if let Some(file) = data.as_file() {
-            let file = file.try_clone().map_err(StorageError::from)?;
-            match ex.receive_body_into(&file, |_| {}).await {
+            match ex.receive_body_into(file, |_| {}).await {
                 Ok(Some(_)) => return Ok(None),
                 Ok(None) => {}
                 Err(FileBodyError::File(e)) => return Err(StorageError::from(e).into()),
@@ -481,7 +474,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         takeover.as_mut().enable();
         let hash = plan.checksum.as_ref().map(|c| c.algorithm);
         let received = tokio::select! {
-            r = receive(ex, &mut data, hash) => r,
+            r = receive(ex, &mut data, hash, self.cfg.upload_path) => r,
             () = &mut takeover => {
                 ex.close_after_response();
                 Err(Error::status(409, "a newer request to this upload took over"))
@@ -513,7 +506,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             data.sync().await?;
         }
         let mut next = slot.snapshot();
-        let before = (next.length, next.metadata.clone());
+        let before = next.length;
         let progress = match next.record(&plan, got, body_error.is_none()) {
             Ok(p) => p,
             Err(r) => {
@@ -533,7 +526,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         let mut written = None;
         match progress {
             Progress::Partial { .. } => {
-                if (next.length, next.metadata.clone()) != before {
+                if next.length != before {
                     self.storage.save_partial(id, &next).await?;
                 }
                 *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = next;
@@ -542,7 +535,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = next;
                 let w = self
                     .storage
-                    .complete_partial(id, data, &key, None, check)
+                    .complete_partial(id, data, &key, check)
                     .await
                     .map_err(|e| e.on_write(&key));
                 self.forget(id);
@@ -894,8 +887,11 @@ pub struct UploadRoutes<S>(pub Arc<Uploads<S>>);
 impl<S: Storage + PartialUploads + Clone> Handler for UploadRoutes<S> {
     async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
         RouteClass::Resumable.set(ex);
+        // Errors carry Tus-Resumable for tus clients (who send it), not for
+        // IETF ones.
+        let tus = ex.header("tus-resumable").is_some();
         let r = self.0.route(ex).await;
-        answer_error(ex, r, true).await
+        answer_error(ex, r, tus).await
     }
 }
 

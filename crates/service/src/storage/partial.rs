@@ -47,7 +47,7 @@ pub trait PartialUploads: Send + Sync + 'static {
         state: &UploadState,
     ) -> impl Future<Output = Result<(), StorageError>> + Send;
     /// Publish the data under `key` atomically (missing parent folders are
-    /// created), record `sha256` if given, and forget the upload. `check`
+    /// created), and forget the upload. `check`
     /// (as for [`Upload::check_before_commit`](super::Upload::check_before_commit))
     /// runs against what is at `key` right before.
     fn complete_partial(
@@ -55,7 +55,6 @@ pub trait PartialUploads: Send + Sync + 'static {
         id: &UploadId,
         data: Self::Data,
         key: &RelPath,
-        sha256: Option<[u8; 32]>,
         check: Option<CommitCheck>,
     ) -> impl Future<Output = Result<Written, StorageError>> + Send;
     /// Remove the upload (data and record); an unknown id is not an error.

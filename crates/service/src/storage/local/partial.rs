@@ -3,9 +3,10 @@
 //! `renameat` + fsync of the folder). Completion publishes the `.part` by
 //! one `renameat` onto the target, so the final name never shows a partial.
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
@@ -191,7 +192,6 @@ impl PartialUploads for LocalStorage {
         id: &UploadId,
         data: LocalPartial,
         key: &RelPath,
-        sha256: Option<[u8; 32]>,
         check: Option<CommitCheck>,
     ) -> Result<Written, StorageError> {
         let (this, id, key) = (self.clone(), *id, key.clone());
@@ -200,14 +200,6 @@ impl PartialUploads for LocalStorage {
                 return Err(StorageError::IsDir);
             };
             let file = data.file;
-            if let Some(sum) = sha256 {
-                let id = digest_store::identity(&file)?;
-                if let Err(e) =
-                    digest_store::write(this.digests, this.root.fd(), file.as_fd(), &id, &sum)
-                {
-                    tracing::warn!(error = %e, "could not record the upload's digest");
-                }
-            }
             if this.fsync {
                 file.sync_all()?;
             }
@@ -296,28 +288,9 @@ impl PartialUploads for LocalStorage {
     async fn list_partials(&self) -> Result<Vec<(UploadId, Option<UploadState>)>, StorageError> {
         let this = self.clone();
         blocking(move || {
-            let dir = match this.uploads_dir(false) {
-                Err(StorageError::NotFound) => return Ok(Vec::new()),
-                other => other?,
+            let Some((dir, ids)) = this.partial_ids()? else {
+                return Ok(Vec::new());
             };
-            let mut ids = Vec::new();
-            let fd = rustix::fs::openat(
-                &dir,
-                ".",
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )?;
-            for entry in rustix::fs::Dir::new(fd)?.flatten() {
-                let name = entry.file_name().to_string_lossy();
-                let stem = name
-                    .strip_suffix(".part")
-                    .or_else(|| name.strip_suffix(".json"));
-                if let Some(id) = stem.and_then(UploadId::parse) {
-                    if !ids.contains(&id) {
-                        ids.push(id);
-                    }
-                }
-            }
             Ok(ids
                 .into_iter()
                 .map(|id| {
@@ -327,6 +300,40 @@ impl PartialUploads for LocalStorage {
                 .collect())
         })
         .await
+    }
+
+    /// One folder read, no record read: creations call this under a lock.
+    async fn count_partials(&self) -> Result<usize, StorageError> {
+        let this = self.clone();
+        blocking(move || Ok(this.partial_ids()?.map_or(0, |(_, ids)| ids.len()))).await
+    }
+}
+
+impl LocalStorage {
+    /// The uploads folder and the ids of the uploads in it (a `.part` or a
+    /// `.json`, or both); `None` when no upload was ever made.
+    fn partial_ids(&self) -> Result<Option<(OwnedFd, BTreeSet<UploadId>)>, StorageError> {
+        let dir = match self.uploads_dir(false) {
+            Err(StorageError::NotFound) => return Ok(None),
+            other => other?,
+        };
+        let mut ids = BTreeSet::new();
+        let fd = rustix::fs::openat(
+            &dir,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        for entry in rustix::fs::Dir::new(fd)?.flatten() {
+            let name = entry.file_name().to_string_lossy();
+            let stem = name
+                .strip_suffix(".part")
+                .or_else(|| name.strip_suffix(".json"));
+            if let Some(id) = stem.and_then(UploadId::parse) {
+                ids.insert(id);
+            }
+        }
+        Ok(Some((dir, ids)))
     }
 }
 
@@ -396,7 +403,7 @@ mod tests {
         assert_eq!(data.size().await.unwrap(), 10);
         let key = crate::path::parse_request_path("/a/b.bin").unwrap();
         let w = again
-            .complete_partial(&id(1), data, &key, None, None)
+            .complete_partial(&id(1), data, &key, None)
             .await
             .unwrap();
         assert_eq!(w, Written::Created);

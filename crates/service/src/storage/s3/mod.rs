@@ -112,7 +112,6 @@ pub struct S3Storage {
     prefix: String,
     /// What the errors name: `s3://bucket/prefix at endpoint`.
     pub(crate) place: Arc<str>,
-    part_size: usize,
 }
 
 impl std::fmt::Debug for S3Storage {
@@ -184,14 +183,7 @@ impl S3Storage {
                 format!("{}/", cfg.prefix)
             },
             place: place.into(),
-            part_size: PART_SIZE,
         })
-    }
-
-    /// Smaller parts (tests; S3 wants at least 5 MiB but for the last).
-    pub fn with_part_size(mut self, bytes: usize) -> Self {
-        self.part_size = bytes.max(1);
-        self
     }
 
     /// Where this storage points, for logs and errors.
@@ -416,7 +408,7 @@ impl Storage for S3Storage {
         if !matches!(self.dir_state(key).await?, DirState::Absent) {
             return Err(StorageError::Conflict("a directory exists at this path"));
         }
-        Ok(S3Upload::new(self.clone(), path, self.part_size))
+        Ok(S3Upload::new(self.clone(), path, PART_SIZE))
     }
 
     async fn list(&self, key: &RelPath) -> Result<S3Listing, StorageError> {
@@ -441,13 +433,12 @@ impl Storage for S3Storage {
                 return match self.dir_state(key).await? {
                     DirState::Absent => Err(StorageError::NotFound),
                     DirState::NotEmpty => Err(StorageError::NotEmpty),
-                    DirState::Empty { slash_marker: true } => {
-                        let marker = ObjPath::parse(self.dir_prefix(key))
-                            .map_err(|_| StorageError::Forbidden)?;
-                        // object_store drops the trailing '/': delete the
-                        // marker key through its raw form.
-                        self.delete_raw_marker(&marker).await
-                    }
+                    // A `dir/` marker made by another tool: object_store
+                    // paths never end in '/', so it cannot be named to
+                    // DeleteObject.
+                    DirState::Empty { slash_marker: true } => Err(StorageError::Conflict(
+                        "this folder is an S3 folder marker; remove it with an S3 tool",
+                    )),
                     DirState::Empty {
                         slash_marker: false,
                     } => self
@@ -473,17 +464,6 @@ impl Storage for S3Storage {
         overwrite: bool,
     ) -> Result<Written, StorageError> {
         self.move_key(from, to, overwrite).await
-    }
-}
-
-impl S3Storage {
-    /// Remove a `dir/` marker object. object_store paths never end in '/',
-    /// so the marker cannot be named to `DeleteObject`; such folders (made
-    /// by other tools) are reported as not removable through this server.
-    async fn delete_raw_marker(&self, _marker: &ObjPath) -> Result<(), StorageError> {
-        Err(StorageError::Conflict(
-            "this folder is an S3 folder marker; remove it with an S3 tool",
-        ))
     }
 }
 

@@ -183,17 +183,10 @@ pub(super) fn parse_hex32(s: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
-pub(super) fn to_hex(sum: &[u8; 32]) -> String {
-    let mut s = String::with_capacity(64);
-    for b in sum {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{parse_hex32, to_hex};
+    use super::parse_hex32;
+    use crate::digest::hex as to_hex;
 
     #[test]
     fn hex_round_trip() {

@@ -31,13 +31,13 @@ use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use wirespeed_resumable::{UploadId, UploadState};
 
-use super::{file_meta, DirState, S3Storage};
+use super::{file_meta, DirState, S3Storage, PART_SIZE};
 use crate::path::{parse_request_path, RelPath};
 use crate::storage::partial::{PartialData, PartialUploads, UPLOADS_DIR};
 use crate::storage::{CommitCheck, StorageError, Written};
 
-/// S3's smallest part but the last.
-const MIN_PART: usize = 5 << 20;
+/// S3's smallest part but the last: every part but the last is PART_SIZE.
+const _: () = assert!(PART_SIZE >= 5 << 20);
 /// Largest record read back.
 const MAX_RECORD: usize = 1 << 20;
 
@@ -102,11 +102,6 @@ impl S3Storage {
     fn target_path(&self, state: &UploadState) -> Result<ObjPath, StorageError> {
         let key = parse_request_path(&state.target).map_err(|_| StorageError::NotFound)?;
         self.path(&key)
-    }
-
-    /// Parts at least S3's minimum.
-    fn upload_part_size(&self) -> usize {
-        self.part_size.max(MIN_PART)
     }
 
     async fn write_record(
@@ -238,7 +233,6 @@ impl PartialUploads for S3Storage {
         id: &UploadId,
         mut data: S3Partial,
         key: &RelPath,
-        _sha256: Option<[u8; 32]>,
         check: Option<CommitCheck>,
     ) -> Result<Written, StorageError> {
         if !matches!(self.dir_state(key).await?, DirState::Absent) {
@@ -316,7 +310,7 @@ impl PartialUploads for S3Storage {
             .iter()
             .filter_map(|n| id_of(n))
             .collect();
-        ids.sort_unstable_by_key(|id| id.to_string());
+        ids.sort_unstable();
         ids.dedup();
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
@@ -400,7 +394,7 @@ impl S3Partial {
         if self.buf.is_some() {
             return Ok(());
         }
-        let mut buf = BytesMut::with_capacity(self.storage.upload_part_size());
+        let mut buf = BytesMut::with_capacity(PART_SIZE);
         if self.cur.tail > 0 {
             let path = self.storage.tail_path(&self.id, self.cur.gen)?;
             let got = self
@@ -449,7 +443,7 @@ impl S3Partial {
 impl PartialData for S3Partial {
     async fn write(&mut self, mut data: &[u8]) -> Result<(), StorageError> {
         self.load_tail().await?;
-        let part = self.storage.upload_part_size();
+        let part = PART_SIZE;
         while !data.is_empty() {
             let Some(buf) = self.buf.as_mut() else {
                 return Ok(());

@@ -11,8 +11,9 @@ use object_store::{
 };
 use tokio::task::JoinSet;
 
-use super::object::{to_hex, SHA256_KEY};
+use super::object::SHA256_KEY;
 use super::{file_meta, S3Storage, PARTS_IN_FLIGHT};
+use crate::digest::hex as to_hex;
 use crate::storage::{CommitCheck, StorageError, Upload, Written};
 
 /// An object being written (see the module doc).
