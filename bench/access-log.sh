@@ -26,8 +26,7 @@ start() { # name, args…
     taskset -c 0 "$BIN" serve "$W/data" --listen 127.0.0.1:0 --threads 1 --no-fsync "$@" \
         >"$W/$name.out" 2>"$W/$name.log" &
     PIDS+=($!)
-    until grep -q '^listening on ' "$W/$name.out" 2>/dev/null; do sleep 0.05; done
-    sed -n 's/^listening on //p' "$W/$name.out"
+    wait_listening "$W/$name.out"
 }
 declare -A URL
 URL[off]=$(start off --access-log off)

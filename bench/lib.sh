@@ -13,3 +13,13 @@ trap cleanup EXIT
 log() { echo "[$BENCH] $*" >&2; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"} else if (NR%2) {print a[(NR+1)/2]} else {print (a[NR/2]+a[NR/2+1])/2}}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b>0) printf "%.2f", a/b; else print "n/a"}'; }
+
+# wait_listening FILE: prints the URL of `wirespeed serve`'s "listening on URL"
+# line once FILE (its stdout) has it; fails after 10 s, saying so.
+wait_listening() {
+    local _
+    for _ in $(seq 200); do grep -q '^listening on ' "$1" 2>/dev/null && break; sleep 0.05; done
+    grep -q '^listening on ' "$1" 2>/dev/null \
+        || { echo "the server did not start within 10 s (no 'listening on' in $1)" >&2; return 1; }
+    sed -n 's/^listening on //p' "$1" | head -n 1
+}

@@ -71,8 +71,7 @@ mkdir -p "$W/ws-data" "$W/ng-data/load" "$W/ngtmp"
 "$WS" serve "$W/ws-data" --listen 127.0.0.1:0 --no-fsync >"$W/ws.addr" 2>"$W/ws.log" &
 WS_PID=$!
 PIDS+=("$WS_PID")
-for _ in $(seq 100); do grep -q listening "$W/ws.addr" 2>/dev/null && break; sleep 0.05; done
-WS_URL=$(sed -n 's/^listening on //p' "$W/ws.addr" | head -n 1)
+WS_URL=$(wait_listening "$W/ws.addr")
 
 NG_PORT=$(free_port)
 cat >"$W/nginx.conf" <<NGINX

@@ -32,8 +32,7 @@ for i in range(n):
 PY
 "$BIN" serve "$W/data" --listen 127.0.0.1:0 --no-fsync >"$W/serve.out" 2>"$W/serve.log" &
 PIDS+=($!)
-until grep -q '^listening on ' "$W/serve.out" 2>/dev/null; do sleep 0.05; done
-URL=$(sed -n 's/^listening on //p' "$W/serve.out")/
+URL=$(wait_listening "$W/serve.out")/
 bytes=$(curl -s -H 'Accept: text/html' "$URL" | wc -c)
 log "$ENTRIES entries, page $bytes bytes, $RUNS runs, $(/usr/bin/chromium --version 2>/dev/null | head -c 40)"
 python3 "$REPO/bench/page_load.py" "$URL" "$RUNS" "$ENTRIES"

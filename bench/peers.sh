@@ -114,10 +114,6 @@ with open(sys.argv[1], "rb") as f:
 print(base64.b64encode(h.digest()).decode())' "$W/upload-src.bin")
 
 # ---- servers ---------------------------------------------------------
-wait_listening() { # addr-file: prints the URL from its `listening on URL` line
-    for _ in $(seq 100); do grep -q listening "$1" 2>/dev/null && break; sleep 0.05; done
-    sed -n 's/^listening on //p' "$1" | head -n 1
-}
 # The start_* functions run in this shell, not in $(…): a pid appended to
 # PIDS inside a command substitution never reaches cleanup (the wirespeed
 # servers used to outlive the script that way). They set URL and PID.

@@ -39,9 +39,7 @@ WANT=$(sha256sum "$SRC" | cut -d' ' -f1)
 taskset -c "$SERVER_CPU" "$WS" serve "$W/data" --listen 127.0.0.1:0 --no-fsync \
     >"$W/serve.out" 2>"$W/serve.log" &
 PIDS+=($!)
-for _ in $(seq 200); do grep -q listening "$W/serve.out" 2>/dev/null && break; sleep 0.05; done
-BASE=$(sed -n 's/^listening on //p' "$W/serve.out" | head -1)
-[[ -n "$BASE" ]] || { echo "server did not start: $(cat "$W/serve.log")" >&2; exit 1; }
+BASE=$(wait_listening "$W/serve.out") || { cat "$W/serve.log" >&2; exit 1; }
 
 ROWS=(put ietf tus ietf-8m tus-8m)
 declare -A ARGS=(

@@ -60,9 +60,7 @@ start_ws() {
     "$WS" serve --storage s3://bench/ws --s3-endpoint "$EP" --listen 127.0.0.1:0 >"$W/addr" 2>"$W/ws.log" &
     WSPID=$!
     PIDS+=($WSPID)
-    for _ in $(seq 100); do grep -q listening "$W/addr" 2>/dev/null && break; sleep 0.05; done
-    URL=$(sed -n 's/^listening on //p' "$W/addr")
-    [[ -n "$URL" ]] || { cat "$W/ws.log" >&2; exit 1; }
+    URL=$(wait_listening "$W/addr") || { cat "$W/ws.log" >&2; exit 1; }
 }
 stop_ws() { kill "$WSPID"; wait "$WSPID" 2>/dev/null || true; }
 secs() { local s e; s=$(date +%s.%N); "$@" >/dev/null; e=$(date +%s.%N); awk -v s="$s" -v e="$e" 'BEGIN {printf "%.3f\n", e-s}'; }
