@@ -214,16 +214,19 @@ impl ResponseWriter {
             FileSend::Copy => false,
             FileSend::Auto => !conn.peer.ip().to_canonical().is_loopback(),
         };
+        // Counted step by step: a transfer the peer cuts short is logged and
+        // counted with the bytes that did leave (issue 24, item 13).
+        let body_sent = &mut self.body_sent;
+        let count = |n: u64| *body_sent += n;
         let sent = match conn.io.plain_tcp().filter(|_| use_sendfile) {
-            Some(tcp) => wirespeed_io::send_file(tcp, file, offset, len, step, t, |_| {}).await,
-            None => wirespeed_io::copy_file(&mut conn.io, file, offset, len, t).await,
+            Some(tcp) => wirespeed_io::send_file(tcp, file, offset, len, step, t, count).await,
+            None => wirespeed_io::copy_file(&mut conn.io, file, offset, len, t, count).await,
         };
         if let Err(e) = sent {
             // The head promised `len` bytes: the connection cannot be reused.
             self.keep_alive = false;
             return Err(step_error(Timeout::Write)(e));
         }
-        self.body_sent += len;
         Ok(())
     }
 

@@ -14,7 +14,7 @@ use crate::respond::{
 };
 use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload};
 use crate::upload::receive;
-use crate::{RouteClass, ServiceConfig};
+use crate::{DigestPolicy, RouteClass, ServiceConfig};
 
 /// The metrics class of a request to the file routes (a folder GET becomes
 /// `Listing` once storage says it is one).
@@ -78,9 +78,17 @@ fn path_error(e: crate::path::PathError, method: &str) -> Error {
 fn base_headers(resp: Response, tag: &str, modified: Option<SystemTime>) -> Response {
     let resp = resp.header("ETag", tag).header("Accept-Ranges", "bytes");
     match modified {
-        Some(m) => resp.header("Last-Modified", httpdate::fmt_http_date(m)),
+        Some(m) => resp.header("Last-Modified", http_date(m)),
         None => resp,
     }
+}
+
+/// An IMF-fixdate (always 29 bytes) formatted on the stack, not in a String.
+fn http_date(t: SystemTime) -> [u8; 29] {
+    use std::io::Write as _;
+    let mut out = [b' '; 29];
+    let _ = write!(&mut out[..], "{}", httpdate::HttpDate::from(t));
+    out
 }
 
 impl<S: Storage> Handler for Files<S> {
@@ -192,21 +200,35 @@ impl<S: Storage> Files<S> {
             Outcome::Partial { start, end } => (206, start, end - start + 1),
         };
         let name = key.name().unwrap_or("");
-        let mime = mime_guess::from_path(name).first_or_octet_stream();
+        // The static name, not a parsed `Mime` (which allocates).
+        let essence = mime_guess::from_path(name)
+            .first_raw()
+            .unwrap_or("application/octet-stream");
+        // A text file's start is read to sniff its charset; when that is the
+        // whole file, the same bytes are the body (one read per request).
+        let mut start = [0u8; SNIFF_BYTES];
+        let mut whole = None;
         // User content never runs as this origin (the built-in pages do):
         // an uploaded .html is shown sandboxed, and never sniffed.
-        let content_type =
-            if mime.type_() == mime_guess::mime::TEXT && utf8_text(&mut obj, meta.size).await {
-                with_utf8_charset(mime.essence_str())
-            } else {
-                std::borrow::Cow::Borrowed(mime.essence_str())
-            };
+        let content_type = if essence.starts_with("text/")
+            && utf8_text(&mut obj, meta.size, &mut start, &mut whole).await
+        {
+            with_utf8_charset(essence)
+        } else {
+            std::borrow::Cow::Borrowed(essence)
+        };
         let mut resp = base_headers(Response::new(status), &tag, meta.modified)
             .header("Content-Type", &*content_type)
             .header("Content-Security-Policy", "sandbox")
             .header("X-Content-Type-Options", "nosniff");
-        if let Some(sum) = representation_digest(asked_for(ex), &mut obj).await? {
-            resp = resp.header("Repr-Digest", format_sha256(&sum));
+        // A small file's digest record is looked up only when asked (or with
+        // --digest always): one system call in six on the small-GET path.
+        let asked = asked_for(ex);
+        let lookup = asked || meta.size > SMALL_FILE || self.cfg.digest == DigestPolicy::Always;
+        if lookup {
+            if let Some(sum) = representation_digest(asked, &mut obj).await? {
+                resp = resp.header("Repr-Digest", format_sha256(&sum));
+            }
         }
         if status == 206 {
             resp = resp.header(
@@ -215,6 +237,15 @@ impl<S: Storage> Files<S> {
             );
         }
         let head_only = ex.method() == "HEAD";
+        if let Some(n) = whole {
+            // Already read whole: head and body in one write, no second read.
+            let body = usize::try_from(offset)
+                .ok()
+                .and_then(|o| start[..n].get(o..o + len as usize));
+            if let Some(body) = body {
+                return ex.send(resp, body).await;
+            }
+        }
         if let Some(file) = obj.as_file() {
             return ex.send_file(resp, file, offset, len).await;
         }
@@ -430,10 +461,19 @@ fn destination(value: Option<&str>, host: Option<&str>) -> Result<RelPath, Error
 /// How much of a text file is looked at to decide whether it is UTF-8.
 const SNIFF_BYTES: usize = 1024;
 
-/// Whether a text file's first [`SNIFF_BYTES`] are UTF-8 (an unreadable
-/// one counts as not: no charset is then claimed).
-async fn utf8_text<O: Object>(obj: &mut O, size: u64) -> bool {
-    let mut buf = [0u8; SNIFF_BYTES];
+/// Files up to this size go out with the head in one write (the server's
+/// write buffer); their digest record is read only when asked.
+const SMALL_FILE: u64 = 64 << 10;
+
+/// Whether a text file's first [`SNIFF_BYTES`] (read into `buf`) are UTF-8
+/// (an unreadable one counts as not: no charset is then claimed). `whole`
+/// becomes the file's length when `buf` holds all of it.
+async fn utf8_text<O: Object>(
+    obj: &mut O,
+    size: u64,
+    buf: &mut [u8; SNIFF_BYTES],
+    whole: &mut Option<usize>,
+) -> bool {
     let want = (size as usize).min(SNIFF_BYTES);
     let mut got = 0;
     while got < want {
@@ -442,7 +482,11 @@ async fn utf8_text<O: Object>(obj: &mut O, size: u64) -> bool {
             Ok(n) => got += n,
         }
     }
-    is_utf8_prefix(&buf[..got], size as usize <= SNIFF_BYTES)
+    let complete = size as usize <= SNIFF_BYTES;
+    if complete {
+        *whole = Some(got);
+    }
+    is_utf8_prefix(&buf[..got], complete)
 }
 
 /// `TYPE; charset=utf-8`, without an allocation for the common text types

@@ -23,6 +23,7 @@
 //! Paths are validated by the pure [`path`] module; storage sits behind the
 //! [`storage::Storage`] trait ([`storage::LocalStorage`] by default).
 
+pub mod access_log;
 pub mod assets;
 pub mod auth;
 pub mod conditional;
@@ -39,6 +40,7 @@ mod encoded;
 mod files;
 mod respond;
 
+pub use access_log::AccessLog;
 pub use auth::{Access, Writes, WritesOff};
 pub use digest::DigestPolicy;
 pub use files::{Files, Health};

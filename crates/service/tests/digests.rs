@@ -203,3 +203,21 @@ fn sidecar_store_where_xattrs_are_missing() {
     assert_eq!(s.req("DELETE", "/r/f.bin", &[], b"").status, 204);
     assert_eq!(s.names(SIDECAR_DIR).len(), before - 1);
 }
+
+/// A small file (up to 64 KiB, sent with its head in one write) has its
+/// recorded digest looked up only when the request asks for one: the
+/// small-GET path makes no xattr call. Asked, the record is answered.
+#[test]
+fn small_files_answer_their_digest_when_asked() {
+    let s = TestServer::start();
+    let data = bytes(1000, 6);
+    assert_eq!(put_asking(&s, "/small.bin", &data).status, 201);
+    let g = s.get("/small.bin");
+    assert_eq!(g.body, data);
+    assert_eq!(g.header("repr-digest"), None);
+    let g = s.req("GET", "/small.bin", &[WANT], b"");
+    assert_eq!(g.body, data);
+    assert_eq!(g.header("repr-digest"), Some(sha256_field(&data).as_str()));
+    let h = s.req("HEAD", "/small.bin", &[WANT], b"");
+    assert_eq!(h.header("repr-digest"), Some(sha256_field(&data).as_str()));
+}
