@@ -132,11 +132,12 @@ impl Shared {
     }
 }
 
+/// This thread's buffer in each access log of the process (one, but tests
+/// run several servers).
+type Mine = Vec<(Weak<Shared>, Arc<Mutex<Local>>)>;
+
 thread_local! {
-    /// This thread's buffer in each access log of the process (one, but
-    /// tests run several servers).
-    static MINE: std::cell::RefCell<Vec<(Weak<Shared>, Arc<Mutex<Local>>)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
+    static MINE: std::cell::RefCell<Mine> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// The access log: [`record`](Self::record) a line per request.
