@@ -626,7 +626,10 @@ fn the_page_runs_scripts_only_from_its_assets() {
     let csp = r.header("content-security-policy").unwrap();
     assert!(csp.contains("script-src http://test/-/assets/"), "{csp}");
     assert!(!csp.contains("script-src 'self'"), "{csp}");
-    assert!(r.text().contains("/-/assets/"), "the page's script is under its assets");
+    assert!(
+        r.text().contains("/-/assets/"),
+        "the page's script is under its assets"
+    );
 }
 
 // ---- item 10: one mode -----------------------------------------------------
