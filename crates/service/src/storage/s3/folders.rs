@@ -95,22 +95,17 @@ impl S3Storage {
         }
         let src = self.path(from)?;
         let dst = self.path(to)?;
-        let source = match self.store.head(&src).await {
-            Ok(m) => Some(m),
-            Err(object_store::Error::NotFound { .. }) => None,
-            Err(e) => return Err(self.error(e)),
-        };
+        let source = self.head_opt(&src).await?;
         if source.is_none() && matches!(self.dir_state(from).await?, DirState::Absent) {
             return Err(StorageError::NotFound);
         }
         self.parent_exists(to).await?;
-        let existing = match self.store.head(&dst).await {
-            Ok(_) => Some(Kind::File),
-            Err(object_store::Error::NotFound { .. }) => match self.dir_state(to).await? {
+        let existing = match self.head_opt(&dst).await? {
+            Some(_) => Some(Kind::File),
+            None => match self.dir_state(to).await? {
                 DirState::Absent => None,
                 _ => Some(Kind::Dir),
             },
-            Err(e) => return Err(self.error(e)),
         };
         let written = if existing.is_some() {
             Written::Replaced
