@@ -149,6 +149,9 @@ impl<S: Storage> Files<S> {
             Err(StorageError::NotFound) if key.segments() == ["favicon.ico"] => {
                 crate::assets::send_favicon(ex).await
             }
+            Err(StorageError::NotFound) if crate::page::wants_html(ex) => {
+                crate::page::send_not_found(ex, &key).await
+            }
             Err(e) => Err(e.into()),
         }
     }
@@ -252,7 +255,7 @@ impl<S: Storage> Files<S> {
         if format == Format::Html {
             resp = resp.header("Content-Security-Policy", PAGE_CSP);
         }
-        let mut fmt = Formatter::new(format);
+        let mut fmt = Formatter::new(format).with_rights(crate::page::page_rights(&self.cfg, ex));
         let mut text = Vec::with_capacity(FLUSH_AT + 1024);
         fmt.begin(&mut text, key.segments(), false);
         let mut w = ex.writer(resp)?;

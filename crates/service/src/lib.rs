@@ -30,6 +30,7 @@ pub mod digest;
 pub mod listing;
 pub mod metrics;
 pub mod origin;
+pub mod page;
 pub mod path;
 pub mod resumable;
 pub mod storage;
