@@ -195,7 +195,10 @@ fn the_listing_is_a_plain_table_with_no_link_into_a_non_listing() {
     std::fs::write(s.root.join("f.txt"), b"12345").unwrap();
     std::fs::create_dir(s.root.join("d")).unwrap();
     let html = s.req("GET", "/", &[("Accept", BROWSER_ACCEPT)], b"").text();
-    assert!(!html.contains("<noscript"), "rows hidden from parsers: {html}");
+    assert!(
+        !html.contains("<noscript"),
+        "rows hidden from parsers: {html}"
+    );
     let table = html.split("<table id=\"rows\">").nth(1).expect("the table");
     assert!(table.contains("<a href=\"f.txt\">f.txt</a>"), "{table}");
     assert!(table.contains("class=\"s\">5</td>"), "exact size: {table}");

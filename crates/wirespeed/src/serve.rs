@@ -3,7 +3,7 @@
 
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +18,8 @@ use wirespeed_service::{
 use crate::size::parse_size;
 
 /// `serve --help`: the routes at a glance.
-pub const LONG_ABOUT: &str = "Serve DIR over HTTP/1.1.\n\n\
+pub const LONG_ABOUT: &str = "Serve DIR (default: the current folder; it must exist unless --create) \
+over HTTP/1.1.\n\n\
 Routes:\n  \
 GET/HEAD /path     a file (sendfile; ETag, Last-Modified, single byte ranges, If-None-Match, If-Range);\n                     \
 Repr-Digest when one is recorded, or computed on Want-Repr-Digest\n  \
@@ -47,9 +48,15 @@ stop accepting and let requests in flight finish.";
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Folder to serve (created, empty, if missing).
-    #[arg(default_value = "./data")]
-    pub dir: PathBuf,
+    /// Folder to serve (default: the current folder). It must exist unless
+    /// --create is given; `s3://BUCKET[/PREFIX]` here serves that bucket
+    /// (as --storage does).
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+
+    /// Create the folder to serve (and its parents) if it does not exist.
+    #[arg(long)]
+    pub create: bool,
 
     /// Address to listen on: PORT (on 127.0.0.1), IP:PORT, [IPv6]:PORT or
     /// HOST:PORT (resolved once at start; its first IPv4 address, else its
@@ -437,22 +444,6 @@ fn write_mode(
     (Writes::exposed(allow_upload, allow_delete), line)
 }
 
-/// The folder to serve: created (and said so) when missing; a file there is
-/// an error that says so, not "File exists".
-fn prepare_dir(dir: &Path) -> anyhow::Result<()> {
-    match std::fs::metadata(dir) {
-        Ok(m) if m.is_dir() => Ok(()),
-        Ok(_) => anyhow::bail!("{} is a file, not a folder", dir.display()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("creating the folder to serve, {}", dir.display()))?;
-            eprintln!("created empty folder {}", dir.display());
-            Ok(())
-        }
-        Err(e) => Err(e).with_context(|| format!("opening the folder to serve, {}", dir.display())),
-    }
-}
-
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum FileSendArg {
     Auto,
@@ -492,18 +483,26 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if args.private && tokens.is_empty() {
         anyhow::bail!("--private needs at least one non-empty --token");
     }
-    let s3 = match &args.s3.storage {
-        Some(url) => {
+    let target =
+        crate::serve_target::choose(args.dir.as_deref(), args.s3.storage.as_deref(), args.create)?;
+    let dir = match &target {
+        crate::serve_target::Target::Folder(d) => d.clone(),
+        crate::serve_target::Target::S3(_) => PathBuf::new(),
+    };
+    let s3 = match &target {
+        crate::serve_target::Target::S3(url) => {
+            if let Some(line) =
+                crate::serve_target::missing_s3_credentials(|v| std::env::var(v).ok())
+            {
+                anyhow::bail!("{line}");
+            }
             let mut c = wirespeed_service::S3Config::from_url(url).map_err(anyhow::Error::msg)?;
             c.endpoint = args.s3.s3_endpoint.clone().filter(|e| !e.is_empty());
             c.region = args.s3.s3_region.clone().filter(|r| !r.is_empty());
             c.path_style = args.s3.s3_path_style;
             Some(c)
         }
-        None => {
-            prepare_dir(&args.dir)?;
-            None
-        }
+        crate::serve_target::Target::Folder(_) => None,
     };
     let listen = args.listen.addr;
     let loopback = listen.ip().is_loopback();
@@ -527,8 +526,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let storage = match &s3 {
         Some(_) => None,
         None => Some(
-            LocalStorage::new(&args.dir)
-                .with_context(|| format!("opening the folder to serve, {}", args.dir.display()))?
+            LocalStorage::new(&dir)
+                .with_context(|| format!("opening the folder to serve, {}", dir.display()))?
                 .with_fsync(!args.no_fsync),
         ),
     };
@@ -597,7 +596,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         };
         let listener = tokio::net::TcpListener::bind(listen)
             .await
-            .with_context(|| format!("listening on {listen}"))?;
+            .map_err(|e| crate::serve_target::bind_error(listen, e))?;
         let addr = listener.local_addr()?;
         {
             let mut out = std::io::stdout().lock();

@@ -177,6 +177,9 @@ fn folder_page_in_chromium() {
         .filter(|n| n.starts_with(".wirespeed-tmp"))
         .collect();
     assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
-    assert!(open.join("zdir").is_dir(), "the refused upload changed nothing");
+    assert!(
+        open.join("zdir").is_dir(),
+        "the refused upload changed nothing"
+    );
     drop((s_open, s_tok, s_priv, s_ro));
 }
