@@ -99,6 +99,7 @@ impl<S: Storage> Handler for Files<S> {
             return Ok(());
         }
         let key = parse_request_path(ex.path()).map_err(|e| path_error(e, ex.method()))?;
+        self.cfg.hidden.refuse(&key)?;
         let _upload = match ex.method() {
             "PUT" | "POST" => self.cfg.metrics.as_ref().map(|m| m.upload_started()),
             _ => None,
@@ -132,6 +133,14 @@ impl<S: Storage> Files<S> {
             }
             Err(StorageError::IsDir) => {
                 if key.trailing_slash() {
+                    if self.cfg.index {
+                        // A static site's folder: its index.html, if a file.
+                        if let Ok(index) = key.join("index.html") {
+                            if let Ok(obj) = self.storage.open(&index).await {
+                                return self.send_object(ex, &index, obj).await;
+                            }
+                        }
+                    }
                     RouteClass::Listing.set(ex);
                     self.send_listing(ex, &key).await
                 } else {
@@ -197,7 +206,8 @@ impl<S: Storage> Files<S> {
         let name = key.name().unwrap_or("");
         let mime = mime_guess::from_path(name).first_or_octet_stream();
         // User content never runs as this origin (the built-in pages do):
-        // an uploaded .html is shown sandboxed, and never sniffed.
+        // an uploaded .html is shown sandboxed, and never sniffed; the
+        // operator's own site may opt out (--allow-scripts).
         let content_type =
             if mime.type_() == mime_guess::mime::TEXT && utf8_text(&mut obj, meta.size).await {
                 with_utf8_charset(mime.essence_str())
@@ -206,8 +216,10 @@ impl<S: Storage> Files<S> {
             };
         let mut resp = base_headers(Response::new(status), &tag, meta.modified)
             .header("Content-Type", &*content_type)
-            .header("Content-Security-Policy", "sandbox")
             .header("X-Content-Type-Options", "nosniff");
+        if !self.cfg.allow_scripts {
+            resp = resp.header("Content-Security-Policy", "sandbox");
+        }
         if let Some(sum) = representation_digest(asked_for(ex), &mut obj).await? {
             resp = resp.header("Repr-Digest", format_sha256(&sum));
         }
@@ -261,6 +273,9 @@ impl<S: Storage> Files<S> {
         let mut w = ex.writer(resp)?;
         while let Some(entries) = batch {
             for e in &entries {
+                if self.cfg.hidden.hides_name(&e.name) {
+                    continue;
+                }
                 fmt.entry(&mut text, e);
                 if text.len() >= FLUSH_AT {
                     w.write(&text).await?;
@@ -348,6 +363,7 @@ impl<S: Storage> Files<S> {
             return Err(Error::status(403, "the root cannot be moved"));
         }
         let to = destination(ex.header_str("destination"), ex.header_str("host"))?;
+        self.cfg.hidden.refuse(&to)?;
         if to.segments() == key.segments() {
             return Err(Error::status(
                 403,

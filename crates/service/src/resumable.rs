@@ -386,6 +386,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
 
     /// 409 when a folder already holds the upload's final name.
     async fn refuse_folder_target(&self, target: &RelPath) -> Result<(), Error> {
+        self.cfg.hidden.refuse(target)?;
         match self.storage.stat(target).await {
             Ok(meta) if meta.kind == Kind::Dir => Err(Error::status(
                 409,

@@ -58,6 +58,32 @@ pub struct ServeArgs {
     #[arg(long)]
     pub create: bool,
 
+    /// Hide names matching PATTERN (a glob for one name: `*`, `?`), e.g.
+    /// `.git`, `.env*`, or '.*' for every dotfile: left out of listings and
+    /// answered 404 for any read or write, as if absent. Repeatable.
+    /// Default: nothing hidden (what is in the folder is served).
+    #[arg(long = "hidden", value_name = "PATTERN")]
+    pub hidden: Vec<String>,
+
+    /// Follow symlinks that lead outside the served folder. Off by default:
+    /// such a link is refused (403, saying so), so a link cannot expose
+    /// files beyond the folder by accident. Links inside it always work.
+    #[arg(long)]
+    pub allow_symlink: bool,
+
+    /// A folder that has an `index.html` answers with it instead of the
+    /// listing (a static site's folders).
+    #[arg(long)]
+    pub index: bool,
+
+    /// Let served HTML run its scripts. Off by default: every served file
+    /// gets `Content-Security-Policy: sandbox`, because a page anyone
+    /// uploaded would otherwise run as this origin (and could act on the
+    /// server with the visitor's token). Turn it on to preview your own
+    /// static site (with --index), on a server whose uploads you trust.
+    #[arg(long)]
+    pub allow_scripts: bool,
+
     /// Address to listen on: PORT (on 127.0.0.1), IP:PORT, [IPv6]:PORT or
     /// HOST:PORT (resolved once at start; its first IPv4 address, else its
     /// first address). Port 0 picks a free port (printed at start).
@@ -528,7 +554,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         None => Some(
             LocalStorage::new(&dir)
                 .with_context(|| format!("opening the folder to serve, {}", dir.display()))?
-                .with_fsync(!args.no_fsync),
+                .with_fsync(!args.no_fsync)
+                .with_symlinks_outside(args.allow_symlink),
         ),
     };
     let cfg = ServiceConfig {
@@ -550,6 +577,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             DigestArg::Always => DigestPolicy::Always,
         },
         metrics: (args.metrics == Switch::On).then(|| metrics.clone()),
+        hidden: wirespeed_service::Hidden::new(&args.hidden).map_err(anyhow::Error::msg)?,
+        index: args.index,
+        allow_scripts: args.allow_scripts,
     };
     // Before the config: its default connection cap follows the raised limit.
     let fd_limit = wirespeed_io::raise_open_file_limit();

@@ -111,6 +111,7 @@ enum Current {
 
 struct Form<'a, S: Storage> {
     storage: &'a S,
+    hidden: &'a crate::Hidden,
     dir: RelPath,
     files: Vec<FileSlot<S::Upload>>,
     fields: Map<String, Value>,
@@ -194,6 +195,7 @@ impl<S: Storage> Parts for Form<'_, S> {
             .dir
             .join(&name)
             .map_err(|e| Error::status(400, format!("file name {raw:?}: {e}")))?;
+        self.hidden.refuse(&key)?;
         let up = self
             .storage
             .create(&key)
@@ -258,6 +260,7 @@ pub(crate) async fn post<S: Storage>(
     boundary: &str,
     format: Format,
     hash: Option<HashMode>,
+    hidden: &crate::Hidden,
 ) -> Result<(), Error> {
     if !dir.trailing_slash() {
         let hint = dir.to_url(true);
@@ -271,6 +274,7 @@ pub(crate) async fn post<S: Storage>(
     let mut feeder = Feeder::new(boundary, limits)?;
     let mut form = Form {
         storage,
+        hidden,
         dir: dir.clone(),
         files: Vec::new(),
         fields: Map::new(),
