@@ -260,10 +260,15 @@ impl<S: Storage> Files<S> {
         // is read before the head is sent, so its failures get a status.
         let mut listing = self.storage.list(key).await?;
         let mut batch = listing.next_batch().await?;
+        let gzip = crate::compress::accepts_gzip(ex.header_str("accept-encoding"));
         let mut resp = Response::new(200)
             .header("Content-Type", format.content_type())
-            .header("Vary", "Accept")
+            .header("Vary", "Accept, Accept-Encoding")
             .header("Cache-Control", "no-cache");
+        if gzip {
+            resp = resp.header("Content-Encoding", "gzip");
+        }
+        let mut gz = gzip.then(crate::compress::Gzip::new);
         if format == Format::Html {
             resp = resp.header("Content-Security-Policy", PAGE_CSP);
         }
@@ -278,14 +283,17 @@ impl<S: Storage> Files<S> {
                 }
                 fmt.entry(&mut text, e);
                 if text.len() >= FLUSH_AT {
-                    w.write(&text).await?;
+                    write_text(&mut w, gz.as_mut(), &text).await?;
                     text.clear();
                 }
             }
             batch = listing.next_batch().await?;
         }
         fmt.end(&mut text);
-        w.write(&text).await?;
+        write_text(&mut w, gz.as_mut(), &text).await?;
+        if let Some(gz) = gz {
+            w.write(&gz.finish()?).await?;
+        }
         w.finish().await
     }
 
@@ -407,6 +415,26 @@ impl<S: Storage> Files<S> {
             .await
             .map_err(|e| e.on_write(&key))?;
         ex.send(Response::new(204), b"").await
+    }
+}
+
+/// Listing text to the body writer, through gzip when it is on.
+async fn write_text(
+    w: &mut wirespeed_net::BodyWriter<'_>,
+    gz: Option<&mut crate::compress::Gzip>,
+    text: &[u8],
+) -> Result<(), Error> {
+    match gz {
+        Some(gz) => {
+            gz.push(text)?;
+            let ready = gz.ready();
+            if !ready.is_empty() {
+                w.write(ready).await?;
+                ready.clear();
+            }
+            Ok(())
+        }
+        None => w.write(text).await,
     }
 }
 

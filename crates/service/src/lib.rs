@@ -25,6 +25,7 @@
 
 pub mod assets;
 pub mod auth;
+pub mod compress;
 pub mod conditional;
 pub mod digest;
 pub mod hidden;

@@ -139,3 +139,62 @@ fn index_serves_a_folders_index_html_and_scripts_stay_sandboxed_by_default() {
     assert_eq!(r.body, page);
     assert_eq!(r.header("content-security-policy"), Some("sandbox"));
 }
+
+#[test]
+fn listings_and_assets_are_gzipped_when_accepted_files_never() {
+    use std::io::Read;
+    let gunzip = |b: &[u8]| {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(b)
+            .read_to_end(&mut out)
+            .expect("valid gzip");
+        out
+    };
+    let s = TestServer::start();
+    for i in 0..2000 {
+        std::fs::write(s.root.join(format!("file-{i:05}.txt")), b"x").unwrap();
+    }
+    let page = vec![b'a'; 100_000];
+    std::fs::write(s.root.join("big.html"), &page).unwrap();
+    for (path, accept) in [("/", "text/html"), ("/?format=json", "application/json")] {
+        let plain = s.req("GET", path, &[("Accept", accept)], b"");
+        assert_eq!(plain.header("content-encoding"), None, "{path}");
+        assert_eq!(plain.header("vary"), Some("Accept, Accept-Encoding"));
+        let gz = s.req(
+            "GET",
+            path,
+            &[("Accept", accept), ("Accept-Encoding", "gzip, deflate, br")],
+            b"",
+        );
+        assert_eq!(gz.status, 200);
+        assert_eq!(gz.header("content-encoding"), Some("gzip"), "{path}");
+        assert_eq!(gz.header("vary"), Some("Accept, Accept-Encoding"));
+        assert_eq!(gunzip(&gz.body), plain.body, "{path}: same listing");
+        assert!(gz.body.len() * 5 < plain.body.len(), "{path}: compressed");
+        let refused = s.req("GET", path, &[("Accept-Encoding", "gzip;q=0")], b"");
+        assert_eq!(refused.header("content-encoding"), None);
+    }
+    let js = wirespeed_service::assets::url("page.js");
+    let plain = s.get(&js);
+    let gz = s.req("GET", &js, &[("Accept-Encoding", "gzip")], b"");
+    assert_eq!(gz.header("content-encoding"), Some("gzip"));
+    assert_eq!(gz.header("vary"), Some("Accept-Encoding"));
+    assert_eq!(gunzip(&gz.body), plain.body);
+    // A stored file: exact bytes, exact ranges, never encoded.
+    let r = s.req("GET", "/big.html", &[("Accept-Encoding", "gzip")], b"");
+    assert_eq!(r.header("content-encoding"), None);
+    assert_eq!(r.body, page);
+    let r = s.req(
+        "GET",
+        "/big.html",
+        &[("Accept-Encoding", "gzip"), ("Range", "bytes=10-19")],
+        b"",
+    );
+    assert_eq!((r.status, r.body.len()), (206, 10));
+    // curl, an independent decoder, reads the same listing back.
+    let (ok, out) =
+        wirespeed_testkit::tools::curl(&["-s", "--compressed", &s.url("/?format=json")]);
+    assert!(ok);
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 2001);
+}
