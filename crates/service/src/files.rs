@@ -158,8 +158,8 @@ impl<S: Storage> Files<S> {
             Err(StorageError::NotFound) if key.segments() == ["favicon.ico"] => {
                 crate::assets::send_favicon(ex).await
             }
-            Err(StorageError::NotFound) if crate::page::wants_html(ex) => {
-                crate::page::send_not_found(ex, &key).await
+            Err(StorageError::NotFound) if crate::not_found::wants_html(ex) => {
+                crate::not_found::send_not_found(ex, &key).await
             }
             Err(e) => Err(e.into()),
         }

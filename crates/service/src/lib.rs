@@ -31,6 +31,7 @@ pub mod digest;
 pub mod hidden;
 pub mod listing;
 pub mod metrics;
+pub mod not_found;
 pub mod origin;
 pub mod page;
 pub mod path;

@@ -54,35 +54,10 @@ pub struct ServeArgs {
     #[arg(value_name = "DIR")]
     pub dir: Option<PathBuf>,
 
-    /// Create the folder to serve (and its parents) if it does not exist.
-    #[arg(long)]
-    pub create: bool,
-
-    /// Hide names matching PATTERN (a glob for one name: `*`, `?`), e.g.
-    /// `.git`, `.env*`, or '.*' for every dotfile: left out of listings and
-    /// answered 404 for any read or write, as if absent. Repeatable.
-    /// Default: nothing hidden (what is in the folder is served).
-    #[arg(long = "hidden", value_name = "PATTERN")]
-    pub hidden: Vec<String>,
-
-    /// Follow symlinks that lead outside the served folder. Off by default:
-    /// such a link is refused (403, saying so), so a link cannot expose
-    /// files beyond the folder by accident. Links inside it always work.
-    #[arg(long)]
-    pub allow_symlink: bool,
-
-    /// A folder that has an `index.html` answers with it instead of the
-    /// listing (a static site's folders).
-    #[arg(long)]
-    pub index: bool,
-
-    /// Let served HTML run its scripts. Off by default: every served file
-    /// gets `Content-Security-Policy: sandbox`, because a page anyone
-    /// uploaded would otherwise run as this origin (and could act on the
-    /// server with the visitor's token). Turn it on to preview your own
-    /// static site (with --index), on a server whose uploads you trust.
-    #[arg(long)]
-    pub allow_scripts: bool,
+    /// What is served and how (boxed, like the S3 settings, to keep the
+    /// command enum small).
+    #[command(flatten)]
+    pub content: Box<ContentArgs>,
 
     /// Address to listen on: PORT (on 127.0.0.1), IP:PORT, [IPv6]:PORT or
     /// HOST:PORT (resolved once at start; its first IPv4 address, else its
@@ -265,6 +240,40 @@ pub struct ServeArgs {
     /// S3 storage (`--storage s3://…`); boxed, being rarely used.
     #[command(flatten)]
     pub s3: Box<S3Args>,
+}
+
+/// `serve`'s folder options: creating it, hidden names, symlinks, static sites.
+#[derive(Args, Debug)]
+pub struct ContentArgs {
+    /// Create the folder to serve (and its parents) if it does not exist.
+    #[arg(long)]
+    pub create: bool,
+
+    /// Hide names matching PATTERN (a glob for one name: `*`, `?`), e.g.
+    /// `.git`, `.env*`, or '.*' for every dotfile: left out of listings and
+    /// answered 404 for any read or write, as if absent. Repeatable.
+    /// Default: nothing hidden (what is in the folder is served).
+    #[arg(long = "hidden", value_name = "PATTERN")]
+    pub hidden: Vec<String>,
+
+    /// Follow symlinks that lead outside the served folder. Off by default:
+    /// such a link is refused (403, saying so), so a link cannot expose
+    /// files beyond the folder by accident. Links inside it always work.
+    #[arg(long)]
+    pub allow_symlink: bool,
+
+    /// A folder that has an `index.html` answers with it instead of the
+    /// listing (a static site's folders).
+    #[arg(long)]
+    pub index: bool,
+
+    /// Let served HTML run its scripts. Off by default: every served file
+    /// gets `Content-Security-Policy: sandbox`, because a page anyone
+    /// uploaded would otherwise run as this origin (and could act on the
+    /// server with the visitor's token). Turn it on to preview your own
+    /// static site (with --index), on a server whose uploads you trust.
+    #[arg(long)]
+    pub allow_scripts: bool,
 }
 
 /// `serve --storage s3://…` and its S3 settings.
@@ -509,8 +518,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if args.private && tokens.is_empty() {
         anyhow::bail!("--private needs at least one non-empty --token");
     }
-    let target =
-        crate::serve_target::choose(args.dir.as_deref(), args.s3.storage.as_deref(), args.create)?;
+    let target = crate::serve_target::choose(
+        args.dir.as_deref(),
+        args.s3.storage.as_deref(),
+        args.content.create,
+    )?;
     let dir = match &target {
         crate::serve_target::Target::Folder(d) => d.clone(),
         crate::serve_target::Target::S3(_) => PathBuf::new(),
@@ -555,7 +567,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             LocalStorage::new(&dir)
                 .with_context(|| format!("opening the folder to serve, {}", dir.display()))?
                 .with_fsync(!args.no_fsync)
-                .with_symlinks_outside(args.allow_symlink),
+                .with_symlinks_outside(args.content.allow_symlink),
         ),
     };
     let cfg = ServiceConfig {
@@ -577,9 +589,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             DigestArg::Always => DigestPolicy::Always,
         },
         metrics: (args.metrics == Switch::On).then(|| metrics.clone()),
-        hidden: wirespeed_service::Hidden::new(&args.hidden).map_err(anyhow::Error::msg)?,
-        index: args.index,
-        allow_scripts: args.allow_scripts,
+        hidden: wirespeed_service::Hidden::new(&args.content.hidden).map_err(anyhow::Error::msg)?,
+        index: args.content.index,
+        allow_scripts: args.content.allow_scripts,
     };
     // Before the config: its default connection cap follows the raised limit.
     let fd_limit = wirespeed_io::raise_open_file_limit();
