@@ -8,6 +8,7 @@ mod bench;
 mod bench_load;
 mod client_cmd;
 mod serve;
+mod serve_target;
 mod size;
 
 #[derive(Parser)]
