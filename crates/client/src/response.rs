@@ -11,8 +11,43 @@ use crate::conn::Conn;
 use crate::Observer;
 use crate::{Client, Error};
 
-/// The most of an error body kept as the error's message.
+/// The most of an error body read for the error's message.
 const MAX_ERROR_MESSAGE: usize = 4096;
+/// The most of it shown (characters): one readable line, not a page.
+const MAX_SHOWN_MESSAGE: usize = 300;
+
+/// Text from the network made safe to print on one terminal line: runs of
+/// whitespace (newlines included) become one space, other control
+/// characters (ESC, BEL, DEL, C1) are shown escaped (`\u{1b}`) so they
+/// cannot retitle, clear or recolour the terminal, and the result is cut
+/// to `max` characters (`…` marks the cut).
+pub fn terminal_safe(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut shown = 0usize;
+    let mut space = false;
+    for c in text.trim().chars() {
+        if shown >= max {
+            out.push('…');
+            break;
+        }
+        if c.is_whitespace() {
+            space = true;
+            continue;
+        }
+        if space {
+            out.push(' ');
+            shown += 1;
+            space = false;
+        }
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+        shown += 1;
+    }
+    out
+}
 
 /// A response whose head has arrived. Read the body with [`read`](Self::read),
 /// [`copy_to`](Self::copy_to), [`write_to_file`](Self::write_to_file) or
@@ -121,7 +156,7 @@ impl Response {
             self.head.reason.clone()
         };
         let body = self.bytes_lossy(MAX_ERROR_MESSAGE).await;
-        let message = String::from_utf8_lossy(&body).trim().to_string();
+        let message = terminal_safe(&String::from_utf8_lossy(&body), MAX_SHOWN_MESSAGE);
         Err(Error::Status {
             status,
             reason,

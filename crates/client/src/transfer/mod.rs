@@ -25,9 +25,13 @@ pub mod saved;
 mod upload;
 
 pub use download::{
-    download_file, download_to, parse_content_range, part_path, DownloadOptions, DownloadReport,
+    download_file, download_to, is_part_name, parse_content_range, part_path, DownloadOptions,
+    DownloadReport, PART_PREFIX,
 };
-pub use remote::{delete, list, list_following, safe_name, walk, Entry, RemoteEntry, MAX_DEPTH};
+pub use remote::{
+    delete, list, list_following, parse_listing_time, refuse_name, reserved_name, safe_name, walk,
+    Entry, RemoteEntry, Walk, WalkLimits, MAX_DEPTH, RESERVED_PREFIX,
+};
 pub use upload::{
     form_framing, upload_file, upload_form, upload_stream, upload_url, ProtocolChoice,
     UploadOptions, UploadReport,
