@@ -126,7 +126,7 @@ fn get_resumes_through_cuts_and_verifies_the_digest() {
     assert!(stderr.contains("resuming at byte"), "{stderr}");
     assert!(stdout.contains("sha-256 verified"), "{stdout}");
     assert!(std::fs::read(&dest).unwrap() == bytes, "bytes differ");
-    assert!(!s.local.join("got.bin.part").exists());
+    assert!(!s.local.join(".wirespeed-part-got.bin").exists());
 }
 
 #[test]
