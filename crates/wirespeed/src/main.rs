@@ -41,12 +41,19 @@ fn output_failed(e: &std::io::Error) -> ! {
     std::process::exit(CLOSED_PIPE_EXIT);
 }
 
-/// Whether an error comes from a closed output pipe.
+/// Whether an error comes from a closed standard output: `get -o -` into a
+/// pipe whose reader left, or a write to stdout returned with `?`. Never a
+/// socket's broken pipe (a server that hung up is an error to report).
 fn closed_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
+    let broken = |io: &std::io::Error| io.kind() == std::io::ErrorKind::BrokenPipe;
+    let stdout_write = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<wirespeed_client::Error>())
+        .is_some_and(|c| {
+            matches!(c, wirespeed_client::Error::Io { context, source }
+                if *context == wirespeed_client::transfer::OUTPUT_CONTEXT && broken(source))
+        });
+    stdout_write || e.downcast_ref::<std::io::Error>().is_some_and(broken)
 }
 
 mod bench;

@@ -444,6 +444,22 @@ fn a_closed_pipe_ends_quietly() {
         assert!(err.is_empty(), "quiet: {err}");
         assert_eq!(out.status.code(), Some(141), "{err}");
     }
+    // `get -o -` into a reader that leaves (`| head -c 10`).
+    std::fs::write(root.path().join("big.bin"), vec![1u8; 8 << 20]).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["get", &format!("{}/big.bin", srv.base()), "-o", "-"])
+        .env_remove("WIRESPEED_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut some = [0u8; 10];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut some).unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.is_empty(), "quiet: {err}");
+    assert_eq!(out.status.code(), Some(141), "{err}");
 }
 
 /// Issue 25: `rm -r` where a folder vanished with its last key (S3) and

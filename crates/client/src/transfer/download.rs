@@ -37,6 +37,10 @@ pub struct DownloadReport {
     pub already_complete: bool,
 }
 
+/// The context of an error writing `download_to`'s output (stdout): the
+/// binary ends quietly when it is a closed pipe.
+pub const OUTPUT_CONTEXT: &str = "writing the output";
+
 /// What every partial download's name starts with.
 pub const PART_PREFIX: &str = ".wirespeed-part-";
 
@@ -392,13 +396,13 @@ pub async fn download_to<W: tokio::io::AsyncWrite + Unpin + ?Sized>(
         }
         w.write_all(&buf[..n])
             .await
-            .map_err(Error::io("writing the output"))?;
+            .map_err(Error::io(OUTPUT_CONTEXT))?;
         total += n as u64;
         if let Some(p) = &progress {
             p.advance(n as u64);
         }
     }
-    w.flush().await.map_err(Error::io("writing the output"))?;
+    w.flush().await.map_err(Error::io(OUTPUT_CONTEXT))?;
     if let Some(e) = expected {
         let got: [u8; 32] = h.finalize().into();
         if got != e {

@@ -26,7 +26,7 @@ mod upload;
 
 pub use download::{
     download_file, download_to, is_part_name, parse_content_range, part_path, DownloadOptions,
-    DownloadReport, PART_PREFIX,
+    DownloadReport, OUTPUT_CONTEXT, PART_PREFIX,
 };
 pub use remote::{
     delete, list, list_following, parse_listing_time, refuse_name, reserved_name, safe_name, walk,
