@@ -380,3 +380,22 @@ impl Response {
         self.conn = None;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::terminal_safe;
+
+    #[test]
+    fn error_bodies_are_one_safe_line() {
+        assert_eq!(terminal_safe("  plain  text \n", 100), "plain text");
+        let evil = "\u{1b}]0;pwned\u{7}\u{1b}[2J denied\r\n\u{9b}31m\u{7f}";
+        let shown = terminal_safe(evil, 100);
+        assert!(!shown.chars().any(char::is_control), "{shown}");
+        assert_eq!(
+            shown,
+            "\\u{1b}]0;pwned\\u{7}\\u{1b}[2J denied \\u{9b}31m\\u{7f}"
+        );
+        let long = terminal_safe(&"ab ".repeat(1000), 10);
+        assert_eq!(long, "ab ab ab a…");
+    }
+}

@@ -431,3 +431,29 @@ fn refuse_folder(resp: &Response, final_url: &Url) -> Result<(), Error> {
         ),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_names_are_reserved_and_fit() {
+        assert_eq!(
+            part_path(Path::new("d/X")),
+            PathBuf::from("d/.wirespeed-part-X")
+        );
+        assert_ne!(part_path(Path::new("X")), Path::new("X.part"));
+        assert!(crate::transfer::reserved_name(".wirespeed-part-X"));
+        assert!(is_part_name(
+            part_path(Path::new("a b")).file_name().unwrap()
+        ));
+        let long = "n".repeat(250);
+        let p = part_path(Path::new(&long));
+        let name = p.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.len() <= 255 && is_part_name(p.file_name().unwrap()),
+            "{name}"
+        );
+        assert_ne!(p, part_path(Path::new(&"m".repeat(250))));
+    }
+}
