@@ -123,7 +123,7 @@ fn get_r_rerun_continues_the_interrupted_tree() {
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stderr.contains("2 files up to date"), "{stderr}");
-    assert!(stderr.contains("1 partial files"), "{stderr}");
+    assert!(stderr.contains("1 stale partial files removed"), "{stderr}");
     assert!(stdout.contains("1 of 1 files saved"), "{stdout}");
     let sent = proxy.bytes_down() - before;
     assert!(
@@ -148,6 +148,26 @@ fn get_r_rerun_continues_the_interrupted_tree() {
         files(&vback),
         ["vids/a.txt", "vids/big.bin", "vids/sub/b.txt"]
     );
+
+    // The server's file changes after a partial of it was written: the
+    // partial is not continued (its bytes are another version's).
+    let old_part = tree.join(".wirespeed-part-a.txt");
+    std::fs::write(&old_part, b"XXXXXXX").unwrap();
+    let touched = Command::new("touch")
+        .args(["-d", "2001-01-01"])
+        .arg(&old_part)
+        .status()
+        .unwrap();
+    assert!(touched.success());
+    std::fs::write(root.join("vids/a.txt"), b"a changed, and longer").unwrap();
+    let out = run(&state, &cmd);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        std::fs::read(tree.join("a.txt")).unwrap(),
+        b"a changed, and longer"
+    );
+    assert!(!old_part.exists());
 }
 
 /// Ctrl-C during `get` keeps the partial file, prints the command that

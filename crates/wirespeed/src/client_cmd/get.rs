@@ -46,8 +46,8 @@ name of the URL you typed: a redirect may change where the listing is read,
 never where files are written. The server's root (no NAME) goes into DEST
 itself. So the same command always writes the same tree, and a rerun
 continues it: files whose size matches the listing and that are not older
-than it are kept, partial files are resumed, partial files no longer listed
-are removed, and the exit status is 1 if any file failed. The listing is
+than it are kept, partial files are resumed (unless older than the listed
+file), partial files no longer listed are removed, and the exit status is 1 if any file failed. The listing is
 read as JSON (`?format=json`), so -r needs a wirespeed server; a name that
 is not one plain file name (`..`, `/etc/x`, `a/../b`) or starts with
 .wirespeed- is skipped and said (`skipped URL: why`). A tree above

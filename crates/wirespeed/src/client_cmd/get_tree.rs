@@ -69,7 +69,12 @@ pub(super) fn get_folders(
             } else if is_up_to_date(&dest, &e) {
                 up_to_date += 1;
             } else {
-                kept_parts.insert(transfer::part_path(&dest));
+                let part = transfer::part_path(&dest);
+                // A partial older than the listed file holds another
+                // version's bytes: not resumed (the stale sweep removes it).
+                if !changed_since(&part, &e) {
+                    kept_parts.insert(part);
+                }
                 jobs.push(Job {
                     url: e.url,
                     dest,
@@ -83,7 +88,10 @@ pub(super) fn get_folders(
         eprintln!("{up_to_date} files up to date (size and time as listed), kept");
     }
     if !quiet && stale > 0 {
-        eprintln!("{stale} partial files the server no longer lists removed");
+        eprintln!(
+            "{stale} stale partial files removed (their file is gone from the server, complete \
+             or changed)"
+        );
     }
     let top = output.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     run_jobs(args, client, rt, jobs, false, &top)
@@ -99,19 +107,24 @@ fn is_up_to_date(dest: &Path, e: &RemoteEntry) -> bool {
     if !m.is_file() || m.len() != e.size {
         return false;
     }
+    !changed_since(dest, e)
+}
+
+/// Whether the server's file is newer than the local file at `path`
+/// (by the listing's time; unknown: no).
+fn changed_since(path: &Path, e: &RemoteEntry) -> bool {
     let Some(remote) = e.modified.as_deref().and_then(transfer::parse_listing_time) else {
-        return true;
+        return false;
     };
-    let local = m
-        .modified()
+    std::fs::symlink_metadata(path)
         .ok()
+        .and_then(|m| m.modified().ok())
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_secs() as i64);
-    local >= remote
+        .is_some_and(|d| (d.as_secs() as i64) < remote)
 }
 
 /// Remove the partial downloads in `folders` that no job of this run will
-/// continue (their file is gone from the server or already complete).
+/// continue (their file is gone from the server, complete, or changed).
 fn remove_stale_parts(folders: &[PathBuf], keep: &HashSet<PathBuf>) -> usize {
     let mut removed = 0;
     for dir in folders {
