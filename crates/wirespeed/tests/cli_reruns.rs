@@ -454,3 +454,37 @@ fn everyday_client_mistakes_are_explained() {
     );
     assert_eq!(std::fs::read_dir(&cwd).unwrap().count(), 0);
 }
+
+/// A server that answers 501 to OPTIONS (python's http.server does) has no
+/// resumable uploads: `put` of 9 MiB sends one plain PUT instead of
+/// retrying the discovery.
+#[test]
+fn put_to_a_server_without_options_sends_a_plain_put() {
+    let srv = Routes::start(|r: &Req| match r.method.as_str() {
+        "OPTIONS" => Reply::status(501, "Unsupported method ('OPTIONS')"),
+        "PUT" => Reply::status(201, ""),
+        _ => Reply::status(405, ""),
+    });
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let src = tmp.path().join("nine.bin");
+    std::fs::write(&src, data(9 * MIB, 5)).unwrap();
+    let out = run(
+        tmp.path(),
+        &[
+            "put",
+            "--no-verify",
+            src.to_str().unwrap(),
+            &format!("{}/nine.bin", srv.base()),
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("offers no resumable uploads"), "{stderr}");
+    let seen = srv.seen();
+    assert_eq!(
+        seen.iter().filter(|r| r.starts_with("PUT")).count(),
+        1,
+        "{seen:?}"
+    );
+    assert!(seen.len() <= 3, "no retries: {seen:?}");
+}

@@ -338,7 +338,9 @@ impl Job<'_> {
                     ietf::INTEROP_VERSION.to_string(),
                 );
             let resp = self.client.send(req).await?;
-            if resp.status() >= 500 {
+            // 501: a server that does not know OPTIONS (python's
+            // http.server) offers nothing resumable; a plain PUT may work.
+            if resp.status() >= 500 && resp.status() != 501 {
                 // error_for_status turns every 5xx into an error.
                 return Err(resp
                     .error_for_status()
