@@ -147,13 +147,16 @@ impl Response {
             return Err(Error::Status {
                 status,
                 reason: wirespeed_proto::reason_phrase(status).to_string(),
-                message: format!("redirected to {location}"),
+                message: format!(
+                    "redirected to {}",
+                    terminal_safe(&location, MAX_SHOWN_MESSAGE)
+                ),
             });
         }
         let reason = if self.head.reason.is_empty() {
             wirespeed_proto::reason_phrase(status).to_string()
         } else {
-            self.head.reason.clone()
+            terminal_safe(&self.head.reason, 80)
         };
         let body = self.bytes_lossy(MAX_ERROR_MESSAGE).await;
         let message = terminal_safe(&String::from_utf8_lossy(&body), MAX_SHOWN_MESSAGE);

@@ -129,8 +129,9 @@ pub async fn get_following(
         let next = url.resolve(&location)?;
         if !next.same_origin(&url) {
             return Err(Error::Redirect(format!(
-                "{url} redirects to another origin, {location}; not followed (the token must not \
-                 travel there): use that URL if you trust it"
+                "{url} redirects to another origin, {}; not followed (the token must not \
+                 travel there): use that URL if you trust it",
+                crate::terminal_safe(&location, 300)
             )));
         }
         let _ = resp.bytes(64 * 1024).await;
