@@ -196,9 +196,10 @@ struct Plan {
     skipped: Vec<folder::Skipped>,
 }
 
+/// A file that is not sent; the error names it (so the label does not).
 fn not_sent(path: &Path, why: &str) -> (String, Error) {
     (
-        path.display().to_string(),
+        "cannot upload".to_string(),
         Error::File {
             path: path.to_path_buf(),
             source: std::io::Error::new(std::io::ErrorKind::InvalidInput, why.to_string()),
@@ -221,7 +222,7 @@ fn plan(args: &PutArgs, target: &Url) -> anyhow::Result<Plan> {
             Ok(m) => m,
             Err(source) => {
                 failed.push((
-                    src.display().to_string(),
+                    "cannot upload".to_string(),
                     Error::File {
                         path: src.clone(),
                         source,
@@ -368,8 +369,9 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
         }
     }
     if jobs.is_empty() {
-        if let Some((label, e)) = not_sent.into_iter().next() {
-            return Err(anyhow::Error::new(e).context(format!("uploading {label}")));
+        if let Some((_, e)) = not_sent.into_iter().next() {
+            // The error names the file already.
+            return Err(e.into());
         }
         if !quiet {
             outln!("nothing to upload");
