@@ -28,6 +28,9 @@ pub(super) fn get_folders(
         if d.exists() && !d.is_dir() {
             bail!("{} exists and is not a folder", d.display());
         }
+        // DEST is created if missing, but not its parents (a typo stays a
+        // typo); checked before any request.
+        check_parent(d)?;
     }
     let mut jobs = Vec::new();
     let mut up_to_date = 0usize;
@@ -50,8 +53,6 @@ pub(super) fn get_folders(
                 eprintln!("skipped {}: {why}", printable(what));
             }
         }
-        // DEST is created if missing, but not its parents (a typo stays a typo).
-        check_parent(output.unwrap_or(&base))?;
         std::fs::create_dir_all(&base).with_context(|| base.display().to_string())?;
         folders.push(base.clone());
         for e in walk.entries {
