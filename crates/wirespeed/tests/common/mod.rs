@@ -5,6 +5,8 @@
 // Each test file uses a different part of this module.
 #![allow(dead_code)]
 
+pub mod routes;
+
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
