@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use common::TestServer;
-use wirespeed_service::origin::LoopbackHosts;
+use wirespeed_service::origin::AllowedHosts;
 use wirespeed_service::ServiceConfig;
 use wirespeed_testkit::http::parse_all;
 
@@ -88,7 +88,7 @@ fn uploaded_html_is_sandboxed_and_not_sniffed() {
 #[test]
 fn foreign_host_on_loopback_is_421_and_the_connection_stays_usable() {
     let s = TestServer::with(ServiceConfig {
-        loopback_hosts: Some(LoopbackHosts::new(&["files.lan".to_string()])),
+        allowed_hosts: Some(AllowedHosts::loopback(&["files.lan".to_string()])),
         ..ServiceConfig::default()
     });
     assert_eq!(
