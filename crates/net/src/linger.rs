@@ -42,6 +42,10 @@ impl Default for Linger {
     }
 }
 
+/// The whole linger once the server is stopping: as before this module, a
+/// moment for pipelined bytes, so a refusal does not hold up the shutdown.
+const STOPPING_TOTAL: Duration = Duration::from_secs(2);
+
 /// Whether to keep reading after `discarded` bytes at `now`, given the linger
 /// started at `start`; the next read's deadline if so (sans-IO decision).
 pub(crate) fn next_read_deadline(
@@ -49,8 +53,14 @@ pub(crate) fn next_read_deadline(
     start: Instant,
     now: Instant,
     discarded: u64,
+    stopping: bool,
 ) -> Option<Instant> {
-    let end = start + linger.total;
+    let total = if stopping {
+        linger.total.min(STOPPING_TOTAL)
+    } else {
+        linger.total
+    };
+    let end = start + total;
     if discarded >= linger.max_bytes || now >= end {
         return None;
     }
@@ -69,9 +79,25 @@ pub(crate) async fn lingering_close(conn: &mut Conn) {
     conn.rbuf.shrink_when_empty(conn.cfg.initial_read_buffer);
     let start = Instant::now();
     let mut discarded: u64 = 0;
-    while let Some(by) = next_read_deadline(&linger, start, Instant::now(), discarded) {
+    let mut stop = conn.stop.clone();
+    let mut server_gone = false;
+    loop {
+        let stopping = server_gone || *stop.borrow();
+        let Some(by) = next_read_deadline(&linger, start, Instant::now(), discarded, stopping)
+        else {
+            break;
+        };
         let cap = conn.rbuf.capacity().max(1);
-        match tokio::time::timeout_at(by, conn.rbuf.fill(&mut conn.io, cap)).await {
+        let read = tokio::time::timeout_at(by, conn.rbuf.fill(&mut conn.io, cap));
+        let read = tokio::select! {
+            r = read => r,
+            // Shutdown began: the bounds shrink (checked again above).
+            changed = stop.changed(), if !stopping => {
+                server_gone = changed.is_err();
+                continue;
+            }
+        };
+        match read {
             Ok(Ok(Some(n))) if n > 0 => {
                 discarded += n as u64;
                 let all = conn.rbuf.len();
@@ -97,15 +123,27 @@ mod tests {
             max_bytes: 100,
         };
         let t0 = Instant::now();
-        assert_eq!(next_read_deadline(&l, t0, t0, 0), Some(t0 + l.per_read));
+        assert_eq!(
+            next_read_deadline(&l, t0, t0, 0, false),
+            Some(t0 + l.per_read)
+        );
         // Near the end the total bound wins over the per-read one.
         let late = t0 + Duration::from_secs(28);
         assert_eq!(
-            next_read_deadline(&l, t0, late, 10),
+            next_read_deadline(&l, t0, late, 10, false),
             Some(t0 + Duration::from_secs(30))
         );
-        assert_eq!(next_read_deadline(&l, t0, t0 + l.total, 0), None);
-        assert_eq!(next_read_deadline(&l, t0, t0, 100), None, "byte cap");
-        assert!(next_read_deadline(&l, t0, t0, 99).is_some());
+        assert_eq!(next_read_deadline(&l, t0, t0 + l.total, 0, false), None);
+        assert_eq!(next_read_deadline(&l, t0, t0, 100, false), None, "byte cap");
+        assert!(next_read_deadline(&l, t0, t0, 99, false).is_some());
+        // Stopping: two seconds at most.
+        assert_eq!(
+            next_read_deadline(&l, t0, t0, 0, true),
+            Some(t0 + STOPPING_TOTAL)
+        );
+        assert_eq!(
+            next_read_deadline(&l, t0, t0 + STOPPING_TOTAL, 0, true),
+            None
+        );
     }
 }

@@ -46,7 +46,8 @@ other address without --token the server is read-only unless --allow-upload/--al
 say otherwise; --read-only refuses every write anywhere.\n\n\
 On start, prints one line `listening on http://ADDR` to stdout (the real address, useful with \
 port 0); with TLS, `listening on https://ADDR` followed by the certificate lines of \
---tls-self-signed. The write mode (`mode: …`) and other notes go to stderr. SIGINT/SIGTERM \
+--tls-self-signed; on 0.0.0.0 or :: then one `on your network: URL` line per address to \
+hand out. The write mode (`mode: …`) and other notes go to stderr. SIGINT/SIGTERM \
 stop accepting and let requests in flight finish (a second Ctrl-C stops at once).";
 
 #[derive(Args, Debug)]

@@ -153,6 +153,22 @@ fn nginx_proxy_cache_sees_a_replaced_file_at_once() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("f.txt"), b"version 1").unwrap();
     let srv = Serve::start(dir.path(), &[]);
+    // Files and their 304s say "revalidate", with validators to do it by.
+    let (status, head, _) = srv.req("GET", "/f.txt", &[], b"");
+    assert_eq!(status, 200);
+    assert!(head.contains("\r\ncache-control: no-cache\r\n"), "{head}");
+    assert!(
+        head.contains("\r\netag: ") && head.contains("\r\nlast-modified: "),
+        "{head}"
+    );
+    let etag = head
+        .lines()
+        .find_map(|l| l.strip_prefix("etag: "))
+        .unwrap()
+        .to_string();
+    let (status, head, _) = srv.req("GET", "/f.txt", &[&format!("If-None-Match: {etag}")], b"");
+    assert_eq!(status, 304);
+    assert!(head.contains("\r\ncache-control: no-cache\r\n"), "{head}");
     // A cache that keeps 200s an hour unless the origin says otherwise.
     let Some(nginx) = Nginx::proxy(
         srv.addr,
