@@ -139,4 +139,19 @@ mod tests {
         assert_eq!(client_proto(true, None), None);
         assert_eq!(client_proto(false, Some(b"https")), None);
     }
+
+    proptest::proptest! {
+        /// Any field value: an answer, never a panic; an untrusted peer is
+        /// always the client; a believed client is the peer or a listed hop.
+        #[test]
+        fn any_forwarded_for(value in "[0-9a-f.:, \\[\\]\"unknow]{0,60}", last in 0u8..=255) {
+            let peer = IpAddr::from([10, 0, 0, last]);
+            let got = client_addr(peer, std::iter::once(value.as_bytes()), trusted);
+            let hops: Vec<IpAddr> = value.split(',').filter_map(parse_hop).map(|i| i.to_canonical()).collect();
+            proptest::prop_assert!(got == peer || hops.contains(&got), "{} from {:?}", got, value);
+            let outsider = IpAddr::from([203, 0, 113, last]);
+            proptest::prop_assert_eq!(client_addr(outsider, std::iter::once(value.as_bytes()), trusted), outsider);
+            let _ = client_proto(true, Some(value.as_bytes()));
+        }
+    }
 }

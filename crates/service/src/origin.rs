@@ -25,29 +25,30 @@ fn default_port(scheme: &str) -> Option<u16> {
     }
 }
 
-/// A `host[:port]` authority split in two, the host lowercased, without a
-/// trailing dot; `None` for a port that is not a number.
-fn split_authority(a: &str) -> Option<(String, Option<u16>)> {
+/// A `host[:port]` authority split in two (an IPv6 host keeps its
+/// brackets; a trailing dot goes); `None` for a port that is not a number.
+/// Borrowed, so the per-request Host check allocates nothing; compare hosts
+/// with `eq_ignore_ascii_case`.
+fn split_authority(a: &str) -> Option<(&str, Option<u16>)> {
     let a = a.trim();
-    let (host, port) = if let Some(rest) = a.strip_prefix('[') {
-        let (ip, after) = rest.split_once(']')?;
-        let port = match after {
+    let (host, port) = if a.starts_with('[') {
+        let end = a.find(']')?;
+        let port = match &a[end + 1..] {
             "" => None,
             p => Some(p.strip_prefix(':')?),
         };
-        (format!("[{}]", ip.to_ascii_lowercase()), port)
+        (&a[..=end], port)
     } else {
         match a.rsplit_once(':') {
-            Some((h, p)) => (h.to_ascii_lowercase(), Some(p)),
-            None => (a.to_ascii_lowercase(), None),
+            Some((h, p)) => (h, Some(p)),
+            None => (a, None),
         }
     };
     let port = match port {
         None | Some("") => None,
         Some(p) => Some(p.parse::<u16>().ok()?),
     };
-    let host = host.strip_suffix('.').map(str::to_string).unwrap_or(host);
-    Some((host, port))
+    Some((host.strip_suffix('.').unwrap_or(host), port))
 }
 
 /// Whether a state-changing request comes from a page on another origin:
@@ -84,7 +85,7 @@ pub fn is_cross_origin(
     else {
         return true; // no Host to compare, or an unreadable one
     };
-    if o_host != h_host {
+    if !o_host.eq_ignore_ascii_case(h_host) {
         return true;
     }
     let o_port = o_port.unwrap_or(o_default);
@@ -161,7 +162,7 @@ impl AllowedHosts {
             }
             return self.ips.contains(&ip.to_canonical());
         }
-        !name.is_empty() && self.names.contains(&name)
+        !name.is_empty() && self.names.iter().any(|n| n.eq_ignore_ascii_case(name))
     }
 }
 
@@ -275,5 +276,26 @@ mod tests {
         assert!(!h.allows_any());
         let any = AllowedHosts::new(&["*".into()], &[]);
         assert!(any.allows_any() && any.allows("rebind.evil.example"));
+    }
+
+    proptest::proptest! {
+        /// Any Host or Origin value: a decision, never a panic; case and a
+        /// trailing dot never change it; an allowed name stays allowed on
+        /// any port.
+        #[test]
+        fn host_checks_take_any_input(host in "\\PC{0,40}", origin in "\\PC{0,40}", port in 0u16..) {
+            let h = AllowedHosts::new(&["files.lan".into(), "[fd00::1]".into()], &["10.0.0.1".parse().unwrap()]);
+            let _ = h.allows(&host);
+            let _ = is_cross_origin(None, Some(&origin), Some(&host), None);
+            let _ = is_cross_origin(None, Some(&origin), Some(&host), Some("https"));
+            proptest::prop_assert_eq!(h.allows(&host), h.allows(&host.to_ascii_uppercase()));
+            for name in ["files.lan", "FILES.LAN.", "10.0.0.1", "[fd00::1]"] {
+                let with_port = format!("{name}:{port}");
+                proptest::prop_assert!(h.allows(&with_port), "{}", with_port);
+            }
+            let same = format!("files.lan:{port}");
+            let o = format!("http://files.lan:{port}");
+            proptest::prop_assert!(!is_cross_origin(None, Some(&o), Some(&same), None));
+        }
     }
 }
