@@ -13,7 +13,7 @@ const INTERRUPTED: i32 = 130;
 /// The line printed when stopping starts.
 pub fn stopping_line(busy: usize, grace: Duration) -> String {
     let what = match busy {
-        0 => "no transfers in progress".to_string(),
+        0 => return "stopping: no transfers in progress".to_string(),
         1 => "finishing 1 transfer".to_string(),
         n => format!("finishing {n} transfers"),
     };
@@ -76,6 +76,6 @@ mod tests {
             "stopping: finishing 2 transfers (up to 10 s; Ctrl-C again to stop now)"
         );
         assert!(stopping_line(1, g).contains("finishing 1 transfer "));
-        assert!(stopping_line(0, g).contains("no transfers in progress"));
+        assert_eq!(stopping_line(0, g), "stopping: no transfers in progress");
     }
 }
