@@ -27,10 +27,12 @@ pub mod assets;
 pub mod auth;
 pub mod conditional;
 pub mod digest;
+pub mod hash_gate;
 pub mod listing;
 pub mod metrics;
 pub mod origin;
 pub mod path;
+pub mod policy;
 pub mod resumable;
 pub mod storage;
 pub mod upload;
@@ -43,6 +45,7 @@ pub use auth::{Access, Writes, WritesOff};
 pub use digest::DigestPolicy;
 pub use files::{Files, Health};
 pub use metrics::{Metrics, RouteClass};
+pub use policy::{Action, Decision, Policy, Principal, Rights};
 pub use resumable::{Uploads, UploadsConfig};
 #[cfg(feature = "s3")]
 pub use storage::s3::{S3Config, S3Storage};
@@ -77,6 +80,11 @@ pub struct ServiceConfig {
 }
 
 impl ServiceConfig {
+    /// The policy its presets (`access`, `writes`) make: every route asks it.
+    pub fn policy(&self) -> Policy {
+        Policy::from_presets(&self.access, self.writes)
+    }
+
     /// Where to hash this request's upload, or `None` to store it unhashed
     /// (see [`digest::hash_upload`]).
     pub(crate) fn hash_for(
@@ -100,7 +108,7 @@ fn control_routes(cfg: &ServiceConfig) -> Router {
         Some(metrics) => {
             let page = metrics::MetricsPage {
                 metrics: metrics.clone(),
-                access: cfg.access.clone(),
+                policy: cfg.policy(),
                 allowed_hosts: cfg.allowed_hosts.clone(),
             };
             router.route(&["GET"], "/-/metrics", page)
