@@ -68,6 +68,9 @@ pub enum Error {
     /// A resumable upload the server did not set up as the protocol says.
     #[error("{0}")]
     Resumable(String),
+    /// A remote tree larger than the walk's limits (a hostile or huge listing).
+    #[error("the remote folder has more than {limit} {what}; nothing was transferred")]
+    WalkLimit { what: &'static str, limit: u64 },
     #[error("the request body gave {got} bytes but {announced} were announced (file changed while sending?)")]
     BodyLength { announced: u64, got: u64 },
 }

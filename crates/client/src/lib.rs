@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use error::Error;
-pub use response::Response;
+pub use response::{terminal_safe, Response};
 pub use stream::StreamBody;
 pub use upload::{Body, FileBody, Progress};
 

@@ -11,8 +11,43 @@ use crate::conn::Conn;
 use crate::Observer;
 use crate::{Client, Error};
 
-/// The most of an error body kept as the error's message.
+/// The most of an error body read for the error's message.
 const MAX_ERROR_MESSAGE: usize = 4096;
+/// The most of it shown (characters): one readable line, not a page.
+const MAX_SHOWN_MESSAGE: usize = 300;
+
+/// Text from the network made safe to print on one terminal line: runs of
+/// whitespace (newlines included) become one space, other control
+/// characters (ESC, BEL, DEL, C1) are shown escaped (`\u{1b}`) so they
+/// cannot retitle, clear or recolour the terminal, and the result is cut
+/// to `max` characters (`…` marks the cut).
+pub fn terminal_safe(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut shown = 0usize;
+    let mut space = false;
+    for c in text.trim().chars() {
+        if shown >= max {
+            out.push('…');
+            break;
+        }
+        if c.is_whitespace() {
+            space = true;
+            continue;
+        }
+        if space {
+            out.push(' ');
+            shown += 1;
+            space = false;
+        }
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+        shown += 1;
+    }
+    out
+}
 
 /// A response whose head has arrived. Read the body with [`read`](Self::read),
 /// [`copy_to`](Self::copy_to), [`write_to_file`](Self::write_to_file) or
@@ -112,16 +147,19 @@ impl Response {
             return Err(Error::Status {
                 status,
                 reason: wirespeed_proto::reason_phrase(status).to_string(),
-                message: format!("redirected to {location}"),
+                message: format!(
+                    "redirected to {}",
+                    terminal_safe(&location, MAX_SHOWN_MESSAGE)
+                ),
             });
         }
         let reason = if self.head.reason.is_empty() {
             wirespeed_proto::reason_phrase(status).to_string()
         } else {
-            self.head.reason.clone()
+            terminal_safe(&self.head.reason, 80)
         };
         let body = self.bytes_lossy(MAX_ERROR_MESSAGE).await;
-        let message = String::from_utf8_lossy(&body).trim().to_string();
+        let message = terminal_safe(&String::from_utf8_lossy(&body), MAX_SHOWN_MESSAGE);
         Err(Error::Status {
             status,
             reason,
@@ -343,5 +381,24 @@ impl Response {
 
     fn close(&mut self) {
         self.conn = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::terminal_safe;
+
+    #[test]
+    fn error_bodies_are_one_safe_line() {
+        assert_eq!(terminal_safe("  plain  text \n", 100), "plain text");
+        let evil = "\u{1b}]0;pwned\u{7}\u{1b}[2J denied\r\n\u{9b}31m\u{7f}";
+        let shown = terminal_safe(evil, 100);
+        assert!(!shown.chars().any(char::is_control), "{shown}");
+        assert_eq!(
+            shown,
+            "\\u{1b}]0;pwned\\u{7}\\u{1b}[2J denied \\u{9b}31m\\u{7f}"
+        );
+        let long = terminal_safe(&"ab ".repeat(1000), 10);
+        assert_eq!(long, "ab ab ab a…");
     }
 }

@@ -15,6 +15,11 @@
   const here = location.pathname;
   const isDir = here.endsWith('/');
   const locked = doc.body.dataset.locked === '1';
+  // What the server takes (listing.rs writes it from page.rs `page_rights`):
+  // the page offers only those actions.
+  const can = new Set((doc.body.dataset.can || '').split(' '));
+  const canWrite = can.has('write');
+  const canDelete = can.has('delete');
   const $ = (sel, el = doc) => el.querySelector(sel);
   const enc = (name) => encodeURIComponent(name);
   const encPath = (p) => p.split('/').map(enc).join('/');
@@ -159,9 +164,10 @@
   }
 
   // --- the listing ------------------------------------------------------------------
-  // The server's rows arrive as text inside <noscript id="rows">; the table
-  // is built here, the first screenful at once and the rest in slices, so
-  // a folder of 10,000 entries shows in a fraction of its full layout time.
+  // The server's rows arrive as a plain table (#rows, hidden by the style
+  // sheet when scripts run, so it is never laid out); the shown table is
+  // built here, the first screenful at once and the rest in slices, so a
+  // folder of 10,000 entries shows in a fraction of its full layout time.
   const FIRST = 150; // rows rendered before the page counts as ready
   const SLICE = 1000; // rows added per later step
   let table = null;
@@ -226,19 +232,20 @@
     return ms == null || isNaN(ms) ? '' : dtf.format(ms);
   }
 
-  const ENTITY = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'" };
-  const unescape = (t) => t.replace(/&(?:amp|lt|gt|quot|#39);/g, (m) => ENTITY[m]);
-
-  /** The entries in the server's rows (the markup listing.rs writes). */
-  function parseRows(text) {
+  /** The entries in the server's rows (the cells listing.rs writes:
+   * name, modified with its ISO time in data-t, size in bytes). */
+  function parseRows(rows) {
     const out = [];
-    const row = /<tr( class="d")?><td class="n"><a href="[^"]*">([^<]*)<\/a><\/td><td class="s"(?: data-size="(\d+)")?>[^<]*<\/td><td class="m">(?:<time datetime="([^"]+)">)?/g;
-    for (const m of text.matchAll(row)) {
-      const dir = !!m[1];
-      let name = unescape(m[2]);
-      if (dir) name = name.slice(0, -1);
-      const iso = m[4] || null;
-      out.push({ name, dir, size: m[3] ? Number(m[3]) : 0, iso, mtime: iso ? Date.parse(iso) : null, tr: null });
+    const body = rows.tBodies[0];
+    if (!body) return out;
+    for (const tr of body.rows) {
+      const [n, m, s] = tr.cells;
+      const a = n && n.firstElementChild;
+      if (!a || !m || !s || tr.classList.contains('up')) continue;
+      const dir = tr.classList.contains('d');
+      const name = dir ? a.textContent.slice(0, -1) : a.textContent;
+      const iso = m.dataset.t || null;
+      out.push({ name, dir, size: dir ? 0 : Number(s.textContent) || 0, iso, mtime: iso ? Date.parse(iso) : null, tr: null });
     }
     return out;
   }
@@ -343,8 +350,9 @@
     const item = (label, fn, cls) =>
       h('button', { type: 'button', role: 'menuitem', class: cls || false, onclick: () => (closeMenu(true), fn()) }, label);
     items.push(item('Copy link', () => copyLink(new URL(link(e), location.href).href)));
-    items.push(item('Rename…', () => rename(e)));
-    items.push(item('Delete…', () => remove(e), 'danger'));
+    // A rename is a MOVE: it takes both rights.
+    if (canWrite && canDelete) items.push(item('Rename…', () => rename(e)));
+    if (canDelete) items.push(item('Delete…', () => remove(e), 'danger'));
     menu = h('div', { class: 'menu', role: 'menu', 'aria-label': 'Actions for ' + e.name }, ...items);
     menu.wsButton = btn;
     doc.body.append(menu);
@@ -483,7 +491,7 @@
     if (info != null) it.info.textContent = info;
     const live = state === 'queued' || state === 'active';
     it.cancel.hidden = !live;
-    it.retry.hidden = live || state === 'done';
+    it.retry.hidden = live || state === 'done' || it.permanent;
   }
 
   function cancel(it) {
@@ -501,6 +509,7 @@
   }
 
   function retry(it) {
+    if (it.permanent) return;
     it.loaded = 0;
     setState(it, 'queued', 'Waiting');
     pump();
@@ -528,6 +537,8 @@
       setState(it, 'done', `Done · ${humanSize(it.file.size)}`);
       reloadSoon();
     } catch (err) {
+      // A refusal that a retry cannot change gets no Retry button.
+      it.permanent = !!err.permanent;
       if (it.state !== 'cancelled') setState(it, 'failed', 'Failed: ' + err.message);
     } finally {
       it.xhr = null;
@@ -555,8 +566,13 @@
     });
   }
 
-  const statusError = (x, what) =>
-    new Error(`${what}: ${x.status}${x.responseText ? ' — ' + x.responseText.trim().slice(0, 200) : ''}`);
+  /** Statuses that the same request gets again: no Retry for them. */
+  const PERMANENT = new Set([400, 403, 405, 409, 413, 414, 415, 501]);
+  function statusError(x, what) {
+    const err = new Error(`${what}: ${x.status}${x.responseText ? ' — ' + x.responseText.trim().slice(0, 200) : ''}`);
+    err.permanent = PERMANENT.has(x.status);
+    return err;
+  }
 
   /** Wait after a network failure: for `online` when the browser is
    * offline, then a back-off that grows with the failures in a row. */
@@ -810,7 +826,7 @@
   function setupBar() {
     const bar = $('#bar');
     const input = $('#files');
-    if (!bar || !input) return;
+    if (!bar || (canWrite && !input)) return;
     const filter = h('input', { type: 'search', id: 'filter', placeholder: 'Filter', 'aria-label': 'Filter by name' });
     filter.addEventListener('input', () => {
       filterText = filter.value.trim().toLowerCase();
@@ -821,6 +837,10 @@
       addFiles(Array.from(inp.files).map((file) => ({ file, path: file.webkitRelativePath || file.name })));
       inp.value = '';
     };
+    if (!canWrite) {
+      bar.prepend(filter);
+      return;
+    }
     input.tabIndex = -1; // the Upload files button stands in for it
     input.addEventListener('change', () => pick(input));
     folderInput.addEventListener('change', () => pick(folderInput));
@@ -868,24 +888,28 @@
     buildTable();
     setupTable();
     setupBar();
-    setupDrop();
+    if (canWrite) setupDrop();
     if (locked) {
       // A private server answered the navigation without the listing.
       if (!token && !(await askToken())) return;
       if (isDir) await load();
       else await saveWithToken(here, decodeURIComponent(here.split('/').pop()));
     } else {
-      const text = rows.textContent;
-      entries = parseRows(text);
+      entries = parseRows(rows);
+      const unread = !entries.length && rows.querySelector('tbody tr:not(.up)');
+      rows.remove(); // the shown table replaces it
       const all = render();
       window.wirespeedFirstRowsAt = performance.now();
       await all;
       // Markup this script cannot read (another version): the JSON instead.
-      if (!entries.length && text.includes('<td class="n"><a')) await load();
+      if (unread) await load();
     }
     window.wirespeedReadyAt = performance.now();
     root.dataset.ready = '1';
   }
 
-  init().catch((err) => toast('The page failed to start: ' + err.message));
+  init().catch((err) => {
+    root.classList.add('failed'); // page.css shows the server's table again
+    toast('The page failed to start: ' + err.message);
+  });
 })();

@@ -48,6 +48,22 @@ pub fn version() -> &'static str {
     })
 }
 
+/// The gzip of a text asset (made once, at the best level); `None` for
+/// the others (icons are small or compressed already).
+fn gzipped(name: &str) -> Option<&'static [u8]> {
+    static GZ: OnceLock<Vec<(&'static str, Vec<u8>)>> = OnceLock::new();
+    GZ.get_or_init(|| {
+        FILES
+            .iter()
+            .filter(|(_, ty, _)| ty.starts_with("text/") || ty.ends_with("+xml"))
+            .map(|(n, _, bytes)| (*n, crate::compress::gzip_all(bytes)))
+            .collect()
+    })
+    .iter()
+    .find(|(n, _)| *n == name)
+    .map(|(_, gz)| gz.as_slice())
+}
+
 /// The URL path of asset `name` in this build.
 pub fn url(name: &str) -> String {
     format!("/-/assets/{}/{name}", version())
@@ -70,10 +86,17 @@ impl Handler for Assets {
         } else {
             "no-cache"
         };
-        let resp = Response::new(200)
+        let mut resp = Response::new(200)
             .header("Content-Type", *ty)
             .header("Cache-Control", cache)
             .header("X-Content-Type-Options", "nosniff");
+        if let Some(gz) = gzipped(name) {
+            resp = resp.header("Vary", "Accept-Encoding");
+            if crate::compress::accepts_gzip(ex.header_str("accept-encoding")) {
+                resp = resp.header("Content-Encoding", "gzip");
+                return ex.send(resp, gz).await;
+            }
+        }
         ex.send(resp, bytes).await
     }
 }

@@ -118,6 +118,7 @@ impl<S: Storage> Handler for Files<S> {
             return Ok(());
         };
         let key = parsed.map_err(|e| path_error(e, ex.method()))?;
+        self.cfg.hidden.refuse(&key)?;
         let _upload = match ex.method() {
             "PUT" | "POST" => self.cfg.metrics.as_ref().map(|m| m.upload_started()),
             _ => None,
@@ -166,6 +167,18 @@ impl<S: Storage> Files<S> {
             }
             Err(StorageError::IsDir) => {
                 if key.trailing_slash() {
+                    // A static site's folder: its index.html, if a file, unless
+                    // the request asks for a listing (`?format=json`, or JSON
+                    // by Accept: the client's `ls` and `get -r` read those).
+                    let page = ex.query().is_none()
+                        && Format::choose(None, ex.header_str("accept")) == Format::Html;
+                    if self.cfg.index && page {
+                        if let Ok(index) = key.join("index.html") {
+                            if let Ok(obj) = self.storage.open(&index).await {
+                                return self.send_object(ex, &index, obj, who).await;
+                            }
+                        }
+                    }
                     RouteClass::Listing.set(ex);
                     self.send_listing(ex, &key).await
                 } else {
@@ -182,6 +195,9 @@ impl<S: Storage> Files<S> {
             }
             Err(StorageError::NotFound) if key.segments() == ["favicon.ico"] => {
                 crate::assets::send_favicon(ex).await
+            }
+            Err(StorageError::NotFound) if crate::not_found::wants_html(ex) => {
+                crate::not_found::send_not_found(ex, &key).await
             }
             Err(e) => Err(e.into()),
         }
@@ -229,7 +245,8 @@ impl<S: Storage> Files<S> {
         let name = key.name().unwrap_or("");
         let mime = mime_guess::from_path(name).first_or_octet_stream();
         // User content never runs as this origin (the built-in pages do):
-        // an uploaded .html is shown sandboxed, and never sniffed.
+        // an uploaded .html is shown sandboxed, and never sniffed; the
+        // operator's own site may opt out (--allow-scripts).
         let content_type =
             if mime.type_() == mime_guess::mime::TEXT && utf8_text(&mut obj, meta.size).await {
                 with_utf8_charset(mime.essence_str())
@@ -238,8 +255,10 @@ impl<S: Storage> Files<S> {
             };
         let mut resp = base_headers(Response::new(status), &tag, meta.modified)
             .header("Content-Type", &*content_type)
-            .header("Content-Security-Policy", "sandbox")
             .header("X-Content-Type-Options", "nosniff");
+        if !self.cfg.allow_scripts {
+            resp = resp.header("Content-Security-Policy", "sandbox");
+        }
         if let Some(sum) = self
             .representation_digest(asked_for(ex), key, &mut obj, who)
             .await?
@@ -316,29 +335,41 @@ impl<S: Storage> Files<S> {
         // is read before the head is sent, so its failures get a status.
         let mut listing = self.storage.list(key).await?;
         let mut batch = listing.next_batch().await?;
+        let gzip = crate::compress::accepts_gzip(ex.header_str("accept-encoding"));
         let mut resp = Response::new(200)
             .header("Content-Type", format.content_type())
-            .header("Vary", "Accept")
+            .header("Vary", "Accept, Accept-Encoding")
             .header("Cache-Control", "no-cache");
+        if gzip {
+            resp = resp.header("Content-Encoding", "gzip");
+        }
+        let mut gz = gzip.then(crate::compress::Gzip::new);
         if format == Format::Html {
             resp = resp.header("Content-Security-Policy", page_csp(ex.header_str("host")));
         }
-        let mut fmt = Formatter::new(format);
+        let mut fmt =
+            Formatter::new(format).with_rights(crate::page::page_rights(&self.policy, key));
         let mut text = Vec::with_capacity(FLUSH_AT + 1024);
         fmt.begin(&mut text, key.segments(), false);
         let mut w = ex.writer(resp)?;
         while let Some(entries) = batch {
             for e in &entries {
+                if self.cfg.hidden.hides_name(&e.name) {
+                    continue;
+                }
                 fmt.entry(&mut text, e);
                 if text.len() >= FLUSH_AT {
-                    w.write(&text).await?;
+                    write_text(&mut w, gz.as_mut(), &text).await?;
                     text.clear();
                 }
             }
             batch = listing.next_batch().await?;
         }
         fmt.end(&mut text);
-        w.write(&text).await?;
+        write_text(&mut w, gz.as_mut(), &text).await?;
+        if let Some(gz) = gz {
+            w.write(&gz.finish()?).await?;
+        }
         w.finish().await
     }
 
@@ -413,6 +444,7 @@ impl<S: Storage> Files<S> {
             return Err(Error::status(403, "the root cannot be moved"));
         }
         let to = destination(ex.header_str("destination"), ex.header_str("host"))?;
+        self.cfg.hidden.refuse(&to)?;
         if to.segments() == key.segments() {
             return Err(Error::status(
                 403,
@@ -468,6 +500,26 @@ impl<S: Storage> Files<S> {
             .await
             .map_err(|e| e.on_write(&key))?;
         ex.send(Response::new(204), b"").await
+    }
+}
+
+/// Listing text to the body writer, through gzip when it is on.
+async fn write_text(
+    w: &mut wirespeed_net::BodyWriter<'_>,
+    gz: Option<&mut crate::compress::Gzip>,
+    text: &[u8],
+) -> Result<(), Error> {
+    match gz {
+        Some(gz) => {
+            gz.push(text)?;
+            let ready = gz.ready();
+            if !ready.is_empty() {
+                w.write(ready).await?;
+                ready.clear();
+            }
+            Ok(())
+        }
+        None => w.write(text).await,
     }
 }
 

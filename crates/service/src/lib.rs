@@ -25,12 +25,16 @@
 
 pub mod assets;
 pub mod auth;
+pub mod compress;
 pub mod conditional;
 pub mod digest;
 pub mod hash_gate;
+pub mod hidden;
 pub mod listing;
 pub mod metrics;
+pub mod not_found;
 pub mod origin;
+pub mod page;
 pub mod path;
 pub mod policy;
 pub mod resumable;
@@ -44,6 +48,7 @@ mod respond;
 pub use auth::{Access, Writes, WritesOff};
 pub use digest::DigestPolicy;
 pub use files::{Files, Health};
+pub use hidden::Hidden;
 pub use metrics::{Metrics, RouteClass};
 pub use policy::{Action, Decision, Policy, Principal, Rights};
 pub use resumable::{Uploads, UploadsConfig};
@@ -77,6 +82,13 @@ pub struct ServiceConfig {
     /// Where the routes count uploads and digest mismatches; also served at
     /// `GET /-/metrics`. `None`: no metrics route.
     pub metrics: Option<std::sync::Arc<Metrics>>,
+    /// Names neither listed, served nor taken (`serve --hidden`).
+    pub hidden: Hidden,
+    /// Folders with an `index.html` answer with it (`serve --index`).
+    pub index: bool,
+    /// Served files may run scripts as this origin (`serve --allow-scripts`);
+    /// by default they get `Content-Security-Policy: sandbox`.
+    pub allow_scripts: bool,
 }
 
 impl ServiceConfig {

@@ -4,7 +4,8 @@
 
 use std::time::SystemTime;
 
-use crate::path::encode_segment_into;
+use crate::page::PageRights;
+use crate::path::{encode_segment_into, RelPath};
 use crate::storage::{Entry, Kind};
 
 /// Hand formatted text to the body writer once this much has accumulated.
@@ -33,7 +34,7 @@ pub fn page_csp(host: Option<&str>) -> String {
 /// For a browser's GET that lacks the token (it asks for HTML by `Accept`):
 /// the page's frame without entries (`data-locked`), whose script asks for
 /// the token and fetches the listing with it. `None` for anything else.
-pub fn locked_page(ex: &wirespeed_net::Exchange) -> Option<Vec<u8>> {
+pub fn locked_page(policy: &crate::Policy, ex: &wirespeed_net::Exchange) -> Option<Vec<u8>> {
     let accept = ex.header_str("accept")?;
     if ex.method() != "GET"
         || !accept.contains("text/html")
@@ -41,12 +42,11 @@ pub fn locked_page(ex: &wirespeed_net::Exchange) -> Option<Vec<u8>> {
     {
         return None;
     }
-    let segments = crate::path::parse_request_path(ex.path())
-        .map(|k| k.segments().to_vec())
-        .unwrap_or_default();
+    let key = crate::path::parse_request_path(ex.path()).unwrap_or_else(|_| RelPath::root());
+    let segments = key.segments();
     let mut page = Vec::with_capacity(2048);
-    let mut fmt = Formatter::new(Format::Html);
-    fmt.begin(&mut page, &segments, true);
+    let mut fmt = Formatter::new(Format::Html).with_rights(crate::page::page_rights(policy, &key));
+    fmt.begin(&mut page, segments, true);
     fmt.end(&mut page);
     Some(page)
 }
@@ -152,15 +152,45 @@ pub fn rfc3339(t: SystemTime) -> Option<String> {
         .ok()
 }
 
+/// A listing row's date, UTC to the second, as lighttpd writes it
+/// (`2023-Nov-14 22:13:20`): the form lftp reads exactly.
+fn listing_date(t: SystemTime) -> Option<String> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = t.duration_since(SystemTime::UNIX_EPOCH).ok()?.as_secs();
+    let dt = time::OffsetDateTime::from_unix_timestamp(i64::try_from(secs).ok()?).ok()?;
+    Some(format!(
+        "{:04}-{}-{:02} {:02}:{:02}:{:02}",
+        dt.year(),
+        MONTHS[usize::from(u8::from(dt.month())) - 1],
+        dt.day(),
+        dt.hour(),
+        dt.minute(),
+        dt.second()
+    ))
+}
+
 /// Streaming formatter: `begin`, then `entry` per entry, then `end`.
 pub struct Formatter {
     format: Format,
     count: usize,
+    rights: PageRights,
 }
 
 impl Formatter {
     pub fn new(format: Format) -> Self {
-        Formatter { format, count: 0 }
+        Formatter {
+            format,
+            count: 0,
+            rights: PageRights::ALL,
+        }
+    }
+
+    /// The actions the HTML page offers (all by default).
+    pub fn with_rights(mut self, rights: PageRights) -> Self {
+        self.rights = rights;
+        self
     }
 
     /// `segments` are the directory's decoded names (none: the root).
@@ -170,7 +200,7 @@ impl Formatter {
     pub fn begin(&mut self, out: &mut Vec<u8>, segments: &[String], locked: bool) {
         match self.format {
             Format::Json => out.push(b'['),
-            Format::Html => html_begin(out, segments, locked),
+            Format::Html => html_begin(out, segments, locked, self.rights),
         }
     }
 
@@ -199,6 +229,11 @@ impl Formatter {
                 }
             }
             Format::Html => {
+                // One row per line, in the cell order and classes of
+                // lighttpd's listing (name, modified, size, exact bytes and
+                // a date with seconds, each the text right after its
+                // `class="…">`), which lftp and other tools parse without a
+                // HEAD per file; the page's script reads the same cells.
                 let mut s = String::with_capacity(256 + 4 * e.name.len());
                 s.push_str(if dir { "<tr class=\"d\">" } else { "<tr>" });
                 s.push_str("<td class=\"n\"><a href=\"");
@@ -211,20 +246,22 @@ impl Formatter {
                 if dir {
                     s.push('/');
                 }
-                s.push_str("</a></td><td class=\"s\"");
+                s.push_str("</a></td>");
+                match (&modified, e.meta.modified.and_then(listing_date)) {
+                    (Some(iso), Some(shown)) => {
+                        s.push_str(&format!("<td data-t=\"{iso}\" class=\"m\">{shown}</td>"))
+                    }
+                    _ => s.push_str("<td class=\"m\"></td>"),
+                }
                 if dir {
-                    s.push('>');
+                    s.push_str("<td class=\"s\">-</td>");
                 } else {
-                    s.push_str(&format!(" data-size=\"{}\">", e.meta.size));
+                    // People without the script read the title.
+                    s.push_str("<td title=\"");
                     human_size(e.meta.size, &mut s);
+                    s.push_str(&format!("\" class=\"s\">{}</td>", e.meta.size));
                 }
-                s.push_str("</td><td class=\"m\">");
-                if let Some(m) = &modified {
-                    // The page's script rewrites this in the viewer's time zone.
-                    let (day, hm) = (m.get(..10).unwrap_or(m), m.get(11..16).unwrap_or(""));
-                    s.push_str(&format!("<time datetime=\"{m}\">{day} {hm}</time>"));
-                }
-                s.push_str("</td></tr>\n");
+                s.push_str("</tr>\n");
                 out.extend_from_slice(s.as_bytes());
             }
         }
@@ -239,15 +276,19 @@ impl Formatter {
     }
 }
 
-const HTML_END: &str = "</tbody></table></noscript></main>\n\
+/// The JSON listing is offered by a GET form, not a link: crawlers
+/// (`wget -r`, which ignores `rel=nofollow`) follow links, never forms.
+const HTML_END: &str = "</tbody></table></main>\n\
 <p id=\"empty\" class=\"empty\" hidden>This folder is empty.</p>\n\
-<footer>wirespeed &middot; <a href=\"?format=json\">JSON</a></footer>\n</body></html>\n";
+<footer>wirespeed &middot; <form class=\"json\" method=\"get\">\
+<button type=\"submit\" name=\"format\" value=\"json\">JSON</button></form></footer>\n</body></html>\n";
 
-/// The page's head, header, upload form and table head. The rows are inside
-/// `<noscript>`: without a script they are the table; with one the parser
-/// keeps them as text (no layout of thousands of rows), and the page's
-/// script reads them and renders what is on screen first.
-fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool) {
+/// The page's head, header, upload form and table head. The rows are a
+/// plain table in the document, what crawlers and tools (rclone, wget,
+/// lftp) read; with scripting on, the style sheet hides it (no layout of
+/// thousands of rows) and the page's script reads it and renders its own
+/// table, what is on screen first.
+fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool, rights: PageRights) {
     let mut title = String::from("/");
     let mut crumbs = String::from("<a href=\"/\">Home</a>");
     let mut href = String::from("/");
@@ -265,7 +306,7 @@ fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool) {
     let up = if segments.is_empty() {
         String::new()
     } else {
-        "<tr class=\"d up\"><td class=\"n\"><a href=\"../\" rel=\"up\">../</a></td><td class=\"s\"></td><td class=\"m\"></td></tr>\n".to_string()
+        "<tr class=\"d up\"><td class=\"n\"><a href=\"../\" rel=\"up\">../</a></td><td class=\"m\"></td><td class=\"s\">-</td></tr>\n".to_string()
     };
     let (css, js, icon) = (
         crate::assets::url("page.css"),
@@ -273,19 +314,26 @@ fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool) {
         crate::assets::url("icon.svg"),
     );
     let state = if locked { " data-locked=\"1\"" } else { "" };
+    let can = rights.attribute();
+    // Without the right to upload, no form (the script adds no buttons either).
+    let form = if rights.write {
+        "<form id=\"upform\" method=\"post\" action=\"?format=html\" enctype=\"multipart/form-data\">\
+<input type=\"file\" name=\"file\" id=\"files\" multiple> <button type=\"submit\">Upload</button></form>"
+    } else {
+        ""
+    };
     out.extend_from_slice(
         format!(
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
 <meta name=\"color-scheme\" content=\"light dark\"><title>Index of {title}</title>\
 <link rel=\"icon\" href=\"{icon}\" type=\"image/svg+xml\"><link rel=\"stylesheet\" href=\"{css}\">\
-<script src=\"{js}\" defer></script></head><body{state}>\n\
+<script src=\"{js}\" defer></script></head><body{state} data-can=\"{can}\">\n\
 <header><nav class=\"crumbs\" aria-label=\"Folder\">{crumbs}<span class=\"sep\">/</span></nav>\
 <h1>Index of {title}</h1></header>\n\
-<div class=\"bar\" id=\"bar\"><form id=\"upform\" method=\"post\" action=\"?format=html\" enctype=\"multipart/form-data\">\
-<input type=\"file\" name=\"file\" id=\"files\" multiple> <button type=\"submit\">Upload</button></form></div>\n\
-<main><noscript id=\"rows\"><table><thead><tr><th class=\"n\">Name</th><th class=\"s\">Size</th>\
-<th class=\"m\">Modified</th></tr></thead><tbody>\n{up}"
+<div class=\"bar\" id=\"bar\">{form}</div>\n\
+<main><table id=\"rows\"><thead><tr><th class=\"n\">Name</th><th class=\"m\">Modified (UTC)</th>\
+<th class=\"s\">Size (bytes)</th></tr></thead><tbody>\n{up}"
         )
         .as_bytes(),
     );
@@ -454,10 +502,20 @@ mod tests {
             s.contains("<a href=\"/%3Cx%3E/\">&lt;x&gt;</a>"),
             "breadcrumb"
         );
-        assert!(s.contains("data-size=\"42\">42 B</td>"));
-        assert!(s.contains("<time datetime=\"2023-11-14T22:13:20Z\">2023-11-14 22:13</time>"));
+        assert!(s.contains(
+            "<td data-t=\"2023-11-14T22:13:20Z\" class=\"m\">2023-Nov-14 22:13:20</td>\
+             <td title=\"42 B\" class=\"s\">42</td></tr>\n"
+        ));
+        assert!(s.contains("sub dir/</a></td><td data-t"));
+        assert!(s.contains("<td class=\"s\">-</td></tr>\n"));
         assert!(s.contains("href=\"../\""));
         assert!(!s.contains("<script>"));
+        assert!(!s.contains("noscript"), "rows are in the document");
+        assert!(!s.contains("href=\"?"), "no link into a non-listing");
+        assert_eq!(
+            listing_date(SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400)).unwrap(),
+            "2000-Feb-29 00:00:00"
+        );
     }
 
     #[test]

@@ -171,7 +171,7 @@ pub(crate) async fn admit_with(
             close_if_body(ex);
             // A browser navigation cannot send a bearer token: it gets the page
             // without the listing, whose script asks for the token.
-            if let Some(page) = crate::listing::locked_page(ex) {
+            if let Some(page) = crate::listing::locked_page(policy, ex) {
                 let resp = Response::new(401)
                     .header("WWW-Authenticate", "Bearer realm=\"wirespeed\"")
                     .header("Content-Type", crate::listing::Format::Html.content_type())

@@ -481,6 +481,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             }
             Decision::Forbidden(why) => return Err(Error::status(403, why)),
         }
+        self.cfg.hidden.refuse(target)?;
         match self.storage.stat(target).await {
             Ok(meta) if meta.kind == Kind::Dir => {
                 return Err(Error::status(

@@ -5,7 +5,7 @@
 mod common;
 
 use common::TestServer;
-use wirespeed_service::{assets, Access, ServiceConfig};
+use wirespeed_service::{assets, Access, ServiceConfig, Writes};
 
 const BROWSER_ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
 
@@ -75,7 +75,7 @@ fn listing_html_links_the_assets_under_a_strict_policy() {
         "breadcrumb"
     );
     assert!(html.contains("href=\"%3Ci%3E.txt\">&lt;i&gt;.txt</a>"));
-    assert!(html.contains("data-size=\"2048\">2.0 KiB</td>"));
+    assert!(html.contains("<td title=\"2.0 KiB\" class=\"s\">2048</td>"));
     assert!(html.contains("rel=\"up\""));
     assert!(!html.contains("<i>"));
     // The JSON listing, the page's API, is unchanged.
@@ -135,4 +135,77 @@ fn a_private_server_gives_a_browser_the_frame_without_entries() {
     );
     assert_eq!(r.status, 200);
     assert!(r.text().contains("secret-name.txt"));
+}
+
+#[test]
+fn the_page_offers_only_the_writes_the_server_takes() {
+    let can = |writes: Writes| {
+        let s = TestServer::with(ServiceConfig {
+            writes,
+            ..Default::default()
+        });
+        let html = s.req("GET", "/", &[("Accept", BROWSER_ACCEPT)], b"").text();
+        let can = html
+            .split("data-can=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap_or_else(|| panic!("no data-can: {html}"))
+            .to_string();
+        (can, html.contains("id=\"upform\""))
+    };
+    assert_eq!(can(Writes::default()), ("read write delete".into(), true));
+    assert_eq!(can(Writes::read_only()), ("read".into(), false));
+    assert_eq!(
+        can(Writes::exposed(true, false)),
+        ("read write".into(), true),
+        "--allow-upload without deletes: no Delete, no Rename"
+    );
+    assert_eq!(can(Writes::exposed(false, false)), ("read".into(), false));
+    // A private server's locked frame says the same.
+    let s = TestServer::with(ServiceConfig {
+        access: Access::new(["t"], true),
+        writes: Writes::read_only(),
+        ..Default::default()
+    });
+    let html = s.req("GET", "/", &[("Accept", BROWSER_ACCEPT)], b"").text();
+    assert!(html.contains("data-can=\"read\""), "{html}");
+}
+
+#[test]
+fn a_browser_gets_an_html_404_with_a_link_up() {
+    let s = TestServer::start();
+    std::fs::create_dir(s.root.join("a b")).unwrap();
+    let r = s.req("GET", "/a%20b/gone.txt", &[("Accept", BROWSER_ACCEPT)], b"");
+    assert_eq!(r.status, 404);
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    let html = r.text();
+    assert!(html.contains("<a href=\"/a%20b/\" rel=\"up\">"), "{html}");
+    assert!(html.contains("gone.txt"), "{html}");
+    // Scripts and tools keep the plain text.
+    for accept in ["*/*", "application/json"] {
+        let r = s.req("GET", "/a%20b/gone.txt", &[("Accept", accept)], b"");
+        assert_eq!(r.status, 404);
+        assert!(r.header("content-type").unwrap().starts_with("text/plain"));
+    }
+}
+
+#[test]
+fn the_listing_is_a_plain_table_with_no_link_into_a_non_listing() {
+    let s = TestServer::start();
+    std::fs::write(s.root.join("f.txt"), b"12345").unwrap();
+    std::fs::create_dir(s.root.join("d")).unwrap();
+    let html = s.req("GET", "/", &[("Accept", BROWSER_ACCEPT)], b"").text();
+    assert!(
+        !html.contains("<noscript"),
+        "rows hidden from parsers: {html}"
+    );
+    let table = html.split("<table id=\"rows\">").nth(1).expect("the table");
+    assert!(table.contains("<a href=\"f.txt\">f.txt</a>"), "{table}");
+    assert!(table.contains("class=\"s\">5</td>"), "exact size: {table}");
+    assert!(table.contains("<a href=\"d/\">d/</a>"), "{table}");
+    // Every link a crawler follows is a file, a folder, or up.
+    for href in html.split("<a href=\"").skip(1) {
+        let href = href.split('"').next().unwrap();
+        assert!(!href.contains('?'), "a link into a non-listing: {href}");
+    }
 }

@@ -182,19 +182,20 @@ async fn json_stream(args: &JsonStreamArgs) -> anyhow::Result<()> {
             results[i].push(fetch(*addr).await?);
         }
     }
-    println!(
+    outln!(
         "json-stream: {} objects, one `write` per JSON token, {} rounds interleaved\n",
-        args.items, args.rounds
+        args.items,
+        args.rounds
     );
-    println!("| writer | median | best | MB/s (median) | chunks on the wire | bytes |");
-    println!("|---|---|---|---|---|---|");
+    outln!("| writer | median | best | MB/s (median) | chunks on the wire | bytes |");
+    outln!("|---|---|---|---|---|---|");
     let mut medians = Vec::new();
     for ((name, _), runs) in variants.iter().zip(results.iter_mut()) {
         runs.sort_by_key(|m| m.elapsed);
         let med = &runs[runs.len() / 2];
         let best = &runs[0];
         medians.push(med.elapsed);
-        println!(
+        outln!(
             "| {name} | {:.1} ms | {:.1} ms | {:.0} | {} | {} |",
             ms(med.elapsed),
             ms(best.elapsed),
@@ -203,7 +204,7 @@ async fn json_stream(args: &JsonStreamArgs) -> anyhow::Result<()> {
             med.body_bytes
         );
     }
-    println!(
+    outln!(
         "\nbuffered is {:.1}x faster than flushing per write (median vs median)",
         medians[1].as_secs_f64() / medians[0].as_secs_f64()
     );

@@ -123,9 +123,9 @@ pub fn run(args: LoadArgs) -> anyhow::Result<ExitCode> {
         .block_on(wirespeed_load::run(cfg))
         .context("bench load")?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        outln!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
-        print!("{}", summary.text());
+        out!("{}", summary.text());
     }
     if summary.clean() {
         Ok(ExitCode::SUCCESS)

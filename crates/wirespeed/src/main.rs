@@ -4,10 +4,63 @@
 
 use clap::{Parser, Subcommand};
 
+/// `println!` that ends the process quietly (exit 141, as a SIGPIPE death
+/// reads in a shell) when stdout is a closed pipe (`wirespeed ls URL | head
+/// -1`), instead of panicking.
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = writeln!(out, $($t)*).and_then(|()| out.flush()) {
+            $crate::output_failed(&e);
+        }
+    }};
+}
+
+/// `print!` with [`outln!`]'s handling of a closed pipe.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = write!(out, $($t)*).and_then(|()| out.flush()) {
+            $crate::output_failed(&e);
+        }
+    }};
+}
+
+/// Exit code of a process whose output pipe was closed (128 + SIGPIPE).
+const CLOSED_PIPE_EXIT: i32 = 141;
+
+/// Standard output failed: a closed pipe ends the process quietly; any other
+/// error is reported once, then the same.
+fn output_failed(e: &std::io::Error) -> ! {
+    if e.kind() != std::io::ErrorKind::BrokenPipe {
+        eprintln!("error: writing to standard output: {e}");
+        std::process::exit(1);
+    }
+    std::process::exit(CLOSED_PIPE_EXIT);
+}
+
+/// Whether an error comes from a closed standard output: `get -o -` into a
+/// pipe whose reader left, or a write to stdout returned with `?`. Never a
+/// socket's broken pipe (a server that hung up is an error to report).
+fn closed_pipe(e: &anyhow::Error) -> bool {
+    let broken = |io: &std::io::Error| io.kind() == std::io::ErrorKind::BrokenPipe;
+    let stdout_write = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<wirespeed_client::Error>())
+        .is_some_and(|c| {
+            matches!(c, wirespeed_client::Error::Io { context, source }
+                if *context == wirespeed_client::transfer::OUTPUT_CONTEXT && broken(source))
+        });
+    stdout_write || e.downcast_ref::<std::io::Error>().is_some_and(broken)
+}
+
 mod bench;
 mod bench_load;
 mod client_cmd;
 mod serve;
+mod serve_target;
 mod size;
 
 #[derive(Parser)]
@@ -50,10 +103,11 @@ enum Command {
 fn main() -> std::process::ExitCode {
     match run() {
         Ok(code) => code,
+        Err(e) if closed_pipe(&e) => std::process::ExitCode::from(CLOSED_PIPE_EXIT as u8),
         Err(e) => {
             // `{:#}` prints the chain once on one line; returning the error
             // from main would print Debug (and a backtrace with RUST_BACKTRACE).
-            eprintln!("error: {e:#}");
+            eprintln!("error: {e:#}{}", client_cmd::explain(&e));
             std::process::ExitCode::FAILURE
         }
     }

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +22,8 @@ mod shutdown;
 mod tls;
 
 /// `serve --help`: the routes at a glance.
-pub const LONG_ABOUT: &str = "Serve DIR over HTTP/1.1.\n\n\
+pub const LONG_ABOUT: &str = "Serve DIR (default: the current folder; it must exist unless --create) \
+over HTTP/1.1.\n\n\
 Routes:\n  \
 GET/HEAD /path     a file (sendfile; ETag, Last-Modified, single byte ranges, If-None-Match, If-Range);\n                     \
 Repr-Digest when one is recorded, or computed on Want-Repr-Digest\n  \
@@ -52,9 +53,16 @@ stop accepting and let requests in flight finish (a second Ctrl-C stops at once)
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Folder to serve (created, empty, if missing).
-    #[arg(default_value = "./data")]
-    pub dir: PathBuf,
+    /// Folder to serve (default: the current folder). It must exist unless
+    /// --create is given; `s3://BUCKET[/PREFIX]` here serves that bucket
+    /// (as --storage does).
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+
+    /// What is served and how (boxed, like the S3 settings, to keep the
+    /// command enum small).
+    #[command(flatten)]
+    pub content: Box<ContentArgs>,
 
     /// Address to listen on: PORT (on 127.0.0.1), IP:PORT, [IPv6]:PORT or
     /// HOST:PORT (resolved once at start; its first IPv4 address, else its
@@ -277,6 +285,40 @@ pub struct ServeArgs {
     pub s3: Box<S3Args>,
 }
 
+/// `serve`'s folder options: creating it, hidden names, symlinks, static sites.
+#[derive(Args, Debug)]
+pub struct ContentArgs {
+    /// Create the folder to serve (and its parents) if it does not exist.
+    #[arg(long)]
+    pub create: bool,
+
+    /// Hide names matching PATTERN (a glob for one name: `*`, `?`), e.g.
+    /// `.git`, `.env*`, or '.*' for every dotfile: left out of listings and
+    /// answered 404 for any read or write, as if absent. Repeatable.
+    /// Default: nothing hidden (what is in the folder is served).
+    #[arg(long = "hidden", value_name = "PATTERN")]
+    pub hidden: Vec<String>,
+
+    /// Follow symlinks that lead outside the served folder. Off by default:
+    /// such a link is refused (403, saying so), so a link cannot expose
+    /// files beyond the folder by accident. Links inside it always work.
+    #[arg(long)]
+    pub allow_symlink: bool,
+
+    /// A folder that has an `index.html` answers with it instead of the
+    /// listing (a static site's folders).
+    #[arg(long)]
+    pub index: bool,
+
+    /// Let served HTML run its scripts. Off by default: every served file
+    /// gets `Content-Security-Policy: sandbox`, because a page anyone
+    /// uploaded would otherwise run as this origin (and could act on the
+    /// server with the visitor's token). Turn it on to preview your own
+    /// static site (with --index), on a server whose uploads you trust.
+    #[arg(long)]
+    pub allow_scripts: bool,
+}
+
 /// `serve --storage s3://…` and its S3 settings.
 #[derive(Args, Debug)]
 pub struct S3Args {
@@ -450,22 +492,6 @@ fn write_mode(
     }
 }
 
-/// The folder to serve: created (and said so) when missing; a file there is
-/// an error that says so, not "File exists".
-fn prepare_dir(dir: &Path) -> anyhow::Result<()> {
-    match std::fs::metadata(dir) {
-        Ok(m) if m.is_dir() => Ok(()),
-        Ok(_) => anyhow::bail!("{} is a file, not a folder", dir.display()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("creating the folder to serve, {}", dir.display()))?;
-            eprintln!("created empty folder {}", dir.display());
-            Ok(())
-        }
-        Err(e) => Err(e).with_context(|| format!("opening the folder to serve, {}", dir.display())),
-    }
-}
-
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum FileSendArg {
     Auto,
@@ -505,18 +531,29 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if args.private && tokens.is_empty() {
         anyhow::bail!("--private needs at least one non-empty --token");
     }
-    let s3 = match &args.s3.storage {
-        Some(url) => {
+    let target = crate::serve_target::choose(
+        args.dir.as_deref(),
+        args.s3.storage.as_deref(),
+        args.content.create,
+    )?;
+    let dir = match &target {
+        crate::serve_target::Target::Folder(d) => d.clone(),
+        crate::serve_target::Target::S3(_) => PathBuf::new(),
+    };
+    let s3 = match &target {
+        crate::serve_target::Target::S3(url) => {
+            if let Some(line) =
+                crate::serve_target::missing_s3_credentials(|v| std::env::var(v).ok())
+            {
+                anyhow::bail!("{line}");
+            }
             let mut c = wirespeed_service::S3Config::from_url(url).map_err(anyhow::Error::msg)?;
             c.endpoint = args.s3.s3_endpoint.clone().filter(|e| !e.is_empty());
             c.region = args.s3.s3_region.clone().filter(|r| !r.is_empty());
             c.path_style = args.s3.s3_path_style;
             Some(c)
         }
-        None => {
-            prepare_dir(&args.dir)?;
-            None
-        }
+        crate::serve_target::Target::Folder(_) => None,
     };
     let listen = args.listen.addr;
     let loopback = listen.ip().is_loopback();
@@ -545,9 +582,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let storage = match &s3 {
         Some(_) => None,
         None => Some(
-            LocalStorage::new(&args.dir)
-                .with_context(|| format!("opening the folder to serve, {}", args.dir.display()))?
-                .with_fsync(!args.no_fsync),
+            LocalStorage::new(&dir)
+                .with_context(|| format!("opening the folder to serve, {}", dir.display()))?
+                .with_fsync(!args.no_fsync)
+                .with_symlinks_outside(args.content.allow_symlink),
         ),
     };
     let cfg = ServiceConfig {
@@ -568,6 +606,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             DigestArg::Always => DigestPolicy::Always,
         },
         metrics: (args.metrics == Switch::On).then(|| metrics.clone()),
+        hidden: wirespeed_service::Hidden::new(&args.content.hidden).map_err(anyhow::Error::msg)?,
+        index: args.content.index,
+        allow_scripts: args.content.allow_scripts,
     };
     // The start line comes from the policy that decides every request.
     let mode_line = cfg.policy().describe();
@@ -623,7 +664,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         };
         let listener = tokio::net::TcpListener::bind(listen)
             .await
-            .with_context(|| format!("listening on {listen}"))?;
+            .map_err(|e| crate::serve_target::bind_error(listen, e))?;
         let addr = listener.local_addr()?;
         {
             let mut out = std::io::stdout().lock();

@@ -1,6 +1,6 @@
 //! The folder page in a real headless Chromium: `tests/browser/test_page.py`
-//! (Python Playwright, the system's `/usr/bin/chromium`) against three
-//! `wirespeed serve` processes (open, `--token`, `--private`), then the files
+//! (Python Playwright, the system's `/usr/bin/chromium`) against four
+//! `wirespeed serve` processes (open, `--token`, `--private`, `--read-only`), then the files
 //! on disk checked here too. Outside CI a missing Chromium or Playwright
 //! skips with a loud message; with `CI=true` it fails. `SCREENSHOTS=1`
 //! writes the README's screenshots to `docs/`.
@@ -103,6 +103,8 @@ fn folder_page_in_chromium() {
     let s_open = Serve::start(&open, &[]);
     let s_tok = Serve::start(&tok, &["--token", TOKEN]);
     let s_priv = Serve::start(&private, &["--token", TOKEN, "--private"]);
+    let s_ro = Serve::start(&open, &["--read-only"]);
+    write(&work.join("clash/zdir"), b"a file named like a folder\n");
     // The resumable path is asserted where the server has tus routes.
     let (status, head, _) = s_open.req("OPTIONS", "/-/uploads/", &[], b"");
     let tus = status < 300 && head.contains("tus-version");
@@ -119,6 +121,7 @@ fn folder_page_in_chromium() {
         .arg("--token-root")
         .arg(&tok)
         .args(["--private-base", &format!("{}/", s_priv.base())])
+        .args(["--readonly-base", &format!("{}/", s_ro.base())])
         .args(["--token", TOKEN])
         .env("CHROMIUM", chromium());
     if tus {
@@ -174,5 +177,9 @@ fn folder_page_in_chromium() {
         .filter(|n| n.starts_with(".wirespeed-tmp"))
         .collect();
     assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
-    drop((s_open, s_tok, s_priv));
+    assert!(
+        open.join("zdir").is_dir(),
+        "the refused upload changed nothing"
+    );
+    drop((s_open, s_tok, s_priv, s_ro));
 }

@@ -109,7 +109,11 @@ fn put_get_ls_rm_round_trip() {
 
     // --continue from a correct partial file.
     let dest2 = local.path().join("resumed.bin");
-    std::fs::write(local.path().join("resumed.bin.part"), &bytes[..1_000_000]).unwrap();
+    std::fs::write(
+        local.path().join(".wirespeed-part-resumed.bin"),
+        &bytes[..1_000_000],
+    )
+    .unwrap();
     let (code, out, err) = run(&["get", "-c", &url, "-o", dest2.to_str().unwrap()], &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("resumed at 1000000"), "{out}");
@@ -134,7 +138,7 @@ fn put_get_ls_rm_round_trip() {
     let (code, _, err) = run(&["get", &url, "-o", dest3.to_str().unwrap()], &[]);
     assert_ne!(code, Some(0));
     assert!(err.contains("404"), "{err}");
-    assert!(!dest3.exists() && !local.path().join("gone.bin.part").exists());
+    assert!(!dest3.exists() && !local.path().join(".wirespeed-part-gone.bin").exists());
 }
 
 #[test]
@@ -660,9 +664,10 @@ fn folder_round_trip_of_a_thousand_files() {
     );
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("1000 of 1000 files saved"), "{out}");
-    assert_eq!(read_tree(&back), want);
+    // Always DEST/NAME (DEST created when missing), so a rerun continues it.
+    assert_eq!(read_tree(&back.join("träe 1")), want);
 
-    // Into an existing folder: the folder's own name inside it (cp -r).
+    // A folder's own name inside DEST, the same when DEST exists.
     let (code, _, err) = run(
         &[
             "get",

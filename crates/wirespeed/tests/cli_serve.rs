@@ -23,7 +23,12 @@ fn start(dir: &Path, args: &[&str]) -> Serve {
 /// `start` as user/group `as_uid` if given, waiting for `lines` more stdout
 /// lines after `listening on`.
 fn start_with(dir: &Path, args: &[&str], as_uid: Option<u32>, lines: usize) -> Serve {
-    let mut cmd = Serve::command(dir);
+    start_bin(Path::new(BIN), dir, args, as_uid, lines)
+}
+
+/// [`start_with`] running the binary at `bin`.
+fn start_bin(bin: &Path, dir: &Path, args: &[&str], as_uid: Option<u32>, lines: usize) -> Serve {
+    let mut cmd = Serve::command_with(bin, dir);
     cmd.arg("--no-fsync").args(args);
     if let Some(id) = as_uid {
         cmd.uid(id).gid(id);
@@ -144,9 +149,19 @@ fn read_only_refuses_writes_on_loopback_too() {
 }
 
 #[test]
-fn missing_folder_is_created_and_a_file_is_refused() {
+fn a_missing_folder_is_an_error_unless_create() {
     let tmp = tempfile::tempdir().unwrap();
-    let typo = tmp.path().join("typo");
+    let typo = tmp.path().join("Downlaods");
+    let (code, err) = run(&["serve", typo.to_str().unwrap(), "--listen", "127.0.0.1:0"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{} does not exist; create it, or pass --create",
+            typo.display()
+        )),
+        "{err}"
+    );
+    assert!(!typo.exists(), "a mistyped folder is not created");
     let s = start(&typo, &["--listen", "127.0.0.1:0"]);
     assert!(
         s.stderr()
@@ -174,35 +189,61 @@ fn missing_folder_is_created_and_a_file_is_refused() {
 }
 
 #[test]
-fn listen_takes_a_bare_port_or_a_host_name() {
+fn no_folder_serves_the_current_one() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = start(tmp.path(), &["--listen", "0"]);
-    assert!(
-        s.stdout[0].starts_with("listening on http://127.0.0.1:"),
-        "{:?}",
-        s.stdout
-    );
-    assert_eq!(req(&s, "GET", "/-/health", &[], b"").0, 200);
-    drop(s);
-    let s = start(tmp.path(), &["--listen", "localhost:0"]);
-    assert!(
-        s.stdout[0].starts_with("listening on http://127.0.0.1:"),
-        "{:?}",
-        s.stdout
-    );
-    assert!(s.stderr().contains("(loopback)"));
-    assert_eq!(req(&s, "GET", "/", &[], b"").0, 200);
-    drop(s);
-    for (bad, says) in [
-        ("nonsense", "has no port"),
-        ("127.0.0.1:70000", "not in 0-65535"),
-        (":8080", "for every interface"),
-        ("no-such-host.invalid:80", "cannot resolve"),
+    std::fs::write(tmp.path().join("here.txt"), b"here").unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--no-fsync"])
+        .current_dir(tmp.path())
+        .env_remove("WIRESPEED_TOKEN")
+        .env_remove("RUST_LOG");
+    let s = Serve::spawn(cmd, 0);
+    assert_eq!(req(&s, "GET", "/here.txt", &[], b""), (200, "here".into()));
+    assert!(!tmp.path().join("data").exists(), "no ./data made");
+}
+
+#[test]
+fn an_s3_url_as_the_folder_is_the_bucket_and_missing_credentials_say_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.args(["serve", "s3://bucket/prefix", "--listen", "127.0.0.1:0"])
+        .current_dir(tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for v in [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_METADATA_ENDPOINT",
     ] {
-        let (code, err) = run(&["serve", tmp.path().to_str().unwrap(), "--listen", bad]);
-        assert_eq!(code, Some(2), "{bad}: {err}");
-        assert!(err.contains(says), "{bad}: {err}");
+        cmd.env_remove(v);
     }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line, not a dump: {err}");
+    assert!(
+        err.contains("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
+        "{err}"
+    );
+    assert!(
+        std::fs::read_dir(tmp.path()).unwrap().next().is_none(),
+        "no local folder named s3: was made"
+    );
+}
+
+#[test]
+fn a_busy_port_names_the_flag_to_pick_another() {
+    let tmp = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (code, err) = run(&["serve", tmp.path().to_str().unwrap(), "--listen", &addr]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("the address is in use"), "{err}");
+    assert!(err.contains("pick another with -l/--listen"), "{err}");
+    drop(taken);
 }
 
 /// Whether this process bypasses file permissions (root does).
@@ -228,7 +269,26 @@ fn folder_the_server_cannot_write_answers_permission_denied() {
         std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).unwrap();
-    let s = start_with(&dir, &["--listen", "127.0.0.1:0"], as_uid, 0);
+    // The other user runs a copy of the binary it can reach (the build's
+    // may be in a folder only its owner can enter), on a tree it can reach.
+    let copy = match as_uid {
+        Some(_) => match common::binary_for_other_users() {
+            Some(copy) if common::others_can_reach(&dir) => Some(copy),
+            _ => {
+                eprintln!(
+                    "\n!!!!!! SKIPPED folder_the_server_cannot_write_answers_permission_denied: \
+                     the temp folder ({}) is out of reach of uid 65534 !!!!!!\n",
+                    std::env::temp_dir().display()
+                );
+                return;
+            }
+        },
+        None => None,
+    };
+    let bin = copy
+        .as_ref()
+        .map_or(Path::new(BIN), |(_, bin)| bin.as_path());
+    let s = start_bin(bin, &dir, &["--listen", "127.0.0.1:0"], as_uid, 0);
     let put = req(&s, "PUT", "/locked/new.txt", &[], b"new");
     let del = req(&s, "DELETE", "/locked/old.txt", &[], b"");
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();

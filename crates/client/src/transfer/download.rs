@@ -32,16 +32,38 @@ pub struct DownloadReport {
     pub resumed_from: u64,
     /// The server sent `Repr-Digest` and the file matches it.
     pub verified: bool,
+    /// `resume` found `dest` already complete (the server's size): nothing
+    /// was transferred.
+    pub already_complete: bool,
 }
 
-/// `DEST.part`: where a download grows until it is complete and verified.
+/// The context of an error writing `download_to`'s output (stdout): the
+/// binary ends quietly when it is a closed pipe.
+pub const OUTPUT_CONTEXT: &str = "writing the output";
+
+/// What every partial download's name starts with.
+pub const PART_PREFIX: &str = ".wirespeed-part-";
+
+/// `.wirespeed-part-NAME` beside `dest`: where a download grows until it is
+/// complete and verified. Hidden, and under the reserved `.wirespeed-`
+/// prefix that no listing entry may take, so it can never be (or be
+/// overwritten by) a real file: a folder holding `X` and `X.part` saves
+/// both. A name too long for the prefix gets its sha-256 instead.
 pub fn part_path(dest: &Path) -> PathBuf {
-    let mut name = dest
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
-    name.push(".part");
-    dest.with_file_name(name)
+    let name = dest.file_name().unwrap_or_default();
+    let mut part = std::ffi::OsString::from(PART_PREFIX);
+    if PART_PREFIX.len() + name.len() <= 255 {
+        part.push(name);
+    } else {
+        let sum: [u8; 32] = Sha256::digest(name.as_encoded_bytes()).into();
+        part.push(&hex(&sum)[..40]);
+    }
+    dest.with_file_name(part)
+}
+
+/// Whether a file name is a partial download's ([`part_path`]).
+pub fn is_part_name(name: &std::ffi::OsStr) -> bool {
+    name.as_encoded_bytes().starts_with(PART_PREFIX.as_bytes())
 }
 
 /// `bytes START-END/TOTAL` → (start, end, total); total `*` → None.
@@ -70,9 +92,16 @@ pub async fn download_file(
     opts: &DownloadOptions,
 ) -> Result<DownloadReport, Error> {
     let part = part_path(dest);
+    if opts.resume && part_len(&part) == 0 {
+        if let Some(rep) = already_complete(client, url, dest).await? {
+            return Ok(rep);
+        }
+    }
     let mut validator: Option<String> = None;
     let mut resume = opts.resume;
     let mut attempt = 0u32;
+    // A refused connection before anything moved: nobody is listening.
+    let mut first = true;
     // A leftover `.part` is overwritten when not resuming: progress counts from 0.
     let mut best = if opts.resume { part_len(&part) } else { 0 };
     loop {
@@ -80,9 +109,11 @@ pub async fn download_file(
             Ok(r) => return Ok(r),
             Err(e) => e,
         };
-        if !retry::retryable(&e) {
+        if !retry::retryable(&e) || (first && matches!(e, Error::ConnectionRefused { .. })) {
+            remove_if_empty(&part);
             return Err(e);
         }
+        first = false;
         let have = part_len(&part);
         if have > best {
             // Bytes arrived since the last failure: the count starts again.
@@ -90,6 +121,7 @@ pub async fn download_file(
             attempt = 0;
         }
         if attempt >= opts.retry.retries {
+            remove_if_empty(&part);
             return Err(e);
         }
         let d = retry::pause(&opts.retry, attempt).await;
@@ -105,6 +137,46 @@ pub async fn download_file(
             ));
         }
     }
+}
+
+/// A partial file with no bytes keeps nothing worth resuming: removed.
+fn remove_if_empty(part: &Path) {
+    if std::fs::symlink_metadata(part).is_ok_and(|m| m.is_file() && m.len() == 0) {
+        let _ = std::fs::remove_file(part);
+    }
+}
+
+/// `--continue` of a file that is already whole (its size is the server's,
+/// asked with HEAD): a report saying so, and nothing transferred.
+async fn already_complete(
+    client: &Client,
+    url: &Url,
+    dest: &Path,
+) -> Result<Option<DownloadReport>, Error> {
+    let Some(have) = std::fs::metadata(dest)
+        .ok()
+        .filter(|m| m.is_file() && m.len() > 0)
+        .map(|m| m.len())
+    else {
+        return Ok(None);
+    };
+    let (resp, final_url) = get_following(client, url, |u| Request::new("HEAD", u.clone())).await?;
+    refuse_folder(&resp, &final_url)?;
+    let resp = resp.error_for_status().await?;
+    // A HEAD's body is empty whatever it announces: read the field itself.
+    let size = resp
+        .header("Content-Length")
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if size != Some(have) {
+        return Ok(None);
+    }
+    Ok(Some(DownloadReport {
+        dest: dest.to_path_buf(),
+        bytes: have,
+        resumed_from: have,
+        verified: false,
+        already_complete: true,
+    }))
 }
 
 fn part_len(part: &Path) -> u64 {
@@ -290,6 +362,7 @@ async fn finish_download(
         bytes,
         resumed_from,
         verified: expected.is_some() && got.is_some(),
+        already_complete: false,
     })
 }
 
@@ -323,13 +396,13 @@ pub async fn download_to<W: tokio::io::AsyncWrite + Unpin + ?Sized>(
         }
         w.write_all(&buf[..n])
             .await
-            .map_err(Error::io("writing the output"))?;
+            .map_err(Error::io(OUTPUT_CONTEXT))?;
         total += n as u64;
         if let Some(p) = &progress {
             p.advance(n as u64);
         }
     }
-    w.flush().await.map_err(Error::io("writing the output"))?;
+    w.flush().await.map_err(Error::io(OUTPUT_CONTEXT))?;
     if let Some(e) = expected {
         let got: [u8; 32] = h.finalize().into();
         if got != e {
@@ -353,8 +426,34 @@ fn refuse_folder(resp: &Response, final_url: &Url) -> Result<(), Error> {
         status: resp.status(),
         reason: "Is a folder".to_string(),
         message: format!(
-            "{} is a folder: use `wirespeed ls` to list it",
+            "{} is a folder: use `wirespeed get -r` to download it (or `wirespeed ls` to list it)",
             final_url.target
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_names_are_reserved_and_fit() {
+        assert_eq!(
+            part_path(Path::new("d/X")),
+            PathBuf::from("d/.wirespeed-part-X")
+        );
+        assert_ne!(part_path(Path::new("X")), Path::new("X.part"));
+        assert!(crate::transfer::reserved_name(".wirespeed-part-X"));
+        assert!(is_part_name(
+            part_path(Path::new("a b")).file_name().unwrap()
+        ));
+        let long = "n".repeat(250);
+        let p = part_path(Path::new(&long));
+        let name = p.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.len() <= 255 && is_part_name(p.file_name().unwrap()),
+            "{name}"
+        );
+        assert_ne!(p, part_path(Path::new(&"m".repeat(250))));
+    }
 }

@@ -25,9 +25,13 @@ pub mod saved;
 mod upload;
 
 pub use download::{
-    download_file, download_to, parse_content_range, part_path, DownloadOptions, DownloadReport,
+    download_file, download_to, is_part_name, parse_content_range, part_path, DownloadOptions,
+    DownloadReport, OUTPUT_CONTEXT, PART_PREFIX,
 };
-pub use remote::{delete, list, list_following, safe_name, walk, Entry, RemoteEntry, MAX_DEPTH};
+pub use remote::{
+    delete, list, list_following, parse_listing_time, refuse_name, reserved_name, safe_name, walk,
+    Entry, RemoteEntry, Walk, WalkLimits, MAX_DEPTH, RESERVED_PREFIX,
+};
 pub use upload::{
     form_framing, upload_file, upload_form, upload_stream, upload_url, ProtocolChoice,
     UploadOptions, UploadReport,
@@ -125,8 +129,9 @@ pub async fn get_following(
         let next = url.resolve(&location)?;
         if !next.same_origin(&url) {
             return Err(Error::Redirect(format!(
-                "{url} redirects to another origin, {location}; not followed (the token must not \
-                 travel there): use that URL if you trust it"
+                "{url} redirects to another origin, {}; not followed (the token must not \
+                 travel there): use that URL if you trust it",
+                crate::terminal_safe(&location, 300)
             )));
         }
         let _ = resp.bytes(64 * 1024).await;

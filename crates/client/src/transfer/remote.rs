@@ -65,40 +65,116 @@ pub async fn list_following(
 #[derive(Debug, Clone)]
 pub struct RemoteEntry {
     /// Names from the walked folder down to this entry (each one checked by
-    /// [`safe_name`]).
+    /// [`refuse_name`]).
     pub rel: Vec<String>,
     pub url: Url,
     pub dir: bool,
     pub size: u64,
+    /// The listing's modification time (RFC 3339 on wirespeed), if any.
+    pub modified: Option<String>,
 }
 
 /// Deepest folder nesting [`walk`] descends into (a symlink loop on the
 /// server would otherwise never end).
 pub const MAX_DEPTH: usize = 64;
 
-/// A name from a listing that is safe to create locally: not empty, `.`,
-/// `..`, and without `/` or NUL (a hostile server must not write outside
-/// the destination).
+/// The name prefix wirespeed keeps for itself (the server's partial
+/// uploads, the client's partial downloads): never taken from a listing,
+/// so a remote file can never overwrite or pose as one of them.
+pub const RESERVED_PREFIX: &str = ".wirespeed-";
+
+/// Whether `name` starts with [`RESERVED_PREFIX`] (ASCII case ignored, as
+/// case-insensitive file systems would).
+pub fn reserved_name(name: &str) -> bool {
+    name.len() >= RESERVED_PREFIX.len()
+        && name.as_bytes()[..RESERVED_PREFIX.len()].eq_ignore_ascii_case(RESERVED_PREFIX.as_bytes())
+}
+
+/// A name from a listing that is safe to create locally: exactly one
+/// normal path component (not empty, `.`, `..`, and without `/` or NUL),
+/// so a hostile server cannot write outside the destination.
 pub fn safe_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
 }
 
+/// Why a listed name is not taken, if it is not.
+pub fn refuse_name(name: &str) -> Option<&'static str> {
+    if !safe_name(name) {
+        Some("not a plain file name (it could leave the destination)")
+    } else if reserved_name(name) {
+        Some("names starting with .wirespeed- are reserved by wirespeed")
+    } else {
+        None
+    }
+}
+
+/// How much of a remote tree [`walk`] holds: a hostile or huge listing
+/// fails with [`Error::WalkLimit`] instead of filling memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalkLimits {
+    /// Files and folders in the whole tree.
+    pub max_entries: u64,
+    /// Bytes of all the entries' paths from the walked folder down, added up.
+    pub max_name_bytes: u64,
+}
+
+impl Default for WalkLimits {
+    fn default() -> Self {
+        WalkLimits {
+            max_entries: 1_000_000,
+            max_name_bytes: 256 << 20,
+        }
+    }
+}
+
+/// A remote tree as [`walk`] found it.
+#[derive(Debug, Clone)]
+pub struct Walk {
+    /// The folder's URL after redirects (where it was read; never a local name).
+    pub root: Url,
+    /// Files and folders below it, folders before their contents.
+    pub entries: Vec<RemoteEntry>,
+    /// Entries not taken: their URL (or folder and raw name) and why.
+    pub skipped: Vec<(String, &'static str)>,
+}
+
 /// Every file and folder below the folder `url`, folders before their
-/// contents. Returns the folder's URL after redirects and the entries.
-/// Unsafe names are skipped with a warning.
-pub async fn walk(client: &Client, url: &Url) -> Result<(Url, Vec<RemoteEntry>), Error> {
+/// contents, within `limits`. Names that are not one safe path component,
+/// and reserved names ([`refuse_name`]), are skipped and reported.
+pub async fn walk(client: &Client, url: &Url, limits: WalkLimits) -> Result<Walk, Error> {
     let (_, first, root) = list_following(client, url).await?;
     let mut out = Vec::new();
+    let mut skipped = Vec::new();
+    let (mut count, mut name_bytes) = (0u64, 0u64);
     let mut queue = std::collections::VecDeque::from([(root.clone(), Vec::new(), first)]);
     while let Some((folder, rel, entries)) = queue.pop_front() {
         for e in entries {
-            if !safe_name(&e.name) {
-                tracing::warn!(name = ?e.name, folder = %folder, "skipping an unsafe name in a listing");
+            if let Some(why) = refuse_name(&e.name) {
+                let shown = if safe_name(&e.name) {
+                    folder.child(&e.name, false).to_string()
+                } else {
+                    format!("{folder} entry {:?}", e.name)
+                };
+                skipped.push((shown, why));
                 continue;
             }
             let dir = e.kind == "dir";
             let mut path: Vec<String> = rel.clone();
             path.push(e.name.clone());
+            count += 1;
+            name_bytes += path.iter().map(|n| n.len() as u64 + 1).sum::<u64>();
+            if count > limits.max_entries {
+                return Err(Error::WalkLimit {
+                    what: "entries",
+                    limit: limits.max_entries,
+                });
+            }
+            if name_bytes > limits.max_name_bytes {
+                return Err(Error::WalkLimit {
+                    what: "bytes of names",
+                    limit: limits.max_name_bytes,
+                });
+            }
             let url = folder.child(&e.name, dir);
             if dir {
                 if path.len() > MAX_DEPTH {
@@ -117,10 +193,15 @@ pub async fn walk(client: &Client, url: &Url) -> Result<(Url, Vec<RemoteEntry>),
                 url,
                 dir,
                 size: e.size,
+                modified: e.modified,
             });
         }
     }
-    Ok((root, out))
+    Ok(Walk {
+        root,
+        entries: out,
+        skipped,
+    })
 }
 
 /// DELETE `url`; returns the status.
@@ -133,4 +214,95 @@ pub async fn delete(client: &Client, url: &Url) -> Result<u16, Error> {
     let status = resp.status();
     let _ = resp.bytes(64 * 1024).await;
     Ok(status)
+}
+
+/// A listing's `modified` (`2023-11-14T22:13:20Z`, UTC, optional
+/// fraction) as seconds since the epoch; None for anything else.
+pub fn parse_listing_time(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let t = s.get(r)?;
+        t.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| t.parse().ok())?
+    };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let rest = &s[19..];
+    let rest = match rest.strip_prefix('.') {
+        Some(f) => f.trim_start_matches(|c: char| c.is_ascii_digit()),
+        None => rest,
+    };
+    if rest != "Z"
+        || !(1..=12).contains(&mo)
+        || !(1..=31).contains(&d)
+        || h > 23
+        || mi > 59
+        || sec > 60
+    {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + h * 3600 + mi * 60 + sec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_a_listing_may_not_give() {
+        for bad in ["", ".", "..", "../x", "/etc/x", "a/../../b", "a\0b"] {
+            assert!(!safe_name(bad), "{bad:?}");
+            assert!(refuse_name(bad).is_some(), "{bad:?}");
+        }
+        for reserved in [".wirespeed-part-x", ".WireSpeed-x", ".wirespeed-"] {
+            assert!(
+                safe_name(reserved) && reserved_name(reserved),
+                "{reserved:?}"
+            );
+            assert!(refuse_name(reserved).unwrap().contains("reserved"));
+        }
+        for ok in ["x", "x.part", ".x", "..x", "a b", "ü", ".wirespeed"] {
+            assert_eq!(refuse_name(ok), None, "{ok:?}");
+        }
+    }
+
+    #[test]
+    fn listing_times() {
+        assert_eq!(parse_listing_time("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            parse_listing_time("2023-11-14T22:13:20Z"),
+            Some(1_700_000_000)
+        );
+        assert_eq!(
+            parse_listing_time("2024-02-29T00:00:00.5Z"),
+            Some(1_709_164_800)
+        );
+        for bad in [
+            "",
+            "2023-11-14 22:13:20Z",
+            "2023-11-14T22:13:20+01:00",
+            "2023-13-01T00:00:00Z",
+            "x023-11-14T22:13:20Z",
+        ] {
+            assert_eq!(parse_listing_time(bad), None, "{bad:?}");
+        }
+    }
 }

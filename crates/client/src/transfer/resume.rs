@@ -92,6 +92,9 @@ pub(crate) async fn upload(
     };
     if opts.continue_saved {
         job.load_saved();
+    } else if job.state.exists() {
+        // A plain rerun continues a recorded upload of this very file.
+        job.load_matching();
     }
     if opts.digest_first {
         let sum: [u8; 32] = hash_file(path, Some(len), None).await?.finalize().into();
@@ -198,6 +201,23 @@ impl Job<'_> {
         }
     }
 
+    /// A rerun without `--continue`: take the recorded upload only if the
+    /// file is still the one it was made from (path, size, mtime, inode,
+    /// URL); a stale record is dropped.
+    fn load_matching(&mut self) {
+        match self.state.lookup() {
+            Lookup::Found(_) => self.load_saved(),
+            Lookup::FileChanged(_) => {
+                self.say(&format!(
+                    "{} changed since its interrupted upload; starting a new upload",
+                    self.path.display()
+                ));
+                self.state.remove();
+            }
+            Lookup::Nothing => {}
+        }
+    }
+
     /// Try until the upload completes, a failure will not pass, or the
     /// retries run out.
     async fn run(&mut self) -> Result<Outcome, Error> {
@@ -218,8 +238,19 @@ impl Job<'_> {
                 self.state.remove();
                 self.best = 0;
                 self.tried = None;
-            } else if !retry::retryable(&e) {
+            } else if self.best == 0
+                && self.attempt == 0
+                && self.session.is_none()
+                && matches!(e, Error::ConnectionRefused { .. })
+            {
+                // Refused before anything was created: nobody is listening.
                 return Err(e);
+            } else {
+                // A 409 to an append is an offset conflict: ask the offset again.
+                let conflict = e.status() == Some(409) && self.session.is_some();
+                if !(retry::retryable(&e) || conflict) {
+                    return Err(e);
+                }
             }
             if self.attempt >= policy.retries {
                 return Err(e);
@@ -250,7 +281,20 @@ impl Job<'_> {
             return Ok(Outcome::UsePut);
         }
         if self.session.is_none() {
-            self.create(protocol).await?;
+            match self.create(protocol).await {
+                Err(e) if matches!(e.status(), Some(503 | 507)) && self.len > 0 => {
+                    // Full of partial uploads (or of bytes for them): a plain
+                    // PUT may still be taken.
+                    self.say(&format!(
+                        "the server cannot take a resumable upload now ({}); sending a plain \
+                         PUT, which cannot resume",
+                        retry::describe(&e)
+                    ));
+                    self.protocol = Some(ClientProtocol::Put);
+                    return Ok(Outcome::UsePut);
+                }
+                r => r?,
+            }
             self.offset = Some(0);
         }
         let mut offset = match self.offset.take() {
@@ -294,7 +338,9 @@ impl Job<'_> {
                     ietf::INTEROP_VERSION.to_string(),
                 );
             let resp = self.client.send(req).await?;
-            if resp.status() >= 500 {
+            // 501: a server that does not know OPTIONS (python's
+            // http.server) offers nothing resumable; a plain PUT may work.
+            if resp.status() >= 500 && resp.status() != 501 {
                 // error_for_status turns every 5xx into an error.
                 return Err(resp
                     .error_for_status()

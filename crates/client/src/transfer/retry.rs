@@ -38,13 +38,21 @@ impl RetryPolicy {
     }
 }
 
+/// Statuses that say the request will fail the same way again, whatever
+/// the protocol would otherwise allow: 409 (a folder URL without its `/`,
+/// a file in the way), 501 (the server does not do this), 505, 507 (disk
+/// full), 508.
+pub fn permanent_status(status: u16) -> bool {
+    matches!(status, 409 | 501 | 505 | 507 | 508)
+}
+
 /// Whether `e` may pass by itself: the connection broke, timed out or was
 /// refused (a server restarting), or the server answered a status worth
-/// retrying (5xx, 408, 409, 429). Local files, TLS, URLs, digests and
-/// other client errors would fail the same way again.
+/// retrying (5xx but [`permanent_status`], 408, 423, 429). Local files,
+/// TLS, URLs, digests and other client errors would fail the same way again.
 pub fn retryable(e: &Error) -> bool {
     match e {
-        Error::Status { status, .. } => retryable_status(*status),
+        Error::Status { status, .. } => retryable_status(*status) && !permanent_status(*status),
         Error::ConnectionRefused { .. }
         | Error::Connect { .. }
         | Error::NoResponse
@@ -101,7 +109,10 @@ mod tests {
             message: String::new(),
         };
         assert!(retryable(&status(503)));
-        assert!(retryable(&status(409)));
+        assert!(retryable(&status(502)));
+        for permanent in [409, 501, 507] {
+            assert!(!retryable(&status(permanent)), "{permanent}");
+        }
         assert!(!retryable(&status(404)));
         assert!(!retryable(&status(401)));
         assert!(retryable(&Error::NoResponse));

@@ -5,8 +5,8 @@
 
 use std::ffi::OsString;
 use std::fs;
-use std::io;
-use std::os::unix::fs::MetadataExt;
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -135,7 +135,7 @@ impl StateFile {
     pub fn save(&self, protocol: &str, upload_url: &Url) -> io::Result<()> {
         let Some(p) = &self.path else { return Ok(()) };
         if let Some(dir) = p.parent() {
-            fs::create_dir_all(dir)?;
+            private_dir(dir)?;
         }
         let saved = SavedUpload {
             protocol: protocol.to_string(),
@@ -144,10 +144,15 @@ impl StateFile {
             file: self.file.clone(),
         };
         let tmp = p.with_extension("tmp");
-        fs::write(
-            &tmp,
-            serde_json::to_vec_pretty(&saved).map_err(io::Error::other)?,
-        )?;
+        let _ = fs::remove_file(&tmp);
+        // 0600 from the start: the file names URLs and local paths.
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(&serde_json::to_vec_pretty(&saved).map_err(io::Error::other)?)?;
+        drop(f);
         fs::rename(&tmp, p)
     }
 
@@ -156,6 +161,28 @@ impl StateFile {
             let _ = fs::remove_file(p);
         }
     }
+}
+
+/// Create `dir` (and its missing parents) readable by its owner only; an
+/// existing `wirespeed/uploads` folder of ours is made so too.
+fn private_dir(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let m = fs::metadata(dir)?;
+    if m.permissions().mode() & 0o077 != 0 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    }
+    // Its parent `wirespeed/` too (created by us, 0700 above when new).
+    if let Some(parent) = dir.parent().filter(|p| p.ends_with("wirespeed")) {
+        if let Ok(pm) = fs::metadata(parent) {
+            if pm.permissions().mode() & 0o077 != 0 {
+                fs::set_permissions(parent, fs::Permissions::from_mode(0o700))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -201,6 +228,16 @@ mod tests {
         let loc = url("http://127.0.0.1:9/-/uploads/0123");
         st.save("ietf", &loc).unwrap();
         assert!(st.exists());
+        // Private: the file 0600, its folders 0700.
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let file = states.join(state_name(&FileIdentity::of(&f).unwrap().path, &target));
+        assert_eq!(mode(&file), 0o600, "{}", file.display());
+        assert_eq!(mode(&states), 0o700);
+        // A folder made before (0755) is closed on the next save.
+        fs::set_permissions(&states, fs::Permissions::from_mode(0o755)).unwrap();
+        st.save("ietf", &loc).unwrap();
+        assert_eq!(mode(&states), 0o700);
+        assert_eq!(mode(&file), 0o600);
         match st.lookup() {
             Lookup::Found(s) => {
                 assert_eq!(s.protocol, "ietf");

@@ -151,6 +151,8 @@ pub(crate) async fn put_retrying(
     let mut attempt = 0;
     loop {
         match put_file(client, url, path, opts).await {
+            // Refused at the first try: nobody is listening.
+            Err(e @ Error::ConnectionRefused { .. }) if attempt == 0 => return Err(e),
             Err(e) if retry::retryable(&e) && attempt < opts.retry.retries => {
                 let d = retry::pause(&opts.retry, attempt).await;
                 attempt += 1;

@@ -113,6 +113,7 @@ enum Current {
 struct Form<'a, S: Storage> {
     storage: &'a S,
     guard: &'a WriteGuard,
+    hidden: &'a crate::Hidden,
     dir: RelPath,
     files: Vec<FileSlot<S::Upload>>,
     fields: Map<String, Value>,
@@ -196,6 +197,7 @@ impl<S: Storage> Parts for Form<'_, S> {
             .dir
             .join(&name)
             .map_err(|e| Error::status(400, format!("file name {raw:?}: {e}")))?;
+        self.hidden.refuse(&key)?;
         let up = self.guard.create(self.storage, &key, None).await?;
         self.files.push(FileSlot {
             name,
@@ -257,6 +259,7 @@ pub(crate) async fn post<S: Storage>(
     boundary: &str,
     format: Format,
     hash: Option<HashMode>,
+    hidden: &crate::Hidden,
 ) -> Result<(), Error> {
     if !dir.trailing_slash() {
         let hint = dir.to_url(true);
@@ -271,6 +274,7 @@ pub(crate) async fn post<S: Storage>(
     let mut form = Form {
         storage,
         guard,
+        hidden,
         dir: dir.clone(),
         files: Vec::new(),
         fields: Map::new(),

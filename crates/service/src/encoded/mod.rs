@@ -89,7 +89,17 @@ pub(crate) async fn post<S: Storage>(
                 }
             };
             query.only(&["format"])?;
-            form::post(storage, guard, ex, key, &boundary, format, hash).await
+            form::post(
+                storage,
+                guard,
+                ex,
+                key,
+                &boundary,
+                format,
+                hash,
+                &cfg.hidden,
+            )
+            .await
         }
         "text/xml" | "application/xml" | "application/soap+xml" => {
             let element = query.required("element", "the XML element holding the base64 data")?;

@@ -91,9 +91,15 @@ pub enum StorageError {
     /// The key names a file where a directory was expected.
     #[error("not a directory")]
     NotDir,
-    /// Outside the root (a symlink pointing out), or not permitted.
+    /// Not permitted (the root itself, a special file).
     #[error("forbidden")]
     Forbidden,
+    /// The path leads outside the served folder through a symlink.
+    #[error(
+        "forbidden: this path leads outside the served folder through a symlink \
+         (serve --allow-symlink follows such links)"
+    )]
+    Outside,
     /// The filesystem refused the server (EACCES/EPERM) while reading.
     #[error("the server cannot read this (permission denied)")]
     Denied,
@@ -144,7 +150,10 @@ impl StorageError {
         match self {
             StorageError::NotFound | StorageError::NotDir => 404,
             StorageError::IsDir | StorageError::NotEmpty | StorageError::Conflict(_) => 409,
-            StorageError::Forbidden | StorageError::Denied | StorageError::WriteDenied => 403,
+            StorageError::Forbidden
+            | StorageError::Outside
+            | StorageError::Denied
+            | StorageError::WriteDenied => 403,
             StorageError::Full | StorageError::NoRoom { .. } => 507,
             StorageError::Busy => 503,
             // A long name is a bad request, not a long URI (RFC 9110 §15.5.15).
@@ -173,7 +182,8 @@ impl From<io::Error> for StorageError {
             Some(libc::ENAMETOOLONG) => StorageError::NameTooLong,
             // ELOOP: a symlink where none may be; EXDEV: openat2 refused a
             // step out of the root.
-            Some(libc::ELOOP) | Some(libc::EXDEV) => StorageError::Forbidden,
+            Some(libc::ELOOP) => StorageError::Forbidden,
+            Some(libc::EXDEV) => StorageError::Outside,
             _ => StorageError::Io(e),
         }
     }

@@ -33,6 +33,8 @@ pub struct Root {
     fd: OwnedFd,
     /// openat2 is usable (cleared for good on the first ENOSYS/EPERM).
     beneath: AtomicBool,
+    /// Symlinks leading outside the root are followed (`serve --allow-symlink`).
+    outside: AtomicBool,
 }
 
 impl Root {
@@ -48,7 +50,18 @@ impl Root {
             path,
             fd,
             beneath: AtomicBool::new(true),
+            outside: AtomicBool::new(false),
         })
+    }
+
+    /// Follow symlinks that lead outside the root (the operator put them
+    /// there); names are still single segments, never `..`.
+    pub fn follow_symlinks_outside(&self, on: bool) {
+        self.outside.store(on, Ordering::Relaxed);
+    }
+
+    fn outside_allowed(&self) -> bool {
+        self.outside.load(Ordering::Relaxed)
     }
 
     /// Use the check-then-open fallback even where openat2 works (tests,
@@ -89,7 +102,11 @@ impl Root {
             } else {
                 segments.join("/")
             };
-            let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+            let resolve = if self.outside_allowed() {
+                ResolveFlags::NO_MAGICLINKS
+            } else {
+                ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS
+            };
             // EAGAIN: the kernel saw a concurrent rename that could have
             // let the walk escape, and asks for a retry.
             for _ in 0..4 {
@@ -100,7 +117,7 @@ impl Root {
                         let canon = self.checked(segments)?;
                         let rel = canon
                             .strip_prefix(&self.path)
-                            .map_err(|_| StorageError::Forbidden)?;
+                            .map_err(|_| StorageError::Outside)?;
                         let rel = if rel.as_os_str().is_empty() {
                             Path::new(".")
                         } else {
@@ -143,7 +160,10 @@ impl Root {
         p.extend(segments);
         let canon = std::fs::canonicalize(p)?;
         let Ok(rel) = canon.strip_prefix(&self.path) else {
-            return Err(StorageError::Forbidden);
+            if self.outside_allowed() {
+                return Ok(canon);
+            }
+            return Err(StorageError::Outside);
         };
         if rel
             .components()
@@ -189,14 +209,19 @@ mod tests {
             assert!(r.open_at(&segs("abs-in"), OFlags::RDONLY).is_ok());
             assert!(r.open_at(&[], OFlags::RDONLY).is_ok());
             for out in ["up", "abs-out"] {
+                let e = r.open_at(&segs(out), OFlags::RDONLY).unwrap_err();
                 assert!(
-                    matches!(
-                        r.open_at(&segs(out), OFlags::RDONLY),
-                        Err(StorageError::Forbidden)
-                    ),
-                    "{out} (checks forced: {force})"
+                    matches!(e, StorageError::Outside),
+                    "{out} (checks forced: {force}): {e:?}"
                 );
+                assert!(e.to_string().contains("--allow-symlink"), "{e}");
             }
+            // With --allow-symlink they lead where they point.
+            r.follow_symlinks_outside(true);
+            for out in ["up", "abs-out"] {
+                assert!(r.open_at(&segs(out), OFlags::RDONLY).is_ok(), "{out}");
+            }
+            r.follow_symlinks_outside(false);
             assert!(matches!(
                 r.open_at(&segs("missing"), OFlags::RDONLY),
                 Err(StorageError::NotFound)

@@ -3,7 +3,7 @@
 //! dooms the rest.
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use wirespeed_client::Error;
 
@@ -15,11 +15,19 @@ pub struct LocalFile {
     pub size: u64,
 }
 
+/// A local entry `put -r` does not send, and why.
+pub struct Skipped {
+    pub path: PathBuf,
+    pub why: &'static str,
+}
+
 /// Every regular file below `root` (symlinks to files are followed; links
-/// to folders and special files are skipped with a warning, so a link loop
-/// cannot run forever). Names must be UTF-8 to become URLs.
-pub fn walk_local(root: &Path) -> anyhow::Result<Vec<LocalFile>> {
+/// to folders, dangling links, special files and reserved `.wirespeed-`
+/// names are skipped and returned, so a link loop cannot run forever).
+/// Names must be UTF-8 to become URLs.
+pub fn walk_local(root: &Path) -> anyhow::Result<(Vec<LocalFile>, Vec<Skipped>)> {
     let mut out = Vec::new();
+    let mut skipped = Vec::new();
     let mut stack = vec![(root.to_path_buf(), Vec::<String>::new())];
     while let Some((dir, rel)) = stack.pop() {
         let mut entries = std::fs::read_dir(&dir)
@@ -38,6 +46,13 @@ pub fn walk_local(root: &Path) -> anyhow::Result<Vec<LocalFile>> {
             let ft = e
                 .file_type()
                 .map_err(|err| anyhow::anyhow!(err).context(path.display().to_string()))?;
+            if wirespeed_client::transfer::reserved_name(&name) {
+                skipped.push(Skipped {
+                    path,
+                    why: "names starting with .wirespeed- are reserved by wirespeed",
+                });
+                continue;
+            }
             let mut r = rel.clone();
             r.push(name);
             if ft.is_dir() {
@@ -47,8 +62,20 @@ pub fn walk_local(root: &Path) -> anyhow::Result<Vec<LocalFile>> {
             let meta = if ft.is_symlink() {
                 match std::fs::metadata(&path) {
                     Ok(m) if m.is_file() => m,
-                    _ => {
-                        tracing::warn!(path = %path.display(), "skipping a link to a folder or to nothing");
+                    Ok(m) => {
+                        let why = if m.is_dir() {
+                            "a link to a folder (not followed)"
+                        } else {
+                            "a link to a special file"
+                        };
+                        skipped.push(Skipped { path, why });
+                        continue;
+                    }
+                    Err(_) => {
+                        skipped.push(Skipped {
+                            path,
+                            why: "a link to nothing",
+                        });
                         continue;
                     }
                 }
@@ -56,7 +83,10 @@ pub fn walk_local(root: &Path) -> anyhow::Result<Vec<LocalFile>> {
                 e.metadata()
                     .map_err(|err| anyhow::anyhow!(err).context(path.display().to_string()))?
             } else {
-                tracing::warn!(path = %path.display(), "skipping a special file");
+                skipped.push(Skipped {
+                    path,
+                    why: "a special file (not a regular file)",
+                });
                 continue;
             };
             out.push(LocalFile {
@@ -66,7 +96,7 @@ pub fn walk_local(root: &Path) -> anyhow::Result<Vec<LocalFile>> {
             });
         }
     }
-    Ok(out)
+    Ok((out, skipped))
 }
 
 /// Whether the other transfers may go on after `e`: a problem with this one
@@ -132,9 +162,42 @@ where
     out
 }
 
-/// The local path of `rel` below `base`.
-pub fn local_path(base: &Path, rel: &[String]) -> PathBuf {
+/// The local path of `rel` below `base`, or None unless every name in
+/// `rel` is exactly one normal path component (no `..`, root, `a/b`), so
+/// the path cannot leave `base` whatever a listing said.
+pub fn local_path(base: &Path, rel: &[String]) -> Option<PathBuf> {
     let mut p = base.to_path_buf();
-    p.extend(rel);
-    p
+    for name in rel {
+        let mut parts = Path::new(name).components();
+        match (parts.next(), parts.next()) {
+            (Some(Component::Normal(n)), None) if n == name.as_str() => p.push(n),
+            _ => return None,
+        }
+    }
+    Some(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_paths_stay_below_their_base() {
+        let rel = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let base = Path::new("dest");
+        assert_eq!(
+            local_path(base, &rel(&["a", "b c", ".x"])),
+            Some(PathBuf::from("dest/a/b c/.x"))
+        );
+        for bad in [
+            &["..", "x"][..],
+            &["/etc/x"],
+            &["a/../../b"],
+            &["."],
+            &[""],
+            &["a/"],
+        ] {
+            assert_eq!(local_path(base, &rel(bad)), None, "{bad:?}");
+        }
+    }
 }

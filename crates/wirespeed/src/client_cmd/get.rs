@@ -11,8 +11,8 @@ use wirespeed_client::{url::decode, Client, Error, Url};
 
 use super::put::{files_rate, report_failures};
 use super::{
-    client, folder, notice, progress, rate, runtime, total_progress, url, ClientOpts, ParallelOpts,
-    RetryOpts,
+    client, folder, get_tree, interrupt, notice, progress, rate, runtime, total_progress, url,
+    ClientOpts, ParallelOpts, RetryOpts, WalkOpts,
 };
 
 const AFTER_HELP: &str = "\
@@ -22,13 +22,17 @@ Examples:
   wirespeed get 'http://127.0.0.1:8080/w/ünï 1.txt'            # encoded for you; %XX kept
   wirespeed get http://127.0.0.1:8080/a.txt http://127.0.0.1:8080/b.txt dl/
   wirespeed get http://127.0.0.1:8080/dir.tar -o - | tar x     # to stdout
-  wirespeed get -r http://127.0.0.1:8080/photos/ backup        # -> backup/photos/... if backup exists
+  wirespeed get -r http://127.0.0.1:8080/photos/ backup        # -> backup/photos/..., every run
   wirespeed get -n -r http://127.0.0.1:8080/photos/            # -> ./photos/, keep existing files
+  wirespeed get 127.0.0.1:8080/a.txt                           # no scheme: http:// (as curl)
 
-Every file arrives as FILE.part and is renamed to FILE only when complete
-(and verified, when the server sends Repr-Digest); any non-2xx final answer
-leaves no file and exits 1. The destination's folder must exist: it is
-checked before anything is transferred.
+Every file arrives as .wirespeed-part-FILE (hidden, beside it; the
+.wirespeed- prefix is reserved, so no remote file can take that name) and
+is renamed to FILE only when complete (and verified, when the server sends
+Repr-Digest); any non-2xx final answer leaves no file and exits 1. The
+destination's folder must exist: it is checked before anything is
+transferred. Ctrl-C keeps what arrived, prints the command that continues
+and exits 130.
 
 Retries: a broken connection, a timeout or a 5xx is retried (--retries N,
 default 10) from where FILE.part ends, with `Range: bytes=N-` and `If-Range`
@@ -36,10 +40,19 @@ default 10) from where FILE.part ends, with `Range: bytes=N-` and `If-Range`
 it answers the whole new file and the download starts again from byte 0.
 Output to stdout (-o -) is not retried: bytes written cannot be taken back.
 
-Folders: like `cp -r`, `get -r URL/NAME/ DEST` creates DEST/NAME/ when DEST
-is an existing folder, and makes DEST the copy of NAME otherwise. The listing
-is read as JSON (`?format=json`), so -r needs a wirespeed server; names that
-could leave DEST (`..`, `/`) are skipped with a warning.
+Folders: `get -r URL/NAME/ DEST` always writes DEST/NAME/ (DEST is created
+if missing, like `wget -P DEST`); without DEST, ./NAME/. NAME is the last
+name of the URL you typed: a redirect may change where the listing is read,
+never where files are written. The server's root (no NAME) goes into DEST
+itself. So the same command always writes the same tree, and a rerun
+continues it: files whose size matches the listing and that are not older
+than it are kept, partial files are resumed (unless older than the listed
+file), partial files no longer listed are removed, and the exit status is 1 if any file failed. The listing is
+read as JSON (`?format=json`), so -r needs a wirespeed server; a name that
+is not one plain file name (`..`, `/etc/x`, `a/../b`) or starts with
+.wirespeed- is skipped and said (`skipped URL: why`). A tree above
+--max-entries entries or --max-names bytes of names fails before any
+transfer.
 
 --no-clobber: like `wget -nc` and `cp -n`, an existing local file is not
 downloaded again (checked before transferring); this is reported on stderr and
@@ -73,16 +86,32 @@ pub struct GetArgs {
     #[command(flatten)]
     pub retry: RetryOpts,
     #[command(flatten)]
+    pub walk: WalkOpts,
+    #[command(flatten)]
     pub opts: ClientOpts,
 }
 
+/// Whether the last argument is a URL rather than the destination: it has
+/// a scheme, or reads as `HOST:PORT/…`.
 fn looks_like_url(s: &str) -> bool {
     let l = s.to_ascii_lowercase();
-    l.starts_with("http://") || l.starts_with("https://")
+    if l.starts_with("http://") || l.starts_with("https://") {
+        return true;
+    }
+    let authority = l.split('/').next().unwrap_or("");
+    authority.rsplit_once(':').is_some_and(|(host, port)| {
+        !host.is_empty() && !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit())
+    })
 }
 
 pub(super) fn destination(target: &Url, output: Option<&Path>) -> anyhow::Result<PathBuf> {
     let name = target.file_name();
+    if let Some(p) = output.filter(|p| names_a_folder(p) && !p.is_dir()) {
+        bail!(
+            "cannot save into {}: the folder does not exist (create it first)",
+            p.display()
+        );
+    }
     match output {
         Some(p) if p.is_dir() => match name {
             Some(n) => Ok(p.join(n)),
@@ -99,8 +128,14 @@ pub(super) fn destination(target: &Url, output: Option<&Path>) -> anyhow::Result
     }
 }
 
+/// `DIR/` (or `.`/`..`): the user means a folder, never a file name.
+fn names_a_folder(p: &Path) -> bool {
+    let s = p.as_os_str().as_encoded_bytes();
+    s.ends_with(b"/") || p.file_name().is_none()
+}
+
 /// The folder `dest` is to be created in must exist (checked before the transfer).
-fn check_parent(dest: &Path) -> anyhow::Result<()> {
+pub(super) fn check_parent(dest: &Path) -> anyhow::Result<()> {
     let parent = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -116,18 +151,18 @@ fn check_parent(dest: &Path) -> anyhow::Result<()> {
 }
 
 /// A folder URL's own name (`/a/b%20c/` → `b c`), if it has a safe one.
-fn folder_name(u: &Url) -> Option<String> {
+pub(super) fn folder_name(u: &Url) -> Option<String> {
     let seg = u.path().trim_end_matches('/').rsplit('/').next()?;
     let name = decode(seg);
-    transfer::safe_name(&name).then_some(name)
+    transfer::refuse_name(&name).is_none().then_some(name)
 }
 
 /// One file to download and where.
-struct Job {
-    url: Url,
-    dest: PathBuf,
+pub(super) struct Job {
+    pub url: Url,
+    pub dest: PathBuf,
     /// From the listing (0 when not known).
-    size: u64,
+    pub size: u64,
 }
 
 pub fn get(args: GetArgs) -> anyhow::Result<()> {
@@ -161,12 +196,18 @@ pub fn get(args: GetArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if args.recursive {
-        return get_folders(&args, &client, &rt, &targets, output.as_deref());
+        return get_tree::get_folders(&args, &client, &rt, &targets, output.as_deref());
     }
     if let [target] = targets.as_slice() {
         return get_one(&args, &client, &rt, target, output.as_deref());
     }
     let dir = output.unwrap_or_else(|| PathBuf::from("."));
+    if names_a_folder(&dir) && !dir.is_dir() {
+        bail!(
+            "cannot save into {}: the folder does not exist",
+            dir.display()
+        );
+    }
     if !dir.is_dir() {
         bail!(
             "several URLs are saved into a folder, and {} is not one",
@@ -210,7 +251,12 @@ fn get_one(
         notice: notice(&args.opts),
     };
     let started = Instant::now();
-    let result = rt.block_on(transfer::download_file(client, target, &dest, &opts));
+    let again = interrupt::rerun_command(Some(("--continue", "-c")));
+    let result = interrupt::block_on(
+        rt,
+        transfer::download_file(client, target, &dest, &opts),
+        &again,
+    );
     if let Some((_, b)) = &bar {
         b.finish_and_clear();
     }
@@ -218,7 +264,7 @@ fn get_one(
         let part = transfer::part_path(&dest);
         let keep = if part.exists() {
             format!(
-                " (partial data kept in {}; resume with --continue)",
+                " (partial data kept in {}; `{again}` continues it)",
                 part.display()
             )
         } else {
@@ -226,8 +272,18 @@ fn get_one(
         };
         format!("downloading {target} to {}{keep}", dest.display())
     })?;
+    if rep.already_complete {
+        if !args.opts.quiet {
+            eprintln!(
+                "{} is already complete ({} bytes, the server's size); nothing to do",
+                dest.display(),
+                rep.bytes
+            );
+        }
+        return Ok(());
+    }
     if !args.opts.quiet {
-        println!("{}", summary(target, &rep, started));
+        outln!("{}", summary(target, &rep, started));
     }
     Ok(())
 }
@@ -251,56 +307,8 @@ fn summary(target: &Url, rep: &DownloadReport, started: Instant) -> String {
     )
 }
 
-fn get_folders(
-    args: &GetArgs,
-    client: &Client,
-    rt: &tokio::runtime::Runtime,
-    targets: &[Url],
-    output: Option<&Path>,
-) -> anyhow::Result<()> {
-    let mut jobs = Vec::new();
-    let mut top = PathBuf::from(".");
-    for target in targets {
-        let (root, entries) = rt
-            .block_on(transfer::walk(client, target))
-            .with_context(|| format!("listing {target}"))?;
-        let name = folder_name(&root);
-        let base = match (output, name) {
-            (Some(d), Some(n)) if d.is_dir() => d.join(n),
-            (Some(d), None) if d.is_dir() => d.to_path_buf(),
-            (Some(d), _) if targets.len() == 1 => {
-                check_parent(d)?;
-                d.to_path_buf()
-            }
-            (Some(d), _) => bail!(
-                "several folders are saved into a folder, and {} is not one",
-                d.display()
-            ),
-            (None, Some(n)) => PathBuf::from(n),
-            (None, None) => bail!("{root} has no name to save as; give a destination folder"),
-        };
-        if let Some(d) = output {
-            top = d.to_path_buf();
-        }
-        std::fs::create_dir_all(&base).with_context(|| base.display().to_string())?;
-        for e in entries {
-            let dest = folder::local_path(&base, &e.rel);
-            if e.dir {
-                std::fs::create_dir_all(&dest).with_context(|| dest.display().to_string())?;
-            } else {
-                jobs.push(Job {
-                    url: e.url,
-                    dest,
-                    size: e.size,
-                });
-            }
-        }
-    }
-    run_jobs(args, client, rt, jobs, false, &top)
-}
-
 /// Download `jobs` `--parallel` at a time; `per_file` prints a line each.
-fn run_jobs(
+pub(super) fn run_jobs(
     args: &GetArgs,
     client: &Client,
     rt: &tokio::runtime::Runtime,
@@ -323,13 +331,15 @@ fn run_jobs(
     let started = Instant::now();
     let bar = total_progress(&args.opts, "get", jobs.iter().map(|j| j.size).sum());
     let opts = DownloadOptions {
-        resume: args.resume,
+        // A tree's rerun continues its partial files (-c or not).
+        resume: args.resume || args.recursive,
         progress: bar.as_ref().map(|b| b.0.clone()),
         retry: args.retry.policy(),
         notice: notice(&args.opts),
     };
     let parallel = usize::from(args.parallel.parallel);
-    let results = rt.block_on(folder::run_parallel(jobs, parallel, |job| {
+    let again = interrupt::rerun_command((!args.recursive).then_some(("--continue", "-c")));
+    let run = folder::run_parallel(jobs, parallel, |job| {
         let (client, opts) = (client.clone(), opts.clone());
         let label = job.url.to_string();
         (label, async move {
@@ -337,7 +347,8 @@ fn run_jobs(
                 .await
                 .map(|rep| (job.url, rep))
         })
-    }));
+    });
+    let results = interrupt::block_on(rt, run, &again);
     if let Some((_, b)) = &bar {
         b.finish_and_clear();
     }
@@ -349,14 +360,14 @@ fn run_jobs(
                 saved += 1;
                 bytes += rep.bytes;
                 if per_file && !quiet {
-                    println!("{}", summary(&u, &rep, started));
+                    outln!("{}", summary(&u, &rep, started));
                 }
             }
             Err(e) => failed.push((label, e)),
         }
     }
     if !quiet {
-        println!(
+        outln!(
             "{saved} of {count} files saved to {} ({bytes} bytes, {}, {})",
             top.display(),
             rate(bytes, started),

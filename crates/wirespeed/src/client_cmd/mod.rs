@@ -4,12 +4,16 @@
 
 mod folder;
 mod get;
+mod get_tree;
+mod interrupt;
 mod put;
 mod rm;
+mod status_hint;
 
 pub use get::{get, GetArgs};
 pub use put::{put, PutArgs};
 pub use rm::{rm, RmArgs};
+pub use status_hint::explain;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -19,7 +23,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use wirespeed_client::transfer::{self, TransferProgress};
+use wirespeed_client::transfer::{self, TransferProgress, WalkLimits};
 use wirespeed_client::{Client, ClientConfig, ClientTls, Url};
 
 /// Options shared by every client subcommand.
@@ -117,8 +121,31 @@ pub struct ParallelOpts {
     pub parallel: u16,
 }
 
+/// Limits of a remote walk (`get -r`, `rm -r`).
+#[derive(Args, Debug, Clone, Copy)]
+pub struct WalkOpts {
+    /// Most files and folders a remote tree may hold (-r): a bigger or
+    /// hostile listing fails before anything is transferred.
+    #[arg(long, value_name = "N", default_value_t = WalkLimits::default().max_entries)]
+    pub max_entries: u64,
+    /// Most bytes of names (each entry's path, added up) a remote tree may
+    /// hold in memory (-r); suffixes K, M, G.
+    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = crate::size::parse_size)]
+    pub max_names: u64,
+}
+
+impl WalkOpts {
+    fn limits(&self) -> WalkLimits {
+        WalkLimits {
+            max_entries: self.max_entries,
+            max_name_bytes: self.max_names,
+        }
+    }
+}
+
 /// A client whose pool keeps `parallel` connections per server.
 fn client(opts: &ClientOpts, parallel: usize) -> anyhow::Result<Client> {
+    status_hint::token_given(opts.token.as_deref().is_some_and(|t| !t.is_empty()));
     let defaults = ClientConfig::default();
     let cfg = ClientConfig {
         max_idle_per_host: defaults.max_idle_per_host.max(parallel),
@@ -143,8 +170,18 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
+/// A URL as typed; without a scheme, `http://` is assumed (as curl does).
 fn url(s: &str) -> anyhow::Result<Url> {
-    Ok(Url::parse(s)?)
+    Ok(Url::parse(&with_scheme(s))?)
+}
+
+/// `host:port/path` → `http://host:port/path`; anything with `://` as is.
+fn with_scheme(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains("://") || s.is_empty() {
+        std::borrow::Cow::Borrowed(s)
+    } else {
+        std::borrow::Cow::Owned(format!("http://{s}"))
+    }
 }
 
 /// An indicatif bar as the library's progress sink.
@@ -212,9 +249,9 @@ pub fn ls(args: LsArgs) -> anyhow::Result<()> {
         .block_on(transfer::list(&client, &target))
         .with_context(|| format!("listing {target}"))?;
     if args.json {
-        print!("{raw}");
+        out!("{raw}");
         if !raw.ends_with('\n') {
-            println!();
+            outln!();
         }
         return Ok(());
     }
@@ -224,9 +261,11 @@ pub fn ls(args: LsArgs) -> anyhow::Result<()> {
         .max()
         .unwrap_or(1)
         .max(4);
-    println!(
+    outln!(
         "{:<4}  {:>width$}  {:<20}  NAME",
-        "TYPE", "SIZE", "MODIFIED"
+        "TYPE",
+        "SIZE",
+        "MODIFIED"
     );
     for e in &entries {
         let (kind, size, suffix) = if e.kind == "dir" {
@@ -234,7 +273,7 @@ pub fn ls(args: LsArgs) -> anyhow::Result<()> {
         } else {
             ("file", e.size.to_string(), "")
         };
-        println!(
+        outln!(
             "{kind:<4}  {size:>width$}  {:<20}  {}{suffix}",
             printable(e.modified.as_deref().unwrap_or("-")),
             printable(&e.name)
@@ -265,6 +304,17 @@ pub fn printable(name: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_without_a_scheme_are_http() {
+        assert_eq!(with_scheme("h:8080/a"), "http://h:8080/a");
+        assert_eq!(with_scheme("https://h/a"), "https://h/a");
+        assert_eq!(
+            url("127.0.0.1:9/x").unwrap().to_string(),
+            "http://127.0.0.1:9/x"
+        );
+        assert!(url("ftp://h/x").is_err());
+    }
 
     #[test]
     fn buffer_sizes() {

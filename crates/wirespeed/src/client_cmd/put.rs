@@ -12,9 +12,10 @@ use wirespeed_client::transfer::{
 use wirespeed_client::{Error, Url};
 
 use super::folder::{self, LocalFile};
+use super::status_hint::hint;
 use super::{
-    client, notice, progress, rate, runtime, total_progress, url, ClientOpts, ParallelOpts,
-    RetryOpts,
+    client, interrupt, notice, progress, rate, runtime, total_progress, url, ClientOpts,
+    ParallelOpts, RetryOpts,
 };
 
 const AFTER_HELP: &str = "\
@@ -31,7 +32,9 @@ Examples:
 Folders: like `cp -r`, `put -r DIR URL/` creates URL/DIR/ and `put -r DIR URL`
 (no trailing /) makes URL the copy of DIR. The server creates the folders a
 file needs; empty local folders are not created on the server. Links to files
-are followed, links to folders are skipped.
+are followed; links to folders or to nothing, special files and names
+starting with .wirespeed- (reserved by wirespeed) are skipped, one line each
+(`skipped PATH: why`).
 
 --no-clobber: like `cp -n`, `rsync --ignore-existing` and `wget -nc`, a file
 that exists on the server is skipped and reported on stderr (`exists, not
@@ -55,9 +58,12 @@ any size.
 Across runs: a resumable upload is recorded in a small state file under
 $XDG_STATE_HOME/wirespeed/uploads/ (else ~/.local/state/wirespeed/uploads/),
 keyed by the file (path, size, modification time, inode) and the URL, and
-removed when the upload completes. `put --continue FILE URL` after an
-interrupted or killed run continues that upload; if the file changed, or the
-server no longer has the upload, a new one is started and this is said.
+removed when the upload completes. Running the same command again after an
+interrupted or killed run (Ctrl-C prints it) continues that upload when the
+file is still the same; `put --continue FILE URL` does too, and says so when
+nothing is recorded. If the file changed, or the server no longer has the
+upload, a new one is started and this is said. A server that cannot take a
+resumable upload now (503, 507 to the creation) gets a plain PUT, said once.
 
 Exit status: 0 when every file was stored (or skipped with -n), 1 otherwise.
 A file that cannot be read or is refused is reported and the others go on;
@@ -182,16 +188,49 @@ fn local_name(p: &Path) -> anyhow::Result<String> {
     }
 }
 
+/// The command line expanded: uploads, local files that cannot be sent
+/// (reported, the others go on), entries `-r` skipped.
+struct Plan {
+    jobs: Vec<Job>,
+    failed: Vec<(String, Error)>,
+    skipped: Vec<folder::Skipped>,
+}
+
+/// A file that is not sent; the error names it (so the label does not).
+fn not_sent(path: &Path, why: &str) -> (String, Error) {
+    (
+        "cannot upload".to_string(),
+        Error::File {
+            path: path.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, why.to_string()),
+        },
+    )
+}
+
 /// Expand the command line into uploads; everything is checked before the
 /// first byte goes out.
-fn plan(args: &PutArgs, target: &Url) -> anyhow::Result<Vec<Job>> {
+fn plan(args: &PutArgs, target: &Url) -> anyhow::Result<Plan> {
     let folder_url = target.path().ends_with('/');
     if args.files.len() > 1 && !folder_url {
         bail!("several files go into a folder: end the URL with `/` ({target}/)");
     }
     let mut jobs = Vec::new();
+    let mut failed = Vec::new();
+    let mut skipped = Vec::new();
     for src in &args.files {
-        let meta = std::fs::metadata(src).with_context(|| src.display().to_string())?;
+        let meta = match std::fs::metadata(src) {
+            Ok(m) => m,
+            Err(source) => {
+                failed.push((
+                    "cannot upload".to_string(),
+                    Error::File {
+                        path: src.clone(),
+                        source,
+                    },
+                ));
+                continue;
+            }
+        };
         if meta.is_dir() {
             if !args.recursive {
                 bail!(
@@ -204,7 +243,9 @@ fn plan(args: &PutArgs, target: &Url) -> anyhow::Result<Vec<Job>> {
             } else {
                 target.as_folder()
             };
-            for LocalFile { path, rel, size } in folder::walk_local(src)? {
+            let (files, skips) = folder::walk_local(src)?;
+            skipped.extend(skips);
+            for LocalFile { path, rel, size } in files {
                 jobs.push(Job {
                     url: join(&base, &rel),
                     path,
@@ -217,16 +258,28 @@ fn plan(args: &PutArgs, target: &Url) -> anyhow::Result<Vec<Job>> {
             } else {
                 target.clone()
             };
+            if url.file_name().is_some_and(|n| transfer::reserved_name(&n)) {
+                failed.push(not_sent(
+                    src,
+                    "names starting with .wirespeed- are reserved by wirespeed; upload it under \
+                     another name (give the full URL)",
+                ));
+                continue;
+            }
             jobs.push(Job {
                 path: src.clone(),
                 url,
                 size: meta.len(),
             });
         } else {
-            bail!("{} is not a regular file", src.display());
+            failed.push(not_sent(src, "not a regular file"));
         }
     }
-    Ok(jobs)
+    Ok(Plan {
+        jobs,
+        failed,
+        skipped,
+    })
 }
 
 fn check_line(rep: &UploadReport) -> String {
@@ -301,19 +354,43 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
         let (status, text) =
             result.with_context(|| format!("form upload of {} to {target}", file.display()))?;
         if !quiet {
-            println!("{status} {}", text.trim());
+            outln!("{status} {}", text.trim());
         }
         return Ok(());
     }
-    let jobs = plan(&args, &target)?;
+    let Plan {
+        jobs,
+        failed: not_sent,
+        skipped,
+    } = plan(&args, &target)?;
+    if !quiet {
+        for s in &skipped {
+            eprintln!("skipped {}: {}", s.path.display(), s.why);
+        }
+    }
+    if jobs.is_empty() {
+        if let Some((_, e)) = not_sent.into_iter().next() {
+            // The error names the file already.
+            return Err(e.into());
+        }
+        if !quiet {
+            outln!("nothing to upload");
+        }
+        return Ok(());
+    }
     let started = Instant::now();
-    if let ([job], false) = (jobs.as_slice(), args.recursive) {
+    let again = interrupt::rerun_command(None);
+    if let ([job], false, true) = (jobs.as_slice(), args.recursive, not_sent.is_empty()) {
         let bar = progress(&args.opts, "put");
         let opts = UploadOptions {
             progress: bar.as_ref().map(|b| b.0.clone()),
             ..upload_opts
         };
-        let result = rt.block_on(transfer::upload_file(&client, &job.url, &job.path, &opts));
+        let result = interrupt::block_on(
+            &rt,
+            transfer::upload_file(&client, &job.url, &job.path, &opts),
+            &again,
+        );
         if let Some((_, b)) = &bar {
             b.finish_and_clear();
         }
@@ -329,26 +406,27 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
         return report_one(result, &label, started, quiet);
     }
     let total: u64 = jobs.iter().map(|j| j.size).sum();
-    let count = jobs.len();
+    let count = jobs.len() + not_sent.len();
     let bar = total_progress(&args.opts, "put", total);
     let opts = UploadOptions {
         progress: bar.as_ref().map(|b| b.0.clone()),
         ..upload_opts
     };
-    let results = rt.block_on(folder::run_parallel(jobs, parallel, |job| {
+    let run = folder::run_parallel(jobs, parallel, |job| {
         let (client, opts) = (client.clone(), opts.clone());
         let label = job.path.display().to_string();
         (label, async move {
             transfer::upload_file(&client, &job.url, &job.path, &opts).await
         })
-    }));
+    });
+    let results = interrupt::block_on(&rt, run, &again);
     if let Some((_, b)) = &bar {
         b.finish_and_clear();
     }
     // Per-file lines for files named on the command line; a summary for folders.
     let per_file = !args.recursive;
     let (mut stored, mut bytes, mut replaced, mut skipped) = (0usize, 0u64, 0usize, 0usize);
-    let mut failed = Vec::new();
+    let mut failed = not_sent;
     for (label, r) in results {
         match r {
             Ok(rep) => {
@@ -361,7 +439,7 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
                     }
                 }
                 if per_file && !quiet {
-                    println!(
+                    outln!(
                         "{label} -> {} ({} bytes), {}",
                         rep.url,
                         rep.bytes,
@@ -379,7 +457,7 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
         }
     }
     if !quiet {
-        println!(
+        outln!(
             "{stored} of {count} files stored to {target} ({bytes} bytes, {}, {})",
             rate(bytes, started),
             files_rate(stored, started)
@@ -404,7 +482,7 @@ pub(super) fn report_failures(
         return Ok(());
     }
     for (label, e) in failed.iter().take(20) {
-        eprintln!("error: {label}: {}", chain(e));
+        eprintln!("error: {label}: {}{}", chain(e), hint(e));
     }
     if failed.len() > 20 {
         eprintln!("... and {} more", failed.len() - 20);
@@ -412,8 +490,9 @@ pub(super) fn report_failures(
     let n = failed.len();
     match failed.iter().find(|(_, e)| !folder::only_this_file(e)) {
         Some((_, fatal)) => bail!(
-            "{n} of {count} {what}s failed; no new ones were started after: {}",
-            chain(fatal)
+            "{n} of {count} {what}s failed; no new ones were started after: {}{}",
+            chain(fatal),
+            hint(fatal)
         ),
         None => bail!("{n} of {count} {what}s failed"),
     }
@@ -457,7 +536,7 @@ fn report_one(
         if rep.replaced() {
             eprintln!("replaced {}", rep.url);
         }
-        println!(
+        outln!(
             "{label} -> {} ({} bytes, {}), {}",
             rep.url,
             rep.bytes,

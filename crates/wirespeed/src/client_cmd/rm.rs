@@ -6,7 +6,7 @@ use wirespeed_client::transfer::RemoteEntry;
 use wirespeed_client::{transfer, Client, Error, Url};
 
 use super::put::report_failures;
-use super::{client, folder, runtime, url, ClientOpts, ParallelOpts};
+use super::{client, folder, printable, runtime, url, ClientOpts, ParallelOpts, WalkOpts};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -31,6 +31,8 @@ pub struct RmArgs {
     #[command(flatten)]
     pub parallel: ParallelOpts,
     #[command(flatten)]
+    pub walk: WalkOpts,
+    #[command(flatten)]
     pub opts: ClientOpts,
 }
 
@@ -45,9 +47,14 @@ pub fn rm(args: RmArgs) -> anyhow::Result<()> {
     let rt = runtime()?;
     for target in &targets {
         if args.recursive {
-            match rt.block_on(transfer::walk(&client, target)) {
-                Ok((root, entries)) => {
-                    rm_tree(&args, &client, &rt, &root, entries, parallel)?;
+            match rt.block_on(transfer::walk(&client, target, args.walk.limits())) {
+                Ok(walk) => {
+                    if !args.opts.quiet {
+                        for (what, why) in &walk.skipped {
+                            eprintln!("skipped {}: {why}", printable(what));
+                        }
+                    }
+                    rm_tree(&args, &client, &rt, &walk.root, walk.entries, parallel)?;
                     continue;
                 }
                 // A file: deleted like without -r.
@@ -59,7 +66,7 @@ pub fn rm(args: RmArgs) -> anyhow::Result<()> {
             .block_on(transfer::delete(&client, target))
             .with_context(|| format!("deleting {target}"))?;
         if !args.opts.quiet {
-            println!("deleted {target} ({status})");
+            outln!("deleted {target} ({status})");
         }
     }
     Ok(())
@@ -94,11 +101,17 @@ fn rm_tree(
     let mut dirs = dirs;
     dirs.sort_by_key(|d| std::cmp::Reverse(d.rel.len()));
     for d in dirs.iter().map(|d| &d.url).chain([root]) {
-        rt.block_on(transfer::delete(client, d))
-            .with_context(|| format!("deleting the folder {d}"))?;
+        match rt.block_on(transfer::delete(client, d)) {
+            // On S3 a folder is only its keys' common prefix: it vanished
+            // with its last file, and is deleted all the same.
+            Err(Error::Status { status: 404, .. }) => {}
+            r => {
+                r.with_context(|| format!("deleting the folder {d}"))?;
+            }
+        }
     }
     if !args.opts.quiet {
-        println!(
+        outln!(
             "deleted {root} ({deleted} files, {} folders)",
             dirs.len() + 1
         );

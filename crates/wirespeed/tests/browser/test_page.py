@@ -3,7 +3,8 @@
 `wirespeed serve` processes that crates/wirespeed/tests/browser.rs starts.
 
 Usage: test_page.py --base URL --root DIR --work DIR --token-base URL
-       --private-base URL --token TOKEN [--screenshots DIR] [--only NAME]
+       --private-base URL --readonly-base URL --token TOKEN [--screenshots DIR]
+       [--only NAME]
 
 Each check prints `ok NAME` or `FAIL NAME: why`; the exit code is the number
 of failures. The Rust test then checks the files on disk again.
@@ -304,6 +305,39 @@ def reload_resume(browser):
     p.close()
 
 
+@check("read-only server: no upload, new folder, rename or delete; a browser's 404 is a page with a way up")
+def read_only(browser):
+    p = Page(browser, args.readonly_base, allowed=("404",))
+    assert "b.bin" in p.names(), p.names()
+    for sel in ["#upload-btn", "#upload-folder-btn", "#mkdir-btn", "#upform"]:
+        expect(p.page.locator(sel)).to_have_count(0)
+    expect(p.page.locator("#filter")).to_be_visible()
+    row = p.page.locator("#list tbody tr").filter(has=p.page.locator("td.n a", has_text="b.bin"))
+    row.locator("button.act").click()
+    expect(p.page.get_by_role("menuitem", name="Download")).to_be_visible()
+    expect(p.page.get_by_role("menuitem", name="Copy link")).to_be_visible()
+    expect(p.page.get_by_role("menuitem", name="Rename…")).to_have_count(0)
+    expect(p.page.get_by_role("menuitem", name="Delete…")).to_have_count(0)
+    r = p.page.goto(args.readonly_base + "zdir/no-such-file.txt")
+    assert r.status == 404, r.status
+    expect(p.page.locator("a[rel=up]")).to_have_attribute("href", "/zdir/")
+    p.page.click("a[rel=up]")
+    p.page.wait_for_selector("html[data-ready='1']")
+    assert p.names() == ["inner.txt"], p.names()
+    p.close()
+
+
+@check("a refusal that a retry cannot change (409) shows no Retry")
+def permanent_refusal(browser):
+    p = Page(browser, args.base, allowed=("409",))
+    p.page.set_input_files("#files", str(Path(args.work) / "clash" / "zdir"))
+    item = p.page.locator("#uploads li.failed")
+    expect(item).to_contain_text("409")
+    expect(item.get_by_role("button", name="Retry")).to_be_hidden()
+    assert (Path(args.root) / "zdir").is_dir()
+    p.close()
+
+
 @check("new folder, rename and delete through the page")
 def manage(browser):
     # The refused rename (412) and delete (409) are logged by Chromium.
@@ -464,6 +498,10 @@ def favicon(browser):
 @check("without JavaScript the plain form still uploads")
 def no_js(browser):
     p = Page(browser, None, java_script_enabled=False)
+    # The server's own table is the listing without a script.
+    p.page.goto(args.base)
+    expect(p.page.locator("#rows td.n a", has_text="b.bin")).to_be_visible()
+    expect(p.page.locator("#rows tr", has_text="b.bin").locator("td.s")).to_have_text("3000")
     p.page.goto(args.base + "adir/")
     submit = p.page.locator("#upform button[type=submit]")
     expect(submit).to_be_visible()
@@ -484,6 +522,7 @@ def main():
     ap.add_argument("--token-base", required=True)
     ap.add_argument("--token-root", required=True)
     ap.add_argument("--private-base", required=True)
+    ap.add_argument("--readonly-base", required=True)
     ap.add_argument("--token", required=True)
     ap.add_argument("--screenshots")
     ap.add_argument("--only")

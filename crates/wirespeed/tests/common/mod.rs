@@ -5,6 +5,8 @@
 // Each test file uses a different part of this module.
 #![allow(dead_code)]
 
+pub mod routes;
+
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -51,9 +53,17 @@ impl Serve {
     /// `wirespeed serve DIR` without the test runner's token or log filter,
     /// for callers that need other flags or a user before `spawn`.
     pub fn command(dir: &Path) -> Command {
-        let mut cmd = Command::new(BIN);
+        Self::command_with(Path::new(BIN), dir)
+    }
+
+    /// [`Serve::command`] running the binary at `bin` (a copy another user
+    /// can execute: see [`binary_for_other_users`]).
+    pub fn command_with(bin: &Path, dir: &Path) -> Command {
+        let mut cmd = Command::new(bin);
+        // --create: the tests' folders may not exist yet (unused with --storage).
         cmd.arg("serve")
             .arg(dir)
+            .arg("--create")
             .env_remove("WIRESPEED_TOKEN")
             .env_remove("RUST_LOG");
         cmd
@@ -176,4 +186,30 @@ impl Serve {
         }
         std::fs::read_to_string(&self.stderr).unwrap()
     }
+}
+
+/// Whether every folder above `path` lets other users through (o+x): what a
+/// server started as another user needs to reach it.
+pub fn others_can_reach(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.ancestors()
+        .skip(1)
+        .all(|d| std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+}
+
+/// A copy of the binary that another user (the tests' uid 65534) can run,
+/// in a world-readable temp folder: the build's own may sit in a tree only
+/// its owner can enter (a clone in root's home, or in `mktemp -d`). `None`
+/// when even the temp folder is out of their reach (the caller skips).
+pub fn binary_for_other_users() -> Option<(tempfile::TempDir, PathBuf)> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("wirespeed-bin-")
+        .tempdir()
+        .ok()?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).ok()?;
+    let bin = dir.path().join("wirespeed");
+    std::fs::copy(BIN, &bin).ok()?;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).ok()?;
+    others_can_reach(&bin).then_some((dir, bin))
 }

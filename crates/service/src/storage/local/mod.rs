@@ -68,6 +68,13 @@ impl LocalStorage {
     /// Whether uploads are fsync'd before the rename (default on). Off trades
     /// crash safety (a power loss may leave an empty or short file under the
     /// new name) for speed.
+    /// Follow symlinks that lead outside the root (`serve --allow-symlink`;
+    /// refused by default).
+    pub fn with_symlinks_outside(self, on: bool) -> Self {
+        self.root.follow_symlinks_outside(on);
+        self
+    }
+
     pub fn with_fsync(mut self, on: bool) -> Self {
         self.fsync = on;
         self

@@ -1,0 +1,200 @@
+//! The operator's serving options over raw HTTP: hidden names
+//! (`--hidden`), symlinks leading outside (`--allow-symlink`), a folder's
+//! `index.html` (`--index`) and scripts in served files (`--allow-scripts`).
+
+mod common;
+
+use common::TestServer;
+use wirespeed_net::ServerConfig;
+use wirespeed_service::{Hidden, ServiceConfig};
+
+fn hiding(patterns: &[&str]) -> TestServer {
+    TestServer::with(ServiceConfig {
+        hidden: Hidden::new(patterns).unwrap(),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn hidden_names_are_neither_listed_nor_served_nor_taken() {
+    let s = hiding(&[".git/", ".env*"]);
+    std::fs::create_dir_all(s.root.join("proj/.git")).unwrap();
+    std::fs::write(s.root.join("proj/.git/config"), b"secret").unwrap();
+    std::fs::write(s.root.join("proj/.env.local"), b"KEY=1").unwrap();
+    std::fs::write(s.root.join("proj/.gitignore"), b"target").unwrap();
+    std::fs::write(s.root.join("proj/main.rs"), b"fn main() {}").unwrap();
+
+    let json = s.get("/proj/?format=json").text();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, [".gitignore", "main.rs"]);
+    let html = s.get("/proj/").text();
+    assert!(!html.contains(".env") && !html.contains(".git/"), "{html}");
+
+    for path in ["/proj/.git/config", "/proj/.git/", "/proj/.env.local"] {
+        assert_eq!(s.get(path).status, 404, "GET {path}");
+        assert_eq!(s.req("HEAD", path, &[], b"").status, 404, "HEAD {path}");
+    }
+    assert_eq!(s.put("/proj/.env", b"x").status, 404);
+    assert_eq!(s.req("DELETE", "/proj/.env.local", &[], b"").status, 404);
+    assert_eq!(s.req("MKCOL", "/proj/.git/hooks/", &[], b"").status, 404);
+    let moved = s.req(
+        "MOVE",
+        "/proj/main.rs",
+        &[("Destination", "/proj/.env.prod")],
+        b"",
+    );
+    assert_eq!(moved.status, 404);
+    // A form upload of a hidden name is refused too.
+    let body = "--B\r\nContent-Disposition: form-data; name=\"f\"; filename=\".env\"\r\n\r\nx\r\n--B--\r\n";
+    let r = s.req(
+        "POST",
+        "/proj/",
+        &[("Content-Type", "multipart/form-data; boundary=B")],
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(
+        std::fs::read(s.root.join("proj/.env.local")).unwrap(),
+        b"KEY=1"
+    );
+    assert!(!s.root.join("proj/.env").exists());
+    assert!(s.root.join("proj/main.rs").exists());
+    // Look-alikes are served.
+    assert_eq!(s.get("/proj/.gitignore").body, b"target");
+}
+
+#[test]
+fn a_symlink_leading_outside_is_refused_saying_why_unless_allowed() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("shared.txt"), b"from outside").unwrap();
+    let link = |s: &TestServer| {
+        std::os::unix::fs::symlink(outside.path(), s.root.join("linked")).unwrap();
+    };
+    let s = TestServer::start();
+    link(&s);
+    let r = s.get("/linked/shared.txt");
+    assert_eq!(r.status, 403);
+    let text = r.text();
+    assert!(
+        text.contains("outside the served folder") && text.contains("--allow-symlink"),
+        "{text}"
+    );
+
+    let s = TestServer::with_storage(
+        |local| local.with_symlinks_outside(true),
+        ServiceConfig::default(),
+        ServerConfig::default(),
+    );
+    link(&s);
+    assert_eq!(s.get("/linked/shared.txt").body, b"from outside");
+    let json = s.get("/linked/?format=json").text();
+    assert!(json.contains("shared.txt"), "{json}");
+}
+
+#[test]
+fn index_serves_a_folders_index_html_and_scripts_stay_sandboxed_by_default() {
+    let page = b"<!doctype html><script>document.title='ran'</script>";
+    let site = |s: &TestServer| {
+        std::fs::create_dir_all(s.root.join("site/empty")).unwrap();
+        std::fs::write(s.root.join("site/index.html"), page).unwrap();
+    };
+    // Default: the listing, and served HTML sandboxed.
+    let s = TestServer::start();
+    site(&s);
+    let r = s.get("/site/");
+    assert!(r.text().contains("<table id=\"rows\">"), "a listing");
+    let r = s.get("/site/index.html");
+    assert_eq!(r.header("content-security-policy"), Some("sandbox"));
+
+    let s = TestServer::with(ServiceConfig {
+        index: true,
+        allow_scripts: true,
+        ..Default::default()
+    });
+    site(&s);
+    let r = s.get("/site/");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, page);
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    assert_eq!(r.header("content-security-policy"), None, "scripts allowed");
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+    // A folder without one still lists; a folder URL without '/' still
+    // redirects first.
+    assert!(s.get("/site/empty/").text().contains("<table id=\"rows\">"));
+    assert_eq!(s.get("/site").status, 301);
+
+    // --index alone keeps the sandbox.
+    let s = TestServer::with(ServiceConfig {
+        index: true,
+        ..Default::default()
+    });
+    site(&s);
+    let r = s.get("/site/");
+    assert_eq!(r.body, page);
+    assert_eq!(r.header("content-security-policy"), Some("sandbox"));
+}
+
+#[test]
+fn listings_and_assets_are_gzipped_when_accepted_files_never() {
+    use std::io::Read;
+    let gunzip = |b: &[u8]| {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(b)
+            .read_to_end(&mut out)
+            .expect("valid gzip");
+        out
+    };
+    let s = TestServer::start();
+    for i in 0..2000 {
+        std::fs::write(s.root.join(format!("file-{i:05}.txt")), b"x").unwrap();
+    }
+    let page = vec![b'a'; 100_000];
+    std::fs::write(s.root.join("big.html"), &page).unwrap();
+    for (path, accept) in [("/", "text/html"), ("/?format=json", "application/json")] {
+        let plain = s.req("GET", path, &[("Accept", accept)], b"");
+        assert_eq!(plain.header("content-encoding"), None, "{path}");
+        assert_eq!(plain.header("vary"), Some("Accept, Accept-Encoding"));
+        let gz = s.req(
+            "GET",
+            path,
+            &[("Accept", accept), ("Accept-Encoding", "gzip, deflate, br")],
+            b"",
+        );
+        assert_eq!(gz.status, 200);
+        assert_eq!(gz.header("content-encoding"), Some("gzip"), "{path}");
+        assert_eq!(gz.header("vary"), Some("Accept, Accept-Encoding"));
+        assert_eq!(gunzip(&gz.body), plain.body, "{path}: same listing");
+        assert!(gz.body.len() * 5 < plain.body.len(), "{path}: compressed");
+        let refused = s.req("GET", path, &[("Accept-Encoding", "gzip;q=0")], b"");
+        assert_eq!(refused.header("content-encoding"), None);
+    }
+    let js = wirespeed_service::assets::url("page.js");
+    let plain = s.get(&js);
+    let gz = s.req("GET", &js, &[("Accept-Encoding", "gzip")], b"");
+    assert_eq!(gz.header("content-encoding"), Some("gzip"));
+    assert_eq!(gz.header("vary"), Some("Accept-Encoding"));
+    assert_eq!(gunzip(&gz.body), plain.body);
+    // A stored file: exact bytes, exact ranges, never encoded.
+    let r = s.req("GET", "/big.html", &[("Accept-Encoding", "gzip")], b"");
+    assert_eq!(r.header("content-encoding"), None);
+    assert_eq!(r.body, page);
+    let r = s.req(
+        "GET",
+        "/big.html",
+        &[("Accept-Encoding", "gzip"), ("Range", "bytes=10-19")],
+        b"",
+    );
+    assert_eq!((r.status, r.body.len()), (206, 10));
+    // curl, an independent decoder, reads the same listing back.
+    let (ok, out) =
+        wirespeed_testkit::tools::curl(&["-s", "--compressed", &s.url("/?format=json")]);
+    assert!(ok);
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 2001);
+}
