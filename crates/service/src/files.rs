@@ -91,8 +91,14 @@ fn path_error(e: crate::path::PathError, method: &str) -> Error {
     Error::status(e.status(), e.to_string())
 }
 
+/// The validators of a file answer, and `no-cache`: a cache must revalidate
+/// (ETag/Last-Modified make that a 304), never serve its copy on heuristic
+/// freshness after the file was replaced (RFC 9111 §4.2.2).
 fn base_headers(resp: Response, tag: &str, modified: Option<SystemTime>) -> Response {
-    let resp = resp.header("ETag", tag).header("Accept-Ranges", "bytes");
+    let resp = resp
+        .header("ETag", tag)
+        .header("Accept-Ranges", "bytes")
+        .header("Cache-Control", "no-cache");
     match modified {
         Some(m) => resp.header("Last-Modified", httpdate::fmt_http_date(m)),
         None => resp,

@@ -76,9 +76,9 @@ pub struct ServiceConfig {
     pub hash: HashMode,
     /// When uploads are hashed.
     pub digest: DigestPolicy,
-    /// On a loopback bind: the `Host` names answered (others get 421, a
-    /// DNS-rebinding guard). `None`: any Host.
-    pub loopback_hosts: Option<origin::LoopbackHosts>,
+    /// The `Host` names and addresses answered (others get 421, a
+    /// DNS-rebinding guard; see `origin::AllowedHosts`). `None`: any Host.
+    pub allowed_hosts: Option<origin::AllowedHosts>,
     /// Where the routes count uploads and digest mismatches; also served at
     /// `GET /-/metrics`. `None`: no metrics route.
     pub metrics: Option<std::sync::Arc<Metrics>>,
@@ -121,7 +121,7 @@ fn control_routes(cfg: &ServiceConfig) -> Router {
             let page = metrics::MetricsPage {
                 metrics: metrics.clone(),
                 policy: cfg.policy(),
-                loopback_hosts: cfg.loopback_hosts.clone(),
+                allowed_hosts: cfg.allowed_hosts.clone(),
             };
             router.route(&["GET"], "/-/metrics", page)
         }

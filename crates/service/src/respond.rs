@@ -137,15 +137,11 @@ pub(crate) async fn admit_with(
         }
         resp
     };
-    if let Some(hosts) = &cfg.loopback_hosts {
+    if let Some(hosts) = &cfg.allowed_hosts {
         if !ex.header_str("host").is_some_and(|h| hosts.allows(h)) {
             close_if_body(ex);
-            ex.send(
-                text(421),
-                b"misdirected request: this server is bound to loopback and answers only \
-                 localhost, 127.0.0.1 and [::1] (serve --allow-host NAME adds a name)\n",
-            )
-            .await?;
+            ex.send(text(421), crate::origin::MISDIRECTED.as_bytes())
+                .await?;
             return Ok(None);
         }
     }
@@ -154,6 +150,7 @@ pub(crate) async fn admit_with(
             ex.header_str("sec-fetch-site"),
             ex.header_str("origin"),
             ex.header_str("host"),
+            ex.forwarded_proto(),
         )
     {
         close_if_body(ex);
