@@ -509,7 +509,12 @@ impl BodyWriter<'_> {
     /// body, zero-copy where the connection allows (sendfile(2) on plain
     /// TCP): buffered bytes go first. For bodies that interleave generated
     /// bytes with file ranges (folder archives).
-    pub async fn send_file_range(&mut self, file: &File, offset: u64, len: u64) -> Result<(), Error> {
+    pub async fn send_file_range(
+        &mut self,
+        file: &File,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), Error> {
         self.w.stream_file(self.conn, file, offset, len).await
     }
 

@@ -54,11 +54,17 @@ impl Handler for Health {
 pub struct Files<S> {
     storage: S,
     cfg: ServiceConfig,
+    /// zip CRC-32s computed for folder archives (`archive.rs`).
+    crcs: crate::archive::CrcCache,
 }
 
 impl<S: Storage> Files<S> {
     pub fn new(storage: S, cfg: ServiceConfig) -> Self {
-        Files { storage, cfg }
+        Files {
+            storage,
+            cfg,
+            crcs: Default::default(),
+        }
     }
 }
 
@@ -133,6 +139,10 @@ impl<S: Storage> Files<S> {
             Err(StorageError::IsDir) => {
                 if key.trailing_slash() {
                     RouteClass::Listing.set(ex);
+                    if let Some(wanted) = crate::archive::wanted(ex.query())? {
+                        let (s, cfg) = (&self.storage, &self.cfg);
+                        return crate::archive::send(s, cfg, &self.crcs, ex, &key, wanted).await;
+                    }
                     self.send_listing(ex, &key).await
                 } else {
                     let mut location = key.to_url(true);

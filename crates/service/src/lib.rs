@@ -10,6 +10,8 @@
 //!   ([`digest::DigestPolicy`]): hashed when the client asks
 //!   (`Want-Repr-Digest`) or sends `Repr-Digest`/`Content-Digest` to check;
 //!   a computed digest is recorded with the file and answered by GET/HEAD.
+//! - `GET /dir/?archive=tar|zip` (`&name=` to select): the folder as one
+//!   archive, exact length, ETag and Range (`archive`).
 //! - `DELETE /path`: a file, or an empty directory.
 //! - WebDAV `MKCOL /dir/` (one folder) and `MOVE /src` with `Destination`
 //!   (and `Overwrite: F`), under the same write policy and token as PUT.
@@ -23,6 +25,7 @@
 //! Paths are validated by the pure [`path`] module; storage sits behind the
 //! [`storage::Storage`] trait ([`storage::LocalStorage`] by default).
 
+mod archive;
 pub mod assets;
 pub mod auth;
 pub mod conditional;
@@ -74,7 +77,13 @@ pub struct ServiceConfig {
     /// Where the routes count uploads and digest mismatches; also served at
     /// `GET /-/metrics`. `None`: no metrics route.
     pub metrics: Option<std::sync::Arc<Metrics>>,
+    /// Entries one folder archive (`?archive=tar|zip`) may hold; more is
+    /// answered 413. `None`: [`ARCHIVE_MAX_ENTRIES`].
+    pub archive_max_entries: Option<usize>,
 }
+
+/// The default limit on the entries of one folder archive.
+pub const ARCHIVE_MAX_ENTRIES: usize = archive::DEFAULT_MAX_ENTRIES;
 
 impl ServiceConfig {
     /// Where to hash this request's upload, or `None` to store it unhashed
