@@ -24,6 +24,7 @@ Examples:
   wirespeed get http://127.0.0.1:8080/dir.tar -o - | tar x     # to stdout
   wirespeed get -r http://127.0.0.1:8080/photos/ backup        # -> backup/photos/... if backup exists
   wirespeed get -n -r http://127.0.0.1:8080/photos/            # -> ./photos/, keep existing files
+  wirespeed get -r --archive zip http://127.0.0.1:8080/photos/ # -> ./photos.zip, one download
 
 Every file arrives as FILE.part and is renamed to FILE only when complete
 (and verified, when the server sends Repr-Digest); any non-2xx final answer
@@ -40,6 +41,10 @@ Folders: like `cp -r`, `get -r URL/NAME/ DEST` creates DEST/NAME/ when DEST
 is an existing folder, and makes DEST the copy of NAME otherwise. The listing
 is read as JSON (`?format=json`), so -r needs a wirespeed server; names that
 could leave DEST (`..`, `/`) are skipped with a warning.
+
+--archive tar|zip: the folder arrives as one archive with an exact length,
+so a cut download resumes (-c, retries) like a file; if the folder changed
+meanwhile, the server answers the new archive whole.
 
 --no-clobber: like `wget -nc` and `cp -n`, an existing local file is not
 downloaded again (checked before transferring); this is reported on stderr and
@@ -68,6 +73,11 @@ pub struct GetArgs {
     /// Never replace a local file: skip it and say so.
     #[arg(long, short = 'n')]
     pub no_clobber: bool,
+    /// Download a folder as one archive the server builds
+    /// (`?archive=tar|zip`): one file, resumable like any other (-c, retries
+    /// with Range/If-Range). Default name: FOLDER.tar or FOLDER.zip.
+    #[arg(long, value_name = "FORMAT", value_parser = ["tar", "zip"])]
+    pub archive: Option<String>,
     #[command(flatten)]
     pub parallel: ParallelOpts,
     #[command(flatten)]
@@ -160,6 +170,12 @@ pub fn get(args: GetArgs) -> anyhow::Result<()> {
             .with_context(|| format!("downloading {target} to stdout"))?;
         return Ok(());
     }
+    if let Some(format) = &args.archive {
+        let [target] = targets.as_slice() else {
+            bail!("--archive takes one folder URL");
+        };
+        return get_archive(&args, &client, &rt, target, format, output.as_deref());
+    }
     if args.recursive {
         return get_folders(&args, &client, &rt, &targets, output.as_deref());
     }
@@ -230,6 +246,30 @@ fn get_one(
         println!("{}", summary(target, &rep, started));
     }
     Ok(())
+}
+
+/// A folder as one archive (`?archive=FORMAT`), saved like a file.
+fn get_archive(
+    args: &GetArgs,
+    client: &Client,
+    rt: &tokio::runtime::Runtime,
+    target: &Url,
+    format: &str,
+    output: Option<&Path>,
+) -> anyhow::Result<()> {
+    let folder = target.as_folder();
+    let name = format!(
+        "{}.{format}",
+        folder_name(&folder).unwrap_or_else(|| "files".to_string())
+    );
+    let output = match output {
+        Some(p) if p.is_dir() => p.join(&name),
+        Some(p) => p.to_path_buf(),
+        None => PathBuf::from(&name),
+    };
+    let mut archive = folder.clone();
+    archive.target = format!("{}?archive={format}", folder.path());
+    get_one(args, client, rt, &archive, Some(&output))
 }
 
 fn summary(target: &Url, rep: &DownloadReport, started: Instant) -> String {
