@@ -70,8 +70,8 @@ speed() { # speed URL...: MB/s over all bytes of the URLs, one connection
     awk -v b="$bytes" -v a="$t0" -v z="$t1" 'BEGIN {printf "%.0f", b / (z - a) / 1e6}'
 }
 
-EACH=()
-for f in "$DATA"/folder/*.bin; do EACH+=("${BASE}folder/$(basename "$f")"); done
+EACH=() # curl -o applies to one URL: one -o /dev/null per URL
+for f in "$DATA"/folder/*.bin; do EACH+=(-o /dev/null "${BASE}folder/$(basename "$f")"); done
 
 DUFS_NOTE=""
 if [[ -x "$DUFS" ]]; then

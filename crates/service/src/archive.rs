@@ -19,6 +19,10 @@
 //! again never rereads. Recording them with the file (like the sha-256
 //! xattr) would survive restarts; the cache was the smaller change.
 //!
+//! Reads are admitted like a listing's (the folder itself); the policy's
+//! read right is then asked for every entry (`may_read`, from `files.rs`),
+//! and entries it refuses are left out, not errors.
+//!
 //! A file whose size or mtime no longer matches the plan cuts the response
 //! (never padded): the connection closes, and the event is logged.
 
@@ -94,15 +98,6 @@ pub(crate) fn wanted(query: Option<&str>) -> Result<Option<Wanted>, Error> {
             "name= selects entries for ?archive=tar|zip",
         )),
     }
-}
-
-/// Which paths the principal of this request may read. Reads are today
-/// allowed or not for the whole server (checked by `admit` before the
-/// folder is opened, as for a listing); a per-path policy plugs in here
-/// (taking what it needs from the request), and the entries it refuses are
-/// left out of the archive, not errors.
-fn readable(_cfg: &ServiceConfig, _ex: &Exchange) -> impl Fn(&RelPath) -> bool + Send + Sync {
-    |_key: &RelPath| true
 }
 
 /// CRC-32s of files by (path, size, mtime seconds, nanoseconds).
@@ -278,9 +273,10 @@ pub(crate) async fn send<S: Storage>(
     ex: &mut Exchange,
     key: &RelPath,
     wanted: Wanted,
+    may_read: impl Fn(&RelPath) -> bool + Send + Sync,
 ) -> Result<(), Error> {
     let max = cfg.archive_max_entries.unwrap_or(DEFAULT_MAX_ENTRIES);
-    let entries = plan(storage, readable(cfg, ex), key, &wanted.names, max).await?;
+    let entries = plan(storage, may_read, key, &wanted.names, max).await?;
     let archive = Archive::plan(wanted.format, entries)
         .map_err(|e| Error::status(409, format!("this folder cannot be archived: {e}")))?;
     let tag = archive.etag();
@@ -446,7 +442,14 @@ impl<S: Storage> Streamer<'_, S> {
             } else {
                 None
             };
-            w.send_file_range(file, skip, len).await?;
+            w.send_file_range(file, skip, len)
+                .await
+                .map_err(|err| match err {
+                    Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+                        changed(e, "it shrank")
+                    }
+                    other => other,
+                })?;
             if let Some(task) = crc {
                 let crc = task
                     .await

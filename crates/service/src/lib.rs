@@ -30,10 +30,12 @@ pub mod assets;
 pub mod auth;
 pub mod conditional;
 pub mod digest;
+pub mod hash_gate;
 pub mod listing;
 pub mod metrics;
 pub mod origin;
 pub mod path;
+pub mod policy;
 pub mod resumable;
 pub mod storage;
 pub mod upload;
@@ -46,6 +48,7 @@ pub use auth::{Access, Writes, WritesOff};
 pub use digest::DigestPolicy;
 pub use files::{Files, Health};
 pub use metrics::{Metrics, RouteClass};
+pub use policy::{Action, Decision, Policy, Principal, Rights};
 pub use resumable::{Uploads, UploadsConfig};
 #[cfg(feature = "s3")]
 pub use storage::s3::{S3Config, S3Storage};
@@ -86,6 +89,11 @@ pub struct ServiceConfig {
 pub const ARCHIVE_MAX_ENTRIES: usize = archive::DEFAULT_MAX_ENTRIES;
 
 impl ServiceConfig {
+    /// The policy its presets (`access`, `writes`) make: every route asks it.
+    pub fn policy(&self) -> Policy {
+        Policy::from_presets(&self.access, self.writes)
+    }
+
     /// Where to hash this request's upload, or `None` to store it unhashed
     /// (see [`digest::hash_upload`]).
     pub(crate) fn hash_for(
@@ -109,7 +117,7 @@ fn control_routes(cfg: &ServiceConfig) -> Router {
         Some(metrics) => {
             let page = metrics::MetricsPage {
                 metrics: metrics.clone(),
-                access: cfg.access.clone(),
+                policy: cfg.policy(),
                 loopback_hosts: cfg.loopback_hosts.clone(),
             };
             router.route(&["GET"], "/-/metrics", page)
