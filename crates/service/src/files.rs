@@ -59,6 +59,8 @@ pub struct Files<S> {
     cfg: ServiceConfig,
     policy: Policy,
     hashes: HashGate,
+    /// zip CRC-32s computed for folder archives (`archive.rs`).
+    crcs: crate::archive::CrcCache,
 }
 
 impl<S: Storage> Files<S> {
@@ -69,6 +71,7 @@ impl<S: Storage> Files<S> {
             cfg,
             policy,
             hashes: HashGate::per_core(),
+            crcs: Default::default(),
         }
     }
 
@@ -180,6 +183,16 @@ impl<S: Storage> Files<S> {
                         }
                     }
                     RouteClass::Listing.set(ex);
+                    if let Some(wanted) = crate::archive::wanted(ex.query())? {
+                        // Entries the principal may not read are left out.
+                        let policy = &self.policy;
+                        let may_read = move |k: &RelPath| policy.rights(who, k).may_read();
+                        let (s, cfg) = (&self.storage, &self.cfg);
+                        return crate::archive::send(
+                            s, cfg, &self.crcs, ex, &key, wanted, may_read,
+                        )
+                        .await;
+                    }
                     self.send_listing(ex, &key).await
                 } else {
                     let mut location = key.to_url(true);

@@ -10,6 +10,8 @@
 //!   ([`digest::DigestPolicy`]): hashed when the client asks
 //!   (`Want-Repr-Digest`) or sends `Repr-Digest`/`Content-Digest` to check;
 //!   a computed digest is recorded with the file and answered by GET/HEAD.
+//! - `GET /dir/?archive=tar|zip` (`&name=` to select): the folder as one
+//!   archive, exact length, ETag and Range (`archive`).
 //! - `DELETE /path`: a file, or an empty directory.
 //! - WebDAV `MKCOL /dir/` (one folder) and `MOVE /src` with `Destination`
 //!   (and `Overwrite: F`), under the same write policy and token as PUT.
@@ -23,6 +25,7 @@
 //! Paths are validated by the pure [`path`] module; storage sits behind the
 //! [`storage::Storage`] trait ([`storage::LocalStorage`] by default).
 
+mod archive;
 pub mod assets;
 pub mod auth;
 pub mod compress;
@@ -89,7 +92,13 @@ pub struct ServiceConfig {
     /// Served files may run scripts as this origin (`serve --allow-scripts`);
     /// by default they get `Content-Security-Policy: sandbox`.
     pub allow_scripts: bool,
+    /// Entries one folder archive (`?archive=tar|zip`) may hold; more is
+    /// answered 413. `None`: [`ARCHIVE_MAX_ENTRIES`].
+    pub archive_max_entries: Option<usize>,
 }
+
+/// The default limit on the entries of one folder archive.
+pub const ARCHIVE_MAX_ENTRIES: usize = archive::DEFAULT_MAX_ENTRIES;
 
 impl ServiceConfig {
     /// The policy its presets (`access`, `writes`) make: every route asks it.

@@ -141,6 +141,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub upload_max_size: Option<u64>,
 
+    /// Most entries (files and folders) one folder archive may hold
+    /// (`GET /dir/?archive=tar|zip`); a bigger folder is answered 413. The
+    /// plan of an archive holds about 100 bytes per entry in memory.
+    #[arg(long, default_value_t = wirespeed_service::ARCHIVE_MAX_ENTRIES, value_name = "N")]
+    pub archive_max_entries: usize,
+
     /// Most unfinished resumable uploads kept at once; a creation beyond gets
     /// 503 with Retry-After until some finish, are cancelled or expire.
     #[arg(long, default_value_t = 1000, value_name = "N")]
@@ -592,6 +598,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         access: Access::new(&tokens, args.private),
         writes,
         max_body: args.max_body,
+        archive_max_entries: Some(args.archive_max_entries),
         upload_path: match args.upload_path {
             UploadArg::Copy => UploadPath::Copy,
             UploadArg::Splice => UploadPath::Splice,

@@ -417,9 +417,14 @@ pub async fn download_to<W: tokio::io::AsyncWrite + Unpin + ?Sized>(
 }
 
 /// A folder's listing is not the file the user asked for: a download that
-/// ended at a URL with a trailing `/` is an error that points to `ls`.
+/// ended at a URL with a trailing `/` is an error that points to `ls`,
+/// unless it asked for the folder as an archive (`?archive=`).
 fn refuse_folder(resp: &Response, final_url: &Url) -> Result<(), Error> {
-    if !final_url.path().ends_with('/') {
+    let archive = final_url
+        .target
+        .split_once('?')
+        .is_some_and(|(_, q)| q.split('&').any(|p| p.starts_with("archive=")));
+    if !final_url.path().ends_with('/') || archive {
         return Ok(());
     }
     Err(Error::Status {

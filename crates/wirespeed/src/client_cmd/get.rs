@@ -25,6 +25,7 @@ Examples:
   wirespeed get -r http://127.0.0.1:8080/photos/ backup        # -> backup/photos/..., every run
   wirespeed get -n -r http://127.0.0.1:8080/photos/            # -> ./photos/, keep existing files
   wirespeed get 127.0.0.1:8080/a.txt                           # no scheme: http:// (as curl)
+  wirespeed get -r --archive zip http://127.0.0.1:8080/photos/ # -> ./photos.zip, one download
 
 Every file arrives as .wirespeed-part-FILE (hidden, beside it; the
 .wirespeed- prefix is reserved, so no remote file can take that name) and
@@ -54,6 +55,10 @@ is not one plain file name (`..`, `/etc/x`, `a/../b`) or starts with
 --max-entries entries or --max-names bytes of names fails before any
 transfer.
 
+--archive tar|zip: the folder arrives as one archive with an exact length,
+so a cut download resumes (-c, retries) like a file; if the folder changed
+meanwhile, the server answers the new archive whole.
+
 --no-clobber: like `wget -nc` and `cp -n`, an existing local file is not
 downloaded again (checked before transferring); this is reported on stderr and
 is not an error. Without it, files are replaced.";
@@ -81,6 +86,11 @@ pub struct GetArgs {
     /// Never replace a local file: skip it and say so.
     #[arg(long, short = 'n')]
     pub no_clobber: bool,
+    /// Download a folder as one archive the server builds
+    /// (`?archive=tar|zip`): one file, resumable like any other (-c, retries
+    /// with Range/If-Range). Default name: FOLDER.tar or FOLDER.zip.
+    #[arg(long, value_name = "FORMAT", value_parser = ["tar", "zip"])]
+    pub archive: Option<String>,
     #[command(flatten)]
     pub parallel: ParallelOpts,
     #[command(flatten)]
@@ -195,6 +205,12 @@ pub fn get(args: GetArgs) -> anyhow::Result<()> {
             .with_context(|| format!("downloading {target} to stdout"))?;
         return Ok(());
     }
+    if let Some(format) = &args.archive {
+        let [target] = targets.as_slice() else {
+            bail!("--archive takes one folder URL");
+        };
+        return get_archive(&args, &client, &rt, target, format, output.as_deref());
+    }
     if args.recursive {
         return get_tree::get_folders(&args, &client, &rt, &targets, output.as_deref());
     }
@@ -286,6 +302,30 @@ fn get_one(
         outln!("{}", summary(target, &rep, started));
     }
     Ok(())
+}
+
+/// A folder as one archive (`?archive=FORMAT`), saved like a file.
+fn get_archive(
+    args: &GetArgs,
+    client: &Client,
+    rt: &tokio::runtime::Runtime,
+    target: &Url,
+    format: &str,
+    output: Option<&Path>,
+) -> anyhow::Result<()> {
+    let folder = target.as_folder();
+    let name = format!(
+        "{}.{format}",
+        folder_name(&folder).unwrap_or_else(|| "files".to_string())
+    );
+    let output = match output {
+        Some(p) if p.is_dir() => p.join(&name),
+        Some(p) => p.to_path_buf(),
+        None => PathBuf::from(&name),
+    };
+    let mut archive = folder.clone();
+    archive.target = format!("{}?archive={format}", folder.path());
+    get_one(args, client, rt, &archive, Some(&output))
 }
 
 fn summary(target: &Url, rep: &DownloadReport, started: Instant) -> String {
