@@ -10,7 +10,7 @@ use crate::digest::{asked_for, format_sha256};
 use crate::listing::{Format, Formatter, FLUSH_AT, PAGE_CSP};
 use crate::path::{parse_request_path, RelPath};
 use crate::respond::{
-    admit, check_room, etag, explain_too_large, has_body, respond_stored, write_preconditions,
+    admit, check_room, etag, explain_too_large, has_body, respond_stored_with, write_preconditions,
 };
 use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload};
 use crate::upload::receive;
@@ -275,6 +275,7 @@ impl<S: Storage> Files<S> {
         if key.is_root() || key.trailing_slash() {
             return Err(Error::status(400, "PUT needs a file path, not a directory"));
         }
+        let mtime = crate::mtime::requested(ex)?;
         check_room(&self.storage, &self.cfg, ex).await?;
         let expected = crate::digest::expected_from(ex)?;
         let hash = self.cfg.hash_for(ex, expected.as_ref());
@@ -290,6 +291,7 @@ impl<S: Storage> Files<S> {
         if let Some(check) = check {
             up.check_before_commit(check);
         }
+        let mtime_applied = mtime.is_some_and(|t| up.set_modified(t));
         let sum = match receive(ex, &mut up, self.cfg.upload_path, hash).await {
             Ok(sum) => sum,
             Err(e) => {
@@ -313,7 +315,12 @@ impl<S: Storage> Files<S> {
             }
         }
         let written = up.commit(sum).await.map_err(|e| e.on_write(&key))?;
-        respond_stored(&self.storage, ex, &key, written, sum.as_ref()).await
+        let extra: &[(&str, &str)] = if mtime_applied {
+            &[crate::mtime::ANSWER]
+        } else {
+            &[]
+        };
+        respond_stored_with(&self.storage, ex, &key, written, sum.as_ref(), extra).await
     }
 
     /// WebDAV `MKCOL` (RFC 4918 §9.3): one folder, whose parent exists.

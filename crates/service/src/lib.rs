@@ -29,6 +29,7 @@ pub mod conditional;
 pub mod digest;
 pub mod listing;
 pub mod metrics;
+pub mod mtime;
 pub mod origin;
 pub mod path;
 pub mod resumable;

@@ -32,10 +32,25 @@ pub(crate) async fn respond_stored<S: Storage>(
     written: Written,
     sum: Option<&[u8; 32]>,
 ) -> Result<(), Error> {
+    respond_stored_with(storage, ex, key, written, sum, &[]).await
+}
+
+/// [`respond_stored`] with `extra` fields (`X-OC-Mtime: accepted`).
+pub(crate) async fn respond_stored_with<S: Storage>(
+    storage: &S,
+    ex: &mut Exchange,
+    key: &RelPath,
+    written: Written,
+    sum: Option<&[u8; 32]>,
+    extra: &[(&str, &str)],
+) -> Result<(), Error> {
     let mut resp = Response::new(match written {
         Written::Created => 201,
         Written::Replaced => 204,
     });
+    for (name, value) in extra {
+        resp = resp.header(name, value);
+    }
     if let Some(sum) = sum {
         resp = resp.header("Repr-Digest", format_sha256(sum));
     }

@@ -183,6 +183,8 @@ struct Appended {
     result: Result<Progress, Refused>,
     /// Where a completed upload landed.
     written: Option<Written>,
+    /// The completing request's `X-OC-Mtime` was given to the file.
+    mtime_applied: bool,
     /// The request body failed (cut, timeout, taken over): the bytes that
     /// arrived are kept, and this error ends the exchange.
     body_error: Option<Error>,
@@ -462,6 +464,8 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 }
             }
         }
+        // The request that completes the upload may carry `X-OC-Mtime`.
+        let mtime = crate::mtime::requested(ex)?;
         ex.limit_body(plan.max_bytes)?;
         let _in_progress = self.cfg.metrics.as_ref().map(|m| m.upload_started());
         let mut data = self.storage.open_partial(id).await?;
@@ -498,6 +502,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 return Ok(Appended {
                     result: Err(Refused::Checksum),
                     written: None,
+                    mtime_applied: false,
                     body_error,
                 });
             }
@@ -514,6 +519,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 return Ok(Appended {
                     result: Err(Refused::Protocol(r)),
                     written: None,
+                    mtime_applied: false,
                     body_error,
                 });
             }
@@ -524,6 +530,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             );
         }
         let mut written = None;
+        let mut mtime_applied = false;
         match progress {
             Progress::Partial { .. } => {
                 if next.length != before {
@@ -533,6 +540,11 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             }
             Progress::Complete { .. } => {
                 *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = next;
+                if let (Some(t), Some(file)) = (mtime, data.as_file()) {
+                    // Before the rename publishes it (metadata: one syscall).
+                    file.set_modified(t).map_err(StorageError::from)?;
+                    mtime_applied = true;
+                }
                 let w = self
                     .storage
                     .complete_partial(id, data, &key, check)
@@ -548,6 +560,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         Ok(Appended {
             result: Ok(progress),
             written,
+            mtime_applied,
             body_error,
         })
     }
@@ -662,10 +675,13 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                     Progress::Partial { offset } => offset,
                     Progress::Complete { length } => length,
                 };
-                let resp = Response::new(204)
+                let mut resp = Response::new(204)
                     .header("Tus-Resumable", tus::VERSION)
                     .header("Upload-Offset", offset.to_string())
                     .header("Upload-Expires", http_date(slot.snapshot().expires));
+                if done.mtime_applied {
+                    resp = resp.header(crate::mtime::ANSWER.0, crate::mtime::ANSWER.1);
+                }
                 ex.send(resp, b"").await
             }
         }
@@ -734,6 +750,9 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 .header("Upload-Draft-Interop-Version", INTEROP);
                 if written == Written::Created {
                     resp = resp.header("Location", key.to_url(false));
+                }
+                if done.mtime_applied {
+                    resp = resp.header(crate::mtime::ANSWER.0, crate::mtime::ANSWER.1);
                 }
                 if let Ok(meta) = self.storage.stat(key).await {
                     if meta.kind == Kind::File {

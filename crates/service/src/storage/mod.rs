@@ -306,6 +306,12 @@ pub trait Upload: Send {
     /// starts (S3 multipart) records it then. The route aborts the upload
     /// if the received bytes do not match, so it is never recorded wrongly.
     fn expect_sha256(&mut self, _sum: [u8; 32]) {}
+    /// Give the file modification time `t` when it commits (`X-OC-Mtime`),
+    /// before it becomes visible. `false`: this backend cannot, and the
+    /// route does not claim it did.
+    fn set_modified(&mut self, _t: SystemTime) -> bool {
+        false
+    }
     /// Bytes written so far.
     fn written(&self) -> u64;
     /// Make the bytes visible at the key, atomically; `sha256`, when the

@@ -301,6 +301,7 @@ impl Storage for LocalStorage {
             written: 0,
             writeback_from: 0,
             check: None,
+            modified: None,
         })
     }
 
