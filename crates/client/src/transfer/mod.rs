@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::{Client, Error, Request, Response, Url};
 
 mod download;
+pub mod mtime;
 mod remote;
 mod resume;
 pub mod retry;

@@ -41,6 +41,10 @@ is an existing folder, and makes DEST the copy of NAME otherwise. The listing
 is read as JSON (`?format=json`), so -r needs a wirespeed server; names that
 could leave DEST (`..`, `/`) are skipped with a warning.
 
+Times: like `wget` and `curl -R`, each file gets the server's modification
+time (`Last-Modified`), set before it is renamed into place; --no-mtime
+leaves the time of the download.
+
 --no-clobber: like `wget -nc` and `cp -n`, an existing local file is not
 downloaded again (checked before transferring); this is reported on stderr and
 is not an error. Without it, files are replaced.";
@@ -68,6 +72,11 @@ pub struct GetArgs {
     /// Never replace a local file: skip it and say so.
     #[arg(long, short = 'n')]
     pub no_clobber: bool,
+    /// Do not give files the server's modification time (`Last-Modified`,
+    /// kept by default as `wget` and `curl -R` do): they get the time of
+    /// the download instead.
+    #[arg(long)]
+    pub no_mtime: bool,
     #[command(flatten)]
     pub parallel: ParallelOpts,
     #[command(flatten)]
@@ -208,6 +217,7 @@ fn get_one(
         progress: bar.as_ref().map(|b| b.0.clone()),
         retry: args.retry.policy(),
         notice: notice(&args.opts),
+        keep_mtime: !args.no_mtime,
     };
     let started = Instant::now();
     let result = rt.block_on(transfer::download_file(client, target, &dest, &opts));
@@ -327,6 +337,7 @@ fn run_jobs(
         progress: bar.as_ref().map(|b| b.0.clone()),
         retry: args.retry.policy(),
         notice: notice(&args.opts),
+        keep_mtime: !args.no_mtime,
     };
     let parallel = usize::from(args.parallel.parallel);
     let results = rt.block_on(folder::run_parallel(jobs, parallel, |job| {

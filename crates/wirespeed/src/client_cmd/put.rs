@@ -59,6 +59,12 @@ removed when the upload completes. `put --continue FILE URL` after an
 interrupted or killed run continues that upload; if the file changed, or the
 server no longer has the upload, a new one is started and this is said.
 
+Times: each file's modification time is sent as `X-OC-Mtime` (Unix
+seconds, as rclone and ownCloud clients send it); a wirespeed server gives
+the stored file that time before publishing it and answers `X-OC-Mtime:
+accepted`, so `get` and `wget` bring it back. --no-mtime: the server keeps
+its time of upload.
+
 Exit status: 0 when every file was stored (or skipped with -n), 1 otherwise.
 A file that cannot be read or is refused is reported and the others go on;
 an unreachable, unauthorised or full server stops the rest.";
@@ -98,6 +104,12 @@ pub struct PutArgs {
     /// Form field name for `--form`.
     #[arg(long, default_value = "file", requires = "form")]
     pub field: String,
+    /// Do not send the files' modification times (`X-OC-Mtime`, sent by
+    /// default; a wirespeed server gives the stored file that time, as
+    /// rclone's and ownCloud's clients expect): the server's time of
+    /// upload is kept instead.
+    #[arg(long)]
+    pub no_mtime: bool,
     /// Upload protocol: auto (resumable from 8 MiB if the server offers it),
     /// ietf, tus, or put (never resumable; retried from byte 0).
     #[arg(long, value_name = "PROTOCOL", default_value = "auto", value_parser = parse_protocol)]
@@ -259,6 +271,7 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
         state_dir: state_dir(),
         notice: notice(&args.opts),
         append_size: args.append_size,
+        send_mtime: !args.no_mtime,
         ..UploadOptions::default()
     };
     if args.files.iter().any(|f| f.as_os_str() == "-") {

