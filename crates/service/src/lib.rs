@@ -150,8 +150,14 @@ pub fn router_with_uploads<S: Storage + PartialUploads + Clone>(
 impl From<StorageError> for wirespeed_net::Error {
     fn from(e: StorageError) -> Self {
         let status = e.status();
-        if status >= 500 {
-            tracing::error!(error = %e, "storage failure");
+        match &e {
+            // Refused before the body: an answer, not a failure (the
+            // access line records the 507).
+            StorageError::NoRoom { .. } => {}
+            // The disk filled during the upload: once, as a warning.
+            StorageError::Full => tracing::warn!(error = %e, "storage full; upload refused (507)"),
+            _ if status >= 500 => tracing::error!(error = %e, "storage failure"),
+            _ => {}
         }
         match e {
             // Never leak OS error text (paths) to clients.

@@ -274,8 +274,8 @@ impl ServeArgs {
     /// The log filter when RUST_LOG is unset: warnings, plus access lines.
     pub fn default_log_filter(&self) -> &'static str {
         match self.access_log {
-            Switch::On => "warn,wirespeed::access=info",
-            Switch::Off => "warn",
+            Switch::On => "warn,wirespeed::access=info,wirespeed::notice=info",
+            Switch::Off => "warn,wirespeed::notice=info",
         }
     }
 
@@ -446,7 +446,7 @@ fn prepare_dir(dir: &Path) -> anyhow::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("creating the folder to serve, {}", dir.display()))?;
-            eprintln!("created empty folder {}", dir.display());
+            crate::notice::say(&format!("created empty folder {}", dir.display()));
             Ok(())
         }
         Err(e) => Err(e).with_context(|| format!("opening the folder to serve, {}", dir.display())),
@@ -609,7 +609,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             }
             out.flush()?;
         }
-        eprintln!("{mode_line}");
+        crate::notice::say(&mode_line);
         let ucfg = UploadsConfig {
             limits: wirespeed_resumable::Limits {
                 max_size: upload_max_size,
@@ -693,7 +693,7 @@ fn tls_acceptor(args: &ServeArgs) -> anyhow::Result<Option<Tls>> {
     if let Some(dir) = &args.tls_cert_dir {
         let (acceptor, cert, fingerprint, kept) = wirespeed_tls::server_self_signed_kept(dir)
             .with_context(|| format!("preparing a self-signed certificate in {}", dir.display()))?;
-        eprintln!("certificate: {kept}");
+        crate::notice::say(&format!("certificate: {kept}"));
         return Ok(Some((acceptor, Some((cert, fingerprint)))));
     }
     let dir = std::env::temp_dir().join(format!("wirespeed-tls-{}", std::process::id()));

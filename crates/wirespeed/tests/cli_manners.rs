@@ -194,3 +194,55 @@ fn rclone_reads_the_uploaded_time_back() {
     assert_eq!(std::fs::read(&copy).unwrap(), b"for rclone");
     assert_eq!(secs(&copy), T);
 }
+
+/// `jq` reads `serve --log-format json`'s stderr whole: every line is a
+/// JSON object, the first (the write mode) included.
+#[test]
+fn the_json_log_is_json_from_the_first_line() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("f.txt"), b"hi").unwrap();
+    let s = Serve::start(root.path(), &["--log-format", "json"]);
+    assert_eq!(s.req("GET", "/f.txt", &[], b"").0, 200);
+    let stderr = s.stop();
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines.len() >= 2, "{stderr}");
+    for line in &lines {
+        let v: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}\nall: {stderr}"));
+        assert!(v.is_object(), "{line}");
+    }
+    let first: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(first["target"], "wirespeed::notice", "{stderr}");
+    assert!(
+        first["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{stderr}"
+    );
+}
+
+/// A PUT larger than the free space is refused before its body (507): an
+/// expected answer, logged once (the access line), never as an ERROR.
+#[test]
+fn an_expected_507_logs_one_line_and_no_error() {
+    use std::io::{Read, Write};
+    let root = tempfile::tempdir().unwrap();
+    let s = Serve::start(root.path(), &[]);
+    let mut c = std::net::TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    c.write_all(
+        b"PUT /huge.bin HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
+          Content-Length: 1000000000000000000\r\n\r\n",
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    let _ = c.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 507"), "{answer}");
+    let stderr = s.stop();
+    assert!(!stderr.contains("ERROR"), "{stderr}");
+    let about: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("507") || l.contains("storage") || l.contains("huge.bin"))
+        .collect();
+    assert_eq!(about.len(), 1, "one line, the access line: {stderr}");
+    assert!(about[0].contains("status=507"), "{stderr}");
+}
