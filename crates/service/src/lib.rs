@@ -44,6 +44,7 @@ pub use auth::{Access, Writes, WritesOff};
 pub use digest::DigestPolicy;
 pub use files::{Files, Health};
 pub use metrics::{Metrics, RouteClass};
+pub use respond::human_size;
 pub use resumable::{Uploads, UploadsConfig};
 #[cfg(feature = "s3")]
 pub use storage::s3::{S3Config, S3Storage};

@@ -609,7 +609,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             }
             out.flush()?;
         }
-        crate::notice::say(&mode_line);
+        crate::notice::say(mode_line);
         let ucfg = UploadsConfig {
             limits: wirespeed_resumable::Limits {
                 max_size: upload_max_size,

@@ -246,3 +246,121 @@ fn an_expected_507_logs_one_line_and_no_error() {
     assert_eq!(about.len(), 1, "one line, the access line: {stderr}");
     assert!(about[0].contains("status=507"), "{stderr}");
 }
+
+/// Run `sh -c CMD` on a pseudo-terminal (util-linux `script`), as a person
+/// at a terminal would; everything the terminal got. `None`: no `script`.
+fn on_a_terminal(cmd: &str) -> Option<String> {
+    if Command::new("script").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "script (util-linux) is missing in CI"
+        );
+        eprintln!("SKIPPED: util-linux `script` is not installed");
+        return None;
+    }
+    let mut child = Command::new("script")
+        .args(["-qec", cmd, "/dev/null"])
+        .env_remove("WIRESPEED_TOKEN")
+        .env("COLUMNS", "100")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{cmd} did not finish in 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd}: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Progress on a terminal: no full `0/0` bar first, a spinner (bytes and
+/// rate, no bar) for stdin, `get -o -` shows progress on stderr while its
+/// bytes go to a pipe, binary units only, and the summary in the same units.
+#[test]
+fn progress_on_a_terminal() {
+    let root = tempfile::tempdir().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let srv = Serve::start(root.path(), &[]);
+    let src = local.path().join("src.bin");
+    let data: Vec<u8> = (0..3u32 << 20).map(|i| (i * 31 % 251) as u8).collect();
+    std::fs::write(&src, &data).unwrap();
+    let (src, base) = (src.to_str().unwrap(), srv.base());
+
+    // stdin: no size, so no bar: a spinner with bytes and rate.
+    let Some(tty) = on_a_terminal(&format!("cat {src} | {BIN} put - {base}/s.bin")) else {
+        return;
+    };
+    assert!(!tty.contains("put ["), "a bar for stdin: {tty:?}");
+    assert!(tty.contains("/s"), "no rate: {tty:?}");
+    assert!(
+        tty.contains("stdin -> ") && tty.contains("(3 MiB, "),
+        "{tty:?}"
+    );
+
+    // A file: the first frame is not a full 0/0 bar; sizes in binary units.
+    let tty = on_a_terminal(&format!("{BIN} put {src} {base}/f.bin")).unwrap();
+    assert!(
+        !tty.contains("0 bytes/0 bytes") && !tty.contains("0 B/0 B"),
+        "{tty:?}"
+    );
+    assert!(tty.contains("/3 MiB"), "no bar with the size: {tty:?}");
+    assert!(!tty.contains("MB/s") && !tty.contains(" bytes)"), "{tty:?}");
+
+    // get -o - into a pipe: the bytes go down the pipe, the bar to the terminal.
+    let out = local.path().join("piped.bin");
+    let tty = on_a_terminal(&format!(
+        "{BIN} get {base}/f.bin -o - | cat > {}",
+        out.display()
+    ))
+    .unwrap();
+    assert!(tty.contains("get") && tty.contains("/3 MiB"), "{tty:?}");
+    assert_eq!(std::fs::read(&out).unwrap(), data);
+}
+
+/// The README's quick start says what is true: after `wirespeed put` the
+/// download is checked against the recorded sha-256; after `curl -T`
+/// (which asks for no digest) it is not, and says nothing of the kind.
+#[test]
+fn the_quick_starts_checks_are_true() {
+    let root = tempfile::tempdir().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let srv = Serve::start(root.path(), &[]);
+    let notes = local.path().join("notes.txt");
+    std::fs::write(&notes, b"my notes\n").unwrap();
+    let (code, out, err) = run(&["put", notes.to_str().unwrap(), &format!("{}/", srv.base())]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("verified by the server"), "{out}");
+    let copy = local.path().join("copy.txt");
+    let url = format!("{}/notes.txt", srv.base());
+    let (code, out, err) = run(&["get", &url, "-o", copy.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("sha-256 verified"), "{out}");
+
+    let (ok, _) = wirespeed_testkit::tools::curl(&[
+        "-T",
+        notes.to_str().unwrap(),
+        &format!("{}/curl.txt", srv.base()),
+    ]);
+    assert!(ok);
+    let url = format!("{}/curl.txt", srv.base());
+    let copy = local.path().join("curl-copy.txt");
+    let (code, out, err) = run(&["get", &url, "-o", copy.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!out.contains("verified"), "{out}");
+    // The README's lines say exactly this.
+    let readme = include_str!("../../../README.md");
+    assert!(readme.contains("# download (checked against the recorded sha-256)"));
+    assert!(readme.contains("(unchecked: curl asks no digest)"));
+    assert!(!readme.contains("-o copy.txt  # download (sha-256 checked)"));
+}

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::progress::human_size;
+
 use anyhow::{bail, Context};
 use clap::Args;
 use wirespeed_client::transfer::{self, DownloadOptions, DownloadReport};
@@ -11,7 +13,7 @@ use wirespeed_client::{url::decode, Client, Error, Url};
 
 use super::put::{files_rate, report_failures};
 use super::{
-    client, folder, notice, progress, rate, runtime, total_progress, url, ClientOpts, ParallelOpts,
+    client, folder, notice, progress, runtime, total_progress, url, ClientOpts, ParallelOpts,
     RetryOpts,
 };
 
@@ -165,8 +167,16 @@ pub fn get(args: GetArgs) -> anyhow::Result<()> {
             bail!("-o - (stdout) cannot be used with -r or --continue");
         }
         let mut out = tokio::io::stdout();
-        rt.block_on(transfer::download_to(&client, target, &mut out, None))
-            .with_context(|| format!("downloading {target} to stdout"))?;
+        // The bytes go to stdout; the bar, if stderr is a terminal, to stderr.
+        let p = progress(&args.opts, "get");
+        let result = rt.block_on(transfer::download_to(
+            &client,
+            target,
+            &mut out,
+            Some(p.sink()),
+        ));
+        p.finish();
+        result.with_context(|| format!("downloading {target} to stdout"))?;
         return Ok(());
     }
     if args.recursive {
@@ -211,19 +221,16 @@ fn get_one(
         }
         return Ok(());
     }
-    let bar = progress(&args.opts, "get");
+    let p = progress(&args.opts, "get");
     let opts = DownloadOptions {
         resume: args.resume,
-        progress: bar.as_ref().map(|b| b.0.clone()),
+        progress: Some(p.sink()),
         retry: args.retry.policy(),
         notice: notice(&args.opts),
         keep_mtime: !args.no_mtime,
     };
-    let started = Instant::now();
     let result = rt.block_on(transfer::download_file(client, target, &dest, &opts));
-    if let Some((_, b)) = &bar {
-        b.finish_and_clear();
-    }
+    p.finish();
     let rep = result.with_context(|| {
         let part = transfer::part_path(&dest);
         let keep = if part.exists() {
@@ -237,14 +244,14 @@ fn get_one(
         format!("downloading {target} to {}{keep}", dest.display())
     })?;
     if !args.opts.quiet {
-        println!("{}", summary(target, &rep, started));
+        println!("{}", summary(target, &rep, &p.meter().rate()));
     }
     Ok(())
 }
 
-fn summary(target: &Url, rep: &DownloadReport, started: Instant) -> String {
+fn summary(target: &Url, rep: &DownloadReport, rate: &str) -> String {
     let resumed = if rep.resumed_from > 0 {
-        format!(", resumed at {}", rep.resumed_from)
+        format!(", resumed at {}", human_size(rep.resumed_from))
     } else {
         String::new()
     };
@@ -254,10 +261,9 @@ fn summary(target: &Url, rep: &DownloadReport, started: Instant) -> String {
         ""
     };
     format!(
-        "{target} -> {} ({} bytes{resumed}, {}{check})",
+        "{target} -> {} ({}{resumed}, {rate}{check})",
         rep.dest.display(),
-        rep.bytes,
-        rate(rep.bytes - rep.resumed_from, started)
+        human_size(rep.bytes),
     )
 }
 
@@ -331,10 +337,10 @@ fn run_jobs(
         }
     }
     let started = Instant::now();
-    let bar = total_progress(&args.opts, "get", jobs.iter().map(|j| j.size).sum());
+    let p = total_progress(&args.opts, "get", jobs.iter().map(|j| j.size).sum());
     let opts = DownloadOptions {
         resume: args.resume,
-        progress: bar.as_ref().map(|b| b.0.clone()),
+        progress: Some(p.sink()),
         retry: args.retry.policy(),
         notice: notice(&args.opts),
         keep_mtime: !args.no_mtime,
@@ -349,9 +355,7 @@ fn run_jobs(
                 .map(|rep| (job.url, rep))
         })
     }));
-    if let Some((_, b)) = &bar {
-        b.finish_and_clear();
-    }
+    p.finish();
     let (mut saved, mut bytes) = (0usize, 0u64);
     let mut failed: Vec<(String, Error)> = Vec::new();
     for (label, r) in results {
@@ -360,7 +364,7 @@ fn run_jobs(
                 saved += 1;
                 bytes += rep.bytes;
                 if per_file && !quiet {
-                    println!("{}", summary(&u, &rep, started));
+                    println!("{}", summary(&u, &rep, &p.meter().rate()));
                 }
             }
             Err(e) => failed.push((label, e)),
@@ -368,9 +372,10 @@ fn run_jobs(
     }
     if !quiet {
         println!(
-            "{saved} of {count} files saved to {} ({bytes} bytes, {}, {})",
+            "{saved} of {count} files saved to {} ({}, {}, {})",
             top.display(),
-            rate(bytes, started),
+            human_size(bytes),
+            p.meter().rate(),
             files_rate(saved, started)
         );
         if !per_file && !existing.is_empty() {

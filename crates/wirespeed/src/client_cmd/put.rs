@@ -12,9 +12,9 @@ use wirespeed_client::transfer::{
 use wirespeed_client::{Error, Url};
 
 use super::folder::{self, LocalFile};
+use super::progress::{human_size, Progress};
 use super::{
-    client, notice, progress, rate, runtime, total_progress, url, ClientOpts, ParallelOpts,
-    RetryOpts,
+    client, notice, progress, runtime, total_progress, url, ClientOpts, ParallelOpts, RetryOpts,
 };
 
 const AFTER_HELP: &str = "\
@@ -278,58 +278,56 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
         if args.files.len() > 1 || args.recursive || args.form || args.digest_first {
             bail!("`-` (stdin) is uploaded alone, without -r, --form or --digest-first");
         }
-        let bar = progress(&args.opts, "put");
+        let p = progress(&args.opts, "put");
         let opts = UploadOptions {
-            progress: bar.as_ref().map(|b| b.0.clone()),
+            progress: Some(p.sink()),
             ..upload_opts
         };
-        let started = Instant::now();
         let result = rt.block_on(transfer::upload_stream(
             &client,
             &target,
             tokio::io::stdin(),
             &opts,
         ));
-        if let Some((_, b)) = &bar {
-            b.finish_and_clear();
-        }
-        return report_one(result, "stdin", started, quiet);
+        p.finish();
+        return report_one(result, "stdin", &p, quiet);
     }
     if args.form {
         let [file] = args.files.as_slice() else {
             bail!("--form uploads one file");
         };
-        let bar = progress(&args.opts, "put");
-        let p = bar.as_ref().map(|b| b.0.clone());
+        let p = progress(&args.opts, "put");
         let result = rt.block_on(transfer::upload_form(
             &client,
             &target,
             file,
             &args.field,
-            p,
+            Some(p.sink()),
         ));
-        if let Some((_, b)) = &bar {
-            b.finish_and_clear();
-        }
-        let (status, text) =
-            result.with_context(|| format!("form upload of {} to {target}", file.display()))?;
-        if !quiet {
-            println!("{status} {}", text.trim());
-        }
-        return Ok(());
+        p.finish();
+        let what = || format!("form upload of {} to {target}", file.display());
+        let (status, text) = result.with_context(what)?;
+        let rep = rt
+            .block_on(super::form::report(
+                &target,
+                file,
+                status,
+                &text,
+                args.no_verify,
+            ))
+            .with_context(what)?;
+        return report_one(Ok(rep), &file.display().to_string(), &p, quiet);
     }
     let jobs = plan(&args, &target)?;
     let started = Instant::now();
     if let ([job], false) = (jobs.as_slice(), args.recursive) {
-        let bar = progress(&args.opts, "put");
+        let p = progress(&args.opts, "put");
         let opts = UploadOptions {
-            progress: bar.as_ref().map(|b| b.0.clone()),
+            progress: Some(p.sink()),
             ..upload_opts
         };
         let result = rt.block_on(transfer::upload_file(&client, &job.url, &job.path, &opts));
-        if let Some((_, b)) = &bar {
-            b.finish_and_clear();
-        }
+        p.finish();
         let label = format!(
             "{}{}",
             job.path.display(),
@@ -339,13 +337,13 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
                 String::new()
             }
         );
-        return report_one(result, &label, started, quiet);
+        return report_one(result, &label, &p, quiet);
     }
     let total: u64 = jobs.iter().map(|j| j.size).sum();
     let count = jobs.len();
-    let bar = total_progress(&args.opts, "put", total);
+    let p = total_progress(&args.opts, "put", total);
     let opts = UploadOptions {
-        progress: bar.as_ref().map(|b| b.0.clone()),
+        progress: Some(p.sink()),
         ..upload_opts
     };
     let results = rt.block_on(folder::run_parallel(jobs, parallel, |job| {
@@ -355,9 +353,7 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
             transfer::upload_file(&client, &job.url, &job.path, &opts).await
         })
     }));
-    if let Some((_, b)) = &bar {
-        b.finish_and_clear();
-    }
+    p.finish();
     // Per-file lines for files named on the command line; a summary for folders.
     let per_file = !args.recursive;
     let (mut stored, mut bytes, mut replaced, mut skipped) = (0usize, 0u64, 0usize, 0usize);
@@ -375,9 +371,9 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
                 }
                 if per_file && !quiet {
                     println!(
-                        "{label} -> {} ({} bytes), {}",
+                        "{label} -> {} ({}), {}",
                         rep.url,
-                        rep.bytes,
+                        human_size(rep.bytes),
                         check_line(&rep)
                     );
                 }
@@ -393,8 +389,9 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
     }
     if !quiet {
         println!(
-            "{stored} of {count} files stored to {target} ({bytes} bytes, {}, {})",
-            rate(bytes, started),
+            "{stored} of {count} files stored to {target} ({}, {}, {})",
+            human_size(bytes),
+            p.meter().rate(),
             files_rate(stored, started)
         );
         if !per_file && replaced > 0 {
@@ -453,7 +450,7 @@ pub(super) fn files_rate(n: usize, started: Instant) -> String {
 fn report_one(
     result: Result<UploadReport, Error>,
     label: &str,
-    started: Instant,
+    progress: &Progress,
     quiet: bool,
 ) -> anyhow::Result<()> {
     let rep = match result {
@@ -471,10 +468,10 @@ fn report_one(
             eprintln!("replaced {}", rep.url);
         }
         println!(
-            "{label} -> {} ({} bytes, {}), {}",
+            "{label} -> {} ({}, {}), {}",
             rep.url,
-            rep.bytes,
-            rate(rep.bytes, started),
+            human_size(rep.bytes),
+            progress.meter().rate(),
             check_line(&rep)
         );
     }
