@@ -113,7 +113,11 @@ pub enum StorageError {
     Full,
     /// Refused before any byte was read: the announced size exceeds the
     /// free space.
-    #[error("not enough space: the body is {needed} bytes and the storage has {available} free")]
+    #[error(
+        "not enough space: the upload is {} and the storage has {} free",
+        crate::respond::human_size(*needed),
+        crate::respond::human_size(*available)
+    )]
     NoRoom { needed: u64, available: u64 },
     /// ENAMETOOLONG: a name or the whole path is too long for the filesystem.
     #[error("name too long for the server's filesystem (names up to 255 bytes)")]

@@ -105,7 +105,7 @@ impl RetryOpts {
 
 /// Where retrying transfers say what they do: stderr, unless -q.
 fn notice(opts: &ClientOpts) -> Option<transfer::retry::Notice> {
-    (!opts.quiet).then(|| Arc::new(|m: &str| eprintln!("{m}")) as transfer::retry::Notice)
+    (!opts.quiet).then(|| Arc::new(progress::say) as transfer::retry::Notice)
 }
 
 /// `--parallel`: transfers at once for folders and several files.

@@ -64,6 +64,19 @@ impl Meter {
     }
 }
 
+/// The bar on screen, if any, so that notices print above it.
+static SHOWN: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+/// Print `msg` on stderr, above the bar if one is drawn (a line printed
+/// under it would be overwritten, or tear it).
+pub fn say(msg: &str) {
+    let shown = SHOWN.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    match shown {
+        Some(bar) => bar.suspend(|| eprintln!("{msg}")),
+        None => eprintln!("{msg}"),
+    }
+}
+
 /// One command's progress: the meter, and the bar if there is a terminal.
 #[derive(Clone)]
 pub struct Progress {
@@ -83,6 +96,7 @@ impl Progress {
             bar.set_style(connecting_style());
             bar.set_message(format!("{verb}: connecting…"));
             bar.enable_steady_tick(Duration::from_millis(120));
+            *SHOWN.lock().unwrap_or_else(|e| e.into_inner()) = Some(bar.clone());
             bar
         });
         Progress {
@@ -124,6 +138,7 @@ impl Progress {
     pub fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
+            SHOWN.lock().unwrap_or_else(|e| e.into_inner()).take();
         }
     }
 }
