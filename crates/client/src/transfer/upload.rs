@@ -336,7 +336,11 @@ pub async fn upload_stream(
         req = req.header("If-None-Match", "*");
     }
     let (h, c, verify) = (hasher.clone(), count.clone(), opts.verify);
-    let stream = crate::StreamBody::new(reader).observe(move |bytes| {
+    let mut stream = crate::StreamBody::new(reader);
+    if let Some(p) = opts.progress.clone() {
+        stream = stream.on_end(move || p.finishing());
+    }
+    let stream = stream.observe(move |bytes| {
         c.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
         if verify {
             if let Ok(mut h) = h.lock() {

@@ -171,7 +171,13 @@ impl TransferProgress for Progress {
             .length()
             .is_some_and(|len| len > 0 && bar.position() >= len)
         {
-            // The server answers once the file is synced and renamed.
+            self.finishing();
+        }
+    }
+
+    fn finishing(&self) {
+        // The server answers once the file is synced and renamed.
+        if let Some(bar) = &self.bar {
             bar.set_message("finishing…");
         }
     }
@@ -277,6 +283,8 @@ mod tests {
         p.advance(1 << 20);
         assert_eq!((bar.length(), bar.position()), (None, 1 << 20));
         assert_eq!(bar.message(), "put");
+        p.finishing();
+        assert_eq!(bar.message(), "finishing…");
         assert_eq!(p.meter().bytes(), 1 << 20);
     }
 }
