@@ -705,6 +705,8 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             ));
         }
         self.refuse_folder_target(&key).await?;
+        // A malformed X-OC-Mtime is refused before an upload is created.
+        crate::mtime::requested(ex)?;
         // If-Match / If-None-Match as on a PUT: 412 before the body, and
         // checked again before publishing when this request completes it.
         let check = write_preconditions(&self.storage, ex, &key).await?;

@@ -187,6 +187,11 @@ fn an_ietf_upload_completed_by_patch_applies_it() {
     );
     assert_eq!(r.status, 400, "{}", r.text());
     assert!(!s.root.join("j.bin").exists());
+    // ... and before an upload resource is made for it.
+    let partials = std::fs::read_dir(s.root.join(".wirespeed-uploads"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(partials, 0, "a partial upload was left");
 }
 
 /// curl, an independent client, sends the field as rclone does.
