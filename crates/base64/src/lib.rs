@@ -54,7 +54,7 @@
 //!   error kind and offset. This cold path only runs on input that is invalid
 //!   anyway, once at a stream end whose padding straddles a block or a call,
 //!   or for a 4 KiB block with fewer than 4 significant characters (runs of
-//!   whitespace, not line breaks): always linear, ~1 GB/s at worst.
+//!   whitespace, not line breaks): always linear, at the scalar engine's speed.
 //!
 //! A differential test runs every short tail over a small alphabet, and
 //! corruptions around block boundaries, through both engines and requires
@@ -62,13 +62,13 @@
 //!
 //! Output is written straight into the spare capacity of the caller's `Vec`
 //! (no zero-fill pass; a reused, cleared `Vec` costs nothing per call; a
-//! zero-fill would cost 10–20%, see below).
+//! zero-fill measured 10–20% slower: bench/RESULTS.md).
 //!
 //! # Measurements
 //!
-//! CRLF every 76 runs at ~0.6–0.7x the no-whitespace speed (~10 GB/s); the
-//! gap to raw simdutf is the form-feed scan. Tables and how they were made:
-//! `bench/RESULTS.md`; reproduce with `cargo bench -p wirespeed-base64`.
+//! Line-broken input stays on the SIMD path; the figures (and the gap to raw
+//! simdutf, the form-feed scan) are in `bench/RESULTS.md` ("base64 decoder
+//! engines"); reproduce with `cargo bench -p wirespeed-base64`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -113,7 +113,7 @@ pub enum Engine {
     #[default]
     Simd,
     /// The byte-at-a-time reference decoder only (for differential tests and
-    /// benchmark comparisons; ~1 GB/s).
+    /// benchmark comparisons).
     Scalar,
 }
 
@@ -276,8 +276,8 @@ impl Decoder {
         let mut pos = 0;
         // Work in L1-sized blocks: the form feed scan pulls a block into L1
         // and simdutf decodes it from there, instead of two passes over the
-        // whole slice (CRLF/76, best of 15: 9.5 GB/s with one memchr per
-        // 256 KiB, 11.2 with 16 KiB blocks, 11.7 with 4 KiB blocks).
+        // whole slice (4 KiB beat 16 KiB blocks and one memchr per 256 KiB:
+        // bench/RESULTS.md, "base64 decoder engines").
         while region.len() - pos >= SIMD_MIN {
             let block = &region[pos..region.len().min(pos + SIMD_BLOCK)];
             // simdutf treats form feed as whitespace; strict mode does not.

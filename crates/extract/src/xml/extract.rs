@@ -1,7 +1,8 @@
 //! [`XmlFieldExtractor`]: the text of the first element with a given local
 //! name, streamed out of the tokenizer's events.
 
-use super::tokenizer::{local_name, Ev, Tokenizer};
+use super::chars::local_name;
+use super::tokenizer::{Ev, Tokenizer};
 use crate::{ExtractError, FieldExtractor, Sink, Stage, DEFAULT_MAX_DEPTH, DEFAULT_MAX_NAME_LEN};
 
 /// Streams an XML document and hands out the text content of the first

@@ -24,8 +24,10 @@
 //! contents of the XML declaration. Literal CR/LF in text are passed through
 //! as-is (no end-of-line normalization): base64 decoders skip them anyway.
 
+mod chars;
 mod extract;
 mod tokenizer;
 
+pub(crate) use chars::local_name;
 pub use extract::XmlFieldExtractor;
-pub(crate) use tokenizer::{local_name, Ev, Tokenizer};
+pub(crate) use tokenizer::{Ev, Tokenizer};

@@ -3,6 +3,7 @@
 
 use memchr::{memchr, memchr2, memchr3};
 
+use super::chars::{decode_ref, is_name_char, is_name_start, is_ws, BadRef};
 use crate::ExtractError;
 
 /// Longest reference body we accept between `&` and `;`. The longest
@@ -92,32 +93,6 @@ pub(crate) struct Tokenizer {
 struct Capture {
     attrs: Vec<(Vec<u8>, Vec<u8>)>,
     bytes: usize,
-}
-
-fn is_ws(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
-}
-
-/// XML NameStartChar, approximated for bytes: every non-ASCII byte is
-/// accepted (as part of some UTF-8 name character).
-fn is_name_start(b: u8) -> bool {
-    b.is_ascii_alphabetic() || b == b'_' || b == b':' || b >= 0x80
-}
-
-fn is_name_char(b: u8) -> bool {
-    is_name_start(b) || b.is_ascii_digit() || b == b'-' || b == b'.'
-}
-
-fn is_xml_char(c: u32) -> bool {
-    matches!(c, 0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF)
-}
-
-/// The part of a qualified name after the prefix.
-pub(crate) fn local_name(qname: &[u8]) -> &[u8] {
-    match memchr::memrchr(b':', qname) {
-        Some(i) => &qname[i + 1..],
-        None => qname,
-    }
 }
 
 impl Tokenizer {
@@ -265,54 +240,17 @@ impl Tokenizer {
     /// and `;`) to UTF-8.
     fn decode_ref(&self, at: usize) -> Result<([u8; 4], u8), ExtractError> {
         let r = &self.refbuf[..self.ref_len as usize];
-        let one = |b: u8| Ok(([b, 0, 0, 0], 1));
-        // Line breaks first: encoders emit one per base64 line, so this is
-        // on the per-line path (measured: generic parsing was ~15% of it).
-        match r {
-            b"#13" | b"#xD" | b"#xd" => return one(b'\r'),
-            b"#10" | b"#xA" | b"#xa" => return one(b'\n'),
-            _ => {}
-        }
-        if let Some(num) = r.strip_prefix(b"#") {
-            let bad = || ExtractError::BadCharRef {
+        decode_ref(r).map_err(|e| match e {
+            BadRef::CharRef => ExtractError::BadCharRef {
                 offset: self.offset(at),
                 reference: String::from_utf8_lossy(r).into_owned(),
-            };
-            let (digits, radix) = match num.strip_prefix(b"x") {
-                Some(hex) => (hex, 16),
-                None => (num, 10),
-            };
-            if digits.is_empty() {
-                return Err(bad());
-            }
-            let mut v: u32 = 0;
-            for &d in digits {
-                let d = (d as char).to_digit(radix).ok_or_else(bad)?;
-                v = v
-                    .checked_mul(radix)
-                    .and_then(|v| v.checked_add(d))
-                    .ok_or_else(bad)?;
-            }
-            if !is_xml_char(v) {
-                return Err(bad());
-            }
-            let c = char::from_u32(v).ok_or_else(bad)?;
-            let mut buf = [0u8; 4];
-            let len = c.encode_utf8(&mut buf).len() as u8;
-            return Ok((buf, len));
-        }
-        match r {
-            b"amp" => one(b'&'),
-            b"lt" => one(b'<'),
-            b"gt" => one(b'>'),
-            b"quot" => one(b'"'),
-            b"apos" => one(b'\''),
-            _ if r.first().is_some_and(|&b| is_name_start(b)) => Err(ExtractError::UnknownEntity {
+            },
+            BadRef::UnknownEntity => ExtractError::UnknownEntity {
                 offset: self.offset(at),
                 name: String::from_utf8_lossy(r).into_owned(),
-            }),
-            _ => Err(self.err(at, "malformed reference")),
-        }
+            },
+            BadRef::Malformed => self.err(at, "malformed reference"),
+        })
     }
 
     /// Returns the next event from `input[*pos..]`, or `None` once the slice

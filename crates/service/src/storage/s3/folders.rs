@@ -95,22 +95,20 @@ impl S3Storage {
         }
         let src = self.path(from)?;
         let dst = self.path(to)?;
-        let source = match self.store.head(&src).await {
-            Ok(m) => Some(m),
-            Err(object_store::Error::NotFound { .. }) => None,
-            Err(e) => return Err(self.error(e)),
-        };
+        let source = self.head_opt(&src).await?;
         if source.is_none() && matches!(self.dir_state(from).await?, DirState::Absent) {
             return Err(StorageError::NotFound);
         }
         self.parent_exists(to).await?;
-        let existing = match self.store.head(&dst).await {
-            Ok(_) => Some(Kind::File),
-            Err(object_store::Error::NotFound { .. }) => match self.dir_state(to).await? {
-                DirState::Absent => None,
-                _ => Some(Kind::Dir),
+        // The destination is looked at once: what it is, and for a folder
+        // whether it holds anything (only an empty one may be replaced).
+        let (existing, dst_not_empty) = match self.head_opt(&dst).await? {
+            Some(_) => (Some(Kind::File), false),
+            None => match self.dir_state(to).await? {
+                DirState::Absent => (None, false),
+                DirState::Empty { .. } => (Some(Kind::Dir), false),
+                DirState::NotEmpty => (Some(Kind::Dir), true),
             },
-            Err(e) => return Err(self.error(e)),
         };
         let written = if existing.is_some() {
             Written::Replaced
@@ -143,9 +141,8 @@ impl S3Storage {
                 self.store.delete(&src).await.map_err(|e| self.error(e))?;
                 Ok(written)
             }
-            (None, existing) => {
-                self.move_folder(from, to, existing == Some(Kind::Dir))
-                    .await?;
+            (None, _) => {
+                self.move_folder(from, to, dst_not_empty).await?;
                 Ok(written)
             }
         }
@@ -156,18 +153,16 @@ impl S3Storage {
         &self,
         from: &RelPath,
         to: &RelPath,
-        dst_exists: bool,
+        dst_not_empty: bool,
     ) -> Result<(), StorageError> {
         if to.segments().starts_with(from.segments()) {
             return Err(StorageError::Conflict(
                 "a folder cannot move into itself, nor replace or be replaced by a file",
             ));
         }
-        if dst_exists {
+        if dst_not_empty {
             // Only an empty folder may be replaced, as rename(2) allows.
-            if !matches!(self.dir_state(to).await?, DirState::Empty { .. }) {
-                return Err(StorageError::NotEmpty);
-            }
+            return Err(StorageError::NotEmpty);
         }
         let src_prefix = self.dir_prefix(from);
         let dst_prefix = self.dir_prefix(to);

@@ -271,6 +271,19 @@ impl S3Storage {
         }
     }
 
+    /// The object's metadata, `None` when there is no such object (a folder
+    /// or nothing: callers that care ask [`S3Storage::dir_state`]).
+    pub(crate) async fn head_opt(
+        &self,
+        path: &ObjPath,
+    ) -> Result<Option<ObjectMeta>, StorageError> {
+        match self.store.head(path).await {
+            Ok(m) => Ok(Some(m)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.error(e)),
+        }
+    }
+
     /// An object_store failure as a storage error saying which part failed.
     pub(crate) fn error(&self, e: object_store::Error) -> StorageError {
         error_at(&self.place, e)
@@ -376,13 +389,12 @@ impl Storage for S3Storage {
             return Ok(DIR_META);
         }
         let path = self.path(key)?;
-        match self.store.head(&path).await {
-            Ok(m) => Ok(file_meta(&m)),
-            Err(object_store::Error::NotFound { .. }) => match self.dir_state(key).await? {
+        match self.head_opt(&path).await? {
+            Some(m) => Ok(file_meta(&m)),
+            None => match self.dir_state(key).await? {
                 DirState::Absent => Err(StorageError::NotFound),
                 _ => Ok(DIR_META),
             },
-            Err(e) => Err(self.error(e)),
         }
     }
 
@@ -427,28 +439,24 @@ impl Storage for S3Storage {
             return Err(StorageError::Forbidden);
         }
         let path = self.path(key)?;
-        match self.store.head(&path).await {
-            Ok(_) => {}
-            Err(object_store::Error::NotFound { .. }) => {
-                return match self.dir_state(key).await? {
-                    DirState::Absent => Err(StorageError::NotFound),
-                    DirState::NotEmpty => Err(StorageError::NotEmpty),
-                    // A `dir/` marker made by another tool: object_store
-                    // paths never end in '/', so it cannot be named to
-                    // DeleteObject.
-                    DirState::Empty { slash_marker: true } => Err(StorageError::Conflict(
-                        "this folder is an S3 folder marker; remove it with an S3 tool",
-                    )),
-                    DirState::Empty {
-                        slash_marker: false,
-                    } => self
-                        .store
-                        .delete(&self.folder_marker(key)?)
-                        .await
-                        .map_err(|e| self.error(e)),
-                };
-            }
-            Err(e) => return Err(self.error(e)),
+        if self.head_opt(&path).await?.is_none() {
+            return match self.dir_state(key).await? {
+                DirState::Absent => Err(StorageError::NotFound),
+                DirState::NotEmpty => Err(StorageError::NotEmpty),
+                // A `dir/` marker made by another tool: object_store
+                // paths never end in '/', so it cannot be named to
+                // DeleteObject.
+                DirState::Empty { slash_marker: true } => Err(StorageError::Conflict(
+                    "this folder is an S3 folder marker; remove it with an S3 tool",
+                )),
+                DirState::Empty {
+                    slash_marker: false,
+                } => self
+                    .store
+                    .delete(&self.folder_marker(key)?)
+                    .await
+                    .map_err(|e| self.error(e)),
+            };
         }
         self.store.delete(&path).await.map_err(|e| self.error(e))
     }

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
 use object_store::path::Path as ObjPath;
-use object_store::{Attribute, GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+use object_store::{Attribute, GetOptions, GetRange, ObjectStore};
 
 use super::{error_at, file_meta, S3Storage};
 use crate::storage::{Meta, Object, StorageError};
@@ -160,11 +160,8 @@ impl Object for S3Object {
     /// to its ETag) is vouched for while that version is still the current
     /// one, and computed again on the next request that asks.
     async fn store_sha256(&mut self, _sum: &[u8; 32]) -> Result<bool, StorageError> {
-        match self.storage.store.head(&self.path).await {
-            Ok(m) => Ok(m.e_tag.is_some() && m.e_tag == self.etag),
-            Err(object_store::Error::NotFound { .. }) => Ok(false),
-            Err(e) => Err(self.storage.error(e)),
-        }
+        let current = self.storage.head_opt(&self.path).await?;
+        Ok(current.is_some_and(|m| m.e_tag.is_some() && m.e_tag == self.etag))
     }
 }
 

@@ -238,11 +238,7 @@ impl PartialUploads for S3Storage {
         if !matches!(self.dir_state(key).await?, DirState::Absent) {
             return Err(StorageError::Conflict("a directory exists at this path"));
         }
-        let current = match self.store.head(&data.target).await {
-            Ok(m) => Some(file_meta(&m)),
-            Err(object_store::Error::NotFound { .. }) => None,
-            Err(e) => return Err(self.error(e)),
-        };
+        let current = self.head_opt(&data.target).await?.map(|m| file_meta(&m));
         if let Some(check) = &check {
             if !check(current.as_ref()) {
                 return Err(StorageError::PreconditionFailed);

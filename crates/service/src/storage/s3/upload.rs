@@ -6,8 +6,8 @@
 use bytes::{Bytes, BytesMut};
 use object_store::path::Path as ObjPath;
 use object_store::{
-    Attribute, Attributes, MultipartUpload, ObjectStore, ObjectStoreExt, PutMode,
-    PutMultipartOptions, PutOptions, PutPayload,
+    Attribute, Attributes, MultipartUpload, ObjectStore, PutMode, PutMultipartOptions, PutOptions,
+    PutPayload,
 };
 use tokio::task::JoinSet;
 
@@ -114,11 +114,7 @@ impl S3Upload {
         storage: &S3Storage,
         path: &ObjPath,
     ) -> Result<Option<crate::storage::Meta>, StorageError> {
-        match storage.store.head(path).await {
-            Ok(m) => Ok(Some(file_meta(&m))),
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(storage.error(e)),
-        }
+        Ok(storage.head_opt(path).await?.map(|m| file_meta(&m)))
     }
 
     async fn finish(&mut self, sha256: Option<[u8; 32]>) -> Result<Written, StorageError> {
