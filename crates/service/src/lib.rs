@@ -33,6 +33,7 @@ pub mod mtime;
 pub mod origin;
 pub mod path;
 pub mod resumable;
+mod size;
 pub mod storage;
 pub mod upload;
 
@@ -44,8 +45,8 @@ pub use auth::{Access, Writes, WritesOff};
 pub use digest::DigestPolicy;
 pub use files::{Files, Health};
 pub use metrics::{Metrics, RouteClass};
-pub use respond::human_size;
 pub use resumable::{Uploads, UploadsConfig};
+pub use size::human_size;
 #[cfg(feature = "s3")]
 pub use storage::s3::{S3Config, S3Storage};
 pub use storage::{LocalStorage, PartialUploads, Storage, StorageError};

@@ -115,8 +115,8 @@ pub enum StorageError {
     /// free space.
     #[error(
         "not enough space: the upload is {} and the storage has {} free",
-        crate::respond::human_size(*needed),
-        crate::respond::human_size(*available)
+        crate::size::human_size(*needed),
+        crate::size::human_size(*available)
     )]
     NoRoom { needed: u64, available: u64 },
     /// ENAMETOOLONG: a name or the whole path is too long for the filesystem.
