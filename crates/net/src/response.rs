@@ -81,6 +81,10 @@ pub(crate) fn encode_head(
     out.extend_from_slice(&http_date());
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(&resp.fields);
+    // An error body is never sniffed into something a browser would run.
+    if resp.status >= 400 && resp.get_header("x-content-type-options").is_none() {
+        out.extend_from_slice(b"X-Content-Type-Options: nosniff\r\n");
+    }
     match field {
         FramingField::ContentLength(n) => {
             // Writing into a Vec cannot fail.

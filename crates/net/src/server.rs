@@ -487,6 +487,7 @@ async fn write_closing_answer(
     let mut headers: Vec<(&str, &[u8])> = vec![
         ("Date", &date),
         ("Content-Type", b"text/plain; charset=utf-8"),
+        ("X-Content-Type-Options", b"nosniff"),
         ("Content-Length", len.as_bytes()),
     ];
     headers.extend_from_slice(extra);

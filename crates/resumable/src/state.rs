@@ -29,6 +29,21 @@ pub struct UploadState {
     pub expires: u64,
     /// tus `Upload-Metadata` as given at creation, echoed on HEAD.
     pub metadata: Option<String>,
+    /// Publish only onto a free name: the creation carried
+    /// `If-None-Match: *` (a taken name then fails with 412).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub if_none_match: bool,
+    /// Publish only onto a free name: the creator may not replace files.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub no_replace: bool,
+    /// The representation's sha-256 (hex) announced by `Repr-Digest`:
+    /// checked before the upload is published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// What an append left behind.
@@ -85,6 +100,9 @@ impl UploadState {
             created: now,
             expires: now.saturating_add(lifetime_secs),
             metadata: None,
+            if_none_match: false,
+            no_replace: false,
+            sha256: None,
         }
     }
 

@@ -46,9 +46,9 @@ impl Access {
         !self.tokens.is_empty()
     }
 
-    /// Whether a request of this kind must present a token.
-    pub fn required(&self, write: bool) -> bool {
-        (write && !self.tokens.is_empty()) || self.private
+    /// Whether reads need a token too (`--private`).
+    pub fn private(&self) -> bool {
+        self.private
     }
 
     /// Whether an `Authorization` header value grants access.
@@ -115,37 +115,6 @@ impl Writes {
             why: WritesOff::Exposed,
         }
     }
-
-    /// Why a request with this method is refused, or `None` if it may go on
-    /// (to the token check). The text says what to do about it.
-    pub fn refusal(&self, method: &str) -> Option<&'static str> {
-        // A move both removes a name and makes one: it needs both switches.
-        let delete = match method {
-            "PUT" | "POST" | "MKCOL" => false,
-            "DELETE" => true,
-            "MOVE" if self.upload && self.delete => return None,
-            "MOVE" => !self.delete,
-            _ => return None,
-        };
-        if (delete && self.delete) || (!delete && self.upload) {
-            return None;
-        }
-        Some(match (self.why, delete) {
-            (WritesOff::ReadOnly, _) => {
-                "this server is read-only (serve --read-only): uploads and deletes are refused"
-            }
-            (WritesOff::Exposed, false) => {
-                "uploads are off: this server listens beyond loopback without a token; \
-                 restart it with --token SECRET (clients then send Authorization: Bearer SECRET), \
-                 or with --allow-upload to let anyone upload"
-            }
-            (WritesOff::Exposed, true) => {
-                "deletes are off: this server listens beyond loopback without a token; \
-                 restart it with --token SECRET (clients then send Authorization: Bearer SECRET), \
-                 or with --allow-delete to let anyone delete"
-            }
-        })
-    }
 }
 
 /// The token of `Bearer TOKEN` (scheme case-insensitive, RFC 9110 §11.1).
@@ -183,41 +152,5 @@ mod tests {
         assert!(!a.allows(None));
         assert!(!Access::new(Vec::<String>::new(), false).allows(Some(b"Bearer x")));
         assert!(!format!("{a:?}").contains("s3cret"));
-    }
-
-    #[test]
-    fn which_writes_are_taken() {
-        let open = Writes::default();
-        for m in ["GET", "HEAD", "PUT", "POST", "DELETE"] {
-            assert_eq!(open.refusal(m), None, "{m}");
-        }
-        let ro = Writes::read_only();
-        assert_eq!(ro.refusal("GET"), None);
-        assert!(ro.refusal("PUT").unwrap().contains("read-only"));
-        assert!(ro.refusal("DELETE").unwrap().contains("read-only"));
-        let up = Writes::exposed(true, false);
-        assert_eq!(up.refusal("PUT"), None);
-        assert_eq!(up.refusal("POST"), None);
-        assert!(up.refusal("DELETE").unwrap().contains("--allow-delete"));
-        assert_eq!(up.refusal("MKCOL"), None);
-        assert!(up.refusal("MOVE").unwrap().contains("--allow-delete"));
-        let del = Writes::exposed(false, true);
-        assert!(del.refusal("MOVE").unwrap().contains("--allow-upload"));
-        assert!(del.refusal("MKCOL").unwrap().contains("--allow-upload"));
-        assert_eq!(Writes::exposed(true, true).refusal("MOVE"), None);
-        assert!(ro.refusal("MOVE").unwrap().contains("read-only"));
-        let none = Writes::exposed(false, false);
-        assert!(none.refusal("POST").unwrap().contains("--allow-upload"));
-        assert!(none.refusal("PUT").unwrap().contains("--token"));
-    }
-
-    #[test]
-    fn who_needs_a_token() {
-        let open = Access::new(Vec::<String>::new(), false);
-        assert!(!open.required(true) && !open.required(false));
-        let writes = Access::new(["t"], false);
-        assert!(writes.required(true) && !writes.required(false));
-        let private = Access::new(["t"], true);
-        assert!(private.required(true) && private.required(false));
     }
 }

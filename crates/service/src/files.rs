@@ -7,10 +7,13 @@ use wirespeed_net::{Error, Exchange, Handler, Response};
 
 use crate::conditional::{evaluate, Conditions, Outcome, Validators};
 use crate::digest::{asked_for, format_sha256};
-use crate::listing::{Format, Formatter, FLUSH_AT, PAGE_CSP};
+use crate::hash_gate::HashGate;
+use crate::listing::{page_csp, Format, Formatter, FLUSH_AT};
 use crate::path::{parse_request_path, RelPath};
+use crate::policy::{Action, Decision, Policy, Principal};
 use crate::respond::{
     admit, check_room, etag, explain_too_large, has_body, respond_stored_with, write_preconditions,
+    WriteGuard,
 };
 use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload};
 use crate::upload::receive;
@@ -54,11 +57,24 @@ impl Handler for Health {
 pub struct Files<S> {
     storage: S,
     cfg: ServiceConfig,
+    policy: Policy,
+    hashes: HashGate,
 }
 
 impl<S: Storage> Files<S> {
     pub fn new(storage: S, cfg: ServiceConfig) -> Self {
-        Files { storage, cfg }
+        let policy = cfg.policy();
+        Files {
+            storage,
+            cfg,
+            policy,
+            hashes: HashGate::per_core(),
+        }
+    }
+
+    /// The policy every request here is decided by.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
     }
 }
 
@@ -85,31 +101,32 @@ fn base_headers(resp: Response, tag: &str, modified: Option<SystemTime>) -> Resp
 
 impl<S: Storage> Handler for Files<S> {
     async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
-        let write = !matches!(ex.method(), "GET" | "HEAD");
         request_class(ex).set(ex);
-        let policy = match ex.method() {
-            "PUT" => "PUT",
-            "POST" => "POST",
-            "DELETE" => "DELETE",
-            "MKCOL" => "MKCOL",
-            "MOVE" => "MOVE",
-            _ => "GET",
-        };
-        if !admit(&self.cfg, ex, policy, write).await? {
+        // The policy decides on the path asked for (the root when the path
+        // is refused: its error comes after the rights, as before).
+        let parsed = parse_request_path(ex.path());
+        let root = RelPath::root();
+        let at = parsed.as_ref().unwrap_or(&root);
+        let Some(who) = admit(&self.cfg, &self.policy, ex, method_action(ex.method()), at).await?
+        else {
             return Ok(());
-        }
-        let key = parse_request_path(ex.path()).map_err(|e| path_error(e, ex.method()))?;
+        };
+        let key = parsed.map_err(|e| path_error(e, ex.method()))?;
         let _upload = match ex.method() {
             "PUT" | "POST" => self.cfg.metrics.as_ref().map(|m| m.upload_started()),
             _ => None,
         };
         let result = match ex.method() {
-            "GET" | "HEAD" => self.get(ex, key).await,
-            "PUT" => self.put(ex, key).await,
+            "GET" | "HEAD" => self.get(ex, key, who).await,
+            "PUT" => self.put(ex, key, who).await,
             "DELETE" => self.delete(ex, key).await,
             "MKCOL" => self.mkcol(ex, key).await,
-            "MOVE" => self.move_to(ex, key).await,
-            "POST" => crate::encoded::post(&self.storage, &self.cfg, ex, key).await,
+            "MOVE" => self.move_to(ex, key, who).await,
+            "POST" => {
+                let guard = WriteGuard::new(&self.policy, who, &key);
+                let r = crate::encoded::post(&self.storage, &self.cfg, &guard, ex, key).await;
+                r.map_err(|e| guard.explain(e))
+            }
             _ => Err(Error::status(405, "method not allowed")),
         };
         if let (Some(m), Err(e)) = (&self.cfg.metrics, &result) {
@@ -121,14 +138,25 @@ impl<S: Storage> Handler for Files<S> {
     }
 }
 
+/// What a method asks of the policy at the request's path: writes create
+/// (replacing is checked at the name, [`WriteGuard`]), a MOVE removes its
+/// source (its destination is asked about in `move_to`).
+fn method_action(method: &str) -> Action {
+    match method {
+        "GET" | "HEAD" => Action::Read,
+        "DELETE" | "MOVE" => Action::Delete,
+        _ => Action::Create,
+    }
+}
+
 impl<S: Storage> Files<S> {
-    async fn get(&self, ex: &mut Exchange, key: RelPath) -> Result<(), Error> {
+    async fn get(&self, ex: &mut Exchange, key: RelPath, who: Principal) -> Result<(), Error> {
         match self.storage.open(&key).await {
             Ok(obj) => {
                 if key.trailing_slash() {
                     return Err(Error::status(404, "not a directory"));
                 }
-                self.send_object(ex, &key, obj).await
+                self.send_object(ex, &key, obj, who).await
             }
             Err(StorageError::IsDir) => {
                 if key.trailing_slash() {
@@ -158,6 +186,7 @@ impl<S: Storage> Files<S> {
         ex: &mut Exchange,
         key: &RelPath,
         mut obj: S::Object,
+        who: Principal,
     ) -> Result<(), Error> {
         let meta = *obj.meta();
         let tag = etag(&meta);
@@ -205,7 +234,10 @@ impl<S: Storage> Files<S> {
             .header("Content-Type", &*content_type)
             .header("Content-Security-Policy", "sandbox")
             .header("X-Content-Type-Options", "nosniff");
-        if let Some(sum) = representation_digest(asked_for(ex), &mut obj).await? {
+        if let Some(sum) = self
+            .representation_digest(asked_for(ex), key, &mut obj, who)
+            .await?
+        {
             resp = resp.header("Repr-Digest", format_sha256(&sum));
         }
         if status == 206 {
@@ -239,6 +271,39 @@ impl<S: Storage> Files<S> {
         w.finish().await
     }
 
+    /// `Repr-Digest` for a GET/HEAD: the recorded digest when it is still
+    /// valid; otherwise, only if the request asks for one, computed now
+    /// (shared with concurrent requests for the same version, within the
+    /// server's cap: [`HashGate`]) and recorded (never answered if the file
+    /// changed while it was hashed). A hash is only done where it is kept
+    /// (a writable server, a backend that records), or for a principal who
+    /// may write: anyone else could make the server hash every time.
+    async fn representation_digest(
+        &self,
+        asked: bool,
+        key: &RelPath,
+        obj: &mut S::Object,
+        who: Principal,
+    ) -> Result<Option<[u8; 32]>, Error> {
+        if let Some(sum) = obj.stored_sha256() {
+            return Ok(Some(sum));
+        }
+        if !asked {
+            return Ok(None);
+        }
+        let kept = obj.records_sha256() && self.policy.writable();
+        if !kept && !self.policy.rights(who, key).may_write() {
+            return Ok(None);
+        }
+        let version = format!("{}\0{}", key.to_url(false), etag(obj.meta()));
+        self.hashes
+            .digest(version, async {
+                let sum = hash_object(obj).await?;
+                Ok(obj.store_sha256(&sum).await?.then_some(sum))
+            })
+            .await
+    }
+
     async fn send_listing(&self, ex: &mut Exchange, key: &RelPath) -> Result<(), Error> {
         let format = Format::choose(ex.query(), ex.header_str("accept"));
         // Batches come sorted by name (the storage's contract). The first
@@ -250,7 +315,7 @@ impl<S: Storage> Files<S> {
             .header("Vary", "Accept")
             .header("Cache-Control", "no-cache");
         if format == Format::Html {
-            resp = resp.header("Content-Security-Policy", PAGE_CSP);
+            resp = resp.header("Content-Security-Policy", page_csp(ex.header_str("host")));
         }
         let mut fmt = Formatter::new(format);
         let mut text = Vec::with_capacity(FLUSH_AT + 1024);
@@ -271,7 +336,7 @@ impl<S: Storage> Files<S> {
         w.finish().await
     }
 
-    async fn put(&self, ex: &mut Exchange, key: RelPath) -> Result<(), Error> {
+    async fn put(&self, ex: &mut Exchange, key: RelPath, who: Principal) -> Result<(), Error> {
         if key.is_root() || key.trailing_slash() {
             return Err(Error::status(400, "PUT needs a file path, not a directory"));
         }
@@ -280,16 +345,10 @@ impl<S: Storage> Files<S> {
         let expected = crate::digest::expected_from(ex)?;
         let hash = self.cfg.hash_for(ex, expected.as_ref());
         let check = write_preconditions(&self.storage, ex, &key).await?;
-        let mut up = self
-            .storage
-            .create(&key)
-            .await
-            .map_err(|e| e.on_write(&key))?;
+        let guard = WriteGuard::new(&self.policy, who, &key);
+        let mut up = guard.create(&self.storage, &key, check).await?;
         if let Some(sum) = expected {
             up.expect_sha256(sum);
-        }
-        if let Some(check) = check {
-            up.check_before_commit(check);
         }
         let mtime_applied = mtime.is_some_and(|t| up.set_modified(t));
         let sum = match receive(ex, &mut up, self.cfg.upload_path, hash).await {
@@ -314,7 +373,10 @@ impl<S: Storage> Files<S> {
                     .await;
             }
         }
-        let written = up.commit(sum).await.map_err(|e| e.on_write(&key))?;
+        let written = up
+            .commit(sum)
+            .await
+            .map_err(|e| guard.explain(e.on_write(&key).into()))?;
         let extra: &[(&str, &str)] = if mtime_applied {
             &[crate::mtime::ANSWER]
         } else {
@@ -347,7 +409,7 @@ impl<S: Storage> Files<S> {
 
     /// WebDAV `MOVE` (RFC 4918 §9.9) of a file or folder to `Destination`;
     /// `Overwrite: F` keeps an existing destination (412).
-    async fn move_to(&self, ex: &mut Exchange, key: RelPath) -> Result<(), Error> {
+    async fn move_to(&self, ex: &mut Exchange, key: RelPath, who: Principal) -> Result<(), Error> {
         if key.is_root() {
             return Err(Error::status(403, "the root cannot be moved"));
         }
@@ -363,6 +425,17 @@ impl<S: Storage> Files<S> {
             Some("F") | Some("f") => false,
             Some(_) => return Err(Error::status(400, "Overwrite must be T or F")),
         };
+        // The destination is a new name (w), or a replaced one (w and d:
+        // without d the move may only take a free name).
+        match self.policy.decide(who, Action::Create, &to) {
+            Decision::Allow => {}
+            Decision::NeedToken => {
+                return Err(Error::status(401, "a valid bearer token is required"))
+            }
+            Decision::Forbidden(why) => return Err(Error::status(403, why)),
+        }
+        let guard = WriteGuard::new(&self.policy, who, &to);
+        let overwrite = overwrite && guard.may_replace();
         match self.storage.rename(&key, &to, overwrite).await {
             Ok(written) => {
                 let status = if written == crate::storage::Written::Created {
@@ -378,6 +451,7 @@ impl<S: Storage> Files<S> {
                 let resp = Response::new(status).header("Location", to.to_url(dir));
                 ex.send(resp, b"").await
             }
+            Err(StorageError::Exists) if !guard.may_replace() => Err(guard.refusal()),
             Err(StorageError::Exists) => Err(Error::status(
                 412,
                 "the Destination exists and Overwrite is F: nothing was moved",
@@ -505,23 +579,6 @@ async fn hash_object<O: Object>(obj: &mut O) -> Result<[u8; 32], Error> {
         pos += n as u64;
     }
     Ok(h.finalize().into())
-}
-
-/// `Repr-Digest` for a GET/HEAD: the recorded digest when it is still
-/// valid; otherwise, only if the request asks for one, computed now and
-/// recorded (never answered if the file changed while it was hashed).
-async fn representation_digest<O: Object>(
-    asked: bool,
-    obj: &mut O,
-) -> Result<Option<[u8; 32]>, Error> {
-    if let Some(sum) = obj.stored_sha256() {
-        return Ok(Some(sum));
-    }
-    if !asked {
-        return Ok(None);
-    }
-    let sum = hash_object(obj).await?;
-    Ok(obj.store_sha256(&sum).await?.then_some(sum))
 }
 
 #[cfg(test)]

@@ -27,11 +27,13 @@ pub mod assets;
 pub mod auth;
 pub mod conditional;
 pub mod digest;
+pub mod hash_gate;
 pub mod listing;
 pub mod metrics;
 pub mod mtime;
 pub mod origin;
 pub mod path;
+pub mod policy;
 pub mod resumable;
 mod size;
 pub mod storage;
@@ -45,6 +47,7 @@ pub use auth::{Access, Writes, WritesOff};
 pub use digest::DigestPolicy;
 pub use files::{Files, Health};
 pub use metrics::{Metrics, RouteClass};
+pub use policy::{Action, Decision, Policy, Principal, Rights};
 pub use resumable::{Uploads, UploadsConfig};
 pub use size::human_size;
 #[cfg(feature = "s3")]
@@ -80,6 +83,11 @@ pub struct ServiceConfig {
 }
 
 impl ServiceConfig {
+    /// The policy its presets (`access`, `writes`) make: every route asks it.
+    pub fn policy(&self) -> Policy {
+        Policy::from_presets(&self.access, self.writes)
+    }
+
     /// Where to hash this request's upload, or `None` to store it unhashed
     /// (see [`digest::hash_upload`]).
     pub(crate) fn hash_for(
@@ -103,7 +111,7 @@ fn control_routes(cfg: &ServiceConfig) -> Router {
         Some(metrics) => {
             let page = metrics::MetricsPage {
                 metrics: metrics.clone(),
-                access: cfg.access.clone(),
+                policy: cfg.policy(),
                 loopback_hosts: cfg.loopback_hosts.clone(),
             };
             router.route(&["GET"], "/-/metrics", page)

@@ -10,9 +10,25 @@ use crate::storage::{Entry, Kind};
 /// Hand formatted text to the body writer once this much has accumulated.
 pub const FLUSH_AT: usize = 16 * 1024;
 
-/// The built-in pages run only their own script and styles, from `/-/assets/`.
+/// The built-in pages' policy, less `script-src` (see [`page_csp`]).
 pub const PAGE_CSP: &str = "default-src 'self'; img-src 'self' data:; object-src 'none'; \
      base-uri 'none'; form-action 'self'; frame-ancestors 'self'";
+
+/// [`PAGE_CSP`] for a request to `host`, with scripts only from this
+/// host's `/-/assets/` (`'self'` would run an uploaded `.js` as a script of
+/// the page). A CSP source with a path needs the host; `http:` in it also
+/// matches `https:` (CSP3 §6.7.2.8). No usable host: no script at all.
+pub fn page_csp(host: Option<&str>) -> String {
+    let host = host.map(str::trim).filter(|h| {
+        !h.is_empty()
+            && h.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._:[]".contains(&b))
+    });
+    match host {
+        Some(h) => format!("{PAGE_CSP}; script-src http://{h}/-/assets/"),
+        None => format!("{PAGE_CSP}; script-src 'none'"),
+    }
+}
 
 /// For a browser's GET that lacks the token (it asks for HTML by `Accept`):
 /// the page's frame without entries (`data-locked`), whose script asks for

@@ -25,7 +25,6 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use wirespeed_net::{Completed, Error, Exchange, Handler, Observer, Response, Timeout};
 
-use crate::auth::Access;
 use crate::origin::LoopbackHosts;
 
 /// The kind of work a request asked for (the `class` label).
@@ -450,7 +449,7 @@ impl Observer for Metrics {
 /// who uses the server how); on an open server it is public, like the files.
 pub struct MetricsPage {
     pub(crate) metrics: Arc<Metrics>,
-    pub(crate) access: Access,
+    pub(crate) policy: crate::policy::Policy,
     pub(crate) loopback_hosts: Option<LoopbackHosts>,
 }
 
@@ -465,7 +464,13 @@ impl Handler for MetricsPage {
                 ));
             }
         }
-        if self.access.has_tokens() && !self.access.allows(ex.header("authorization")) {
+        let who = self.policy.principal(ex.header("authorization"));
+        let root = crate::path::RelPath::root();
+        if self
+            .policy
+            .decide(who, crate::policy::Action::Metrics, &root)
+            != crate::policy::Decision::Allow
+        {
             let resp = Response::new(401)
                 .header("WWW-Authenticate", "Bearer realm=\"wirespeed\"")
                 .header("Content-Type", "text/plain; charset=utf-8");

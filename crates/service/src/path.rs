@@ -31,9 +31,13 @@ pub fn is_temp_name(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX)
 }
 
-/// Whether a file name is reserved for the server (see [`RESERVED_PREFIX`]).
+/// Whether a file name is reserved for the server (see [`RESERVED_PREFIX`]),
+/// in any case: on a case-insensitive filesystem `.WIRESPEED-uploads` is
+/// the same folder.
 pub fn is_reserved_name(name: &str) -> bool {
-    name.starts_with(RESERVED_PREFIX)
+    name.as_bytes()
+        .get(..RESERVED_PREFIX.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(RESERVED_PREFIX.as_bytes()))
 }
 
 /// Why a request path was refused.
@@ -122,6 +126,10 @@ impl RelPath {
     /// This path with one more name appended (used for listings' links).
     pub fn join(&self, name: &str) -> Result<RelPath, PathError> {
         check_segment(name)?;
+        // `/-` is the control namespace, as in `parse_request_path`.
+        if self.segments.is_empty() && name == "-" {
+            return Err(PathError::Hidden);
+        }
         let mut segments = self.segments.clone();
         segments.push(name.to_string());
         Ok(RelPath {
@@ -327,6 +335,8 @@ mod tests {
             ("/.wirespeed-tmp-123", Hidden),
             ("/a/.wirespeed-tmp-x/", Hidden),
             ("/%2Ewirespeed-tmp-1", Hidden),
+            ("/.WIRESPEED-uploads/x", Hidden),
+            ("/a/.Wirespeed-digests", Hidden),
             ("/-/health", Hidden),
             ("/-", Hidden),
         ];

@@ -2,6 +2,8 @@
 //! upload routes (`encoded`), so neither route module imports the other for
 //! them.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
 use wirespeed_net::{Error, Exchange, Response};
@@ -9,8 +11,9 @@ use wirespeed_net::{Error, Exchange, Response};
 use crate::conditional::write_allowed;
 use crate::digest::format_sha256;
 use crate::path::RelPath;
+use crate::policy::{Action, Decision, Policy, Principal};
 pub use crate::size::human_size;
-use crate::storage::{CommitCheck, Kind, Meta, Storage, StorageError, Written};
+use crate::storage::{CommitCheck, Kind, Meta, Storage, StorageError, Upload, Written};
 use crate::ServiceConfig;
 
 /// A strong ETag from size and modification time (nanoseconds): any
@@ -99,28 +102,30 @@ pub(crate) fn has_body(ex: &Exchange) -> bool {
 }
 
 /// The checks every request to the file and upload routes passes first:
-/// the loopback `Host` check (421), the cross-origin write check (403), the
-/// write policy for `policy` (a method name: PUT/POST upload, DELETE
-/// deletes) and the token when `write` or a private server needs it (401).
-/// `Ok(false)`: refused, and the answer was sent.
+/// the loopback `Host` check (421), the cross-origin write check (403),
+/// then the one policy decision ([`Policy::decide`]) for `action` at `path`:
+/// 403 saying what to do, or 401 when a token would allow it.
+/// `Ok(None)`: refused, and the answer was sent; else who is asking.
 pub(crate) async fn admit(
     cfg: &ServiceConfig,
+    policy: &Policy,
     ex: &mut Exchange,
-    policy: &str,
-    write: bool,
-) -> Result<bool, Error> {
-    admit_with(cfg, ex, policy, write, &[]).await
+    action: Action,
+    path: &RelPath,
+) -> Result<Option<Principal>, Error> {
+    admit_with(cfg, policy, ex, action, path, &[]).await
 }
 
 /// [`admit`], with `extra` fields on every refusal it sends (tus requires
 /// `Tus-Resumable` on every answer).
 pub(crate) async fn admit_with(
     cfg: &ServiceConfig,
+    policy: &Policy,
     ex: &mut Exchange,
-    policy: &str,
-    write: bool,
+    action: Action,
+    path: &RelPath,
     extra: &[(&str, &str)],
-) -> Result<bool, Error> {
+) -> Result<Option<Principal>, Error> {
     let text = |status: u16| {
         let mut resp = Response::new(status).header("Content-Type", "text/plain; charset=utf-8");
         for (name, value) in extra {
@@ -137,10 +142,10 @@ pub(crate) async fn admit_with(
                  localhost, 127.0.0.1 and [::1] (serve --allow-host NAME adds a name)\n",
             )
             .await?;
-            return Ok(false);
+            return Ok(None);
         }
     }
-    if write
+    if action != Action::Read
         && crate::origin::is_cross_origin(
             ex.header_str("sec-fetch-site"),
             ex.header_str("origin"),
@@ -153,29 +158,136 @@ pub(crate) async fn admit_with(
             "cross-origin write refused: a page on another site may not change files here",
         ));
     }
-    if let Some(why) = cfg.writes.refusal(policy) {
-        close_if_body(ex);
-        ex.send(text(403), format!("{why}\n").as_bytes()).await?;
-        return Ok(false);
-    }
-    if cfg.access.required(write) && !cfg.access.allows(ex.header("authorization")) {
-        close_if_body(ex);
-        // A browser navigation cannot send a bearer token: it gets the page
-        // without the listing, whose script asks for the token.
-        if let Some(page) = crate::listing::locked_page(ex) {
-            let resp = Response::new(401)
-                .header("WWW-Authenticate", "Bearer realm=\"wirespeed\"")
-                .header("Content-Type", crate::listing::Format::Html.content_type())
-                .header("Content-Security-Policy", crate::listing::PAGE_CSP)
-                .header("Cache-Control", "no-store");
-            ex.send(resp, &page).await?;
-            return Ok(false);
+    let who = policy.principal(ex.header("authorization"));
+    match policy.decide(who, action, path) {
+        Decision::Allow => Ok(Some(who)),
+        Decision::Forbidden(why) => {
+            close_if_body(ex);
+            ex.send(text(403), format!("{why}\n").as_bytes()).await?;
+            Ok(None)
         }
-        let resp = text(401).header("WWW-Authenticate", "Bearer realm=\"wirespeed\"");
-        ex.send(resp, b"a valid bearer token is required\n").await?;
-        return Ok(false);
+        Decision::NeedToken => {
+            close_if_body(ex);
+            // A browser navigation cannot send a bearer token: it gets the page
+            // without the listing, whose script asks for the token.
+            if let Some(page) = crate::listing::locked_page(ex) {
+                let resp = Response::new(401)
+                    .header("WWW-Authenticate", "Bearer realm=\"wirespeed\"")
+                    .header("Content-Type", crate::listing::Format::Html.content_type())
+                    .header(
+                        "Content-Security-Policy",
+                        crate::listing::page_csp(ex.header_str("host")),
+                    )
+                    .header("Cache-Control", "no-store");
+                ex.send(resp, &page).await?;
+                return Ok(None);
+            }
+            let resp = text(401).header("WWW-Authenticate", "Bearer realm=\"wirespeed\"");
+            ex.send(resp, b"a valid bearer token is required\n").await?;
+            Ok(None)
+        }
     }
-    Ok(true)
+}
+
+/// How one write request treats an existing name: a principal without the
+/// delete right may only create, checked before the body and again at
+/// commit (the name may appear meanwhile).
+#[derive(Clone)]
+pub(crate) struct WriteGuard {
+    may_replace: bool,
+    refusal: &'static str,
+    refused: Arc<AtomicBool>,
+}
+
+impl WriteGuard {
+    /// The guard for `who` writing at `path`.
+    pub(crate) fn new(policy: &Policy, who: Principal, path: &RelPath) -> Self {
+        let refusal = match policy.decide(who, Action::Replace, path) {
+            Decision::Forbidden(why) => why,
+            _ => "replacing this file needs a token with the delete right",
+        };
+        WriteGuard {
+            may_replace: policy.rights(who, path).may_delete(),
+            refusal,
+            refused: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// The same guard, never replacing (its upload's creator lacked `d`).
+    pub(crate) fn forbid_replace(mut self) -> Self {
+        if self.may_replace {
+            self.may_replace = false;
+            self.refusal = "this upload was created by a client that may not replace files, \
+                            and a file with its name appeared meanwhile; the file was left untouched";
+        }
+        self
+    }
+
+    /// A guard that allows replacing (the principal holds `d`).
+    pub(crate) fn may_replace(&self) -> bool {
+        self.may_replace
+    }
+
+    /// The 403 of a refused replace.
+    pub(crate) fn refusal(&self) -> Error {
+        Error::status(403, self.refusal)
+    }
+
+    /// 403 now if a file exists at `key` and it may not be replaced.
+    pub(crate) async fn check_now<S: Storage>(
+        &self,
+        storage: &S,
+        key: &RelPath,
+    ) -> Result<(), Error> {
+        if self.may_replace {
+            return Ok(());
+        }
+        match storage.stat(key).await {
+            Ok(meta) if meta.kind == Kind::File => Err(self.refusal()),
+            _ => Ok(()),
+        }
+    }
+
+    /// `prev` (the request's own preconditions), plus "no file there" when
+    /// replacing is not allowed; run right before the upload is published.
+    pub(crate) fn commit_check(&self, prev: Option<CommitCheck>) -> Option<CommitCheck> {
+        if self.may_replace {
+            return prev;
+        }
+        let refused = self.refused.clone();
+        Some(Box::new(move |meta: Option<&Meta>| {
+            if meta.is_some() {
+                refused.store(true, Ordering::Relaxed);
+                return false;
+            }
+            prev.as_ref().is_none_or(|p| p(meta))
+        }))
+    }
+
+    /// Checked before the body and at commit: the upload to `key`.
+    pub(crate) async fn create<S: Storage>(
+        &self,
+        storage: &S,
+        key: &RelPath,
+        prev: Option<CommitCheck>,
+    ) -> Result<S::Upload, Error> {
+        self.check_now(storage, key).await?;
+        let mut up = storage.create(key).await.map_err(|e| e.on_write(key))?;
+        if let Some(check) = self.commit_check(prev) {
+            up.check_before_commit(check);
+        }
+        Ok(up)
+    }
+
+    /// A commit refused by this guard (not by the request's preconditions)
+    /// becomes the 403 that says why; other errors pass.
+    pub(crate) fn explain(&self, e: Error) -> Error {
+        if self.refused.load(Ordering::Relaxed) && e.http_status() == 412 {
+            self.refusal()
+        } else {
+            e
+        }
+    }
 }
 
 /// Refuse an upload whose announced length exceeds the storage's free

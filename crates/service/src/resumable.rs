@@ -25,7 +25,8 @@ use wirespeed_resumable::{
 
 use crate::files::Files;
 use crate::path::{parse_request_path, RelPath};
-use crate::respond::{admit, admit_with, etag, has_body, write_preconditions};
+use crate::policy::{Action, Decision, Policy, Principal};
+use crate::respond::{admit, admit_with, etag, has_body, write_preconditions, WriteGuard};
 use crate::storage::partial::{PartialData, PartialUploads};
 use crate::storage::{CommitCheck, Kind, Storage, StorageError, Written};
 use crate::{RouteClass, ServiceConfig, UploadPath};
@@ -45,6 +46,12 @@ pub struct UploadsConfig {
     pub limits: Limits,
     /// Most partial uploads kept at once; creations beyond get 503.
     pub max_partials: usize,
+    /// Most partial uploads one client address (without a token) may
+    /// create and keep in this process; creations beyond get 503.
+    pub max_partials_per_client: usize,
+    /// Seconds an upload that never received a byte is kept (an empty
+    /// creation holds a place of `max_partials` only this long).
+    pub empty_expiry_secs: u64,
 }
 
 impl Default for UploadsConfig {
@@ -52,6 +59,8 @@ impl Default for UploadsConfig {
         UploadsConfig {
             limits: Limits::default(),
             max_partials: 1000,
+            max_partials_per_client: 100,
+            empty_expiry_secs: 600,
         }
     }
 }
@@ -67,11 +76,15 @@ struct Slot {
     append: tokio::sync::Mutex<()>,
     takeover: tokio::sync::Notify,
     gone: AtomicBool,
+    /// The address that created it here (counted against its cap), if
+    /// it was created without a token by this process.
+    owner: Option<std::net::IpAddr>,
 }
 
 impl Slot {
     fn new(state: UploadState) -> Self {
         Slot {
+            owner: None,
             state: Mutex::new(state),
             append: tokio::sync::Mutex::new(()),
             takeover: tokio::sync::Notify::new(),
@@ -89,6 +102,9 @@ impl Slot {
 pub struct Uploads<S> {
     storage: S,
     cfg: ServiceConfig,
+    policy: Policy,
+    /// Partial uploads per creating address (see [`Slot::owner`]).
+    per_client: Mutex<HashMap<std::net::IpAddr, usize>>,
     ucfg: UploadsConfig,
     slots: Mutex<HashMap<UploadId, Arc<Slot>>>,
     /// Uploads the last sweep found unusable (no readable record, or data
@@ -148,6 +164,45 @@ fn ietf_fields(ex: &Exchange) -> ietf::Fields<'_> {
         content_type: ex.header("content-type"),
         content_length: ex.content_length(),
     }
+}
+
+/// Whether an upload's `length` bytes have the sha-256 `want` (hex), read
+/// back from its local `file`; a store without one cannot be read back
+/// here, so the check is skipped (and logged).
+async fn representation_matches(
+    file: Option<std::fs::File>,
+    length: u64,
+    want: &str,
+) -> Result<bool, Error> {
+    let Some(file) = file else {
+        tracing::warn!("this store cannot read an upload back: its Repr-Digest is not checked");
+        return Ok(true);
+    };
+    let sum = tokio::task::spawn_blocking(move || -> std::io::Result<[u8; 32]> {
+        let mut h = sha2::Sha256::new();
+        crate::upload::hash_file_range(&file, &mut h, 0, length, None)?;
+        Ok(h.finalize().into())
+    })
+    .await
+    .map_err(|e| Error::Io(std::io::Error::other(e)))?
+    .map_err(StorageError::from)?;
+    Ok(crate::digest::hex(&sum) == want)
+}
+
+type Sha256Sum = [u8; 32];
+
+/// The sha-256 members of a request's `Repr-Digest` and `Content-Digest`
+/// (400 when one is malformed).
+fn request_digests(ex: &Exchange) -> Result<(Option<Sha256Sum>, Option<Sha256Sum>), Error> {
+    let field = |name: &'static str| -> Result<Option<[u8; 32]>, Error> {
+        let Some(v) = ex.header(name) else {
+            return Ok(None);
+        };
+        let v = std::str::from_utf8(v)
+            .map_err(|_| Error::status(400, format!("{name} is not text")))?;
+        crate::digest::sha256_member(name, v).map_err(|e| Error::status(400, e.to_string()))
+    };
+    Ok((field("repr-digest")?, field("content-digest")?))
 }
 
 /// Whether a request to a file URL asks for an IETF resumable upload.
@@ -258,6 +313,8 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
     pub fn new(storage: S, cfg: ServiceConfig, ucfg: UploadsConfig) -> Self {
         Uploads {
             storage,
+            policy: cfg.policy(),
+            per_client: Mutex::new(HashMap::new()),
             cfg,
             ucfg,
             slots: Mutex::new(HashMap::new()),
@@ -273,6 +330,15 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
     fn forget(&self, id: &UploadId) {
         if let Some(slot) = self.slots().remove(id) {
             slot.gone.store(true, Ordering::Relaxed);
+            if let Some(owner) = slot.owner {
+                let mut counts = self.per_client.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(n) = counts.get_mut(&owner) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        counts.remove(&owner);
+                    }
+                }
+            }
         }
     }
 
@@ -331,7 +397,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         let mut unusable = std::collections::HashSet::new();
         for (id, state) in list {
             let expired = match state {
-                Some(state) => state.expired(t),
+                Some(state) => state.expired(t) || self.empty_and_idle(&state, t),
                 None if self.slots().contains_key(&id) => false,
                 None if before.contains(&id) => true,
                 None => {
@@ -363,11 +429,25 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         removed
     }
 
+    /// An upload that never received a byte for `empty_expiry_secs`.
+    fn empty_and_idle(&self, state: &UploadState, now: u64) -> bool {
+        !state.complete
+            && state.offset == 0
+            && state.length != Some(0)
+            && now >= state.created.saturating_add(self.ucfg.empty_expiry_secs)
+    }
+
     /// Refuse a creation the store has no room for: over the count of
     /// partial uploads (503), or an announced length over the free space
     /// (507) — before any body byte is read.
     async fn check_capacity(&self, length: Option<u64>) -> Result<(), Error> {
-        let count = self.storage.count_partials().await?;
+        let mut count = self.storage.count_partials().await?;
+        if count >= self.ucfg.max_partials {
+            // Full: empty creations left idle may be what fills it.
+            if self.sweep_expired().await > 0 {
+                count = self.storage.count_partials().await?;
+            }
+        }
         if count >= self.ucfg.max_partials {
             return Err(Error::status(
                 503,
@@ -386,27 +466,110 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         Ok(())
     }
 
-    /// 409 when a folder already holds the upload's final name.
-    async fn refuse_folder_target(&self, target: &RelPath) -> Result<(), Error> {
+    /// Everything that would make publishing `target` fail, refused at
+    /// creation rather than after the last byte: the policy (`w` there,
+    /// and `d` if a file has the name), a folder at the name (409), a file
+    /// where a parent folder would be (409).
+    async fn check_target(
+        &self,
+        guard: &WriteGuard,
+        who: Principal,
+        target: &RelPath,
+    ) -> Result<(), Error> {
+        match self.policy.decide(who, Action::Create, target) {
+            Decision::Allow => {}
+            Decision::NeedToken => {
+                return Err(Error::status(401, "a valid bearer token is required"))
+            }
+            Decision::Forbidden(why) => return Err(Error::status(403, why)),
+        }
         match self.storage.stat(target).await {
-            Ok(meta) if meta.kind == Kind::Dir => Err(Error::status(
+            Ok(meta) if meta.kind == Kind::Dir => {
+                return Err(Error::status(
+                    409,
+                    format!("{target} is a folder; an upload needs a file name there"),
+                ))
+            }
+            Ok(_) if !guard.may_replace() => return Err(guard.refusal()),
+            Err(StorageError::NotDir) => {
+                return Err(Error::status(
+                    409,
+                    format!("a parent of {target} is a file, not a folder"),
+                ))
+            }
+            _ => {}
+        }
+        if target.parent().is_empty() {
+            return Ok(());
+        }
+        let mut parent = String::from("/");
+        for name in target.parent() {
+            crate::path::encode_segment_into(name, &mut parent);
+            parent.push('/');
+        }
+        let Ok(parent) = parse_request_path(&parent) else {
+            return Ok(());
+        };
+        match self.storage.stat(&parent).await {
+            Ok(meta) if meta.kind == Kind::File => Err(Error::status(
                 409,
-                format!("{target} is a folder; an upload needs a file name there"),
+                format!("a parent of {target} is a file, not a folder"),
+            )),
+            Err(StorageError::NotDir) => Err(Error::status(
+                409,
+                format!("a parent of {target} is a file, not a folder"),
             )),
             _ => Ok(()),
         }
     }
 
+    /// Refuse a creation by an address (without a token) that holds
+    /// `max_partials_per_client` unfinished uploads already.
+    fn claim_client_slot(
+        &self,
+        who: Principal,
+        peer: std::net::IpAddr,
+    ) -> Result<Option<std::net::IpAddr>, Error> {
+        if who == Principal::TokenHolder {
+            return Ok(None);
+        }
+        let mut counts = self.per_client.lock().unwrap_or_else(|e| e.into_inner());
+        let n = counts.entry(peer).or_insert(0);
+        if *n >= self.ucfg.max_partials_per_client {
+            return Err(Error::status(
+                503,
+                format!(
+                    "this address holds {n} unfinished uploads, the limit per client; finish or cancel some, or try later"
+                ),
+            ));
+        }
+        *n += 1;
+        Ok(Some(peer))
+    }
+
     /// A new upload for `target`: its store entry and in-process slot.
+    #[allow(clippy::too_many_arguments)]
     async fn create(
         &self,
         protocol: Protocol,
         target: &RelPath,
         length: Option<u64>,
         metadata: Option<String>,
+        guard: &WriteGuard,
+        if_none_match: bool,
+        client: (Principal, std::net::IpAddr),
     ) -> Result<(UploadId, Arc<Slot>), Error> {
         let _one_at_a_time = self.creating.lock().await;
         self.check_capacity(length).await?;
+        let owner = self.claim_client_slot(client.0, client.1)?;
+        let release = |owner: Option<std::net::IpAddr>| {
+            if let Some(owner) = owner {
+                let mut counts = self.per_client.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(n) = counts.get_mut(&owner) {
+                    *n = n.saturating_sub(1);
+                }
+            }
+        };
         let id = new_id()?;
         let mut state = UploadState::new(
             protocol,
@@ -416,11 +579,15 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             self.ucfg.limits.lifetime_secs,
         );
         state.metadata = metadata;
-        self.storage
-            .create_partial(&id, &state)
-            .await
-            .map_err(|e| e.on_write(target))?;
-        let slot = Arc::new(Slot::new(state));
+        state.if_none_match = if_none_match;
+        state.no_replace = !guard.may_replace();
+        if let Err(e) = self.storage.create_partial(&id, &state).await {
+            release(owner);
+            return Err(e.on_write(target).into());
+        }
+        let mut slot = Slot::new(state);
+        slot.owner = owner;
+        let slot = Arc::new(slot);
         self.slots().insert(id, slot.clone());
         Ok((id, slot))
     }
@@ -451,9 +618,29 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         ex: &mut Exchange,
         id: &UploadId,
         slot: &Slot,
-        plan: Append,
+        mut plan: Append,
         check: Option<CommitCheck>,
+        who: Principal,
     ) -> Result<Appended, Error> {
+        // As for a PUT: a Content-Digest covers this request's content (a
+        // mismatch discards its bytes), a Repr-Digest the whole upload
+        // (checked before publishing).
+        let (repr, content) = request_digests(ex)?;
+        if let (None, Some(sum)) = (&plan.checksum, content) {
+            plan.checksum = Some(wirespeed_resumable::Checksum {
+                algorithm: ChecksumAlgorithm::Sha256,
+                digest: sum.to_vec(),
+            });
+        }
+        if let Some(sum) = repr {
+            let mut state = slot.snapshot();
+            let hex = crate::digest::hex(&sum);
+            if state.sha256.as_deref() != Some(hex.as_str()) {
+                state.sha256 = Some(hex);
+                self.storage.save_partial(id, &state).await?;
+                *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = state;
+            }
+        }
         let target = slot.snapshot().target;
         let key = parse_request_path(&target)
             .map_err(|_| Error::status(500, "an upload's target is not a valid path"))?;
@@ -538,7 +725,38 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 }
                 *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = next;
             }
-            Progress::Complete { .. } => {
+            Progress::Complete { length } => {
+                if let Some(want) = next.sha256.clone() {
+                    let file = match data.as_file() {
+                        Some(f) => Some(f.try_clone().map_err(StorageError::from)?),
+                        None => None,
+                    };
+                    if !representation_matches(file, length, &want).await? {
+                        self.forget(id);
+                        let _ = self.storage.delete_partial(id).await;
+                        if let Some(m) = &self.cfg.metrics {
+                            m.digest_mismatch();
+                        }
+                        return Err(Error::status(
+                            400,
+                            "digest mismatch: the uploaded bytes do not match the announced \
+                             Repr-Digest sha-256; nothing was stored",
+                        ));
+                    }
+                }
+                // Kept from the creation: its If-None-Match: *, and "no
+                // replacing" when its creator (or this request) lacks `d`.
+                let check = match (next.if_none_match, check) {
+                    (true, prev) => Some(Box::new(move |m: Option<&crate::storage::Meta>| {
+                        m.is_none() && prev.as_ref().is_none_or(|p| p(m))
+                    }) as CommitCheck),
+                    (false, prev) => prev,
+                };
+                let mut guard = WriteGuard::new(&self.policy, who, &key);
+                if next.no_replace {
+                    guard = guard.forbid_replace();
+                }
+                let check = guard.commit_check(check);
                 *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = next;
                 if let (Some(t), Some(file)) = (mtime, data.as_file()) {
                     // Before the rename publishes it (metadata: one syscall).
@@ -549,7 +767,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                     .storage
                     .complete_partial(id, data, &key, check)
                     .await
-                    .map_err(|e| e.on_write(&key));
+                    .map_err(|e| guard.explain(e.on_write(&key).into()));
                 self.forget(id);
                 if w.is_err() {
                     let _ = self.storage.delete_partial(id).await;
@@ -572,7 +790,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
     // ---- tus ------------------------------------------------------------
 
     /// `POST /-/uploads/…`: tus creation (and creation-with-upload).
-    async fn tus_create(&self, ex: &mut Exchange, rest: &str) -> Result<(), Error> {
+    async fn tus_create(&self, ex: &mut Exchange, rest: &str, who: Principal) -> Result<(), Error> {
         let creation = match tus::create(&tus_fields(ex), &self.ucfg.limits) {
             Ok(c) => c,
             Err(r) => return refuse(ex, r, true).await,
@@ -593,9 +811,19 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             place
         };
         // Refused now, not after the last byte (publishing onto a folder fails).
-        self.refuse_folder_target(&target).await?;
+        let guard = WriteGuard::new(&self.policy, who, &target);
+        self.check_target(&guard, who, &target).await?;
+        let client = (who, ex.peer_addr().ip());
         let (id, slot) = self
-            .create(Protocol::Tus, &target, creation.length, creation.metadata)
+            .create(
+                Protocol::Tus,
+                &target,
+                creation.length,
+                creation.metadata,
+                &guard,
+                false,
+                client,
+            )
             .await?;
         let mut resp = Response::new(201)
             .header("Tus-Resumable", tus::VERSION)
@@ -612,7 +840,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         });
         if let Some(first) = first {
             let _lock = self.take_append(&slot).await?;
-            let done = self.append(ex, &id, &slot, first, None).await;
+            let done = self.append(ex, &id, &slot, first, None, who).await;
             if !matches!(&done, Ok(d) if d.result.is_ok() && d.body_error.is_none()) {
                 // The client never got the Location, so nothing could resume
                 // this upload: kept, it would only hold a place until expiry.
@@ -651,7 +879,12 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         ex.send(resp, b"").await
     }
 
-    async fn tus_patch(&self, ex: &mut Exchange, id: &UploadId) -> Result<(), Error> {
+    async fn tus_patch(
+        &self,
+        ex: &mut Exchange,
+        id: &UploadId,
+        who: Principal,
+    ) -> Result<(), Error> {
         let slot = self.slot(id).await?;
         // Refused against the acknowledged state: answered without cutting
         // a running append (only a request that could continue takes over).
@@ -663,7 +896,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             Ok(p) => p,
             Err(r) => return refuse(ex, r, true).await,
         };
-        let done = self.append(ex, id, &slot, plan, None).await?;
+        let done = self.append(ex, id, &slot, plan, None, who).await?;
         if let Some(e) = done.body_error {
             return Err(e);
         }
@@ -693,20 +926,26 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
     /// resource is made and announced (104) before the body is read.
     pub(crate) async fn ietf_create(&self, ex: &mut Exchange) -> Result<(), Error> {
         RouteClass::Resumable.set(ex);
-        if !admit(&self.cfg, ex, "PUT", true).await? {
+        let parsed = parse_request_path(ex.path());
+        let root = RelPath::root();
+        let at = parsed.as_ref().unwrap_or(&root);
+        let Some(who) = admit(&self.cfg, &self.policy, ex, Action::Create, at).await? else {
             return Ok(());
-        }
-        let key =
-            parse_request_path(ex.path()).map_err(|e| Error::status(e.status(), e.to_string()))?;
+        };
+        let key = parsed.map_err(|e| Error::status(e.status(), e.to_string()))?;
         if key.is_root() || key.trailing_slash() {
             return Err(Error::status(
                 400,
                 "an upload needs a file path, not a folder",
             ));
         }
-        self.refuse_folder_target(&key).await?;
+        let guard = WriteGuard::new(&self.policy, who, &key);
+        self.check_target(&guard, who, &key).await?;
         // A malformed X-OC-Mtime is refused before an upload is created.
         crate::mtime::requested(ex)?;
+        let if_none_match = ex
+            .header_str("if-none-match")
+            .is_some_and(|v| v.trim() == "*");
         // If-Match / If-None-Match as on a PUT: 412 before the body, and
         // checked again before publishing when this request completes it.
         let check = write_preconditions(&self.storage, ex, &key).await?;
@@ -714,15 +953,26 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             Ok(c) => c,
             Err(r) => return refuse(ex, r, false).await,
         };
+        let client = (who, ex.peer_addr().ip());
         let (id, slot) = self
-            .create(Protocol::Ietf, &key, creation.length, None)
+            .create(
+                Protocol::Ietf,
+                &key,
+                creation.length,
+                None,
+                &guard,
+                if_none_match,
+                client,
+            )
             .await?;
         let loc = location(&id);
         let interim = ietf::interim_fields(&loc, &self.ucfg.limits);
         let fields: Vec<(&str, &str)> = interim.iter().map(|(k, v)| (*k, v.as_str())).collect();
         ex.send_interim(104, &fields).await?;
         let _lock = self.take_append(&slot).await?;
-        let done = self.append(ex, &id, &slot, creation.first, check).await?;
+        let done = self
+            .append(ex, &id, &slot, creation.first, check, who)
+            .await?;
         self.ietf_answer(ex, &id, &slot, &key, done).await
     }
 
@@ -795,7 +1045,12 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         ex.send(resp, b"").await
     }
 
-    async fn ietf_patch(&self, ex: &mut Exchange, id: &UploadId) -> Result<(), Error> {
+    async fn ietf_patch(
+        &self,
+        ex: &mut Exchange,
+        id: &UploadId,
+        who: Principal,
+    ) -> Result<(), Error> {
         let slot = self.slot(id).await?;
         // As for tus: a request refused anyway does not cut a running append.
         if let Err(r) = ietf::append(&ietf_fields(ex), &slot.snapshot(), &self.ucfg.limits) {
@@ -809,7 +1064,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         };
         let key = parse_request_path(&state.target)
             .map_err(|_| Error::status(500, "an upload's target is not a valid path"))?;
-        let done = self.append(ex, id, &slot, plan, None).await?;
+        let done = self.append(ex, id, &slot, plan, None, who).await?;
         self.ietf_answer(ex, id, &slot, &key, done).await
     }
 
@@ -833,6 +1088,15 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
     /// `OPTIONS`: tus discovery and the draft's `Upload-Limit`.
     pub(crate) async fn options(&self, ex: &mut Exchange) -> Result<(), Error> {
         RouteClass::Resumable.set(ex);
+        // What the server takes is itself information: a private server
+        // tells it only to a token holder.
+        let root = RelPath::root();
+        if admit(&self.cfg, &self.policy, ex, Action::Read, &root)
+            .await?
+            .is_none()
+        {
+            return Ok(());
+        }
         let mut resp = Response::new(204)
             .header("Upload-Limit", self.limit_header(None))
             .header(
@@ -855,9 +1119,14 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         } else {
             &[]
         };
-        if !admit_with(&self.cfg, ex, "PUT", true, extra).await? {
+        // Every upload route writes (its target is asked about again once
+        // known: at creation, and at completion).
+        let root = RelPath::root();
+        let Some(who) =
+            admit_with(&self.cfg, &self.policy, ex, Action::Create, &root, extra).await?
+        else {
             return Ok(());
-        }
+        };
         let rest = &ex.path()[UPLOADS_PREFIX.len() - 1..];
         // tus core: X-HTTP-Method-Override names the method (for clients
         // behind proxies that only pass GET and POST).
@@ -869,7 +1138,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         };
         if method == "POST" {
             let rest = rest.to_string();
-            return self.tus_create(ex, &rest).await;
+            return self.tus_create(ex, &rest, who).await;
         }
         let Some(id) = UploadId::parse(&rest[1..]) else {
             return Err(Error::status(404, "no such upload"));
@@ -883,8 +1152,8 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         match (method, tus) {
             ("HEAD", true) => self.tus_head(ex, &id).await,
             ("HEAD", false) => self.ietf_head(ex, &id).await,
-            ("PATCH", true) => self.tus_patch(ex, &id).await,
-            ("PATCH", false) => self.ietf_patch(ex, &id).await,
+            ("PATCH", true) => self.tus_patch(ex, &id, who).await,
+            ("PATCH", false) => self.ietf_patch(ex, &id, who).await,
             ("DELETE", tus) => self.cancel(ex, &id, tus).await,
             _ => Err(Error::status(405, "method not allowed")),
         }

@@ -295,6 +295,7 @@ fn discovery_answers_tus_and_upload_limit() {
                 ..Default::default()
             },
             max_partials: 2,
+            ..UploadsConfig::default()
         },
     );
     let r = srv.req("OPTIONS", "/-/uploads/", &[], b"");

@@ -30,7 +30,7 @@ struct Cli {
 enum Command {
     /// Serve DIR over HTTP: GET/HEAD files and listings, PUT/POST uploads, DELETE.
     #[command(long_about = serve::LONG_ABOUT)]
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Measure end to end: `load URL` (byte-verifying load generator), `json-stream`.
     Bench(bench::BenchArgs),
     /// Upload files, folders (-r) or stdin (-) to URL (PUT, sha-256 checked end to end).
@@ -107,7 +107,7 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
     let cli = Cli::parse();
     let _log_guard = init_logging(&cli.command);
     match cli.command {
-        Command::Serve(args) => serve::run(args)?,
+        Command::Serve(args) => serve::run(*args)?,
         Command::Bench(args) => return bench::run(args),
         Command::Put(args) => client_cmd::put(args)?,
         Command::Get(args) => client_cmd::get(args)?,

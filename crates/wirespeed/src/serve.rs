@@ -114,6 +114,16 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub max_partial_uploads: usize,
 
+    /// Most unfinished resumable uploads one client address may hold
+    /// (clients with a token are not limited); a creation beyond gets 503.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub max_partial_uploads_per_client: usize,
+
+    /// Seconds an unfinished resumable upload that never received a byte is
+    /// kept (empty creations cannot hold --max-partial-uploads for long).
+    #[arg(long, default_value_t = 600, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub upload_empty_expiry: u64,
+
     /// Seconds an unfinished resumable upload is kept after its creation;
     /// then it is removed (checked at start and every expiry/4, at most every
     /// 10 minutes).
@@ -389,52 +399,22 @@ fn parse_listen(s: &str) -> Result<ListenAddr, String> {
     }
 }
 
-/// Which writes a server takes without asking for a token, and the line
-/// that tells the operator (stderr at start).
+/// Which writes a server takes at all (the presets the policy turns into
+/// rights; `Policy::describe` says what they mean on the start line).
 fn write_mode(
     loopback: bool,
     tokens: bool,
-    private: bool,
     read_only: bool,
     allow_upload: bool,
     allow_delete: bool,
-) -> (Writes, &'static str) {
+) -> Writes {
     if read_only {
-        return (
-            Writes::read_only(),
-            "mode: read-only (--read-only): uploads and deletes are refused",
-        );
+        Writes::read_only()
+    } else if tokens || loopback {
+        Writes::default()
+    } else {
+        Writes::exposed(allow_upload, allow_delete)
     }
-    if tokens {
-        let line = if private {
-            "mode: private, reads and writes need a token"
-        } else {
-            "mode: read-write, writes need a token"
-        };
-        return (Writes::default(), line);
-    }
-    if loopback {
-        return (Writes::default(), "mode: read-write for anyone (loopback)");
-    }
-    let line = match (allow_upload, allow_delete) {
-        (false, false) => {
-            "mode: read-only (listening beyond loopback without --token; use --token, or \
-             --allow-upload/--allow-delete)"
-        }
-        (true, false) => {
-            "mode: uploads for anyone, deletes refused (listening beyond loopback without \
-             --token; --allow-delete allows deletes)"
-        }
-        (false, true) => {
-            "mode: deletes for anyone, uploads refused (listening beyond loopback without \
-             --token; --allow-upload allows uploads)"
-        }
-        (true, true) => {
-            "mode: read-write for anyone (--allow-upload --allow-delete, listening beyond \
-             loopback without --token)"
-        }
-    };
-    (Writes::exposed(allow_upload, allow_delete), line)
 }
 
 /// The folder to serve: created (and said so) when missing; a file there is
@@ -507,10 +487,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let listen = args.listen.addr;
     let loopback = listen.ip().is_loopback();
-    let (writes, mode_line) = write_mode(
+    let writes = write_mode(
         loopback,
         !tokens.is_empty(),
-        args.private,
         args.read_only,
         args.allow_upload,
         args.allow_delete,
@@ -524,6 +503,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .or(args.max_body)
         .unwrap_or(wirespeed_resumable::Limits::default().max_size);
     let (upload_expiry, max_partial_uploads) = (args.upload_expiry, args.max_partial_uploads);
+    let (per_client, empty_expiry) = (
+        args.max_partial_uploads_per_client,
+        args.upload_empty_expiry,
+    );
     let storage = match &s3 {
         Some(_) => None,
         None => Some(
@@ -552,6 +535,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         },
         metrics: (args.metrics == Switch::On).then(|| metrics.clone()),
     };
+    // The start line comes from the policy that decides every request.
+    let mode_line = cfg.policy().describe();
     // Before the config: its default connection cap follows the raised limit.
     let fd_limit = wirespeed_io::raise_open_file_limit();
     let server_cfg = ServerConfig {
@@ -609,7 +594,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             }
             out.flush()?;
         }
-        crate::notice::say(mode_line);
+        crate::notice::say(&mode_line);
         let ucfg = UploadsConfig {
             limits: wirespeed_resumable::Limits {
                 max_size: upload_max_size,
@@ -617,6 +602,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 lifetime_secs: upload_expiry,
             },
             max_partials: max_partial_uploads,
+            max_partials_per_client: per_client,
+            empty_expiry_secs: empty_expiry,
         };
         let router = match (storage, s3) {
             (Some(storage), _) => {
@@ -786,27 +773,33 @@ mod tests {
 
     #[test]
     fn write_modes() {
-        let m = |l, t, p, r, u, d| write_mode(l, t, p, r, u, d);
-        let (w, line) = m(false, false, false, false, false, false);
-        assert_eq!(w, Writes::exposed(false, false));
-        assert!(line.starts_with("mode: read-only (listening beyond loopback"));
-        let (w, line) = m(false, false, false, false, true, false);
-        assert_eq!(w, Writes::exposed(true, false));
-        assert!(line.contains("deletes refused"), "{line}");
-        let (w, _) = m(false, false, false, false, true, true);
-        assert_eq!(w, Writes::exposed(true, true));
-        let (w, line) = m(true, false, false, false, false, false);
-        assert_eq!(w, Writes::default());
-        assert_eq!(line, "mode: read-write for anyone (loopback)");
-        let (w, line) = m(false, true, false, false, false, false);
-        assert_eq!(w, Writes::default());
-        assert_eq!(line, "mode: read-write, writes need a token");
-        let (_, line) = m(false, true, true, false, false, false);
-        assert!(line.starts_with("mode: private"));
+        use wirespeed_service::{Access, Policy};
+        let line = |l, t: bool, p, r, u, d| {
+            let access = Access::new(if t { vec!["t"] } else { vec![] }, p);
+            Policy::from_presets(&access, write_mode(l, t, r, u, d)).describe()
+        };
+        assert_eq!(
+            write_mode(false, false, false, true, false),
+            Writes::exposed(true, false)
+        );
+        assert!(line(false, false, false, false, false, false)
+            .starts_with("mode: read-only (listening beyond loopback"));
+        let up = line(false, false, false, false, true, false);
+        assert!(up.contains("deletes and replaces refused"), "{up}");
+        assert_eq!(
+            line(true, false, false, false, false, false),
+            "mode: read-write for anyone (loopback)"
+        );
+        assert_eq!(
+            line(false, true, false, false, false, false),
+            "mode: read-write, writes need a token"
+        );
+        assert!(line(false, true, true, false, false, false).starts_with("mode: private"));
         for (l, t) in [(true, false), (false, true), (false, false)] {
-            let (w, line) = m(l, t, false, true, false, false);
-            assert_eq!(w, Writes::read_only());
-            assert!(line.starts_with("mode: read-only (--read-only)"));
+            assert_eq!(write_mode(l, t, true, false, false), Writes::read_only());
+            assert!(
+                line(l, t, false, true, false, false).starts_with("mode: read-only (--read-only)")
+            );
         }
     }
 }

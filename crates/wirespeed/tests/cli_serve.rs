@@ -92,9 +92,14 @@ fn beyond_loopback_without_token_writes_only_what_is_allowed() {
     let s = start(dir, &["--listen", "0.0.0.0:0", "--allow-upload"]);
     assert!(s
         .stderr()
-        .contains("mode: uploads for anyone, deletes refused"));
+        .contains("mode: uploads for anyone, new names only: deletes and replaces refused"));
     assert_eq!(req(&s, "PUT", "/new.txt", &[], b"new").0, 201);
     assert_eq!(std::fs::read(dir.join("new.txt")).unwrap(), b"new");
+    // What the line says is what is enforced: no replacing without --allow-delete.
+    let (status, body) = req(&s, "PUT", "/old.txt", &[], b"");
+    assert_eq!(status, 403);
+    assert!(body.contains("--allow-delete"), "{body}");
+    assert_eq!(std::fs::read(dir.join("old.txt")).unwrap(), b"old");
     let (status, body) = req(&s, "DELETE", "/old.txt", &[], b"");
     assert_eq!(status, 403);
     assert!(body.contains("--allow-delete"), "{body}");

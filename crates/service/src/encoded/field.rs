@@ -20,12 +20,13 @@ use wirespeed_net::{Error, Exchange};
 
 use super::{extract_error, RequestDigest};
 use crate::path::RelPath;
-use crate::respond::respond_stored;
+use crate::respond::{respond_stored, WriteGuard};
 use crate::storage::{Storage, Upload};
 
 /// Store the decoded field of the request body at `key`.
 pub(crate) async fn post<S: Storage, E: FieldExtractor + Send>(
     storage: &S,
+    guard: &WriteGuard,
     ex: &mut Exchange,
     key: RelPath,
     extractor: E,
@@ -33,7 +34,7 @@ pub(crate) async fn post<S: Storage, E: FieldExtractor + Send>(
 ) -> Result<(), Error> {
     super::require_file_path(&key)?;
     let mut digest = RequestDigest::from_request(ex)?;
-    let mut up = storage.create(&key).await.map_err(|e| e.on_write(&key))?;
+    let mut up = guard.create(storage, &key, None).await?;
     let sum = match receive(ex, &mut up, extractor, &mut digest, hash).await {
         Ok(sum) => match digest.verify() {
             Ok(()) => sum,
@@ -47,7 +48,10 @@ pub(crate) async fn post<S: Storage, E: FieldExtractor + Send>(
             return Err(e);
         }
     };
-    let written = up.commit(sum).await.map_err(|e| e.on_write(&key))?;
+    let written = up
+        .commit(sum)
+        .await
+        .map_err(|e| guard.explain(e.on_write(&key).into()))?;
     respond_stored(storage, ex, &key, written, sum.as_ref()).await
 }
 

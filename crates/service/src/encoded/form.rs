@@ -30,6 +30,7 @@ use wirespeed_net::{Error, Exchange, Response};
 use super::{Feeder, Parts, RequestDigest};
 use crate::digest::hex;
 use crate::path::{RelPath, MAX_NAME_BYTES};
+use crate::respond::WriteGuard;
 use crate::storage::{Storage, Upload, Written};
 use crate::upload::{HashMode, StoredHasher};
 
@@ -111,6 +112,7 @@ enum Current {
 
 struct Form<'a, S: Storage> {
     storage: &'a S,
+    guard: &'a WriteGuard,
     dir: RelPath,
     files: Vec<FileSlot<S::Upload>>,
     fields: Map<String, Value>,
@@ -194,11 +196,7 @@ impl<S: Storage> Parts for Form<'_, S> {
             .dir
             .join(&name)
             .map_err(|e| Error::status(400, format!("file name {raw:?}: {e}")))?;
-        let up = self
-            .storage
-            .create(&key)
-            .await
-            .map_err(|e| e.on_write(&key))?;
+        let up = self.guard.create(self.storage, &key, None).await?;
         self.files.push(FileSlot {
             name,
             key,
@@ -253,6 +251,7 @@ impl<S: Storage> Parts for Form<'_, S> {
 /// `POST /dir/` with a multipart/form-data body.
 pub(crate) async fn post<S: Storage>(
     storage: &S,
+    guard: &WriteGuard,
     ex: &mut Exchange,
     dir: RelPath,
     boundary: &str,
@@ -271,6 +270,7 @@ pub(crate) async fn post<S: Storage>(
     let mut feeder = Feeder::new(boundary, limits)?;
     let mut form = Form {
         storage,
+        guard,
         dir: dir.clone(),
         files: Vec::new(),
         fields: Map::new(),
@@ -333,17 +333,17 @@ pub(crate) async fn post<S: Storage>(
                 let done: Vec<&str> = files.iter().filter_map(|v| v["name"].as_str()).collect();
                 tracing::warn!(error = %e, committed = ?done, "form upload failed while committing");
                 let status = e.status();
+                let guarded = form.guard.explain(Error::status(status, ""));
+                let (status, why) = match guarded.http_status() {
+                    403 => (403, guarded.to_string()),
+                    _ if status >= 500 => (status, "storage error".to_string()),
+                    _ => (status, e.to_string()),
+                };
                 return Err(Error::status(
                     status,
                     format!(
                         "storing {:?} failed ({}); already stored from this form: {:?}",
-                        f.name,
-                        if status >= 500 {
-                            "storage error".to_string()
-                        } else {
-                            e.to_string()
-                        },
-                        done
+                        f.name, why, done
                     ),
                 ));
             }

@@ -32,6 +32,7 @@ use wirespeed_multipart::{Event, Limits, MediaType, MultipartError, Parser, Part
 use wirespeed_net::{Error, Exchange};
 
 use crate::path::RelPath;
+use crate::respond::WriteGuard;
 use crate::storage::Storage;
 use crate::ServiceConfig;
 
@@ -56,6 +57,7 @@ fn require_file_path(key: &RelPath) -> Result<(), Error> {
 pub(crate) async fn post<S: Storage>(
     storage: &S,
     cfg: &ServiceConfig,
+    guard: &WriteGuard,
     ex: &mut Exchange,
     key: RelPath,
 ) -> Result<(), Error> {
@@ -87,7 +89,7 @@ pub(crate) async fn post<S: Storage>(
                 }
             };
             query.only(&["format"])?;
-            form::post(storage, ex, key, &boundary, format, hash).await
+            form::post(storage, guard, ex, key, &boundary, format, hash).await
         }
         "text/xml" | "application/xml" | "application/soap+xml" => {
             let element = query.required("element", "the XML element holding the base64 data")?;
@@ -95,12 +97,12 @@ pub(crate) async fn post<S: Storage>(
             // A prefixed name is accepted; prefixes are per document, so
             // only the local name is matched.
             let local = element.rsplit(':').next().unwrap_or(element);
-            field::post(storage, ex, key, XmlFieldExtractor::new(local), hash).await
+            field::post(storage, guard, ex, key, XmlFieldExtractor::new(local), hash).await
         }
         "application/json" => {
             let name = query.required("field", "the JSON member holding the base64 data")?;
             query.only(&["field"])?;
-            field::post(storage, ex, key, JsonFieldExtractor::new(name), hash).await
+            field::post(storage, guard, ex, key, JsonFieldExtractor::new(name), hash).await
         }
         "multipart/related" => {
             let is_xop = media
@@ -120,7 +122,7 @@ pub(crate) async fn post<S: Storage>(
             let start = media
                 .param("start")
                 .map(|s| wirespeed_extract::normalize_content_id(s).to_owned());
-            mtom::post(storage, ex, key, &boundary, start, element, hash).await
+            mtom::post(storage, guard, ex, key, &boundary, start, element, hash).await
         }
         other => Err(Error::status(
             415,

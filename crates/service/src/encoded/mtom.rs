@@ -28,7 +28,7 @@ use wirespeed_net::{Error, Exchange};
 
 use super::{extract_error, Feeder, Parts, RequestDigest};
 use crate::path::RelPath;
-use crate::respond::respond_stored;
+use crate::respond::{respond_stored, WriteGuard};
 use crate::storage::{Storage, Upload};
 
 /// Largest root (XML) part kept in memory.
@@ -52,6 +52,7 @@ enum Current {
 
 struct Mtom<'a, S: Storage> {
     storage: &'a S,
+    guard: &'a WriteGuard,
     key: RelPath,
     element: &'a str,
     /// The root's Content-ID from the `start` parameter (normalized).
@@ -130,11 +131,7 @@ impl<S: Storage> Parts for Mtom<'_, S> {
                     format!("more than {MAX_PENDING} MTOM parts before the root part"),
                 ));
             }
-            let up = self
-                .storage
-                .create(&self.key)
-                .await
-                .map_err(|e| e.on_write(&self.key))?;
+            let up = self.guard.create(self.storage, &self.key, None).await?;
             self.pending.push(Stream {
                 cid,
                 up,
@@ -211,8 +208,10 @@ impl<S: Storage> Parts for Mtom<'_, S> {
 }
 
 /// `POST /path?element=NAME` with an MTOM body.
+#[allow(clippy::too_many_arguments)] // the request's parts, each used once
 pub(crate) async fn post<S: Storage>(
     storage: &S,
+    guard: &WriteGuard,
     ex: &mut Exchange,
     key: RelPath,
     boundary: &str,
@@ -233,6 +232,7 @@ pub(crate) async fn post<S: Storage>(
     let mut feeder = Feeder::new(boundary, limits)?;
     let mut m = Mtom {
         storage,
+        guard,
         key: key.clone(),
         element: local,
         start,
@@ -286,6 +286,9 @@ pub(crate) async fn post<S: Storage>(
             return Err(e);
         }
     };
-    let written = t.up.commit(sum).await.map_err(|e| e.on_write(&key))?;
+    let written =
+        t.up.commit(sum)
+            .await
+            .map_err(|e| guard.explain(e.on_write(&key).into()))?;
     respond_stored(storage, ex, &key, written, sum.as_ref()).await
 }

@@ -272,6 +272,11 @@ pub trait Object: Send {
     fn stored_sha256(&self) -> Option<[u8; 32]> {
         None
     }
+    /// Whether [`store_sha256`](Self::store_sha256) keeps the sum for the
+    /// next request (a hash that is never recorded is redone each time).
+    fn records_sha256(&self) -> bool {
+        false
+    }
     /// Record `sum`, computed over the bytes of this object as opened.
     /// Returns `false` (and records nothing) if the object changed since it
     /// was opened, so the sum may describe bytes that are gone.

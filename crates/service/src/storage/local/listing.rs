@@ -1,8 +1,8 @@
 //! Listing a folder: names collected and sorted in short blocking steps,
-//! entries stat'ed in batches, names held within a shared budget.
+//! entries stat'ed in batches, each listing within its own bounded memory.
 
+use std::collections::BinaryHeap;
 use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::meta::entry_meta;
@@ -16,40 +16,37 @@ pub const LIST_BATCH: usize = 1024;
 /// Directory entries read per blocking step while a listing collects names.
 const NAME_STEP: usize = 4096;
 
-/// Memory all listings together may hold in names beyond their first
-/// [`NAME_STEP`]: clients that open big listings and never read them could
-/// otherwise pin the names of a big folder per connection. One listing alone
-/// may exceed it (a single huge folder still lists).
-const NAMES_BUDGET: usize = 16 << 20;
+/// Most names one listing holds at once (about 3 MiB). A bigger folder is
+/// read in several passes, each keeping the next `PASS_NAMES` names in
+/// order: a client that stops reading holds at most this, and never a
+/// budget other listings need (a shared budget let four stalled readers
+/// refuse every other big listing).
+pub const PASS_NAMES: usize = 32 * 1024;
 
-/// Bytes of names held by listings past their first step (see [`NAMES_BUDGET`]).
-pub(super) static NAMES_HELD: AtomicUsize = AtomicUsize::new(0);
-
-/// What one collected name costs: its bytes, the `String`, allocator overhead.
-fn name_cost(name: &str) -> usize {
-    name.len() + std::mem::size_of::<String>() + 16
-}
-
-/// A directory being listed, sorted by name: first its names alone are
-/// collected (in steps of [`NAME_STEP`]) and sorted, then entries are
-/// stat'ed and handed out [`LIST_BATCH`] at a time. Memory is the names
-/// (about 50 bytes each), never the formatted listing. Each step is one
-/// short blocking task, so a client that stops reading a listing holds a
-/// descriptor and the names, never a thread of the shared blocking pool.
+/// A directory being listed, sorted by name: a pass reads the directory's
+/// names (in steps of [`NAME_STEP`]) keeping the [`PASS_NAMES`] smallest
+/// after the last one handed out, then its entries are stat'ed and handed
+/// out [`LIST_BATCH`] at a time; another pass follows while names were
+/// left out. Memory is at most [`PASS_NAMES`] names (about 50 bytes each),
+/// never the formatted listing. Each step is one short blocking task, so a
+/// client that stops reading a listing holds a descriptor and the names,
+/// never a thread of the shared blocking pool.
 pub struct LocalListing {
     pub(super) state: Option<ListState>,
 }
 
 pub(super) struct ListState {
     pub(super) dir: rustix::fs::Dir,
-    /// Still reading names from `dir`.
+    /// Still reading names from `dir` for this pass.
     pub(super) collecting: bool,
-    /// Every listed name; sorted once `collecting` ends.
+    /// This pass's names: while collecting, the smallest seen (max-heap);
+    /// then sorted in `names`.
+    pub(super) heap: BinaryHeap<String>,
     pub(super) names: Vec<String>,
-    /// What `names` cost (see [`name_cost`]).
-    pub(super) cost: usize,
-    /// The part of `cost` counted in [`NAMES_HELD`].
-    pub(super) charged: usize,
+    /// The last name handed out: later passes keep only greater names.
+    pub(super) after: Option<String>,
+    /// This pass left names out (the heap was full): another pass follows.
+    pub(super) more: bool,
     /// The next name to stat.
     pub(super) next: usize,
     pub(super) root: Arc<Root>,
@@ -58,6 +55,37 @@ pub(super) struct ListState {
 }
 
 impl ListState {
+    pub(super) fn new(dir: rustix::fs::Dir, root: Arc<Root>, segments: Vec<String>) -> Self {
+        ListState {
+            dir,
+            collecting: true,
+            heap: BinaryHeap::new(),
+            names: Vec::new(),
+            after: None,
+            more: false,
+            next: 0,
+            root,
+            at_root: segments.is_empty(),
+            segments,
+        }
+    }
+
+    /// Keep `name` in this pass if it is among the smallest after `after`.
+    fn offer(&mut self, name: &str) {
+        if self.after.as_deref().is_some_and(|a| name <= a) {
+            return;
+        }
+        if self.heap.len() < PASS_NAMES {
+            self.heap.push(name.to_string());
+            return;
+        }
+        self.more = true;
+        if self.heap.peek().is_some_and(|top| name < top.as_str()) {
+            self.heap.pop();
+            self.heap.push(name.to_string());
+        }
+    }
+
     /// One blocking step: up to [`NAME_STEP`] more names while collecting
     /// (`None`), then the next batch of up to [`LIST_BATCH`] entries (fewer
     /// only at the end, or where names vanished since they were read). The
@@ -82,17 +110,14 @@ impl ListState {
                 {
                     continue;
                 }
-                self.cost += name_cost(name);
-                self.names.push(name.to_string());
-            }
-            if self.names.len() > NAME_STEP {
-                self.charge()?;
+                self.offer(name);
             }
             if self.collecting {
                 return Ok(None);
             }
             // Byte order, like `ls` in the C locale and S3 listings.
-            self.names.sort_unstable();
+            self.names = std::mem::take(&mut self.heap).into_sorted_vec();
+            self.next = 0;
         }
         let fd = self.dir.fd()?;
         let mut batch = Vec::with_capacity(LIST_BATCH.min(self.names.len() - self.next));
@@ -100,40 +125,25 @@ impl ListState {
             // Taken, not cloned: each name's memory goes once it is handed out.
             let name = std::mem::take(&mut self.names[self.next]);
             self.next += 1;
+            if self.next == self.names.len() && self.more {
+                self.after = Some(name.clone());
+            }
             if let Some(meta) = entry_meta(&self.root, fd, &self.segments, &name) {
                 batch.push(Entry { name, meta });
             }
         }
-        Ok(Some(batch))
-    }
-
-    /// Count the names collected so far in [`NAMES_HELD`], or refuse
-    /// ([`StorageError::Busy`]) if other listings already hold the budget.
-    fn charge(&mut self) -> Result<(), StorageError> {
-        let total = self.cost;
-        let more = total - self.charged;
-        let before = NAMES_HELD.fetch_add(more, Ordering::Relaxed);
-        let others = before - self.charged;
-        if others > 0 && before + more > NAMES_BUDGET {
-            NAMES_HELD.fetch_sub(more, Ordering::Relaxed);
-            tracing::warn!(
-                held = before,
-                "a big listing was refused: other unfinished listings hold the names budget"
-            );
-            return Err(StorageError::Busy);
+        if self.next >= self.names.len() && self.more {
+            // The next pass: the names after the last one handed out.
+            self.dir.rewind();
+            self.collecting = true;
+            self.more = false;
+            self.names = Vec::new();
         }
-        self.charged = total;
-        Ok(())
+        Ok(Some(batch))
     }
 
     fn done(&self) -> bool {
         !self.collecting && self.next >= self.names.len()
-    }
-}
-
-impl Drop for ListState {
-    fn drop(&mut self) {
-        NAMES_HELD.fetch_sub(self.charged, Ordering::Relaxed);
     }
 }
 

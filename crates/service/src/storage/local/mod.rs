@@ -284,7 +284,7 @@ impl Storage for LocalStorage {
                 &*dir,
                 tmp.as_str(),
                 OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
-                Mode::from_raw_mode(0o644),
+                Mode::from_raw_mode(0o666),
             ) {
                 Ok(f) => break (File::from(f), tmp),
                 Err(Errno::EXIST) if tries < 8 => tries += 1,
@@ -310,17 +310,11 @@ impl Storage for LocalStorage {
             .root
             .open_at(key.segments(), OFlags::RDONLY | OFlags::DIRECTORY)?;
         Ok(LocalListing {
-            state: Some(ListState {
-                dir: rustix::fs::Dir::new(dir)?,
-                collecting: true,
-                names: Vec::new(),
-                cost: 0,
-                charged: 0,
-                next: 0,
-                root: self.root.clone(),
-                segments: key.segments().to_vec(),
-                at_root: key.is_root(),
-            }),
+            state: Some(ListState::new(
+                rustix::fs::Dir::new(dir)?,
+                self.root.clone(),
+                key.segments().to_vec(),
+            )),
         })
     }
 
@@ -388,6 +382,13 @@ impl Storage for LocalStorage {
             Err(Errno::NOENT) => None,
             Err(e) => return Err(e.into()),
         };
+        // A symlink at the destination that leads out of the root is not
+        // ours to replace (as for PUT).
+        if overwrite
+            && existing.is_some_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink)
+        {
+            self.check_link(to.segments())?;
+        }
         let flags = if overwrite {
             RenameFlags::empty()
         } else {
@@ -450,6 +451,10 @@ impl Object for LocalObject {
         digest_store::read(self.digests, self.root.fd(), self.file.as_fd(), &self.id)
     }
 
+    fn records_sha256(&self) -> bool {
+        true
+    }
+
     async fn store_sha256(&mut self, sum: &[u8; 32]) -> Result<bool, StorageError> {
         if digest_store::identity(&self.file)? != self.id {
             return Ok(false);
@@ -470,6 +475,27 @@ impl Object for LocalObject {
             }
         }
     }
+}
+
+/// The mode every published file gets, whatever the protocol: 0666 less
+/// the process umask, as any program creating a file would give it
+/// (resumable data is kept 0600 while partial and set to this at the end).
+pub(crate) fn published_mode() -> u32 {
+    static MODE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *MODE.get_or_init(|| 0o666 & !process_umask())
+}
+
+/// The umask, read from `/proc/self/status` (setting it to read it would
+/// race with other threads); 022 where the kernel does not say.
+fn process_umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022)
 }
 
 #[cfg(test)]

@@ -200,6 +200,8 @@ impl PartialUploads for LocalStorage {
                 return Err(StorageError::IsDir);
             };
             let file = data.file;
+            // Published like a PUT's file, not with the partial's 0600.
+            rustix::fs::fchmod(&file, Mode::from_raw_mode(super::published_mode()))?;
             if this.fsync {
                 file.sync_all()?;
             }
