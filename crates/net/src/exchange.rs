@@ -427,7 +427,9 @@ impl Exchange {
             } else {
                 e.to_string()
             };
-            if status >= 500 {
+            // 507 (storage full) is an expected answer that the service
+            // reports itself; the access line records it too.
+            if status >= 500 && status != 507 {
                 tracing::error!(peer = %self.conn.peer, route = %self.route, error = %e, "request failed");
             }
             if self.send_text(status, &message).await.is_err() {

@@ -12,7 +12,7 @@ use crate::listing::{page_csp, Format, Formatter, FLUSH_AT};
 use crate::path::{parse_request_path, RelPath};
 use crate::policy::{Action, Decision, Policy, Principal};
 use crate::respond::{
-    admit, check_room, etag, explain_too_large, has_body, respond_stored, write_preconditions,
+    admit, check_room, etag, explain_too_large, has_body, respond_stored_with, write_preconditions,
     WriteGuard,
 };
 use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload};
@@ -390,6 +390,7 @@ impl<S: Storage> Files<S> {
         if key.is_root() || key.trailing_slash() {
             return Err(Error::status(400, "PUT needs a file path, not a directory"));
         }
+        let mtime = crate::mtime::requested(ex)?;
         check_room(&self.storage, &self.cfg, ex).await?;
         let expected = crate::digest::expected_from(ex)?;
         let hash = self.cfg.hash_for(ex, expected.as_ref());
@@ -399,6 +400,7 @@ impl<S: Storage> Files<S> {
         if let Some(sum) = expected {
             up.expect_sha256(sum);
         }
+        let mtime_applied = mtime.is_some_and(|t| up.set_modified(t));
         let sum = match receive(ex, &mut up, self.cfg.upload_path, hash).await {
             Ok(sum) => sum,
             Err(e) => {
@@ -425,7 +427,12 @@ impl<S: Storage> Files<S> {
             .commit(sum)
             .await
             .map_err(|e| guard.explain(e.on_write(&key).into()))?;
-        respond_stored(&self.storage, ex, &key, written, sum.as_ref()).await
+        let extra: &[(&str, &str)] = if mtime_applied {
+            &[crate::mtime::ANSWER]
+        } else {
+            &[]
+        };
+        respond_stored_with(&self.storage, ex, &key, written, sum.as_ref(), extra).await
     }
 
     /// WebDAV `MKCOL` (RFC 4918 §9.3): one folder, whose parent exists.

@@ -36,11 +36,13 @@ pub mod hidden;
 pub mod listing;
 pub mod metrics;
 pub mod not_found;
+pub mod mtime;
 pub mod origin;
 pub mod page;
 pub mod path;
 pub mod policy;
 pub mod resumable;
+mod size;
 pub mod storage;
 pub mod upload;
 
@@ -55,6 +57,7 @@ pub use hidden::Hidden;
 pub use metrics::{Metrics, RouteClass};
 pub use policy::{Action, Decision, Policy, Principal, Rights};
 pub use resumable::{Uploads, UploadsConfig};
+pub use size::human_size;
 #[cfg(feature = "s3")]
 pub use storage::s3::{S3Config, S3Storage};
 pub use storage::{LocalStorage, PartialUploads, Storage, StorageError};
@@ -178,8 +181,14 @@ pub fn router_with_uploads<S: Storage + PartialUploads + Clone>(
 impl From<StorageError> for wirespeed_net::Error {
     fn from(e: StorageError) -> Self {
         let status = e.status();
-        if status >= 500 {
-            tracing::error!(error = %e, "storage failure");
+        match &e {
+            // Refused before the body: an answer, not a failure (the
+            // access line records the 507).
+            StorageError::NoRoom { .. } => {}
+            // The disk filled during the upload: once, as a warning.
+            StorageError::Full => tracing::warn!(error = %e, "storage full; upload refused (507)"),
+            _ if status >= 500 => tracing::error!(error = %e, "storage failure"),
+            _ => {}
         }
         match e {
             // Never leak OS error text (paths) to clients.

@@ -59,6 +59,7 @@ fn closed_pipe(e: &anyhow::Error) -> bool {
 mod bench;
 mod bench_load;
 mod client_cmd;
+mod notice;
 mod serve;
 mod serve_target;
 mod size;
@@ -135,6 +136,7 @@ fn init_logging(command: &Command) -> Option<tracing_appender::non_blocking::Wor
             64 << 10,
             std::io::stderr(),
         ));
+    notice::set_json(args.json_logs());
     init_subscriber(filter(args.default_log_filter()), args.json_logs(), writer);
     Some(guard)
 }

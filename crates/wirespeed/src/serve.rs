@@ -365,8 +365,8 @@ impl ServeArgs {
     /// The log filter when RUST_LOG is unset: warnings, plus access lines.
     pub fn default_log_filter(&self) -> &'static str {
         match self.access_log {
-            Switch::On => "warn,wirespeed::access=info",
-            Switch::Off => "warn",
+            Switch::On => "warn,wirespeed::access=info,wirespeed::notice=info",
+            Switch::Off => "warn,wirespeed::notice=info",
         }
     }
 
@@ -687,7 +687,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             }
             out.flush()?;
         }
-        eprintln!("{}", mode_line);
+        crate::notice::say(&mode_line);
         let ucfg = UploadsConfig {
             limits: wirespeed_resumable::Limits {
                 max_size: upload_max_size,

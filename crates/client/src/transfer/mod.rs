@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::{Client, Error, Request, Response, Url};
 
 mod download;
+pub mod mtime;
 mod remote;
 mod resume;
 pub mod retry;
@@ -44,6 +45,9 @@ pub trait TransferProgress: Send + Sync {
     fn start(&self, total: Option<u64>, already: u64);
     /// `n` more bytes went by.
     fn advance(&self, n: u64);
+    /// The last byte went out; the answer is awaited (a body of unknown
+    /// length says so here; a known one when it reaches its total).
+    fn finishing(&self) {}
 }
 
 /// `sha-256=:BASE64:` (RFC 9530).

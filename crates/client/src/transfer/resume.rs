@@ -496,6 +496,12 @@ impl Job<'_> {
                 .header("Upload-Complete", if last { "?1" } else { "?0" }),
             _ => req.header("Content-Type", tus::CONTENT_TYPE),
         };
+        if last {
+            // The request completing the upload: the server applies it.
+            if let Some(t) = self.opts.mtime_field(self.path) {
+                req = req.header(crate::transfer::mtime::FIELD, t);
+            }
+        }
         let mut body = Body::file(FileBody::open(self.path)?.range(offset, n));
         if let Some(p) = &self.opts.progress {
             let p = Arc::clone(p);

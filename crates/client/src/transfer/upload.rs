@@ -52,6 +52,18 @@ pub struct UploadOptions {
     pub notice: Option<Notice>,
     /// Largest append of a resumable upload (None: as the server allows).
     pub append_size: Option<u64>,
+    /// Send the file's modification time (`X-OC-Mtime`) for the server to keep.
+    pub send_mtime: bool,
+}
+
+impl UploadOptions {
+    /// The `X-OC-Mtime` value an upload of `path` carries, if any.
+    pub(crate) fn mtime_field(&self, path: &Path) -> Option<String> {
+        if !self.send_mtime {
+            return None;
+        }
+        crate::transfer::mtime::field_value(crate::transfer::mtime::of_file(path))
+    }
 }
 
 impl Default for UploadOptions {
@@ -69,6 +81,7 @@ impl Default for UploadOptions {
             state_dir: None,
             notice: None,
             append_size: None,
+            send_mtime: true,
         }
     }
 }
@@ -222,6 +235,9 @@ async fn put_file(
     if opts.no_clobber {
         req = req.header("If-None-Match", "*");
     }
+    if let Some(t) = opts.mtime_field(path) {
+        req = req.header(crate::transfer::mtime::FIELD, t);
+    }
     let resp = send_upload(client, req.body(body), &url, opts).await?;
     finish_upload(resp, url, len, ours, &hasher, opts).await
 }
@@ -322,7 +338,11 @@ pub async fn upload_stream(
         req = req.header("If-None-Match", "*");
     }
     let (h, c, verify) = (hasher.clone(), count.clone(), opts.verify);
-    let stream = crate::StreamBody::new(reader).observe(move |bytes| {
+    let mut stream = crate::StreamBody::new(reader);
+    if let Some(p) = opts.progress.clone() {
+        stream = stream.on_end(move || p.finishing());
+    }
+    let stream = stream.observe(move |bytes| {
         c.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
         if verify {
             if let Ok(mut h) = h.lock() {
