@@ -116,17 +116,25 @@ async fn write_slices(conn: &mut Conn, slices: &mut [IoSlice<'_>]) -> Result<(),
 
 /// `len` bytes of `file` from `offset` onto the connection: sendfile(2) or
 /// the copy loop, as [`ServerConfig::file_send`](crate::ServerConfig) says
-/// (TLS always copies).
-async fn move_file(conn: &mut Conn, file: &File, offset: u64, len: u64) -> io::Result<()> {
+/// (TLS always copies). `sent` grows with each write, so a transfer the peer
+/// cuts short is logged and counted with the bytes that did leave.
+async fn move_file(
+    conn: &mut Conn,
+    file: &File,
+    offset: u64,
+    len: u64,
+    sent: &mut u64,
+) -> io::Result<()> {
     let (step, t) = (conn.cfg.file_chunk, conn.cfg.write_timeout);
     let use_sendfile = match conn.cfg.file_send {
         FileSend::Sendfile => true,
         FileSend::Copy => false,
         FileSend::Auto => !conn.peer.ip().to_canonical().is_loopback(),
     };
+    let count = |n: u64| *sent += n;
     match conn.io.plain_tcp().filter(|_| use_sendfile) {
-        Some(tcp) => wirespeed_io::send_file(tcp, file, offset, len, step, t, |_| {}).await,
-        None => wirespeed_io::copy_file(&mut conn.io, file, offset, len, t).await,
+        Some(tcp) => wirespeed_io::send_file(tcp, file, offset, len, step, t, count).await,
+        None => wirespeed_io::copy_file(&mut conn.io, file, offset, len, t, count).await,
     }
 }
 
@@ -227,13 +235,12 @@ impl ResponseWriter {
         if !with_body {
             return Ok(());
         }
-        let sent = move_file(conn, file, offset, len).await;
+        let sent = move_file(conn, file, offset, len, &mut self.body_sent).await;
         if let Err(e) = sent {
             // The head promised `len` bytes: the connection cannot be reused.
             self.keep_alive = false;
             return Err(step_error(Timeout::Write)(e));
         }
-        self.body_sent += len;
         Ok(())
     }
 
@@ -410,12 +417,11 @@ impl ResponseWriter {
             let ch = chunk_head(len as usize);
             write_slices(conn, &mut [IoSlice::new(ch.as_ref())]).await?;
         }
-        let sent = move_file(conn, file, offset, len).await;
+        let sent = move_file(conn, file, offset, len, &mut self.body_sent).await;
         if let Err(e) = sent {
             self.keep_alive = false;
             return Err(step_error(Timeout::Write)(e));
         }
-        self.body_sent += len;
         if chunked {
             write_slices(conn, &mut [IoSlice::new(CHUNK_END)]).await?;
         }

@@ -206,3 +206,54 @@ fn access_log_json_is_one_line_per_request_without_secrets() {
     let stderr = s.stop();
     assert!(!stderr.contains("wirespeed::access"), "{stderr}");
 }
+
+/// A download the client cuts short is logged, and counted in
+/// `wirespeed_http_response_body_bytes_total`, with the bytes that were sent
+/// (issue 24, item 13: it was `bytes_out=0` and not counted), on both file
+/// paths (the copy loop a loopback peer gets, and sendfile).
+#[test]
+fn a_cut_download_is_logged_and_counted_with_the_bytes_sent() {
+    use std::io::Read;
+    let tmp = tempfile::tempdir().unwrap();
+    let size: u64 = 64 << 20;
+    let f = std::fs::File::create(tmp.path().join("big.bin")).unwrap();
+    f.set_len(size).unwrap();
+    for send in ["auto", "sendfile"] {
+        let s = Serve::start(tmp.path(), &["--file-send", send]);
+        let mut c = std::net::TcpStream::connect(s.addr).unwrap();
+        c.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+        c.write_all(b"GET /big.bin HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            .unwrap();
+        let mut buf = vec![0u8; 64 << 10];
+        let mut read = 0;
+        while read < 1 << 20 {
+            let n = c.read(&mut buf).unwrap();
+            assert!(n > 0);
+            read += n;
+        }
+        drop(c); // unread bytes in the socket: a reset, the server's write fails
+        let stderr = s.wait_stderr("path=\"/big.bin\"");
+        let line = stderr
+            .lines()
+            .find(|l| l.contains("path=\"/big.bin\""))
+            .unwrap();
+        let bytes_out: u64 = line
+            .split_once("bytes_out=")
+            .and_then(|(_, rest)| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no bytes_out in {line}"));
+        // At least what the client read (less its head), less than the file.
+        assert!(
+            bytes_out >= (1 << 20) - 1024 && bytes_out < size,
+            "--file-send {send}: {line}"
+        );
+        let (status, _, page) = s.req("GET", "/-/metrics", &[], b"");
+        assert_eq!(status, 200);
+        let m = parse_with_prometheus_client(&page);
+        assert_eq!(
+            m[r#"wirespeed_http_response_body_bytes_total{class="files"}"#], bytes_out as f64,
+            "--file-send {send}: {line}"
+        );
+    }
+}
