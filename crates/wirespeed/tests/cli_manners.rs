@@ -132,8 +132,9 @@ fn get_and_get_r_take_last_modified() {
         dest.to_str().unwrap(),
     ]);
     assert_eq!(code, Some(0), "{err}");
-    assert_eq!(secs(&dest.join("a.txt")), T);
-    assert_eq!(secs(&dest.join("sub/b.txt")), T + 5);
+    // `get -r URL/d/ DEST` writes DEST/d/ (README, "Where `get` writes").
+    assert_eq!(secs(&dest.join("d/a.txt")), T);
+    assert_eq!(secs(&dest.join("d/sub/b.txt")), T + 5);
 
     let before = now_secs() - 2;
     let out = local.path().join("fresh.txt");

@@ -28,11 +28,14 @@ pub fn stopping_line(busy: usize, grace: Duration) -> String {
 /// (the temporary certificate folder) first, as drop would have.
 pub async fn signal(stats: Arc<ConnectionStats>, grace: Duration, cleanup: Option<PathBuf>) {
     one_signal().await;
-    eprintln!("{}", stopping_line(stats.busy(), grace));
+    crate::notice::say(&stopping_line(stats.busy(), grace));
     tracing::info!("shutting down");
     tokio::spawn(async move {
         one_signal().await;
-        eprintln!("stopped now: {} transfers cut short", stats.busy());
+        crate::notice::say(&format!(
+            "stopped now: {} transfers cut short",
+            stats.busy()
+        ));
         if let Some(dir) = cleanup {
             let _ = std::fs::remove_dir_all(dir);
         }

@@ -42,7 +42,7 @@ pub fn acceptor(args: &ServeArgs, names: &[String]) -> anyhow::Result<Option<Tls
             wirespeed_tls::server_self_signed_kept(dir, names).with_context(|| {
                 format!("preparing a self-signed certificate in {}", dir.display())
             })?;
-        eprintln!("certificate: {kept}");
+        crate::notice::say(&format!("certificate: {kept}"));
         return Ok(Some(Tls {
             acceptor,
             cert: Some((cert, fingerprint)),
