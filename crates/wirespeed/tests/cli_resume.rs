@@ -529,7 +529,8 @@ fn get_archive_resumes_through_cuts_and_equals_a_fresh_one() {
         let whole = std::fs::read(&fresh).unwrap();
         let later = s.local.join(format!("later.{format}"));
         std::fs::write(
-            s.local.join(format!("later.{format}.part")),
+            // The client's partial name (`transfer::part_path`).
+            s.local.join(format!(".wirespeed-part-later.{format}")),
             &whole[..whole.len() / 3],
         )
         .unwrap();
