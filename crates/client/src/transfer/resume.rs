@@ -13,9 +13,9 @@ use wirespeed_resumable::client::{
 };
 use wirespeed_resumable::{ietf, tus};
 
+use crate::transfer::put::{put_retrying, ProtocolChoice};
 use crate::transfer::retry::{self, RetryPolicy};
 use crate::transfer::saved::{FileIdentity, Lookup, StateFile};
-use crate::transfer::upload::{put_retrying, ProtocolChoice};
 use crate::transfer::{format_sha256, hash_file, hex, parse_sha256, UploadOptions, UploadReport};
 use crate::{Body, Client, Error, FileBody, Request, Response, Url};
 

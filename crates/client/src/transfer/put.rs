@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use wirespeed_resumable::client::ClientProtocol;
 
 use crate::transfer::retry::{self, Notice, RetryPolicy};
-use crate::transfer::{format_sha256, hash_file, hex, parse_sha256, resume, TransferProgress};
+use crate::transfer::{format_sha256, hash_file, hex, parse_sha256, TransferProgress};
 use crate::{Body, Client, Error, FileBody, Request, Response, Url};
 
 /// Which protocol a file upload uses.
@@ -126,33 +126,6 @@ pub fn upload_url(url: &Url, path: &Path) -> Result<Url, Error> {
 /// Files up to this size are read whole, hashed inline and sent with the
 /// request head in one write.
 const SMALL_FILE: u64 = 64 * 1024;
-
-/// Upload a file: resumably when it is big and the server can (see
-/// [`ProtocolChoice`]), else with a PUT retried from byte 0. A file is
-/// checked end to end unless `verify` is off.
-pub async fn upload_file(
-    client: &Client,
-    url: &Url,
-    path: &Path,
-    opts: &UploadOptions,
-) -> Result<UploadReport, Error> {
-    let url = upload_url(url, path)?;
-    let len = std::fs::metadata(path)
-        .map_err(|source| Error::File {
-            path: path.to_path_buf(),
-            source,
-        })?
-        .len();
-    let resumable = match opts.protocol {
-        ProtocolChoice::Force(p) => p != ClientProtocol::Put,
-        ProtocolChoice::Auto => len >= opts.resumable_from || opts.continue_saved,
-    };
-    // -n needs the server's atomic create-only check, which only a PUT has.
-    if resumable && !opts.no_clobber {
-        return resume::upload(client, &url, path, len, opts).await;
-    }
-    put_retrying(client, &url, path, opts).await
-}
 
 /// PUT a file, again from byte 0 after a failure that may pass.
 pub(crate) async fn put_retrying(
