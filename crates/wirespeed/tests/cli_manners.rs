@@ -9,35 +9,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 mod common;
-use common::{Serve, BIN};
+use common::{run_client as run, Serve, BIN};
 
 /// Sun, 13 Sep 2020 12:26:40 GMT.
 const T: u64 = 1_600_000_000;
-
-/// Run the client (60 s at most); (exit code, stdout, stderr).
-fn run(args: &[&str]) -> (Option<i32>, String, String) {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .env_remove("WIRESPEED_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("wirespeed {args:?} did not finish in 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn secs(p: &Path) -> u64 {
     std::fs::metadata(p)
