@@ -3,8 +3,11 @@
 # temporary files inside the served folder, so only the /data volume is written.
 #   docker build -t wirespeed .
 #   docker run --read-only -p 8080:8080 -v wirespeed-data:/data \
-#     -e WIRESPEED_TOKEN=change-me wirespeed
+#     -e WIRESPEED_TOKEN=change-me -e WIRESPEED_ALLOW_HOST=files.lan,192.168.1.5 wirespeed
 # Without a token a server beyond loopback is read-only (see `serve --help`).
+# The container answers only Host names it is reached by (421 otherwise, against
+# DNS rebinding); it cannot see the host's names and addresses, so list them in
+# WIRESPEED_ALLOW_HOST (`localhost` works without).
 
 FROM rust:1-bookworm AS build
 # simdutf (the base64 engine) builds C++ with cmake.

@@ -7,6 +7,43 @@ import os
 import re
 import sys
 
+
+
+def expand(prefix, group):
+    """`a, b::c, d::{e, f}` under `prefix` -> prefix::a, prefix::b::c, prefix::d::e, ..."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(group + ","):
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            items.append(group[start:i].strip())
+            start = i + 1
+    for item in items:
+        item = re.sub(r"\s+as\s+\w+$", "", item)
+        if not item or item == "self":
+            yield prefix
+        elif "{" in item:
+            head, inner = item.split("{", 1)
+            yield from expand(prefix + "::" + head.rstrip(":").strip(), inner.rsplit("}", 1)[0])
+        elif re.fullmatch(r"[a-z_0-9]+(?:::[a-z_0-9]+)*(?:::\*)?", item):
+            yield prefix + "::" + item.removesuffix("::*")
+
+
+def crate_paths(text):
+    """Every module path a file names through `crate::`, brace groups expanded
+    (`crate::transfer::{resume, hex}` names `transfer::resume` as well as
+    `transfer`: a sibling reached through its parent's group is still an import)."""
+    for m in re.finditer(r"crate::((?:[a-z_0-9]+::)*)\{", text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        yield from expand(m.group(1).rstrip(":"), text[m.end() : i - 1])
+    yield from re.findall(r"crate::([a-z_0-9]+(?:::[a-z_0-9]+)*)(?![a-z_0-9]|::\{)", text)
+
+
 failed = False
 for src in sorted(glob.glob("crates/*/src")):
     mods = {}
@@ -15,7 +52,7 @@ for src in sorted(glob.glob("crates/*/src")):
         if rel in ("lib", "main"):
             rel = ""
         text = open(f, encoding="utf-8").read().split("#[cfg(test)]")[0]
-        mods[rel] = set(re.findall(r"crate::([a-z_0-9]+(?:::[a-z_0-9]+)*)", text))
+        mods[rel] = set(crate_paths(text))
 
     def owner(path):
         parts = path.split("::")

@@ -5,14 +5,17 @@
 # (curl --limit-rate), in interleaved rounds; medians.
 #
 #   bash bench/listing-gzip.sh          # ENTRIES=10000 ROUNDS=15
+#   BIN=target/debug/wirespeed ROUNDS=3 bash bench/listing-gzip.sh   # bytes only (debug times mean nothing)
 set -euo pipefail
 BENCH=listing-gzip
 source "$(dirname "$0")/lib.sh"
 ENTRIES=${ENTRIES:-10000}
 ROUNDS=${ROUNDS:-15}
 
-cargo build --release -q -p wirespeed --manifest-path "$REPO/Cargo.toml"
-BIN=$REPO/target/release/wirespeed
+if [[ -z "${BIN:-}" ]]; then
+    cargo build --release -q -p wirespeed --manifest-path "$REPO/Cargo.toml"
+    BIN=$REPO/target/release/wirespeed
+fi
 mkdir -p "$W/data"
 python3 - "$W/data" "$ENTRIES" <<'PY'
 import os, sys

@@ -25,9 +25,9 @@
 mod conn;
 mod error;
 mod response;
+mod send_body;
 pub mod stream;
 pub mod transfer;
-mod upload;
 pub mod url;
 
 use std::collections::HashMap;
@@ -36,8 +36,8 @@ use std::time::Duration;
 
 pub use error::Error;
 pub use response::{terminal_safe, Response};
+pub use send_body::{Body, FileBody, Progress};
 pub use stream::StreamBody;
-pub use upload::{Body, FileBody, Progress};
 
 /// Sees every byte of a file body as it is sent (hashing). Runs on the
 /// reader thread, off the async runtime.
@@ -336,7 +336,7 @@ impl Client {
                 }
             }
         }
-        let sent = upload::send_body(conn, &mut req.body, cfg).await;
+        let sent = send_body::send_body(conn, &mut req.body, cfg).await;
         if let Err(e) = sent {
             // The server may have answered and closed while we were sending
             // (401, 413): its answer beats our broken pipe.

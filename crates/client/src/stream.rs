@@ -12,6 +12,7 @@ use crate::{ClientConfig, Error};
 pub struct StreamBody {
     reader: Box<dyn AsyncRead + Send + Unpin>,
     observer: Option<Observer>,
+    on_end: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl StreamBody {
@@ -19,7 +20,15 @@ impl StreamBody {
         StreamBody {
             reader: Box::new(reader),
             observer: None,
+            on_end: None,
         }
+    }
+
+    /// Be told when the stream ended and its last chunk is going out (the
+    /// wait for the answer starts: a progress bar's "finishing").
+    pub fn on_end(mut self, f: impl FnOnce() + Send + 'static) -> Self {
+        self.on_end = Some(Box::new(f));
+        self
     }
 
     /// See the bytes as they are sent (hashing).
@@ -47,6 +56,9 @@ pub(crate) async fn send_chunked(
             .await
             .map_err(Error::io("reading the input stream"))?;
         if n == 0 {
+            if let Some(f) = s.on_end.take() {
+                f();
+            }
             conn.write_all(b"0\r\n\r\n", cfg.io_timeout, "sending the request body")
                 .await?;
             return Ok(sent);

@@ -2,6 +2,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use wirespeed_proto::Limits;
 
+use crate::linger::Linger;
+use crate::proxies::TrustedProxies;
 use crate::writer::FlushPolicy;
 use crate::Observer;
 
@@ -64,6 +66,13 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// Open connections at most from one IP address (503 beyond); `None`: no cap.
     pub max_connections_per_ip: Option<usize>,
+    /// How long a connection closed with request bytes unread keeps reading
+    /// them (lingering close), so the peer reads the answer first.
+    pub linger: Linger,
+    /// Peers whose `X-Forwarded-For`/`-Proto` are believed (the client's
+    /// address and scheme for logs, handlers and the origin check); they
+    /// are also exempt from `max_connections_per_ip`, carrying many clients.
+    pub trusted_proxies: TrustedProxies,
 }
 
 /// Half the soft open-file limit (at least 1): a connection moving a file
@@ -94,6 +103,8 @@ impl Default for ServerConfig {
             observer: None,
             max_connections: default_max_connections(),
             max_connections_per_ip: None,
+            linger: Linger::default(),
+            trusted_proxies: TrustedProxies::default(),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! (`writer.rs`), plus what happens after the handler returns.
 
 use std::fs::File;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,13 +29,17 @@ pub struct Exchange {
     /// The handler's label for this request in metrics ([`Self::set_class`]).
     class: &'static str,
     started: Instant,
+    /// The client behind a trusted proxy, and the scheme it used (if said).
+    forwarded: Option<(IpAddr, Option<&'static str>)>,
 }
 
 impl Exchange {
     pub(crate) fn new(conn: Conn, head: RequestHead, framing: BodyFraming) -> Self {
         let body = RequestBody::new(&head, framing, &conn);
         let out = ResponseWriter::new(head.version(), head.method() == "HEAD", head.keep_alive());
+        let forwarded = forwarded(&conn, &head);
         Exchange {
+            forwarded,
             conn,
             framing,
             body,
@@ -85,6 +89,18 @@ impl Exchange {
 
     pub fn peer_addr(&self) -> SocketAddr {
         self.conn.peer
+    }
+
+    /// The client's address: the peer's, or behind a trusted proxy the one
+    /// its `X-Forwarded-For` names (`ServerConfig::trusted_proxies`).
+    pub fn client_ip(&self) -> IpAddr {
+        self.forwarded.map_or(self.conn.peer.ip(), |(ip, _)| ip)
+    }
+
+    /// `http` or `https` as a trusted proxy's `X-Forwarded-Proto` says;
+    /// `None` from anyone else or without the field.
+    pub fn forwarded_proto(&self) -> Option<&'static str> {
+        self.forwarded.and_then(|(_, proto)| proto)
     }
 
     pub fn config(&self) -> &ServerConfig {
@@ -374,6 +390,7 @@ impl Exchange {
             bytes_out: self.out.body_sent(),
             duration: self.started.elapsed(),
             peer: self.conn.peer,
+            forwarded_for: self.forwarded.map(|(ip, _)| ip),
             user_agent: self.header_str("user-agent"),
         });
     }
@@ -410,7 +427,9 @@ impl Exchange {
             } else {
                 e.to_string()
             };
-            if status >= 500 {
+            // 507 (storage full) is an expected answer that the service
+            // reports itself; the access line records it too.
+            if status >= 500 && status != 507 {
                 tracing::error!(peer = %self.conn.peer, route = %self.route, error = %e, "request failed");
             }
             if self.send_text(status, &message).await.is_err() {
@@ -459,6 +478,7 @@ pub(crate) fn report_rejected(conn: &Conn, e: &Error) {
         bytes_out: 0,
         duration: Duration::ZERO,
         peer: conn.peer,
+        forwarded_for: None,
         user_agent: None,
     });
 }
@@ -467,4 +487,19 @@ pub(crate) fn report_rejected(conn: &Conn, e: &Error) {
 fn unrouted() -> Arc<str> {
     static UNROUTED: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
     UNROUTED.get_or_init(|| Arc::from("(unrouted)")).clone()
+}
+
+/// The client address and scheme a trusted proxy forwarded, if the peer is one.
+fn forwarded(conn: &Conn, head: &RequestHead) -> Option<(IpAddr, Option<&'static str>)> {
+    let proxies = &conn.cfg.trusted_proxies;
+    if proxies.is_empty() || !proxies.contains(conn.peer.ip()) {
+        return None;
+    }
+    let ip = wirespeed_proto::forwarded::client_addr(
+        conn.peer.ip(),
+        head.header_all("x-forwarded-for"),
+        |ip| proxies.contains(ip),
+    );
+    let proto = wirespeed_proto::forwarded::client_proto(true, head.header("x-forwarded-proto"));
+    Some((ip, proto))
 }

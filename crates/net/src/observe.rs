@@ -60,7 +60,11 @@ pub struct Completed<'a> {
     pub bytes_out: u64,
     /// From the parsed head to the end of the exchange.
     pub duration: Duration,
+    /// The TCP peer.
     pub peer: SocketAddr,
+    /// The client per a trusted proxy's `X-Forwarded-For`, when the peer is
+    /// one (`ServerConfig::trusted_proxies`); `None` otherwise.
+    pub forwarded_for: Option<std::net::IpAddr>,
     pub user_agent: Option<&'a str>,
 }
 

@@ -20,6 +20,7 @@ use wirespeed_proto::{
 use crate::conn::{Conn, ReadBuf};
 use crate::exchange::Exchange;
 use crate::io::{write_all_vectored, Transport};
+use crate::linger::lingering_close;
 use crate::observe::ConnectionGuard;
 use crate::{Error, Handler, ServerConfig, Timeout};
 
@@ -53,12 +54,19 @@ pub struct Server {
 pub struct ConnectionStats {
     open: AtomicUsize,
     refused: AtomicU64,
+    busy: AtomicUsize,
 }
 
 impl ConnectionStats {
     /// Connections open now (accepted and admitted, not yet closed).
     pub fn open(&self) -> usize {
         self.open.load(Ordering::Relaxed)
+    }
+
+    /// Requests in progress now (head read, exchange not yet complete):
+    /// what a stop waits for.
+    pub fn busy(&self) -> usize {
+        self.busy.load(Ordering::Relaxed)
     }
 
     /// Connections refused with 503 (or closed at once) at a connection cap since start.
@@ -114,6 +122,23 @@ impl Drop for Slot {
                 }
             }
         }
+    }
+}
+
+/// One request in progress in [`ConnectionStats::busy`], until dropped
+/// (also when the task is aborted).
+struct Busy<'a>(&'a ConnectionStats);
+
+impl<'a> Busy<'a> {
+    fn enter(stats: &'a ConnectionStats) -> Self {
+        stats.busy.fetch_add(1, Ordering::Relaxed);
+        Busy(stats)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -190,7 +215,10 @@ impl Server {
             stats: self.stats.clone(),
             per_ip: None,
         };
-        if let (Some(map), Some(cap)) = (per_ip, self.cfg.max_connections_per_ip) {
+        // A trusted proxy carries many clients: the per-IP cap cannot see
+        // them at accept time, so it is the proxy's job (nginx limit_conn).
+        let proxy = self.cfg.trusted_proxies.contains(ip);
+        if let (Some(map), Some(cap), false) = (per_ip, self.cfg.max_connections_per_ip, proxy) {
             let ip = ip.to_canonical();
             let mut counts = map.lock().unwrap_or_else(|p| p.into_inner());
             let n = counts.get(&ip).copied().unwrap_or(0);
@@ -263,6 +291,7 @@ impl Server {
                     let handler = handler.clone();
                     let acceptor = acceptor.clone();
                     let stop = stop_rx.clone();
+                    let stats = self.stats.clone();
                     conns.spawn(async move {
                         let _slot = slot;
                         let first_byte_by = accepted_at + cfg.head_timeout;
@@ -277,7 +306,7 @@ impl Server {
                                 return;
                             }
                         };
-                        serve_conn(io, peer, cfg, handler, stop, first_byte_by).await;
+                        serve_conn(io, peer, cfg, handler, stop, first_byte_by, &stats).await;
                     });
                 }
                 // Reap finished connection tasks so the set stays small.
@@ -420,6 +449,7 @@ async fn serve_conn<H: Handler>(
     handler: Arc<H>,
     mut stop: watch::Receiver<bool>,
     first_head_by: Instant,
+    stats: &ConnectionStats,
 ) {
     let _open = ConnectionGuard::open(cfg.observer.as_ref());
     let rbuf = ReadBuf::new(cfg.initial_read_buffer);
@@ -450,9 +480,11 @@ async fn serve_conn<H: Handler>(
                 break;
             }
         };
+        let busy = Busy::enter(stats);
         let mut ex = Exchange::new(conn, head, framing);
         let result = handler.handle(&mut ex).await;
         let reuse = ex.complete(result).await;
+        drop(busy);
         conn = ex.into_conn();
         conn.rbuf.shrink_when_empty(conn.cfg.initial_read_buffer);
         if !reuse || *stop.borrow() {
@@ -497,27 +529,6 @@ async fn write_closing_answer(
     let mut slices = [IoSlice::new(&head), IoSlice::new(body.as_bytes())];
     write_all_vectored(io, &mut slices).await?;
     io.flush().await
-}
-
-/// Close gracefully: send FIN, then read and drop what the peer still sends
-/// for a moment, so unread request bytes do not turn our close into a reset
-/// that destroys the response before the client reads it (nginx's lingering close).
-async fn lingering_close(conn: &mut Conn) {
-    let _ = tokio::time::timeout(Duration::from_secs(1), conn.io.shutdown()).await;
-    let mut budget: usize = 1 << 20;
-    // Into the connection's own buffer: a scratch array here would be part
-    // of every connection task's future (8 KiB more per idle connection).
-    let linger = async {
-        while budget > 0 {
-            conn.rbuf.consume(conn.rbuf.len());
-            let cap = conn.rbuf.capacity().max(1);
-            match conn.rbuf.fill(&mut conn.io, cap).await {
-                Ok(Some(n)) if n > 0 => budget = budget.saturating_sub(n),
-                _ => break,
-            }
-        }
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(2), linger).await;
 }
 
 #[cfg(test)]

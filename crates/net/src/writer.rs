@@ -81,6 +81,9 @@ struct Stream {
     /// The body's length when the handler knows it up front (Content-Length
     /// framing however the body is split).
     length: Option<u64>,
+    /// TCP_CORK held from the first file range sent into this body until
+    /// it ends, so small generated pieces between file ranges share segments.
+    cork: Option<wirespeed_io::Cork>,
 }
 
 /// The response side of an exchange.
@@ -109,6 +112,30 @@ async fn write_slices(conn: &mut Conn, slices: &mut [IoSlice<'_>]) -> Result<(),
         flush(io).await
     })
     .await
+}
+
+/// `len` bytes of `file` from `offset` onto the connection: sendfile(2) or
+/// the copy loop, as [`ServerConfig::file_send`](crate::ServerConfig) says
+/// (TLS always copies). `sent` grows with each write, so a transfer the peer
+/// cuts short is logged and counted with the bytes that did leave.
+async fn move_file(
+    conn: &mut Conn,
+    file: &File,
+    offset: u64,
+    len: u64,
+    sent: &mut u64,
+) -> io::Result<()> {
+    let (step, t) = (conn.cfg.file_chunk, conn.cfg.write_timeout);
+    let use_sendfile = match conn.cfg.file_send {
+        FileSend::Sendfile => true,
+        FileSend::Copy => false,
+        FileSend::Auto => !conn.peer.ip().to_canonical().is_loopback(),
+    };
+    let count = |n: u64| *sent += n;
+    match conn.io.plain_tcp().filter(|_| use_sendfile) {
+        Some(tcp) => wirespeed_io::send_file(tcp, file, offset, len, step, t, count).await,
+        None => wirespeed_io::copy_file(&mut conn.io, file, offset, len, t, count).await,
+    }
 }
 
 impl ResponseWriter {
@@ -208,20 +235,7 @@ impl ResponseWriter {
         if !with_body {
             return Ok(());
         }
-        let (step, t) = (conn.cfg.file_chunk, conn.cfg.write_timeout);
-        let use_sendfile = match conn.cfg.file_send {
-            FileSend::Sendfile => true,
-            FileSend::Copy => false,
-            FileSend::Auto => !conn.peer.ip().to_canonical().is_loopback(),
-        };
-        // Counted step by step: a transfer the peer cuts short is logged and
-        // counted with the bytes that did leave (issue 24, item 13).
-        let body_sent = &mut self.body_sent;
-        let count = |n: u64| *body_sent += n;
-        let sent = match conn.io.plain_tcp().filter(|_| use_sendfile) {
-            Some(tcp) => wirespeed_io::send_file(tcp, file, offset, len, step, t, count).await,
-            None => wirespeed_io::copy_file(&mut conn.io, file, offset, len, t, count).await,
-        };
+        let sent = move_file(conn, file, offset, len, &mut self.body_sent).await;
         if let Err(e) = sent {
             // The head promised `len` bytes: the connection cannot be reused.
             self.keep_alive = false;
@@ -283,6 +297,7 @@ impl ResponseWriter {
             sends: 0,
             bytes: 0,
             length: None,
+            cork: None,
         }));
         Ok(())
     }
@@ -366,6 +381,53 @@ impl ResponseWriter {
         r
     }
 
+    /// Send `len` bytes of `file` from `offset` as the next part of the
+    /// streamed body: what is buffered (and the head) goes first, then the
+    /// range by sendfile(2) on plain TCP or the copy loop, as
+    /// [`ServerConfig::file_send`](crate::ServerConfig) says. A file
+    /// shorter than `len` is an error after which the connection closes
+    /// (the framing promised those bytes).
+    pub async fn stream_file(
+        &mut self,
+        conn: &mut Conn,
+        file: &File,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), Error> {
+        let s = self.stream()?;
+        if len == 0 {
+            return Ok(());
+        }
+        if s.head.is_some() || !s.buf.is_empty() {
+            self.emit(conn, &[], false).await?;
+        }
+        let s = self.stream()?;
+        s.bytes += len;
+        s.sends += 1;
+        let chunked = match s.encoding {
+            Some(BodyEncoding::Nothing) => return Ok(()),
+            Some(BodyEncoding::Raw) => false,
+            Some(BodyEncoding::Chunked) => true,
+            None => return Err(Error::status(500, "body framing undecided after the head")),
+        };
+        if s.cork.is_none() && conn.cfg.cork_file_sends {
+            s.cork = conn.io.plain_tcp().and_then(wirespeed_io::Cork::new);
+        }
+        if chunked {
+            let ch = chunk_head(len as usize);
+            write_slices(conn, &mut [IoSlice::new(ch.as_ref())]).await?;
+        }
+        let sent = move_file(conn, file, offset, len, &mut self.body_sent).await;
+        if let Err(e) = sent {
+            self.keep_alive = false;
+            return Err(step_error(Timeout::Write)(e));
+        }
+        if chunked {
+            write_slices(conn, &mut [IoSlice::new(CHUNK_END)]).await?;
+        }
+        Ok(())
+    }
+
     /// End a streamed body (idempotent): Content-Length if it is all still
     /// buffered, else the last chunk. Warns once per route about a flush storm.
     pub async fn finish(&mut self, conn: &mut Conn, route: &str) -> Result<(), Error> {
@@ -447,6 +509,19 @@ impl BodyWriter<'_> {
             return Ok(());
         }
         self.w.emit(self.conn, &[], false).await
+    }
+
+    /// Send `len` bytes of `file` from `offset` as the next part of the
+    /// body, zero-copy where the connection allows (sendfile(2) on plain
+    /// TCP): buffered bytes go first. For bodies that interleave generated
+    /// bytes with file ranges (folder archives).
+    pub async fn send_file_range(
+        &mut self,
+        file: &File,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), Error> {
+        self.w.stream_file(self.conn, file, offset, len).await
     }
 
     /// Bytes currently buffered and not yet sent.

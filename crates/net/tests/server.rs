@@ -740,6 +740,75 @@ async fn file_bodies_are_identical_with_sendfile_and_the_copy_loop() {
     let _ = std::fs::remove_file(&path);
 }
 
+/// A body that interleaves written bytes with file ranges (what a folder
+/// archive is): `/mixed?sized=1` declares the length up front.
+struct MixedApp {
+    file: std::fs::File,
+}
+
+impl Handler for MixedApp {
+    async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
+        let sized = query_num(ex, "sized", 0) == 1;
+        let resp = Response::new(200);
+        let mut w = if sized {
+            ex.writer_sized(resp, 2 + 100_000 + 2 + 10)?
+        } else {
+            ex.writer(resp)?
+        };
+        w.write(b"AB").await?;
+        w.send_file_range(&self.file, 3, 100_000).await?;
+        w.write(b"CD").await?;
+        w.send_file_range(&self.file, 0, 10).await?;
+        w.send_file_range(&self.file, 5, 0).await?;
+        w.finish().await
+    }
+}
+
+#[tokio::test]
+async fn file_ranges_inside_a_streamed_body_arrive_in_order() {
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + i / 256) as u8).collect();
+    let path = std::env::temp_dir().join(format!("wirespeed-net-mixed-{}", std::process::id()));
+    std::fs::write(&path, &data).unwrap();
+    let mut want = b"AB".to_vec();
+    want.extend_from_slice(&data[3..100_003]);
+    want.extend_from_slice(b"CD");
+    want.extend_from_slice(&data[..10]);
+    for mode in [FileSend::Sendfile, FileSend::Copy] {
+        let cfg = ServerConfig {
+            file_send: mode,
+            ..ServerConfig::default()
+        };
+        let file = std::fs::File::open(&path).unwrap();
+        let srv = TestServer::start(cfg, MixedApp { file }).await;
+        let mut s = TcpStream::connect(srv.addr).await.unwrap();
+        for sized in [1, 0] {
+            let req = format!("GET /mixed?sized={sized} HTTP/1.1\r\nHost: t\r\n\r\n");
+            s.write_all(req.as_bytes()).await.unwrap();
+            let r = read_response(&mut s, false).await;
+            assert_eq!(r.status, 200);
+            if sized == 1 {
+                assert_eq!(r.header("content-length"), Some("100014"), "{mode:?}");
+            } else {
+                assert_eq!(r.header("transfer-encoding"), Some("chunked"), "{mode:?}");
+            }
+            assert!(r.body == want, "{mode:?} sized={sized}: bytes differ");
+        }
+        // HEAD: the declared length, no body, the connection still in step.
+        s.write_all(b"HEAD /mixed?sized=1 HTTP/1.1\r\nHost: t\r\n\r\n")
+            .await
+            .unwrap();
+        let r = read_response(&mut s, true).await;
+        assert_eq!(r.header("content-length"), Some("100014"));
+        s.write_all(b"GET /mixed?sized=1 HTTP/1.1\r\nHost: t\r\n\r\n")
+            .await
+            .unwrap();
+        assert!(read_response(&mut s, false).await.body == want);
+        drop(s);
+        srv.shutdown().await;
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
 /// A long head sent in tiny pieces (the server parses only when a line
 /// completes) is still answered, byte-exact, and a head split inside a line
 /// and inside the final CRLF CRLF is recognised.

@@ -20,6 +20,7 @@ mod abnf;
 pub mod body;
 pub mod chunked;
 pub mod error;
+pub mod forwarded;
 pub mod framing;
 pub mod head;
 pub mod host;

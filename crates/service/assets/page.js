@@ -350,6 +350,7 @@
     const item = (label, fn, cls) =>
       h('button', { type: 'button', role: 'menuitem', class: cls || false, onclick: () => (closeMenu(true), fn()) }, label);
     items.push(item('Copy link', () => copyLink(new URL(link(e), location.href).href)));
+    if (e.dir) for (const f of ['zip', 'tar']) items.push(archiveLink(link(e), e.name, f, 'Download as ' + f, 'menuitem'));
     // A rename is a MOVE: it takes both rights.
     if (canWrite && canDelete) items.push(item('Rename…', () => rename(e)));
     if (canDelete) items.push(item('Delete…', () => remove(e), 'danger'));
@@ -419,6 +420,15 @@
     else if (r.status === 405) toast(`"${v}" already exists`);
     else toast(await failure(r, 'Could not create the folder'));
     load();
+  }
+
+  /** A folder as one archive the server builds (`?archive=zip|tar`). */
+  function archiveLink(url, name, format, label, role) {
+    const href = url + '?archive=' + format;
+    const file = (name || 'files') + '.' + format;
+    const a = h('a', { href, download: file, class: 'btn', role: role || false }, label);
+    if (locked) a.addEventListener('click', (ev) => (ev.preventDefault(), saveWithToken(href, file)));
+    return a;
   }
 
   /** A private server's file: fetched with the token, saved from memory. */
@@ -849,6 +859,7 @@
       h('button', { type: 'button', class: 'primary', id: 'upload-btn', onclick: () => input.click() }, 'Upload files'),
       h('button', { type: 'button', id: 'upload-folder-btn', onclick: () => folderInput.click() }, 'Upload folder'),
       h('button', { type: 'button', id: 'mkdir-btn', onclick: newFolder }, 'New folder'),
+      archiveLink(here, decodeURIComponent(here.split('/').filter(Boolean).pop() || ''), 'zip', 'Download folder (zip)'),
       folderInput,
     );
     // With the script, the file input uploads on choice; the form stays for

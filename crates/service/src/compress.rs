@@ -36,7 +36,7 @@ pub fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
 }
 
 /// Level for listings, compressed as they are generated: fast (a 10,000
-/// entry listing shrinks about 8x; see bench/RESULTS.md, "Listing gzip").
+/// entry listing shrinks about 12x; see bench/RESULTS.md, "Listing gzip").
 const LISTING_LEVEL: u32 = 1;
 
 /// A gzip stream over generated text: `push` text, `take` what is ready.

@@ -12,12 +12,12 @@ use crate::listing::{page_csp, Format, Formatter, FLUSH_AT};
 use crate::path::{parse_request_path, RelPath};
 use crate::policy::{Action, Decision, Policy, Principal};
 use crate::respond::{
-    admit, check_room, etag, explain_too_large, has_body, respond_stored, write_preconditions,
+    admit, check_room, etag, explain_too_large, has_body, respond_stored_with, write_preconditions,
     WriteGuard,
 };
 use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload};
 use crate::upload::receive;
-use crate::{DigestPolicy, RouteClass, ServiceConfig};
+use crate::{RouteClass, ServiceConfig};
 
 /// The metrics class of a request to the file routes (a folder GET becomes
 /// `Listing` once storage says it is one).
@@ -59,6 +59,8 @@ pub struct Files<S> {
     cfg: ServiceConfig,
     policy: Policy,
     hashes: HashGate,
+    /// zip CRC-32s computed for folder archives (`archive.rs`).
+    crcs: crate::archive::CrcCache,
 }
 
 impl<S: Storage> Files<S> {
@@ -69,6 +71,7 @@ impl<S: Storage> Files<S> {
             cfg,
             policy,
             hashes: HashGate::per_core(),
+            crcs: Default::default(),
         }
     }
 
@@ -91,8 +94,14 @@ fn path_error(e: crate::path::PathError, method: &str) -> Error {
     Error::status(e.status(), e.to_string())
 }
 
+/// The validators of a file answer, and `no-cache`: a cache must revalidate
+/// (ETag/Last-Modified make that a 304), never serve its copy on heuristic
+/// freshness after the file was replaced (RFC 9111 §4.2.2).
 fn base_headers(resp: Response, tag: &str, modified: Option<SystemTime>) -> Response {
-    let resp = resp.header("ETag", tag).header("Accept-Ranges", "bytes");
+    let resp = resp
+        .header("ETag", tag)
+        .header("Accept-Ranges", "bytes")
+        .header("Cache-Control", "no-cache");
     match modified {
         Some(m) => resp.header("Last-Modified", http_date(m)),
         None => resp,
@@ -182,6 +191,16 @@ impl<S: Storage> Files<S> {
                         }
                     }
                     RouteClass::Listing.set(ex);
+                    if let Some(wanted) = crate::archive::wanted(ex.query())? {
+                        // Entries the principal may not read are left out.
+                        let policy = &self.policy;
+                        let may_read = move |k: &RelPath| policy.rights(who, k).may_read();
+                        let (s, cfg) = (&self.storage, &self.cfg);
+                        return crate::archive::send(
+                            s, cfg, &self.crcs, ex, &key, wanted, may_read,
+                        )
+                        .await;
+                    }
                     self.send_listing(ex, &key).await
                 } else {
                     let mut location = key.to_url(true);
@@ -269,17 +288,13 @@ impl<S: Storage> Files<S> {
         if !self.cfg.allow_scripts {
             resp = resp.header("Content-Security-Policy", "sandbox");
         }
-        // A small file's digest record is looked up only when asked (or with
-        // --digest always): one system call in six on the small-GET path.
-        let asked = asked_for(ex);
-        let lookup = asked || meta.size > SMALL_FILE || self.cfg.digest == DigestPolicy::Always;
-        if lookup {
-            if let Some(sum) = self
-                .representation_digest(asked, key, &mut obj, who)
-                .await?
-            {
-                resp = resp.header("Repr-Digest", format_sha256(&sum));
-            }
+        // The record is read for every size, asked or not: `wirespeed get`
+        // verifies whatever digest comes, so skipping it would check less.
+        if let Some(sum) = self
+            .representation_digest(asked_for(ex), key, &mut obj, who)
+            .await?
+        {
+            resp = resp.header("Repr-Digest", format_sha256(&sum));
         }
         if status == 206 {
             resp = resp.header(
@@ -402,6 +417,7 @@ impl<S: Storage> Files<S> {
         if key.is_root() || key.trailing_slash() {
             return Err(Error::status(400, "PUT needs a file path, not a directory"));
         }
+        let mtime = crate::mtime::requested(ex)?;
         check_room(&self.storage, &self.cfg, ex).await?;
         let expected = crate::digest::expected_from(ex)?;
         let hash = self.cfg.hash_for(ex, expected.as_ref());
@@ -411,6 +427,7 @@ impl<S: Storage> Files<S> {
         if let Some(sum) = expected {
             up.expect_sha256(sum);
         }
+        let mtime_applied = mtime.is_some_and(|t| up.set_modified(t));
         let sum = match receive(ex, &mut up, self.cfg.upload_path, hash).await {
             Ok(sum) => sum,
             Err(e) => {
@@ -437,7 +454,12 @@ impl<S: Storage> Files<S> {
             .commit(sum)
             .await
             .map_err(|e| guard.explain(e.on_write(&key).into()))?;
-        respond_stored(&self.storage, ex, &key, written, sum.as_ref()).await
+        let extra: &[(&str, &str)] = if mtime_applied {
+            &[crate::mtime::ANSWER]
+        } else {
+            &[]
+        };
+        respond_stored_with(&self.storage, ex, &key, written, sum.as_ref(), extra).await
     }
 
     /// WebDAV `MKCOL` (RFC 4918 §9.3): one folder, whose parent exists.
@@ -586,10 +608,6 @@ fn destination(value: Option<&str>, host: Option<&str>) -> Result<RelPath, Error
 
 /// How much of a text file is looked at to decide whether it is UTF-8.
 const SNIFF_BYTES: usize = 1024;
-
-/// Files up to this size go out with the head in one write (the server's
-/// write buffer); their digest record is read only when asked.
-const SMALL_FILE: u64 = 64 << 10;
 
 /// Whether a text file's first [`SNIFF_BYTES`] (read into `buf`) are UTF-8
 /// (an unreadable one counts as not: no charset is then claimed). `whole`

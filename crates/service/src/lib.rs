@@ -10,6 +10,8 @@
 //!   ([`digest::DigestPolicy`]): hashed when the client asks
 //!   (`Want-Repr-Digest`) or sends `Repr-Digest`/`Content-Digest` to check;
 //!   a computed digest is recorded with the file and answered by GET/HEAD.
+//! - `GET /dir/?archive=tar|zip` (`&name=` to select): the folder as one
+//!   archive, exact length, ETag and Range (`archive`).
 //! - `DELETE /path`: a file, or an empty directory.
 //! - WebDAV `MKCOL /dir/` (one folder) and `MOVE /src` with `Destination`
 //!   (and `Overwrite: F`), under the same write policy and token as PUT.
@@ -24,6 +26,7 @@
 //! [`storage::Storage`] trait ([`storage::LocalStorage`] by default).
 
 pub mod access_log;
+mod archive;
 pub mod assets;
 pub mod auth;
 pub mod compress;
@@ -33,12 +36,14 @@ pub mod hash_gate;
 pub mod hidden;
 pub mod listing;
 pub mod metrics;
+pub mod mtime;
 pub mod not_found;
 pub mod origin;
 pub mod page;
 pub mod path;
 pub mod policy;
 pub mod resumable;
+mod size;
 pub mod storage;
 pub mod upload;
 
@@ -54,6 +59,7 @@ pub use hidden::Hidden;
 pub use metrics::{Metrics, RouteClass};
 pub use policy::{Action, Decision, Policy, Principal, Rights};
 pub use resumable::{Uploads, UploadsConfig};
+pub use size::human_size;
 #[cfg(feature = "s3")]
 pub use storage::s3::{S3Config, S3Storage};
 pub use storage::{LocalStorage, PartialUploads, Storage, StorageError};
@@ -78,9 +84,9 @@ pub struct ServiceConfig {
     pub hash: HashMode,
     /// When uploads are hashed.
     pub digest: DigestPolicy,
-    /// On a loopback bind: the `Host` names answered (others get 421, a
-    /// DNS-rebinding guard). `None`: any Host.
-    pub loopback_hosts: Option<origin::LoopbackHosts>,
+    /// The `Host` names and addresses answered (others get 421, a
+    /// DNS-rebinding guard; see `origin::AllowedHosts`). `None`: any Host.
+    pub allowed_hosts: Option<origin::AllowedHosts>,
     /// Where the routes count uploads and digest mismatches; also served at
     /// `GET /-/metrics`. `None`: no metrics route.
     pub metrics: Option<std::sync::Arc<Metrics>>,
@@ -91,7 +97,13 @@ pub struct ServiceConfig {
     /// Served files may run scripts as this origin (`serve --allow-scripts`);
     /// by default they get `Content-Security-Policy: sandbox`.
     pub allow_scripts: bool,
+    /// Entries one folder archive (`?archive=tar|zip`) may hold; more is
+    /// answered 413. `None`: [`ARCHIVE_MAX_ENTRIES`].
+    pub archive_max_entries: Option<usize>,
 }
+
+/// The default limit on the entries of one folder archive.
+pub const ARCHIVE_MAX_ENTRIES: usize = archive::DEFAULT_MAX_ENTRIES;
 
 impl ServiceConfig {
     /// The policy its presets (`access`, `writes`) make: every route asks it.
@@ -123,7 +135,7 @@ fn control_routes(cfg: &ServiceConfig) -> Router {
             let page = metrics::MetricsPage {
                 metrics: metrics.clone(),
                 policy: cfg.policy(),
-                loopback_hosts: cfg.loopback_hosts.clone(),
+                allowed_hosts: cfg.allowed_hosts.clone(),
             };
             router.route(&["GET"], "/-/metrics", page)
         }
@@ -171,8 +183,14 @@ pub fn router_with_uploads<S: Storage + PartialUploads + Clone>(
 impl From<StorageError> for wirespeed_net::Error {
     fn from(e: StorageError) -> Self {
         let status = e.status();
-        if status >= 500 {
-            tracing::error!(error = %e, "storage failure");
+        match &e {
+            // Refused before the body: an answer, not a failure (the
+            // access line records the 507).
+            StorageError::NoRoom { .. } => {}
+            // The disk filled during the upload: once, as a warning.
+            StorageError::Full => tracing::warn!(error = %e, "storage full; upload refused (507)"),
+            _ if status >= 500 => tracing::error!(error = %e, "storage failure"),
+            _ => {}
         }
         match e {
             // Never leak OS error text (paths) to clients.

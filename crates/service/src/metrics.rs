@@ -26,7 +26,7 @@ use prometheus_client::registry::Registry;
 use wirespeed_net::{Completed, Error, Exchange, Handler, Observer, Response, Timeout};
 
 use crate::access_log::{AccessLog, Entry};
-use crate::origin::LoopbackHosts;
+use crate::origin::AllowedHosts;
 
 /// The kind of work a request asked for (the `class` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -452,6 +452,8 @@ impl Observer for Metrics {
                 bytes_out: done.bytes_out,
                 duration: done.duration,
                 peer: done.peer,
+                // The client behind a --trusted-proxy (absent otherwise).
+                client: done.forwarded_for,
                 user_agent: done.user_agent,
             });
         }
@@ -471,18 +473,15 @@ impl Observer for Metrics {
 pub struct MetricsPage {
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) policy: crate::policy::Policy,
-    pub(crate) loopback_hosts: Option<LoopbackHosts>,
+    pub(crate) allowed_hosts: Option<AllowedHosts>,
 }
 
 impl Handler for MetricsPage {
     async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
         RouteClass::Metrics.set(ex);
-        if let Some(hosts) = &self.loopback_hosts {
+        if let Some(hosts) = &self.allowed_hosts {
             if !ex.header_str("host").is_some_and(|h| hosts.allows(h)) {
-                return Err(Error::status(
-                    421,
-                    "misdirected request: this server is bound to loopback (serve --allow-host NAME adds a name)",
-                ));
+                return Err(Error::status(421, crate::origin::MISDIRECTED.trim_end()));
             }
         }
         let who = self.policy.principal(ex.header("authorization"));

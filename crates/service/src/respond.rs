@@ -12,6 +12,7 @@ use crate::conditional::write_allowed;
 use crate::digest::format_sha256;
 use crate::path::RelPath;
 use crate::policy::{Action, Decision, Policy, Principal};
+pub use crate::size::human_size;
 use crate::storage::{CommitCheck, Kind, Meta, Storage, StorageError, Upload, Written};
 use crate::ServiceConfig;
 
@@ -39,10 +40,25 @@ pub(crate) async fn respond_stored<S: Storage>(
     written: Written,
     sum: Option<&[u8; 32]>,
 ) -> Result<(), Error> {
+    respond_stored_with(storage, ex, key, written, sum, &[]).await
+}
+
+/// [`respond_stored`] with `extra` fields (`X-OC-Mtime: accepted`).
+pub(crate) async fn respond_stored_with<S: Storage>(
+    storage: &S,
+    ex: &mut Exchange,
+    key: &RelPath,
+    written: Written,
+    sum: Option<&[u8; 32]>,
+    extra: &[(&str, &str)],
+) -> Result<(), Error> {
     let mut resp = Response::new(match written {
         Written::Created => 201,
         Written::Replaced => 204,
     });
+    for (name, value) in extra {
+        resp = resp.header(name, value);
+    }
     if let Some(sum) = sum {
         resp = resp.header("Repr-Digest", format_sha256(sum));
     }
@@ -69,26 +85,6 @@ pub(crate) fn explain_too_large(e: Error, max_body: Option<u64>) -> Error {
             ),
         ),
         _ => e,
-    }
-}
-
-/// Bytes for people: exact below 1 KiB, else in the largest binary unit it
-/// reaches, rounded down to a tenth unless whole, e.g. `10 GiB`, `1.5 MiB`.
-pub fn human_size(n: u64) -> String {
-    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    if n < 1024 {
-        return format!("{n} bytes");
-    }
-    let mut unit = 0;
-    while unit + 1 < UNITS.len() && n >> (10 * (unit + 2)) > 0 {
-        unit += 1;
-    }
-    let size = 1u64 << (10 * (unit + 1));
-    if n & (size - 1) == 0 {
-        format!("{} {}", n / size, UNITS[unit])
-    } else {
-        let tenths = u128::from(n) * 10 / u128::from(size);
-        format!("{}.{} {}", tenths / 10, tenths % 10, UNITS[unit])
     }
 }
 
@@ -141,15 +137,11 @@ pub(crate) async fn admit_with(
         }
         resp
     };
-    if let Some(hosts) = &cfg.loopback_hosts {
+    if let Some(hosts) = &cfg.allowed_hosts {
         if !ex.header_str("host").is_some_and(|h| hosts.allows(h)) {
             close_if_body(ex);
-            ex.send(
-                text(421),
-                b"misdirected request: this server is bound to loopback and answers only \
-                 localhost, 127.0.0.1 and [::1] (serve --allow-host NAME adds a name)\n",
-            )
-            .await?;
+            ex.send(text(421), crate::origin::MISDIRECTED.as_bytes())
+                .await?;
             return Ok(None);
         }
     }
@@ -158,6 +150,7 @@ pub(crate) async fn admit_with(
             ex.header_str("sec-fetch-site"),
             ex.header_str("origin"),
             ex.header_str("host"),
+            ex.forwarded_proto(),
         )
     {
         close_if_body(ex);
@@ -369,21 +362,4 @@ pub(crate) async fn write_preconditions<S: Storage>(
             current.as_deref(),
         )
     })))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::human_size;
-
-    #[test]
-    fn sizes_for_people() {
-        assert_eq!(human_size(0), "0 bytes");
-        assert_eq!(human_size(1023), "1023 bytes");
-        assert_eq!(human_size(1024), "1 KiB");
-        assert_eq!(human_size(1536), "1.5 KiB");
-        assert_eq!(human_size(10 << 30), "10 GiB");
-        assert_eq!(human_size(12 << 30), "12 GiB");
-        assert_eq!(human_size((1 << 20) - 1), "1023.9 KiB");
-        assert_eq!(human_size(u64::MAX), "15.9 EiB");
-    }
 }

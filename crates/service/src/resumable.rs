@@ -238,6 +238,8 @@ struct Appended {
     result: Result<Progress, Refused>,
     /// Where a completed upload landed.
     written: Option<Written>,
+    /// The completing request's `X-OC-Mtime` was given to the file.
+    mtime_applied: bool,
     /// The request body failed (cut, timeout, taken over): the bytes that
     /// arrived are kept, and this error ends the exchange.
     body_error: Option<Error>,
@@ -650,6 +652,8 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 }
             }
         }
+        // The request that completes the upload may carry `X-OC-Mtime`.
+        let mtime = crate::mtime::requested(ex)?;
         ex.limit_body(plan.max_bytes)?;
         let _in_progress = self.cfg.metrics.as_ref().map(|m| m.upload_started());
         let mut data = self.storage.open_partial(id).await?;
@@ -686,6 +690,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 return Ok(Appended {
                     result: Err(Refused::Checksum),
                     written: None,
+                    mtime_applied: false,
                     body_error,
                 });
             }
@@ -702,6 +707,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 return Ok(Appended {
                     result: Err(Refused::Protocol(r)),
                     written: None,
+                    mtime_applied: false,
                     body_error,
                 });
             }
@@ -712,6 +718,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             );
         }
         let mut written = None;
+        let mut mtime_applied = false;
         match progress {
             Progress::Partial { .. } => {
                 if next.length != before {
@@ -752,6 +759,11 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 }
                 let check = guard.commit_check(check);
                 *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = next;
+                if let (Some(t), Some(file)) = (mtime, data.as_file()) {
+                    // Before the rename publishes it (metadata: one syscall).
+                    file.set_modified(t).map_err(StorageError::from)?;
+                    mtime_applied = true;
+                }
                 let w = self
                     .storage
                     .complete_partial(id, data, &key, check)
@@ -767,6 +779,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         Ok(Appended {
             result: Ok(progress),
             written,
+            mtime_applied,
             body_error,
         })
     }
@@ -896,10 +909,13 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                     Progress::Partial { offset } => offset,
                     Progress::Complete { length } => length,
                 };
-                let resp = Response::new(204)
+                let mut resp = Response::new(204)
                     .header("Tus-Resumable", tus::VERSION)
                     .header("Upload-Offset", offset.to_string())
                     .header("Upload-Expires", http_date(slot.snapshot().expires));
+                if done.mtime_applied {
+                    resp = resp.header(crate::mtime::ANSWER.0, crate::mtime::ANSWER.1);
+                }
                 ex.send(resp, b"").await
             }
         }
@@ -926,6 +942,8 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         }
         let guard = WriteGuard::new(&self.policy, who, &key);
         self.check_target(&guard, who, &key).await?;
+        // A malformed X-OC-Mtime is refused before an upload is created.
+        crate::mtime::requested(ex)?;
         let if_none_match = ex
             .header_str("if-none-match")
             .is_some_and(|v| v.trim() == "*");
@@ -985,6 +1003,9 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 .header("Upload-Draft-Interop-Version", INTEROP);
                 if written == Written::Created {
                     resp = resp.header("Location", key.to_url(false));
+                }
+                if done.mtime_applied {
+                    resp = resp.header(crate::mtime::ANSWER.0, crate::mtime::ANSWER.1);
                 }
                 if let Ok(meta) = self.storage.stat(key).await {
                     if meta.kind == Kind::File {

@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use common::TestServer;
-use wirespeed_service::origin::LoopbackHosts;
+use wirespeed_service::origin::AllowedHosts;
 use wirespeed_service::ServiceConfig;
 use wirespeed_testkit::http::parse_all;
 
@@ -88,7 +88,7 @@ fn uploaded_html_is_sandboxed_and_not_sniffed() {
 #[test]
 fn foreign_host_on_loopback_is_421_and_the_connection_stays_usable() {
     let s = TestServer::with(ServiceConfig {
-        loopback_hosts: Some(LoopbackHosts::new(&["files.lan".to_string()])),
+        allowed_hosts: Some(AllowedHosts::loopback(&["files.lan".to_string()])),
         ..ServiceConfig::default()
     });
     assert_eq!(
@@ -155,8 +155,8 @@ fn refused_request_bodies_are_not_drained() {
     let text = String::from_utf8_lossy(&buf);
     assert!(text.starts_with("HTTP/1.1 401 "), "{text}");
     assert!(text.contains("Connection: close"), "{text}");
-    // The close comes after at most the lingering-close window (2 s), not
-    // after the body timeout.
+    // Our side closes (FIN) right after the answer, while the lingering
+    // close discards what the client still sends; not after the body timeout.
     assert!(
         started.elapsed() < Duration::from_secs(4),
         "{:?}",

@@ -204,20 +204,21 @@ fn sidecar_store_where_xattrs_are_missing() {
     assert_eq!(s.names(SIDECAR_DIR).len(), before - 1);
 }
 
-/// A small file (up to 64 KiB, sent with its head in one write) has its
-/// recorded digest looked up only when the request asks for one: the
-/// small-GET path makes no xattr call. Asked, the record is answered.
+/// A file's recorded digest is answered whatever its size, asked or not
+/// (`wirespeed get` verifies what it is sent and does not ask): small files
+/// (sent with their head in one write) included.
 #[test]
-fn small_files_answer_their_digest_when_asked() {
+fn recorded_digests_are_answered_unasked_at_every_size() {
     let s = TestServer::start();
-    let data = bytes(1000, 6);
-    assert_eq!(put_asking(&s, "/small.bin", &data).status, 201);
-    let g = s.get("/small.bin");
-    assert_eq!(g.body, data);
-    assert_eq!(g.header("repr-digest"), None);
-    let g = s.req("GET", "/small.bin", &[WANT], b"");
-    assert_eq!(g.body, data);
-    assert_eq!(g.header("repr-digest"), Some(sha256_field(&data).as_str()));
-    let h = s.req("HEAD", "/small.bin", &[WANT], b"");
-    assert_eq!(h.header("repr-digest"), Some(sha256_field(&data).as_str()));
+    for size in [13, 1000, 64 << 10, (64 << 10) + 1] {
+        let data = bytes(size, 6);
+        assert_eq!(put_asking(&s, "/f.bin", &data).status, 201, "{size}");
+        let field = sha256_field(&data);
+        let g = s.get("/f.bin");
+        assert_eq!(g.body, data);
+        assert_eq!(g.header("repr-digest"), Some(field.as_str()), "{size}");
+        let h = s.req("HEAD", "/f.bin", &[], b"");
+        assert_eq!(h.header("repr-digest"), Some(field.as_str()), "{size}");
+        assert_eq!(s.req("DELETE", "/f.bin", &[], b"").status, 204);
+    }
 }

@@ -127,6 +127,13 @@ fn oversize_content_length_is_507_before_the_body() {
         let r = s.raw(raw.as_bytes(), false);
         assert_eq!(r.status, 507, "{method} {path}: {}", r.text());
         assert!(r.text().contains("not enough space"), "{}", r.text());
+        // Sizes for people, in the units the client shows.
+        assert!(
+            r.text()
+                .contains("the upload is 909.4 TiB and the storage has "),
+            "{}",
+            r.text()
+        );
         assert!(started.elapsed() < Duration::from_secs(10));
     }
     assert!(!s.root.join("huge.bin").exists());

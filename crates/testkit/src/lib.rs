@@ -11,6 +11,7 @@
 //! - [`data`]: deterministic pseudo-random bytes and split points;
 //! - [`tools`]: external peers (curl);
 //! - [`minio`]: a real MinIO for the S3 backend (boto3 to inspect it).
+//! - [`nginx`]: nginx as a reverse proxy or cache in front of a server.
 //! - [`proxy`]: a TCP proxy that cuts (or stalls) connections after N bytes.
 //!
 //! Helpers panic with a message on failure: they are test code.
@@ -20,6 +21,7 @@ pub mod data;
 pub mod fs;
 pub mod http;
 pub mod minio;
+pub mod nginx;
 pub mod proxy;
 pub mod server;
 pub mod tools;

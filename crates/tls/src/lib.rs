@@ -59,8 +59,9 @@ pub use config::{
 };
 pub use pinned::{describe_tls_error, validity, PinnedCertError, PinnedOrWebPki};
 pub use self_signed::{
-    fingerprint, self_signed, self_signed_kept, server_self_signed, server_self_signed_kept,
-    KeptCert, Renewal, SelfSigned, SELF_SIGNED_CERT_FILE, SELF_SIGNED_KEY_FILE,
+    fingerprint, self_signed, self_signed_for, self_signed_kept, self_signed_kept_for,
+    server_self_signed, server_self_signed_for, server_self_signed_kept, KeptCert, Renewal,
+    SelfSigned, SELF_SIGNED_CERT_FILE, SELF_SIGNED_KEY_FILE,
 };
 pub use stream::{connect, ClientTlsStream, ServerTlsStream};
 

@@ -1,4 +1,5 @@
-//! Self-signed certificates for `localhost`, `127.0.0.1` and `::1`: made
+//! Self-signed certificates for `localhost`, `127.0.0.1` and `::1` (plus
+//! any names and addresses the caller adds, e.g. the machine's): made
 //! fresh ([`self_signed`]) or kept in a folder and reused while valid
 //! ([`self_signed_kept`]), and their SHA-256 [`fingerprint`].
 
@@ -20,8 +21,20 @@ pub const SELF_SIGNED_CERT_FILE: &str = "wirespeed-self-signed.pem";
 /// File name of the private key kept by [`server_self_signed_kept`] (mode 0600).
 pub const SELF_SIGNED_KEY_FILE: &str = "wirespeed-self-signed-key.pem";
 
-/// The names a self-signed certificate is made for.
+/// The names every self-signed certificate is made for.
 const SELF_SIGNED_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// [`SELF_SIGNED_NAMES`] and `extra` (host names or IP addresses), each once.
+fn all_names(extra: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = SELF_SIGNED_NAMES.iter().map(|n| n.to_string()).collect();
+    for n in extra {
+        let n = n.trim().to_ascii_lowercase();
+        if !n.is_empty() && !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    names
+}
 
 /// A kept certificate this close to its end is replaced at start, so a
 /// server started today does not stop working tomorrow.
@@ -39,18 +52,21 @@ pub struct SelfSigned {
 /// Generate a certificate for `localhost`, `127.0.0.1` and `::1`, write it
 /// (not the key, which stays in memory) to `dir/wirespeed-self-signed.pem`.
 pub fn self_signed(dir: &Path) -> Result<SelfSigned, TlsError> {
-    let (cert, key) = generate()?;
+    self_signed_for(dir, &[])
+}
+
+/// [`self_signed`], also naming `extra` host names and IP addresses.
+pub fn self_signed_for(dir: &Path, extra: &[String]) -> Result<SelfSigned, TlsError> {
+    let (cert, key) = generate(&all_names(extra))?;
     let cert_path = dir.join(SELF_SIGNED_CERT_FILE);
     write_atomically(dir, SELF_SIGNED_CERT_FILE, cert.pem().as_bytes(), 0o644)?;
     finish(cert.der().clone(), key.serialize_der(), cert_path)
 }
 
-fn generate() -> Result<(rcgen::Certificate, rcgen::KeyPair), TlsError> {
-    let names = SELF_SIGNED_NAMES
-        .iter()
-        .map(|n| n.to_string())
-        .collect::<Vec<_>>();
-    let rcgen::CertifiedKey { cert, key_pair } = rcgen::generate_simple_self_signed(names)?;
+/// A certificate naming `names` (IP addresses become IP subject alternative names).
+fn generate(names: &[String]) -> Result<(rcgen::Certificate, rcgen::KeyPair), TlsError> {
+    let rcgen::CertifiedKey { cert, key_pair } =
+        rcgen::generate_simple_self_signed(names.to_vec())?;
     Ok((cert, key_pair))
 }
 
@@ -113,7 +129,8 @@ pub enum Renewal {
     Missing,
     /// Expired, not yet valid, or ending within a week (end, UNIX seconds).
     Expired { not_after: i64 },
-    /// It does not name localhost, 127.0.0.1 and ::1.
+    /// It does not name every name and address asked for (localhost,
+    /// 127.0.0.1, ::1 and the caller's).
     OtherNames,
     /// Unreadable, a key that does not match it, or a key others may read.
     Unusable(String),
@@ -136,8 +153,8 @@ impl std::fmt::Display for KeptCert {
                 pinned::format_time(*not_after)
             ),
             KeptCert::Created(Renewal::OtherNames) => f.write_str(
-                "made a new certificate (the stored one does not name localhost, 127.0.0.1 and ::1); \
-                 clients must trust the new one",
+                "made a new certificate (the stored one does not name all of this server's \
+                 names and addresses); clients must trust the new one",
             ),
             KeptCert::Created(Renewal::Unusable(why)) => write!(
                 f,
@@ -148,7 +165,7 @@ impl std::fmt::Display for KeptCert {
 }
 
 /// The certificate and key stored in `dir`, if they can serve now.
-fn stored(dir: &Path, now: i64) -> Result<(SelfSigned, i64), Renewal> {
+fn stored(dir: &Path, now: i64, names: &[String]) -> Result<(SelfSigned, i64), Renewal> {
     let cert_path = dir.join(SELF_SIGNED_CERT_FILE);
     let key_path = dir.join(SELF_SIGNED_KEY_FILE);
     if !cert_path.exists() || !key_path.exists() {
@@ -177,8 +194,9 @@ fn stored(dir: &Path, now: i64) -> Result<(SelfSigned, i64), Renewal> {
     }
     let cert =
         webpki::EndEntityCert::try_from(&der).map_err(|e| Renewal::Unusable(format!("{e:?}")))?;
-    for name in SELF_SIGNED_NAMES {
-        let name = ServerName::try_from(name).map_err(|e| Renewal::Unusable(e.to_string()))?;
+    for name in names {
+        let name =
+            ServerName::try_from(name.as_str()).map_err(|e| Renewal::Unusable(e.to_string()))?;
         if cert.verify_is_valid_for_subject_name(&name).is_err() {
             return Err(Renewal::OtherNames);
         }
@@ -203,12 +221,22 @@ fn stored(dir: &Path, now: i64) -> Result<(SelfSigned, i64), Renewal> {
 /// `localhost`, `127.0.0.1` and `::1`; otherwise a new pair replaces them.
 /// Says which happened. Give it only a folder that only this user can write.
 pub fn self_signed_kept(dir: &Path) -> Result<(SelfSigned, KeptCert), TlsError> {
+    self_signed_kept_for(dir, &[])
+}
+
+/// [`self_signed_kept`], also naming `extra`: a stored certificate missing
+/// one of them is replaced.
+pub fn self_signed_kept_for(
+    dir: &Path,
+    extra: &[String],
+) -> Result<(SelfSigned, KeptCert), TlsError> {
     let now = UnixTime::now().as_secs() as i64;
-    let why = match stored(dir, now) {
+    let names = all_names(extra);
+    let why = match stored(dir, now, &names) {
         Ok((s, not_after)) => return Ok((s, KeptCert::Reused { not_after })),
         Err(why) => why,
     };
-    let (cert, key) = generate()?;
+    let (cert, key) = generate(&names)?;
     let key_der = key.serialize_der();
     // The key first: a crash between the two writes leaves a pair that does
     // not match, which the next start replaces.
@@ -226,7 +254,15 @@ pub fn self_signed_kept(dir: &Path) -> Result<(SelfSigned, KeptCert), TlsError> 
 /// `serve --tls-self-signed`: an acceptor, the certificate's path and its
 /// SHA-256 fingerprint (print both so users can `--cacert` or compare).
 pub fn server_self_signed(dir: &Path) -> Result<(Acceptor, PathBuf, String), TlsError> {
-    let s = self_signed(dir)?;
+    server_self_signed_for(dir, &[])
+}
+
+/// [`server_self_signed`], also naming `extra` host names and addresses.
+pub fn server_self_signed_for(
+    dir: &Path,
+    extra: &[String],
+) -> Result<(Acceptor, PathBuf, String), TlsError> {
+    let s = self_signed_for(dir, extra)?;
     Ok((Acceptor::new(s.config), s.cert_path, s.fingerprint))
 }
 
@@ -234,8 +270,9 @@ pub fn server_self_signed(dir: &Path) -> Result<(Acceptor, PathBuf, String), Tls
 /// acceptor, with the certificate's path, fingerprint and what was done.
 pub fn server_self_signed_kept(
     dir: &Path,
+    extra: &[String],
 ) -> Result<(Acceptor, PathBuf, String, KeptCert), TlsError> {
-    let (s, kept) = self_signed_kept(dir)?;
+    let (s, kept) = self_signed_kept_for(dir, extra)?;
     Ok((Acceptor::new(s.config), s.cert_path, s.fingerprint, kept))
 }
 

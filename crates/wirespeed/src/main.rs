@@ -59,6 +59,7 @@ fn closed_pipe(e: &anyhow::Error) -> bool {
 mod bench;
 mod bench_load;
 mod client_cmd;
+mod notice;
 mod serve;
 mod serve_target;
 mod size;
@@ -136,7 +137,8 @@ fn init_logging(command: &Command) -> Option<tracing_appender::non_blocking::Wor
             64 << 10,
             std::io::stderr(),
         ));
-    init_subscriber(filter("warn"), args.json_logs(), writer);
+    notice::set_json(args.json_logs());
+    init_subscriber(filter(args.default_log_filter()), args.json_logs(), writer);
     Some(guard)
 }
 

@@ -17,6 +17,10 @@ use wirespeed_service::{
 
 use crate::size::parse_size;
 
+mod reach;
+mod shutdown;
+mod tls;
+
 /// `serve --help`: the routes at a glance.
 pub const LONG_ABOUT: &str = "Serve DIR (default: the current folder; it must exist unless --create) \
 over HTTP/1.1.\n\n\
@@ -43,8 +47,9 @@ other address without --token the server is read-only unless --allow-upload/--al
 say otherwise; --read-only refuses every write anywhere.\n\n\
 On start, prints one line `listening on http://ADDR` to stdout (the real address, useful with \
 port 0); with TLS, `listening on https://ADDR` followed by the certificate lines of \
---tls-self-signed. The write mode (`mode: …`) and other notes go to stderr. SIGINT/SIGTERM \
-stop accepting and let requests in flight finish.";
+--tls-self-signed; on 0.0.0.0 or :: then one `on your network: URL` line per address to \
+hand out. The write mode (`mode: …`) and other notes go to stderr. SIGINT/SIGTERM \
+stop accepting and let requests in flight finish (a second Ctrl-C stops at once).";
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
@@ -96,11 +101,30 @@ pub struct ServeArgs {
     )]
     pub tokens: Vec<String>,
 
-    /// On a loopback address the server answers only `Host: localhost`, `127.0.0.1`
-    /// or `[::1]` (any port): other names get 421, which stops DNS-rebinding pages.
-    /// Add a name here to allow it too (repeatable).
-    #[arg(long = "allow-host", value_name = "NAME")]
+    /// The server answers only the names and addresses it is reached by (any
+    /// port): the addresses of the bound interface(s), `localhost` when it covers
+    /// loopback, the machine's host names (NAME, NAME.local), the --listen and
+    /// --tls-name names. Other `Host` values get 421, which stops DNS-rebinding
+    /// pages. Add a name here to allow it too (repeatable); `*` allows any (behind a
+    /// reverse proxy that routes by name, or pass the Host on:
+    /// `proxy_set_header Host $host`).
+    /// Also from the environment: WIRESPEED_ALLOW_HOST=a,b (containers, which
+    /// cannot see the host's names).
+    #[arg(
+        long = "allow-host",
+        value_name = "NAME",
+        env = "WIRESPEED_ALLOW_HOST",
+        value_delimiter = ','
+    )]
     pub allow_hosts: Vec<String>,
+
+    /// A reverse proxy's address or range (CIDR, e.g. 10.0.0.0/8; repeatable):
+    /// from such peers only, X-Forwarded-For (its rightmost hop that is not a
+    /// trusted proxy) is the client in the access log, and X-Forwarded-Proto the
+    /// scheme for the same-origin check. Trusted proxies are exempt from
+    /// --max-connections-per-ip (limit clients at the proxy).
+    #[arg(long = "trusted-proxy", value_name = "CIDR", value_parser = wirespeed_net::TrustedProxies::parse_one)]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 
     /// Reads need a token too (everything but /-/health). Requires --token.
     #[arg(long, requires = "tokens")]
@@ -116,6 +140,12 @@ pub struct ServeArgs {
     /// byte is read. Default: the --max-body value if set, else unlimited.
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub upload_max_size: Option<u64>,
+
+    /// Most entries (files and folders) one folder archive may hold
+    /// (`GET /dir/?archive=tar|zip`); a bigger folder is answered 413. The
+    /// plan of an archive holds about 100 bytes per entry in memory.
+    #[arg(long, default_value_t = wirespeed_service::ARCHIVE_MAX_ENTRIES, value_name = "N")]
+    pub archive_max_entries: usize,
 
     /// Most unfinished resumable uploads kept at once; a creation beyond gets
     /// 503 with Retry-After until some finish, are cancelled or expire.
@@ -218,11 +248,20 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
 
-    /// Serve HTTPS with a certificate for localhost/127.0.0.1/::1 generated at
-    /// start. Its path and SHA-256 fingerprint are printed after the listening
-    /// line; give the file to clients with --cacert.
+    /// Serve HTTPS with a certificate generated at start for localhost, 127.0.0.1,
+    /// ::1, the bound addresses (every interface's on 0.0.0.0/::), the machine's
+    /// host names and --tls-name names. Its path and SHA-256 fingerprint are
+    /// printed after the listening line; give the file to clients with --cacert.
+    /// Without --tls-cert-dir it lives in a new private folder in the system temp
+    /// dir, removed when the server stops.
     #[arg(long)]
     pub tls_self_signed: bool,
+
+    /// Another name (or address) for the --tls-self-signed certificate, e.g. the
+    /// name clients use behind port forwarding (repeatable); also answered as a
+    /// Host (see --allow-host).
+    #[arg(long = "tls-name", value_name = "NAME", requires = "tls_self_signed")]
+    pub tls_names: Vec<String>,
 
     /// Where --tls-self-signed keeps its certificate and key (mode 0600): they
     /// are reused while valid, so clients pin the certificate once; a new pair
@@ -325,6 +364,12 @@ pub enum LogFormat {
 }
 
 impl ServeArgs {
+    /// The log filter when RUST_LOG is unset: warnings, and the operator's
+    /// notices (access lines do not go through the filter: `--access-log`).
+    pub fn default_log_filter(&self) -> &'static str {
+        "warn,wirespeed::notice=info"
+    }
+
     pub fn json_logs(&self) -> bool {
         self.log_format == LogFormat::Json
     }
@@ -525,9 +570,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         args.allow_upload,
         args.allow_delete,
     );
-    // A name given to --listen is one the server is reached by: answer it.
+    // A name given to --listen or --tls-name is one the server is reached by.
     let mut allow_hosts = args.allow_hosts.clone();
-    allow_hosts.extend(args.listen.name.clone());
+    allow_hosts.extend(args.tls_names.iter().cloned());
+    let allowed_hosts =
+        reach::allowed_hosts(listen.ip(), args.listen.name.as_deref(), &allow_hosts);
     let access_log = match args.access_log {
         Switch::On => Some(
             AccessLog::stderr(match args.log_format {
@@ -562,6 +609,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         access: Access::new(&tokens, args.private),
         writes,
         max_body: args.max_body,
+        archive_max_entries: Some(args.archive_max_entries),
         upload_path: match args.upload_path {
             UploadArg::Copy => UploadPath::Copy,
             UploadArg::Splice => UploadPath::Splice,
@@ -570,8 +618,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             HashArg::Inline => HashMode::Inline,
             HashArg::Concurrent => HashMode::Concurrent,
         },
-        loopback_hosts: loopback
-            .then(|| wirespeed_service::origin::LoopbackHosts::new(&allow_hosts)),
+        allowed_hosts: (!allowed_hosts.allows_any()).then_some(allowed_hosts),
         digest: match args.digest {
             DigestArg::OnRequest => DigestPolicy::OnRequest,
             DigestArg::Always => DigestPolicy::Always,
@@ -605,6 +652,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             .filter(|n| (16 << 10..=64 << 20).contains(n))
             .context("--body-buffer must be between 16K and 64M")?,
         observer: Some(metrics),
+        trusted_proxies: wirespeed_net::TrustedProxies::new(args.trusted_proxies.clone()),
         ..ServerConfig::default()
     };
 
@@ -613,7 +661,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(n) = args.threads {
         rt.worker_threads(n.max(1));
     }
-    let tls = tls_acceptor(&args)?;
+    let mut tls = tls::acceptor(
+        &args,
+        &reach::certificate_names(&args.listen, &args.tls_names),
+    )?;
+    // Kept here, so the per-start certificate folder goes when serve returns.
+    let cert_dir = tls.as_mut().and_then(|t| t.temp_dir.take());
+    let cleanup = cert_dir.as_ref().map(|d| d.path().to_path_buf());
     let rt = rt.build().context("starting the async runtime")?;
     let served = rt.block_on(async move {
         // The bucket is checked before the port opens: a wrong endpoint,
@@ -634,13 +688,17 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             let mut out = std::io::stdout().lock();
             let scheme = if tls.is_some() { "https" } else { "http" };
             writeln!(out, "listening on {scheme}://{addr}")?;
-            if let Some((_, Some((cert, fingerprint)))) = &tls {
+            if let Some(tls::Tls { cert: Some((cert, fingerprint)), .. }) = &tls {
                 writeln!(out, "certificate: {}", cert.display())?;
                 writeln!(out, "certificate sha-256 fingerprint: {fingerprint}")?;
             }
+            // On 0.0.0.0/:: the first line's address is not one to hand out.
+            for url in reach::lan_urls(scheme, addr) {
+                writeln!(out, "on your network: {url}")?;
+            }
             out.flush()?;
         }
-        eprintln!("{}", mode_line);
+        crate::notice::say(&mode_line);
         let ucfg = UploadsConfig {
             limits: wirespeed_resumable::Limits {
                 max_size: upload_max_size,
@@ -666,14 +724,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             (None, None) => anyhow::bail!("no storage"),
         };
         let router = Arc::new(router);
+        let grace = server_cfg.shutdown_grace;
         let server = Server::new(server_cfg);
+        let stop = shutdown::signal(server.stats(), grace, cleanup);
         match tls {
-            Some((acceptor, _)) => server
-                .serve_with(listener, Arc::new(acceptor), router, shutdown_signal())
+            Some(tls) => server
+                .serve_with(listener, Arc::new(tls.acceptor), router, stop)
                 .await
                 .context("serving")?,
             None => server
-                .serve(listener, router, shutdown_signal())
+                .serve(listener, router, stop)
                 .await
                 .context("serving")?,
         }
@@ -682,6 +742,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     });
     // Every access line of the requests served, before the process exits.
     flush_log.flush_access_log();
+    drop(cert_dir);
     served
 }
 
@@ -706,63 +767,6 @@ where
         }
     });
     router
-}
-
-/// The TLS acceptor asked for on the command line, with the generated
-/// certificate's path and fingerprint for `--tls-self-signed`.
-type Tls = (wirespeed_tls::Acceptor, Option<(PathBuf, String)>);
-
-fn tls_acceptor(args: &ServeArgs) -> anyhow::Result<Option<Tls>> {
-    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
-        let acceptor = wirespeed_tls::server_from_files(cert, key).with_context(|| {
-            format!(
-                "loading TLS certificate {} and key {}",
-                cert.display(),
-                key.display()
-            )
-        })?;
-        return Ok(Some((acceptor, None)));
-    }
-    if !args.tls_self_signed {
-        return Ok(None);
-    }
-    if let Some(dir) = &args.tls_cert_dir {
-        let (acceptor, cert, fingerprint, kept) = wirespeed_tls::server_self_signed_kept(dir)
-            .with_context(|| format!("preparing a self-signed certificate in {}", dir.display()))?;
-        eprintln!("certificate: {kept}");
-        return Ok(Some((acceptor, Some((cert, fingerprint)))));
-    }
-    let dir = std::env::temp_dir().join(format!("wirespeed-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("creating the certificate folder {}", dir.display()))?;
-    let (acceptor, cert, fingerprint) = wirespeed_tls::server_self_signed(&dir)
-        .with_context(|| format!("generating a self-signed certificate in {}", dir.display()))?;
-    Ok(Some((acceptor, Some((cert, fingerprint)))))
-}
-
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot watch SIGTERM; only SIGINT stops the server");
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-    tracing::info!("shutting down");
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ fn prepare_dir(dir: &Path, create: bool) -> anyhow::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("creating the folder to serve, {}", dir.display()))?;
-            eprintln!("created empty folder {}", dir.display());
+            crate::notice::say(&format!("created empty folder {}", dir.display()));
             Ok(())
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(

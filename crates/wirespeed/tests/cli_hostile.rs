@@ -12,36 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::routes::{Reply, Req, Routes};
-use common::{Serve, BIN};
-
-/// Run the client (60 s bound, its own state folder, no ambient token);
-/// (exit code, stdout, stderr).
-fn run(args: &[&str]) -> (Option<i32>, String, String) {
-    let state = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BIN)
-        .args(args)
-        .env_remove("WIRESPEED_TOKEN")
-        .env_remove("RUST_LOG")
-        .env("XDG_STATE_HOME", state.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("wirespeed {args:?} did not finish in 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::{run_client as run, Serve, BIN};
 
 /// Every path below `dir`, relative, sorted (folders end with `/`).
 fn tree(dir: &Path) -> Vec<String> {

@@ -478,3 +478,92 @@ fn a_failed_put_says_how_to_continue_and_continue_notices_a_changed_file() {
     assert_same_file(&src, &s.root.join("hint.bin"));
     assert!(state_files(&s.state).is_empty());
 }
+
+/// `get -r --archive`: a folder as one archive through a proxy that cuts
+/// every 16 MiB, resumed with Range/If-Range, byte-identical to a fresh
+/// uncut download; and a `.part` left by a cut finishes with `-c`.
+#[test]
+fn get_archive_resumes_through_cuts_and_equals_a_fresh_one() {
+    let s = setup(&[]);
+    let dir = s.root.join("photos");
+    std::fs::create_dir_all(dir.join("2024 été")).unwrap();
+    std::fs::write(dir.join("a.bin"), data(20 * MIB, 4)).unwrap();
+    std::fs::write(dir.join("2024 été/b.bin"), data(30 * MIB + 5, 5)).unwrap();
+    std::fs::write(dir.join("small.txt"), b"small").unwrap();
+    for format in ["zip", "tar"] {
+        let fresh = s.local.join(format!("fresh.{format}"));
+        let out = run(
+            &s.state,
+            &[
+                "get",
+                "-r",
+                "--archive",
+                format,
+                &format!("{}/photos/", s.serve.base()),
+                "-o",
+                fresh.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let proxy = CuttingProxy::start(s.serve.addr);
+        proxy.cut_downstream_every(Some(CUT));
+        let cut = s.local.join(format!("cut.{format}"));
+        let out = run(
+            &s.state,
+            &[
+                "get",
+                "-r",
+                "--archive",
+                format,
+                &format!("{}/photos", proxy.base()),
+                "-o",
+                cut.to_str().unwrap(),
+            ],
+        );
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(proxy.cuts() >= 2, "{} cuts\n{stderr}", proxy.cuts());
+        assert!(stderr.contains("resuming at byte"), "{stderr}");
+        assert_same_file(&fresh, &cut);
+        // A download cut by the user: finished later with -c.
+        let whole = std::fs::read(&fresh).unwrap();
+        let later = s.local.join(format!("later.{format}"));
+        std::fs::write(
+            // The client's partial name (`transfer::part_path`).
+            s.local.join(format!(".wirespeed-part-later.{format}")),
+            &whole[..whole.len() / 3],
+        )
+        .unwrap();
+        let out = run(
+            &s.state,
+            &[
+                "get",
+                "-c",
+                "--archive",
+                format,
+                &format!("{}/photos/", s.serve.base()),
+                "-o",
+                later.to_str().unwrap(),
+            ],
+        );
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(stdout.contains("resumed at"), "{stdout}");
+        assert_same_file(&fresh, &later);
+    }
+    // The default name is the folder's.
+    let out = client(
+        &s.state,
+        &[
+            "get",
+            "--archive",
+            "tar",
+            &format!("{}/photos/", s.serve.base()),
+        ],
+    )
+    .current_dir(&s.local)
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_same_file(&s.local.join("photos.tar"), &s.local.join("fresh.tar"));
+}

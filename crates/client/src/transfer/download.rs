@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
+use crate::transfer::mtime;
 use crate::transfer::retry::{self, Notice, RetryPolicy};
 use crate::transfer::{get_following, hash_file, hex, parse_sha256, TransferProgress};
 use crate::{Client, Error, Request, Response, Url};
@@ -21,6 +22,8 @@ pub struct DownloadOptions {
     pub retry: RetryPolicy,
     /// Told about resumptions and restarts.
     pub notice: Option<Notice>,
+    /// Give the file the server's `Last-Modified` (as `wget`, `curl -R`).
+    pub keep_mtime: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -283,6 +286,13 @@ async fn download_once(
         have = 0;
     };
     let expected = resp.header("Repr-Digest").and_then(parse_sha256);
+    let modified = opts
+        .keep_mtime
+        .then(|| {
+            resp.header("Last-Modified")
+                .and_then(mtime::from_last_modified)
+        })
+        .flatten();
     let total = resp.content_length().map(|n| n + have);
     if let Some(p) = &opts.progress {
         p.start(total, have);
@@ -327,6 +337,12 @@ async fn download_once(
             .unwrap_or_default();
         <[u8; 32]>::from(h.finalize())
     });
+    if let Some(t) = modified {
+        // On the `.part`, so the file appears under its name with its time.
+        if let Err(e) = mtime::apply(&part, t) {
+            tracing::warn!(path = %part.display(), error = %e, "could not set the modification time");
+        }
+    }
     finish_download(&part, dest, have + written, have, expected, sum).await
 }
 
@@ -417,9 +433,14 @@ pub async fn download_to<W: tokio::io::AsyncWrite + Unpin + ?Sized>(
 }
 
 /// A folder's listing is not the file the user asked for: a download that
-/// ended at a URL with a trailing `/` is an error that points to `ls`.
+/// ended at a URL with a trailing `/` is an error that points to `ls`,
+/// unless it asked for the folder as an archive (`?archive=`).
 fn refuse_folder(resp: &Response, final_url: &Url) -> Result<(), Error> {
-    if !final_url.path().ends_with('/') {
+    let archive = final_url
+        .target
+        .split_once('?')
+        .is_some_and(|(_, q)| q.split('&').any(|p| p.starts_with("archive=")));
+    if !final_url.path().ends_with('/') || archive {
         return Ok(());
     }
     Err(Error::Status {

@@ -18,23 +18,26 @@ use sha2::{Digest, Sha256};
 use crate::{Client, Error, Request, Response, Url};
 
 mod download;
+mod file_upload;
+pub mod mtime;
+mod put;
 mod remote;
 mod resume;
 pub mod retry;
 pub mod saved;
-mod upload;
 
 pub use download::{
     download_file, download_to, is_part_name, parse_content_range, part_path, DownloadOptions,
     DownloadReport, OUTPUT_CONTEXT, PART_PREFIX,
 };
+pub use file_upload::upload_file;
+pub use put::{
+    form_framing, upload_form, upload_stream, upload_url, ProtocolChoice, UploadOptions,
+    UploadReport,
+};
 pub use remote::{
     delete, list, list_following, parse_listing_time, refuse_name, reserved_name, safe_name, walk,
     Entry, RemoteEntry, Walk, WalkLimits, MAX_DEPTH, RESERVED_PREFIX,
-};
-pub use upload::{
-    form_framing, upload_file, upload_form, upload_stream, upload_url, ProtocolChoice,
-    UploadOptions, UploadReport,
 };
 pub use wirespeed_resumable::client::ClientProtocol;
 
@@ -44,6 +47,9 @@ pub trait TransferProgress: Send + Sync {
     fn start(&self, total: Option<u64>, already: u64);
     /// `n` more bytes went by.
     fn advance(&self, n: u64);
+    /// The last byte went out; the answer is awaited (a body of unknown
+    /// length says so here; a known one when it reaches its total).
+    fn finishing(&self) {}
 }
 
 /// `sha-256=:BASE64:` (RFC 9530).

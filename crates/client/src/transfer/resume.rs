@@ -13,9 +13,9 @@ use wirespeed_resumable::client::{
 };
 use wirespeed_resumable::{ietf, tus};
 
+use crate::transfer::put::{put_retrying, ProtocolChoice};
 use crate::transfer::retry::{self, RetryPolicy};
 use crate::transfer::saved::{FileIdentity, Lookup, StateFile};
-use crate::transfer::upload::{put_retrying, ProtocolChoice};
 use crate::transfer::{format_sha256, hash_file, hex, parse_sha256, UploadOptions, UploadReport};
 use crate::{Body, Client, Error, FileBody, Request, Response, Url};
 
@@ -496,6 +496,12 @@ impl Job<'_> {
                 .header("Upload-Complete", if last { "?1" } else { "?0" }),
             _ => req.header("Content-Type", tus::CONTENT_TYPE),
         };
+        if last {
+            // The request completing the upload: the server applies it.
+            if let Some(t) = self.opts.mtime_field(self.path) {
+                req = req.header(crate::transfer::mtime::FIELD, t);
+            }
+        }
         let mut body = Body::file(FileBody::open(self.path)?.range(offset, n));
         if let Some(p) = &self.opts.progress {
             let p = Arc::clone(p);

@@ -3,7 +3,7 @@
 //! `json` layouts, target `wirespeed::access`), without going through
 //! tracing, so a line costs a few hundred nanoseconds and no allocation.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The layout of a line.
@@ -27,6 +27,8 @@ pub struct Entry<'a> {
     pub bytes_out: u64,
     pub duration: Duration,
     pub peer: SocketAddr,
+    /// The client a `--trusted-proxy` forwarded for (no field when absent).
+    pub client: Option<IpAddr>,
     pub user_agent: Option<&'a str>,
 }
 
@@ -188,6 +190,10 @@ pub fn write_line(format: Format, clock: &mut Clock, e: &Entry<'_>, out: &mut Ve
             push_millis(out, e.duration);
             out.extend_from_slice(b" peer=");
             push_peer(out, e.peer);
+            if let Some(client) = e.client {
+                use std::io::Write as _;
+                let _ = write!(out, " client={client}");
+            }
             out.extend_from_slice(b" user_agent=");
             push_debug_str(out, ua);
         }
@@ -208,6 +214,10 @@ pub fn write_line(format: Format, clock: &mut Clock, e: &Entry<'_>, out: &mut Ve
             push_millis(out, e.duration);
             out.extend_from_slice(b",\"peer\":\"");
             push_peer(out, e.peer);
+            if let Some(client) = e.client {
+                use std::io::Write as _;
+                let _ = write!(out, "\",\"client\":\"{client}");
+            }
             out.extend_from_slice(b"\",\"user_agent\":");
             push_json_str(out, ua);
             out.extend_from_slice(b",\"target\":\"wirespeed::access\"}");
@@ -231,6 +241,7 @@ mod tests {
             bytes_out: 13,
             duration: Duration::from_micros(1_234),
             peer: "127.0.0.1:5555".parse().unwrap(),
+            client: None,
             user_agent: ua,
         }
     }
@@ -263,6 +274,15 @@ mod tests {
         assert_eq!(v["duration_ms"], 1.234);
         assert_eq!(v["peer"], "127.0.0.1:5555");
         assert_eq!(v["user_agent"], "-");
+        assert!(v.get("client").is_none(), "{l}");
+        let forwarded = Entry {
+            client: Some("198.51.100.7".parse().unwrap()),
+            ..entry("/a", None)
+        };
+        let v: serde_json::Value = serde_json::from_str(&line(Format::Json, &forwarded)).unwrap();
+        assert_eq!(v["client"], "198.51.100.7");
+        assert!(line(Format::Text, &forwarded)
+            .contains(" peer=127.0.0.1:5555 client=198.51.100.7 user_agent=\"-\""));
         assert_eq!(v["target"], "wirespeed::access");
     }
 

@@ -267,6 +267,7 @@ mod tests {
             bytes_out: 1,
             duration: Duration::ZERO,
             peer: "127.0.0.1:1".parse().unwrap(),
+            client: None,
             user_agent: None,
         }
     }

@@ -119,7 +119,11 @@ pub enum StorageError {
     Full,
     /// Refused before any byte was read: the announced size exceeds the
     /// free space.
-    #[error("not enough space: the body is {needed} bytes and the storage has {available} free")]
+    #[error(
+        "not enough space: the upload is {} and the storage has {} free",
+        crate::size::human_size(*needed),
+        crate::size::human_size(*available)
+    )]
     NoRoom { needed: u64, available: u64 },
     /// ENAMETOOLONG: a name or the whole path is too long for the filesystem.
     #[error("name too long for the server's filesystem (names up to 255 bytes)")]
@@ -321,6 +325,12 @@ pub trait Upload: Send {
     /// starts (S3 multipart) records it then. The route aborts the upload
     /// if the received bytes do not match, so it is never recorded wrongly.
     fn expect_sha256(&mut self, _sum: [u8; 32]) {}
+    /// Give the file modification time `t` when it commits (`X-OC-Mtime`),
+    /// before it becomes visible. `false`: this backend cannot, and the
+    /// route does not claim it did.
+    fn set_modified(&mut self, _t: SystemTime) -> bool {
+        false
+    }
     /// Bytes written so far.
     fn written(&self) -> u64;
     /// Make the bytes visible at the key, atomically; `sha256`, when the

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::progress::human_size;
+
 use anyhow::{bail, Context};
 use clap::Args;
 use wirespeed_client::transfer::{self, DownloadOptions, DownloadReport};
@@ -11,7 +13,7 @@ use wirespeed_client::{url::decode, Client, Error, Url};
 
 use super::put::{files_rate, report_failures};
 use super::{
-    client, folder, get_tree, interrupt, notice, progress, rate, runtime, total_progress, url,
+    client, folder, get_tree, interrupt, notice, progress, runtime, total_progress, url,
     ClientOpts, ParallelOpts, RetryOpts, WalkOpts,
 };
 
@@ -25,6 +27,7 @@ Examples:
   wirespeed get -r http://127.0.0.1:8080/photos/ backup        # -> backup/photos/..., every run
   wirespeed get -n -r http://127.0.0.1:8080/photos/            # -> ./photos/, keep existing files
   wirespeed get 127.0.0.1:8080/a.txt                           # no scheme: http:// (as curl)
+  wirespeed get -r --archive zip http://127.0.0.1:8080/photos/ # -> ./photos.zip, one download
 
 Every file arrives as .wirespeed-part-FILE (hidden, beside it; the
 .wirespeed- prefix is reserved, so no remote file can take that name) and
@@ -54,6 +57,14 @@ is not one plain file name (`..`, `/etc/x`, `a/../b`) or starts with
 --max-entries entries or --max-names bytes of names fails before any
 transfer.
 
+--archive tar|zip: the folder arrives as one archive with an exact length,
+so a cut download resumes (-c, retries) like a file; if the folder changed
+meanwhile, the server answers the new archive whole.
+
+Times: like `wget` and `curl -R`, each file gets the server's modification
+time (`Last-Modified`), set before it is renamed into place; --no-mtime
+leaves the time of the download.
+
 --no-clobber: like `wget -nc` and `cp -n`, an existing local file is not
 downloaded again (checked before transferring); this is reported on stderr and
 is not an error. Without it, files are replaced.";
@@ -81,6 +92,16 @@ pub struct GetArgs {
     /// Never replace a local file: skip it and say so.
     #[arg(long, short = 'n')]
     pub no_clobber: bool,
+    /// Download a folder as one archive the server builds
+    /// (`?archive=tar|zip`): one file, resumable like any other (-c, retries
+    /// with Range/If-Range). Default name: FOLDER.tar or FOLDER.zip.
+    #[arg(long, value_name = "FORMAT", value_parser = ["tar", "zip"])]
+    pub archive: Option<String>,
+    /// Do not give files the server's modification time (`Last-Modified`,
+    /// kept by default as `wget` and `curl -R` do): they get the time of
+    /// the download instead.
+    #[arg(long)]
+    pub no_mtime: bool,
     #[command(flatten)]
     pub parallel: ParallelOpts,
     #[command(flatten)]
@@ -191,9 +212,23 @@ pub fn get(args: GetArgs) -> anyhow::Result<()> {
             bail!("-o - (stdout) cannot be used with -r or --continue");
         }
         let mut out = tokio::io::stdout();
-        rt.block_on(transfer::download_to(&client, target, &mut out, None))
-            .with_context(|| format!("downloading {target} to stdout"))?;
+        // The bytes go to stdout; the bar, if stderr is a terminal, to stderr.
+        let p = progress(&args.opts, "get");
+        let result = rt.block_on(transfer::download_to(
+            &client,
+            target,
+            &mut out,
+            Some(p.sink()),
+        ));
+        p.finish();
+        result.with_context(|| format!("downloading {target} to stdout"))?;
         return Ok(());
+    }
+    if let Some(format) = &args.archive {
+        let [target] = targets.as_slice() else {
+            bail!("--archive takes one folder URL");
+        };
+        return get_archive(&args, &client, &rt, target, format, output.as_deref());
     }
     if args.recursive {
         return get_tree::get_folders(&args, &client, &rt, &targets, output.as_deref());
@@ -243,23 +278,21 @@ fn get_one(
         }
         return Ok(());
     }
-    let bar = progress(&args.opts, "get");
+    let p = progress(&args.opts, "get");
     let opts = DownloadOptions {
         resume: args.resume,
-        progress: bar.as_ref().map(|b| b.0.clone()),
+        progress: Some(p.sink()),
         retry: args.retry.policy(),
         notice: notice(&args.opts),
+        keep_mtime: !args.no_mtime,
     };
-    let started = Instant::now();
     let again = interrupt::rerun_command(Some(("--continue", "-c")));
     let result = interrupt::block_on(
         rt,
         transfer::download_file(client, target, &dest, &opts),
         &again,
     );
-    if let Some((_, b)) = &bar {
-        b.finish_and_clear();
-    }
+    p.finish();
     let rep = result.with_context(|| {
         let part = transfer::part_path(&dest);
         let keep = if part.exists() {
@@ -283,14 +316,38 @@ fn get_one(
         return Ok(());
     }
     if !args.opts.quiet {
-        outln!("{}", summary(target, &rep, started));
+        outln!("{}", summary(target, &rep, &p.meter().rate()));
     }
     Ok(())
 }
 
-fn summary(target: &Url, rep: &DownloadReport, started: Instant) -> String {
+/// A folder as one archive (`?archive=FORMAT`), saved like a file.
+fn get_archive(
+    args: &GetArgs,
+    client: &Client,
+    rt: &tokio::runtime::Runtime,
+    target: &Url,
+    format: &str,
+    output: Option<&Path>,
+) -> anyhow::Result<()> {
+    let folder = target.as_folder();
+    let name = format!(
+        "{}.{format}",
+        folder_name(&folder).unwrap_or_else(|| "files".to_string())
+    );
+    let output = match output {
+        Some(p) if p.is_dir() => p.join(&name),
+        Some(p) => p.to_path_buf(),
+        None => PathBuf::from(&name),
+    };
+    let mut archive = folder.clone();
+    archive.target = format!("{}?archive={format}", folder.path());
+    get_one(args, client, rt, &archive, Some(&output))
+}
+
+fn summary(target: &Url, rep: &DownloadReport, rate: &str) -> String {
     let resumed = if rep.resumed_from > 0 {
-        format!(", resumed at {}", rep.resumed_from)
+        format!(", resumed at {}", human_size(rep.resumed_from))
     } else {
         String::new()
     };
@@ -300,10 +357,9 @@ fn summary(target: &Url, rep: &DownloadReport, started: Instant) -> String {
         ""
     };
     format!(
-        "{target} -> {} ({} bytes{resumed}, {}{check})",
+        "{target} -> {} ({}{resumed}, {rate}{check})",
         rep.dest.display(),
-        rep.bytes,
-        rate(rep.bytes - rep.resumed_from, started)
+        human_size(rep.bytes),
     )
 }
 
@@ -329,13 +385,14 @@ pub(super) fn run_jobs(
         }
     }
     let started = Instant::now();
-    let bar = total_progress(&args.opts, "get", jobs.iter().map(|j| j.size).sum());
+    let p = total_progress(&args.opts, "get", jobs.iter().map(|j| j.size).sum());
     let opts = DownloadOptions {
         // A tree's rerun continues its partial files (-c or not).
         resume: args.resume || args.recursive,
-        progress: bar.as_ref().map(|b| b.0.clone()),
+        progress: Some(p.sink()),
         retry: args.retry.policy(),
         notice: notice(&args.opts),
+        keep_mtime: !args.no_mtime,
     };
     let parallel = usize::from(args.parallel.parallel);
     let again = interrupt::rerun_command((!args.recursive).then_some(("--continue", "-c")));
@@ -349,9 +406,7 @@ pub(super) fn run_jobs(
         })
     });
     let results = interrupt::block_on(rt, run, &again);
-    if let Some((_, b)) = &bar {
-        b.finish_and_clear();
-    }
+    p.finish();
     let (mut saved, mut bytes) = (0usize, 0u64);
     let mut failed: Vec<(String, Error)> = Vec::new();
     for (label, r) in results {
@@ -360,7 +415,7 @@ pub(super) fn run_jobs(
                 saved += 1;
                 bytes += rep.bytes;
                 if per_file && !quiet {
-                    outln!("{}", summary(&u, &rep, started));
+                    outln!("{}", summary(&u, &rep, &p.meter().rate()));
                 }
             }
             Err(e) => failed.push((label, e)),
@@ -368,9 +423,10 @@ pub(super) fn run_jobs(
     }
     if !quiet {
         outln!(
-            "{saved} of {count} files saved to {} ({bytes} bytes, {}, {})",
+            "{saved} of {count} files saved to {} ({}, {}, {})",
             top.display(),
-            rate(bytes, started),
+            human_size(bytes),
+            p.meter().rate(),
             files_rate(saved, started)
         );
         if !per_file && !existing.is_empty() {

@@ -3,9 +3,11 @@
 //! bars, the parallel runner; one file per subcommand.
 
 mod folder;
+mod form;
 mod get;
 mod get_tree;
 mod interrupt;
+mod progress;
 mod put;
 mod rm;
 mod status_hint;
@@ -18,12 +20,11 @@ pub use status_hint::explain;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
-use wirespeed_client::transfer::{self, TransferProgress, WalkLimits};
+use progress::Progress;
+use wirespeed_client::transfer::{self, WalkLimits};
 use wirespeed_client::{Client, ClientConfig, ClientTls, Url};
 
 /// Options shared by every client subcommand.
@@ -53,7 +54,7 @@ pub struct ClientOpts {
     #[arg(long, value_name = "SIZE", default_value = "256K", value_parser = parse_buffer_size)]
     pub buffer_size: usize,
     /// No progress bar and no summary line (errors are still printed).
-    /// The bar is also off when stdout or stderr is not a terminal.
+    /// The bar (on stderr) is also off when stderr is not a terminal.
     #[arg(long, short = 'q')]
     pub quiet: bool,
 }
@@ -108,7 +109,7 @@ impl RetryOpts {
 
 /// Where retrying transfers say what they do: stderr, unless -q.
 fn notice(opts: &ClientOpts) -> Option<transfer::retry::Notice> {
-    (!opts.quiet).then(|| Arc::new(|m: &str| eprintln!("{m}")) as transfer::retry::Notice)
+    (!opts.quiet).then(|| Arc::new(progress::say) as transfer::retry::Notice)
 }
 
 /// `--parallel`: transfers at once for folders and several files.
@@ -184,62 +185,19 @@ fn with_scheme(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// An indicatif bar as the library's progress sink.
-struct Bar(ProgressBar);
-
-impl TransferProgress for Bar {
-    fn start(&self, total: Option<u64>, already: u64) {
-        if let Some(t) = total {
-            self.0.set_length(t);
-        }
-        self.0.set_position(already);
-        // Rate and ETA over this run's bytes only, not the resumed part.
-        self.0.reset_eta();
-    }
-    fn advance(&self, n: u64) {
-        self.0.inc(n);
-    }
+/// A progress meter for `verb`, with a bar when stderr is a terminal
+/// (also when stdout is not: `get -o - | tar x`, `get URL > log`).
+fn progress(opts: &ClientOpts, verb: &'static str) -> Progress {
+    Progress::new(show_bar(opts), verb)
 }
 
-/// Many transfers on one bar: each one's `start` is ignored, bytes add up.
-struct TotalBar(ProgressBar);
-
-impl TransferProgress for TotalBar {
-    fn start(&self, _total: Option<u64>, _already: u64) {}
-    fn advance(&self, n: u64) {
-        self.0.inc(n);
-    }
+/// One meter and bar over `total` bytes shared by many transfers.
+fn total_progress(opts: &ClientOpts, verb: &'static str, total: u64) -> Progress {
+    Progress::shared(show_bar(opts), verb, total)
 }
 
-/// A bar over `total` bytes shared by many transfers.
-fn total_progress(
-    opts: &ClientOpts,
-    verb: &str,
-    total: u64,
-) -> Option<(Arc<dyn TransferProgress>, ProgressBar)> {
-    let (_, bar) = progress(opts, verb)?;
-    bar.set_length(total);
-    Some((Arc::new(TotalBar(bar.clone())), bar))
-}
-
-fn progress(opts: &ClientOpts, verb: &str) -> Option<(Arc<dyn TransferProgress>, ProgressBar)> {
-    if opts.quiet || !std::io::stderr().is_terminal() || !std::io::stdout().is_terminal() {
-        return None;
-    }
-    let bar = ProgressBar::new(0);
-    let style = ProgressStyle::with_template(
-        "{msg} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}",
-    )
-    .unwrap_or_else(|_| ProgressStyle::default_bar())
-    .progress_chars("=> ");
-    bar.set_style(style);
-    bar.set_message(verb.to_string());
-    Some((Arc::new(Bar(bar.clone())), bar))
-}
-
-fn rate(bytes: u64, started: Instant) -> String {
-    let secs = started.elapsed().as_secs_f64().max(1e-6);
-    format!("{:.1} MB/s", bytes as f64 / secs / 1e6)
+fn show_bar(opts: &ClientOpts) -> bool {
+    !opts.quiet && std::io::stderr().is_terminal()
 }
 
 pub fn ls(args: LsArgs) -> anyhow::Result<()> {

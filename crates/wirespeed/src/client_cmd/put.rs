@@ -12,10 +12,11 @@ use wirespeed_client::transfer::{
 use wirespeed_client::{Error, Url};
 
 use super::folder::{self, LocalFile};
+use super::progress::{human_size, Progress};
 use super::status_hint::hint;
 use super::{
-    client, interrupt, notice, progress, rate, runtime, total_progress, url, ClientOpts,
-    ParallelOpts, RetryOpts,
+    client, interrupt, notice, progress, runtime, total_progress, url, ClientOpts, ParallelOpts,
+    RetryOpts,
 };
 
 const AFTER_HELP: &str = "\
@@ -65,6 +66,12 @@ nothing is recorded. If the file changed, or the server no longer has the
 upload, a new one is started and this is said. A server that cannot take a
 resumable upload now (503, 507 to the creation) gets a plain PUT, said once.
 
+Times: each file's modification time is sent as `X-OC-Mtime` (Unix
+seconds, as rclone and ownCloud clients send it); a wirespeed server gives
+the stored file that time before publishing it and answers `X-OC-Mtime:
+accepted`, so `get` and `wget` bring it back. --no-mtime: the server keeps
+its time of upload.
+
 Exit status: 0 when every file was stored (or skipped with -n), 1 otherwise.
 A file that cannot be read or is refused is reported and the others go on;
 an unreachable, unauthorised or full server stops the rest.";
@@ -104,6 +111,12 @@ pub struct PutArgs {
     /// Form field name for `--form`.
     #[arg(long, default_value = "file", requires = "form")]
     pub field: String,
+    /// Do not send the files' modification times (`X-OC-Mtime`, sent by
+    /// default; a wirespeed server gives the stored file that time, as
+    /// rclone's and ownCloud's clients expect): the server's time of
+    /// upload is kept instead.
+    #[arg(long)]
+    pub no_mtime: bool,
     /// Upload protocol: auto (resumable from 8 MiB if the server offers it),
     /// ietf, tus, or put (never resumable; retried from byte 0).
     #[arg(long, value_name = "PROTOCOL", default_value = "auto", value_parser = parse_protocol)]
@@ -312,51 +325,52 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
         state_dir: state_dir(),
         notice: notice(&args.opts),
         append_size: args.append_size,
+        send_mtime: !args.no_mtime,
         ..UploadOptions::default()
     };
     if args.files.iter().any(|f| f.as_os_str() == "-") {
         if args.files.len() > 1 || args.recursive || args.form || args.digest_first {
             bail!("`-` (stdin) is uploaded alone, without -r, --form or --digest-first");
         }
-        let bar = progress(&args.opts, "put");
+        let p = progress(&args.opts, "put");
         let opts = UploadOptions {
-            progress: bar.as_ref().map(|b| b.0.clone()),
+            progress: Some(p.sink()),
             ..upload_opts
         };
-        let started = Instant::now();
         let result = rt.block_on(transfer::upload_stream(
             &client,
             &target,
             tokio::io::stdin(),
             &opts,
         ));
-        if let Some((_, b)) = &bar {
-            b.finish_and_clear();
-        }
-        return report_one(result, "stdin", started, quiet);
+        p.finish();
+        return report_one(result, "stdin", &p, quiet);
     }
     if args.form {
         let [file] = args.files.as_slice() else {
             bail!("--form uploads one file");
         };
-        let bar = progress(&args.opts, "put");
-        let p = bar.as_ref().map(|b| b.0.clone());
+        let p = progress(&args.opts, "put");
         let result = rt.block_on(transfer::upload_form(
             &client,
             &target,
             file,
             &args.field,
-            p,
+            Some(p.sink()),
         ));
-        if let Some((_, b)) = &bar {
-            b.finish_and_clear();
-        }
-        let (status, text) =
-            result.with_context(|| format!("form upload of {} to {target}", file.display()))?;
-        if !quiet {
-            outln!("{status} {}", text.trim());
-        }
-        return Ok(());
+        p.finish();
+        let what = || format!("form upload of {} to {target}", file.display());
+        let (status, text) = result.with_context(what)?;
+        let rep = rt
+            .block_on(super::form::report(
+                &target,
+                file,
+                status,
+                &text,
+                args.no_verify,
+            ))
+            .with_context(what)?;
+        return report_one(Ok(rep), &file.display().to_string(), &p, quiet);
     }
     let Plan {
         jobs,
@@ -381,9 +395,9 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let again = interrupt::rerun_command(None);
     if let ([job], false, true) = (jobs.as_slice(), args.recursive, not_sent.is_empty()) {
-        let bar = progress(&args.opts, "put");
+        let p = progress(&args.opts, "put");
         let opts = UploadOptions {
-            progress: bar.as_ref().map(|b| b.0.clone()),
+            progress: Some(p.sink()),
             ..upload_opts
         };
         let result = interrupt::block_on(
@@ -391,9 +405,7 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
             transfer::upload_file(&client, &job.url, &job.path, &opts),
             &again,
         );
-        if let Some((_, b)) = &bar {
-            b.finish_and_clear();
-        }
+        p.finish();
         let label = format!(
             "{}{}",
             job.path.display(),
@@ -403,13 +415,13 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
                 String::new()
             }
         );
-        return report_one(result, &label, started, quiet);
+        return report_one(result, &label, &p, quiet);
     }
     let total: u64 = jobs.iter().map(|j| j.size).sum();
     let count = jobs.len() + not_sent.len();
-    let bar = total_progress(&args.opts, "put", total);
+    let p = total_progress(&args.opts, "put", total);
     let opts = UploadOptions {
-        progress: bar.as_ref().map(|b| b.0.clone()),
+        progress: Some(p.sink()),
         ..upload_opts
     };
     let run = folder::run_parallel(jobs, parallel, |job| {
@@ -420,9 +432,7 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
         })
     });
     let results = interrupt::block_on(&rt, run, &again);
-    if let Some((_, b)) = &bar {
-        b.finish_and_clear();
-    }
+    p.finish();
     // Per-file lines for files named on the command line; a summary for folders.
     let per_file = !args.recursive;
     let (mut stored, mut bytes, mut replaced, mut skipped) = (0usize, 0u64, 0usize, 0usize);
@@ -440,9 +450,9 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
                 }
                 if per_file && !quiet {
                     outln!(
-                        "{label} -> {} ({} bytes), {}",
+                        "{label} -> {} ({}), {}",
                         rep.url,
-                        rep.bytes,
+                        human_size(rep.bytes),
                         check_line(&rep)
                     );
                 }
@@ -458,8 +468,9 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
     }
     if !quiet {
         outln!(
-            "{stored} of {count} files stored to {target} ({bytes} bytes, {}, {})",
-            rate(bytes, started),
+            "{stored} of {count} files stored to {target} ({}, {}, {})",
+            human_size(bytes),
+            p.meter().rate(),
             files_rate(stored, started)
         );
         if !per_file && replaced > 0 {
@@ -519,7 +530,7 @@ pub(super) fn files_rate(n: usize, started: Instant) -> String {
 fn report_one(
     result: Result<UploadReport, Error>,
     label: &str,
-    started: Instant,
+    progress: &Progress,
     quiet: bool,
 ) -> anyhow::Result<()> {
     let rep = match result {
@@ -537,10 +548,10 @@ fn report_one(
             eprintln!("replaced {}", rep.url);
         }
         outln!(
-            "{label} -> {} ({} bytes, {}), {}",
+            "{label} -> {} ({}, {}), {}",
             rep.url,
-            rep.bytes,
-            rate(rep.bytes, started),
+            human_size(rep.bytes),
+            progress.meter().rate(),
             check_line(&rep)
         );
     }

@@ -461,6 +461,26 @@ def download(browser):
     p.close()
 
 
+@check("download a folder as one zip from the toolbar, and a subfolder as tar from its row menu")
+def download_folder(browser):
+    import tarfile
+    import zipfile
+    p = Page(browser, args.base)
+    with p.page.expect_download() as dl:
+        p.page.get_by_role("link", name="Download folder (zip)").click()
+    assert dl.value.suggested_filename == "files.zip", dl.value.suggested_filename
+    with zipfile.ZipFile(dl.value.path()) as z:
+        assert z.testzip() is None
+        assert z.read("files/c.dat") == bytes(100_000)
+        assert "files/zdir/" in z.namelist(), z.namelist()
+    with p.page.expect_download() as dl:
+        row_action(p, "zdir/", "Download as tar")
+    assert dl.value.suggested_filename == "zdir.tar", dl.value.suggested_filename
+    with tarfile.open(dl.value.path()) as t:
+        assert t.getnames()[0] == "zdir", t.getnames()
+    p.close()
+
+
 @check("phone: no horizontal scrolling at 375 px")
 def phone(browser):
     p = Page(browser, args.base, viewport={"width": 375, "height": 740}, is_mobile=True,

@@ -308,6 +308,7 @@ impl Storage for LocalStorage {
             written: 0,
             writeback_from: 0,
             check: None,
+            modified: None,
         })
     }
 

@@ -72,6 +72,8 @@ pub struct LocalUpload {
     pub(super) writeback_from: u64,
     /// Precondition on the target, checked right before the rename.
     pub(super) check: Option<CommitCheck>,
+    /// The modification time to give the file before the rename (`X-OC-Mtime`).
+    pub(super) modified: Option<std::time::SystemTime>,
 }
 
 impl LocalUpload {
@@ -144,6 +146,11 @@ impl Upload for LocalUpload {
         self.check = Some(check);
     }
 
+    fn set_modified(&mut self, t: std::time::SystemTime) -> bool {
+        self.modified = Some(t);
+        true
+    }
+
     fn written(&self) -> u64 {
         self.written
     }
@@ -161,10 +168,16 @@ impl Upload for LocalUpload {
         };
         let (name, fsync, digests) = (std::mem::take(&mut self.name), self.fsync, self.digests);
         let check = self.check.take();
+        let modified = self.modified;
         // fsync of a large file takes as long as the disk needs: off the
         // async workers. The guard moves along, so any failure in here
         // (or a panic) still removes the temporary file.
         let done = tokio::task::spawn_blocking(move || -> Result<Written, StorageError> {
+            if let Some(t) = modified {
+                // Before the digest record (bound to the mtime) and the
+                // fsync, so the file appears with its time, durably.
+                file.set_modified(t)?;
+            }
             if let Some(sum) = sha256 {
                 // After the last write, so the record is bound to the final
                 // size and mtime; before the fsync, so it is durable with it.

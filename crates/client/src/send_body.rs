@@ -275,7 +275,7 @@ pub(crate) async fn send_body(
 }
 
 /// Read (and observe) the file on a blocking thread, write on this task: the
-/// two overlap, so hashing at ~1.5 GB/s does not stall the socket. Buffers
+/// two overlap, so hashing does not stall the socket. Buffers
 /// are recycled, so the whole upload allocates a handful of them.
 async fn send_file_pipelined(
     conn: &mut Conn,

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use wirespeed_resumable::client::ClientProtocol;
 
 use crate::transfer::retry::{self, Notice, RetryPolicy};
-use crate::transfer::{format_sha256, hash_file, hex, parse_sha256, resume, TransferProgress};
+use crate::transfer::{format_sha256, hash_file, hex, parse_sha256, TransferProgress};
 use crate::{Body, Client, Error, FileBody, Request, Response, Url};
 
 /// Which protocol a file upload uses.
@@ -52,6 +52,18 @@ pub struct UploadOptions {
     pub notice: Option<Notice>,
     /// Largest append of a resumable upload (None: as the server allows).
     pub append_size: Option<u64>,
+    /// Send the file's modification time (`X-OC-Mtime`) for the server to keep.
+    pub send_mtime: bool,
+}
+
+impl UploadOptions {
+    /// The `X-OC-Mtime` value an upload of `path` carries, if any.
+    pub(crate) fn mtime_field(&self, path: &Path) -> Option<String> {
+        if !self.send_mtime {
+            return None;
+        }
+        crate::transfer::mtime::field_value(crate::transfer::mtime::of_file(path))
+    }
 }
 
 impl Default for UploadOptions {
@@ -69,6 +81,7 @@ impl Default for UploadOptions {
             state_dir: None,
             notice: None,
             append_size: None,
+            send_mtime: true,
         }
     }
 }
@@ -113,33 +126,6 @@ pub fn upload_url(url: &Url, path: &Path) -> Result<Url, Error> {
 /// Files up to this size are read whole, hashed inline and sent with the
 /// request head in one write.
 const SMALL_FILE: u64 = 64 * 1024;
-
-/// Upload a file: resumably when it is big and the server can (see
-/// [`ProtocolChoice`]), else with a PUT retried from byte 0. A file is
-/// checked end to end unless `verify` is off.
-pub async fn upload_file(
-    client: &Client,
-    url: &Url,
-    path: &Path,
-    opts: &UploadOptions,
-) -> Result<UploadReport, Error> {
-    let url = upload_url(url, path)?;
-    let len = std::fs::metadata(path)
-        .map_err(|source| Error::File {
-            path: path.to_path_buf(),
-            source,
-        })?
-        .len();
-    let resumable = match opts.protocol {
-        ProtocolChoice::Force(p) => p != ClientProtocol::Put,
-        ProtocolChoice::Auto => len >= opts.resumable_from || opts.continue_saved,
-    };
-    // -n needs the server's atomic create-only check, which only a PUT has.
-    if resumable && !opts.no_clobber {
-        return resume::upload(client, &url, path, len, opts).await;
-    }
-    put_retrying(client, &url, path, opts).await
-}
 
 /// PUT a file, again from byte 0 after a failure that may pass.
 pub(crate) async fn put_retrying(
@@ -221,6 +207,9 @@ async fn put_file(
     }
     if opts.no_clobber {
         req = req.header("If-None-Match", "*");
+    }
+    if let Some(t) = opts.mtime_field(path) {
+        req = req.header(crate::transfer::mtime::FIELD, t);
     }
     let resp = send_upload(client, req.body(body), &url, opts).await?;
     finish_upload(resp, url, len, ours, &hasher, opts).await
@@ -322,7 +311,11 @@ pub async fn upload_stream(
         req = req.header("If-None-Match", "*");
     }
     let (h, c, verify) = (hasher.clone(), count.clone(), opts.verify);
-    let stream = crate::StreamBody::new(reader).observe(move |bytes| {
+    let mut stream = crate::StreamBody::new(reader);
+    if let Some(p) = opts.progress.clone() {
+        stream = stream.on_end(move || p.finishing());
+    }
+    let stream = stream.observe(move |bytes| {
         c.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
         if verify {
             if let Ok(mut h) = h.lock() {

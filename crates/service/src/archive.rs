@@ -1,0 +1,683 @@
+//! `GET /dir/?archive=tar|zip`: a folder, or a selection of its entries
+//! (`&name=a&name=b`), as one archive with an exact `Content-Length`, an
+//! `ETag` of the plan, and single `Range`s (`If-Range`), so a cut download
+//! resumes.
+//!
+//! One walk of `Storage::list` plans it (names, sizes, mtimes: memory is
+//! the plan, bounded by `--archive-max-entries`); `wirespeed-archive` lays
+//! it out; the pieces of the requested range are then rendered (headers)
+//! or moved zero-copy (`BodyWriter::send_file_range`, sendfile on plain
+//! TCP). Listings leave out what GET would refuse: symlinks leading out of
+//! the root, special files, reserved names.
+//!
+//! zip CRC-32s: the layout uses data descriptors, so no file is read before
+//! the first byte. A file streamed whole has its CRC computed alongside
+//! (a second read of the page cache on another core); a descriptor or
+//! central record whose file was not streamed in this response (a `Range`
+//! that starts late) reads that file once, and every CRC is kept in a
+//! bounded in-memory cache keyed by path, size and mtime, so resuming
+//! again never rereads. Recording them with the file (like the sha-256
+//! xattr) would survive restarts; the cache was the smaller change.
+//!
+//! Reads are admitted like a listing's (the folder itself); the policy's
+//! read right is then asked for every entry (`may_read`, from `files.rs`),
+//! and entries it refuses are left out, not errors.
+//!
+//! A file whose size or mtime no longer matches the plan cuts the response
+//! (never padded): the connection closes, and the event is logged.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::UNIX_EPOCH;
+
+use wirespeed_archive::{Archive, Entry, Format, Kind, Part};
+use wirespeed_net::{BodyWriter, Error, Exchange, Response};
+
+use crate::conditional::{evaluate, Conditions, Outcome, Validators};
+use crate::path::{check_segment, percent_decode, RelPath};
+use crate::storage::{self, Listing, Meta, Object, Storage, StorageError};
+use crate::ServiceConfig;
+
+/// Entries an archive may hold unless `--archive-max-entries` says otherwise.
+pub const DEFAULT_MAX_ENTRIES: usize = 250_000;
+
+/// Archive names longer than this are left out: only a symlink loop inside
+/// the root nests that deep (each turn lists the same folder again).
+const MAX_NAME_BYTES: usize = 4096;
+
+/// CRC-32s remembered across requests (about 100 bytes each).
+const CRC_CACHE_MAX: usize = 200_000;
+
+/// What `?archive=` asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Wanted {
+    pub format: Format,
+    /// Names inside the folder; empty: the whole folder.
+    pub names: Vec<String>,
+}
+
+/// The archive request in a folder URL's query, if any: `archive=tar|zip`
+/// and any number of `name=` (percent-encoded, `+` is a space, as an HTML
+/// form sends them), each a plain name inside the folder.
+pub(crate) fn wanted(query: Option<&str>) -> Result<Option<Wanted>, Error> {
+    let Some(query) = query else {
+        return Ok(None);
+    };
+    let mut format = None;
+    let mut names = Vec::new();
+    for pair in query.split('&') {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        match k {
+            "archive" => {
+                format = Some(Format::parse(v).ok_or_else(|| {
+                    Error::status(
+                        400,
+                        "archive must be tar or zip (?archive=tar, ?archive=zip)",
+                    )
+                })?)
+            }
+            "name" => {
+                let bad = || Error::status(400, "bad name= in the archive selection");
+                let raw = percent_decode(&v.replace('+', " ")).map_err(|_| bad())?;
+                let name = String::from_utf8(raw).map_err(|_| bad())?;
+                check_segment(&name).map_err(|e| {
+                    Error::status(400, format!("bad name= in the archive selection: {e}"))
+                })?;
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+            _ => {}
+        }
+    }
+    match format {
+        Some(format) => Ok(Some(Wanted { format, names })),
+        None if names.is_empty() => Ok(None),
+        None => Err(Error::status(
+            400,
+            "name= selects entries for ?archive=tar|zip",
+        )),
+    }
+}
+
+/// CRC-32s of files by (path, size, mtime seconds, nanoseconds).
+#[derive(Default)]
+pub(crate) struct CrcCache {
+    map: Mutex<HashMap<(String, u64, i64, u32), u32>>,
+}
+
+impl CrcCache {
+    fn get(&self, key: &(String, u64, i64, u32)) -> Option<u32> {
+        self.map.lock().ok()?.get(key).copied()
+    }
+
+    fn put(&self, key: (String, u64, i64, u32), crc: u32) {
+        if let Ok(mut map) = self.map.lock() {
+            if map.len() >= CRC_CACHE_MAX {
+                map.clear();
+            }
+            map.insert(key, crc);
+        }
+    }
+}
+
+fn mtime_of(meta: &Meta) -> (i64, u32) {
+    match meta.modified.map(|m| m.duration_since(UNIX_EPOCH)) {
+        Some(Ok(d)) => (d.as_secs() as i64, d.subsec_nanos()),
+        _ => (0, 0),
+    }
+}
+
+/// The archive's top folder: the folder's own name (`files` for the root).
+fn top_name(key: &RelPath) -> &str {
+    key.name().unwrap_or("files")
+}
+
+/// Every entry of the folder at `key`, in name order, refusing more than
+/// `room` (413 with the limit).
+async fn list_all<S: Storage>(
+    storage: &S,
+    key: &RelPath,
+    room: usize,
+    max: usize,
+) -> Result<Vec<storage::Entry>, Error> {
+    let mut listing = storage.list(key).await?;
+    let mut all = Vec::new();
+    while let Some(batch) = listing.next_batch().await? {
+        if all.len() + batch.len() > room {
+            return Err(too_many(max));
+        }
+        all.extend(batch);
+    }
+    Ok(all)
+}
+
+fn too_many(max: usize) -> Error {
+    Error::status(
+        413,
+        format!(
+            "the folder has more than {max} entries, the limit of one archive \
+             (serve --archive-max-entries); download its subfolders separately"
+        ),
+    )
+}
+
+/// A folder whose listing is walked next.
+struct Frame {
+    key: RelPath,
+    /// Its archive name.
+    name: String,
+    entries: std::vec::IntoIter<storage::Entry>,
+}
+
+/// One walk: the entries, depth first in name order, each folder before
+/// its contents.
+async fn plan<S: Storage>(
+    storage: &S,
+    may_read: impl Fn(&RelPath) -> bool + Send + Sync,
+    key: &RelPath,
+    names: &[String],
+    max: usize,
+) -> Result<Vec<Entry>, Error> {
+    let top = top_name(key).to_string();
+    let mut out = vec![Entry {
+        name: top.clone(),
+        kind: Kind::Dir,
+        size: 0,
+        mtime: 0,
+        mtime_nsec: 0,
+        mode: 0o755,
+    }];
+    if let Ok(meta) = storage.stat(key).await {
+        (out[0].mtime, out[0].mtime_nsec) = mtime_of(&meta);
+    }
+    let mut first = list_all(storage, key, max, max).await?;
+    if !names.is_empty() {
+        if let Some(missing) = names.iter().find(|n| !first.iter().any(|e| &e.name == *n)) {
+            return Err(Error::status(
+                404,
+                format!("not found: {missing:?} is not in this folder"),
+            ));
+        }
+        first.retain(|e| names.contains(&e.name));
+    }
+    let mut stack = vec![Frame {
+        key: key.clone(),
+        name: top,
+        entries: first.into_iter(),
+    }];
+    while let Some(frame) = stack.last_mut() {
+        let Some(e) = frame.entries.next() else {
+            stack.pop();
+            continue;
+        };
+        let name = format!("{}/{}", frame.name, e.name);
+        let Ok(child) = frame.key.join(&e.name) else {
+            continue;
+        };
+        if name.len() > MAX_NAME_BYTES {
+            tracing::warn!(path = %child, "archive leaves out a path nested too deep (a symlink loop?)");
+            continue;
+        }
+        if !may_read(&child) {
+            continue;
+        }
+        if out.len() >= max {
+            return Err(too_many(max));
+        }
+        let (mtime, mtime_nsec) = mtime_of(&e.meta);
+        let (kind, mode) = match e.meta.kind {
+            storage::Kind::File => (Kind::File, 0o644),
+            storage::Kind::Dir => (Kind::Dir, 0o755),
+        };
+        out.push(Entry {
+            name: name.clone(),
+            kind,
+            size: e.meta.size,
+            mtime,
+            mtime_nsec,
+            mode,
+        });
+        if kind == Kind::Dir {
+            match list_all(storage, &child, max - out.len(), max).await {
+                Ok(entries) => stack.push(Frame {
+                    key: child,
+                    name,
+                    entries: entries.into_iter(),
+                }),
+                // Gone or unreadable since it was listed: an empty folder.
+                Err(e) if matches!(e.http_status(), 403 | 404) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The storage key of planned entry `e` of the archive of `key`.
+fn entry_key(key: &RelPath, e: &Entry) -> Option<RelPath> {
+    let top = top_name(key);
+    let rel = e.name.strip_prefix(top)?.strip_prefix('/')?;
+    let mut k = key.clone();
+    for seg in rel.split('/') {
+        k = k.join(seg).ok()?;
+    }
+    Some(k)
+}
+
+/// Answer `GET /dir/?archive=…` (also HEAD).
+pub(crate) async fn send<S: Storage>(
+    storage: &S,
+    cfg: &ServiceConfig,
+    crcs: &CrcCache,
+    ex: &mut Exchange,
+    key: &RelPath,
+    wanted: Wanted,
+    may_read: impl Fn(&RelPath) -> bool + Send + Sync,
+) -> Result<(), Error> {
+    let max = cfg.archive_max_entries.unwrap_or(DEFAULT_MAX_ENTRIES);
+    let entries = plan(storage, may_read, key, &wanted.names, max).await?;
+    let archive = Archive::plan(wanted.format, entries)
+        .map_err(|e| Error::status(409, format!("this folder cannot be archived: {e}")))?;
+    let tag = archive.etag();
+    let size = archive.len();
+    let outcome = {
+        let c = Conditions {
+            if_match: ex.header_str("if-match"),
+            if_none_match: ex.header_str("if-none-match"),
+            if_modified_since: None,
+            if_unmodified_since: None,
+            if_range: ex.header_str("if-range"),
+            range: ex.header_str("range"),
+        };
+        let v = Validators {
+            etag: &tag,
+            last_modified: None,
+        };
+        evaluate(ex.method() == "GET", &c, &v, size)
+    };
+    let base = |status: u16| {
+        Response::new(status)
+            .header("ETag", &tag)
+            .header("Accept-Ranges", "bytes")
+            .header("Cache-Control", "no-cache")
+    };
+    let (status, start, end) = match outcome {
+        Outcome::NotModified => return ex.send(base(304), b"").await,
+        Outcome::PreconditionFailed => return Err(Error::status(412, "precondition failed")),
+        Outcome::Unsatisfiable => {
+            let resp = Response::new(416)
+                .header("Content-Range", format!("bytes */{size}"))
+                .header("Content-Type", "text/plain; charset=utf-8");
+            return ex.send(resp, b"range not satisfiable\n").await;
+        }
+        Outcome::Full => (200, 0, size),
+        Outcome::Partial { start, end } => (206, start, end + 1),
+    };
+    let file_name = format!("{}.{}", top_name(key), wanted.format.extension());
+    let mut resp = base(status)
+        .header("Content-Type", wanted.format.content_type())
+        .header("Content-Disposition", content_disposition(&file_name))
+        .header("X-Content-Type-Options", "nosniff");
+    if status == 206 {
+        resp = resp.header("Content-Range", format!("bytes {start}-{}/{size}", end - 1));
+    }
+    let head_only = ex.method() == "HEAD";
+    let mut w = ex.writer_sized(resp, end - start)?;
+    if head_only {
+        return w.finish().await;
+    }
+    let mut s = Streamer {
+        storage,
+        key,
+        archive: &archive,
+        crcs,
+        known: vec![
+            None;
+            if wanted.format == Format::Zip {
+                archive.entries().len()
+            } else {
+                0
+            }
+        ],
+        buf: Vec::with_capacity(64 * 1024),
+    };
+    for piece in archive.pieces(start, end) {
+        match piece.part {
+            Part::Data(i) => s.data(&mut w, i, piece.skip, piece.len).await?,
+            part => {
+                let crc = match part.crc_of(&archive) {
+                    Some(i) => Some(s.crc(i).await?),
+                    None => None,
+                };
+                s.buf.clear();
+                archive.render(part, crc, &mut s.buf);
+                let from = piece.skip as usize;
+                w.write(&s.buf[from..from + piece.len as usize]).await?;
+            }
+        }
+    }
+    w.finish().await
+}
+
+/// `attachment` with an ASCII fallback name and the exact one (RFC 6266).
+fn content_disposition(name: &str) -> String {
+    let ascii: String = name
+        .chars()
+        .map(|c| {
+            if (c.is_ascii_graphic() && c != '"' && c != '\\') || c == ' ' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!(
+        "attachment; filename=\"{ascii}\"; filename*=UTF-8''{}",
+        crate::path::encode_segment(name)
+    )
+}
+
+/// The moving part of one archive response.
+struct Streamer<'a, S> {
+    storage: &'a S,
+    key: &'a RelPath,
+    archive: &'a Archive,
+    crcs: &'a CrcCache,
+    /// zip: CRC-32s known in this response.
+    known: Vec<Option<u32>>,
+    buf: Vec<u8>,
+}
+
+impl<S: Storage> Streamer<'_, S> {
+    fn cache_key(&self, i: usize) -> Option<(String, u64, i64, u32)> {
+        let e = &self.archive.entries()[i];
+        let k = entry_key(self.key, e)?;
+        Some((k.to_url(false), e.size, e.mtime, e.mtime_nsec))
+    }
+
+    /// Open planned entry `i`, refusing it if it no longer matches the plan.
+    async fn open(&self, i: usize) -> Result<(RelPath, S::Object), Error> {
+        let e = &self.archive.entries()[i];
+        let key = entry_key(self.key, e).ok_or_else(|| changed(e, "its name"))?;
+        let obj = self
+            .storage
+            .open(&key)
+            .await
+            .map_err(|_| changed(e, "it is gone"))?;
+        if !matches_plan(obj.meta(), e) {
+            return Err(changed(e, "its size or mtime"));
+        }
+        Ok((key, obj))
+    }
+
+    /// `len` bytes of entry `i` from `skip`; a whole file in a zip has its
+    /// CRC computed on the way.
+    async fn data(
+        &mut self,
+        w: &mut BodyWriter<'_>,
+        i: usize,
+        skip: u64,
+        len: u64,
+    ) -> Result<(), Error> {
+        let (key, mut obj) = self.open(i).await?;
+        let e = &self.archive.entries()[i];
+        let whole = skip == 0 && len == e.size;
+        let want_crc = whole
+            && self.known.get(i) == Some(&None)
+            && match self.cache_key(i).and_then(|k| self.crcs.get(&k)) {
+                Some(crc) => {
+                    self.known[i] = Some(crc);
+                    false
+                }
+                None => true,
+            };
+        if let Some(file) = obj.as_file() {
+            let crc = if want_crc {
+                let file = file.try_clone().map_err(StorageError::from)?;
+                let size = e.size;
+                Some(tokio::task::spawn_blocking(move || {
+                    crc_of_file(&file, size)
+                }))
+            } else {
+                None
+            };
+            w.send_file_range(file, skip, len)
+                .await
+                .map_err(|err| match err {
+                    Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+                        changed(e, "it shrank")
+                    }
+                    other => other,
+                })?;
+            if let Some(task) = crc {
+                let crc = task
+                    .await
+                    .map_err(|e| Error::Io(std::io::Error::other(e)))?
+                    .map_err(|_| changed(e, "it shrank"))?;
+                self.learn(i, crc);
+            }
+        } else {
+            let mut h = want_crc.then(crc32fast::Hasher::new);
+            let mut buf = vec![0u8; (len as usize).clamp(1, 1 << 20)];
+            let mut pos = skip;
+            while pos < skip + len {
+                let want = ((skip + len - pos) as usize).min(buf.len());
+                let n = obj.read_at(pos, &mut buf[..want]).await?;
+                if n == 0 {
+                    return Err(changed(e, "it shrank"));
+                }
+                if let Some(h) = &mut h {
+                    h.update(&buf[..n]);
+                }
+                w.write(&buf[..n]).await?;
+                pos += n as u64;
+            }
+            if let Some(h) = h {
+                self.learn(i, h.finalize());
+            }
+        }
+        // Changed while it was sent: what went out may mix versions.
+        match self.storage.stat(&key).await {
+            Ok(meta) if matches_plan(&meta, e) => Ok(()),
+            _ => Err(changed(e, "it was written to while being sent")),
+        }
+    }
+
+    fn learn(&mut self, i: usize, crc: u32) {
+        self.known[i] = Some(crc);
+        if let Some(k) = self.cache_key(i) {
+            self.crcs.put(k, crc);
+        }
+    }
+
+    /// The CRC-32 of file `i`: known, cached, or read now (once).
+    async fn crc(&mut self, i: usize) -> Result<u32, Error> {
+        if let Some(Some(crc)) = self.known.get(i) {
+            return Ok(*crc);
+        }
+        if let Some(crc) = self.cache_key(i).and_then(|k| self.crcs.get(&k)) {
+            self.known[i] = Some(crc);
+            return Ok(crc);
+        }
+        let (_, mut obj) = self.open(i).await?;
+        let e = &self.archive.entries()[i];
+        let crc = if let Some(file) = obj.as_file() {
+            let file = file.try_clone().map_err(StorageError::from)?;
+            let size = e.size;
+            tokio::task::spawn_blocking(move || crc_of_file(&file, size))
+                .await
+                .map_err(|e| Error::Io(std::io::Error::other(e)))?
+                .map_err(|_| changed(e, "it shrank"))?
+        } else {
+            let mut h = crc32fast::Hasher::new();
+            let mut buf = vec![0u8; (e.size as usize).clamp(1, 1 << 20)];
+            let mut pos = 0;
+            while pos < e.size {
+                let want = ((e.size - pos) as usize).min(buf.len());
+                let n = obj.read_at(pos, &mut buf[..want]).await?;
+                if n == 0 {
+                    return Err(changed(e, "it shrank"));
+                }
+                h.update(&buf[..n]);
+                pos += n as u64;
+            }
+            h.finalize()
+        };
+        self.learn(i, crc);
+        Ok(crc)
+    }
+}
+
+fn matches_plan(meta: &Meta, e: &Entry) -> bool {
+    meta.kind == storage::Kind::File
+        && meta.size == e.size
+        && mtime_of(meta) == (e.mtime, e.mtime_nsec)
+}
+
+/// A planned file changed: the response is cut here (the connection
+/// closes: never padded or mixed), and the event logged.
+fn changed(e: &Entry, what: &str) -> Error {
+    tracing::warn!(entry = %e.name, change = what, "archive cut: a file changed while the archive was sent");
+    Error::status(
+        409,
+        format!(
+            "{} changed while the archive was sent ({what}); download it again",
+            e.name
+        ),
+    )
+}
+
+/// CRC-32 of the first `size` bytes of `file`: data read positionally,
+/// 1 MiB at a time; holes of a sparse file (SEEK_HOLE) combined in
+/// arithmetically, never read (a sparse disk image costs its data only).
+fn crc_of_file(file: &std::fs::File, size: u64) -> std::io::Result<u32> {
+    use rustix::fs::{seek, SeekFrom};
+    use std::os::unix::fs::FileExt;
+    // A hole reads as zeros: a file shorter than the plan must not.
+    if file.metadata()?.len() < size {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    let mut h = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; (size as usize).clamp(1, 1 << 20)];
+    let mut pos = 0;
+    while pos < size {
+        // Where data starts again (ENXIO: none before the end; an error
+        // where holes are unknown: read everything).
+        let data = match seek(file, SeekFrom::Data(pos)) {
+            Ok(d) => d.min(size),
+            Err(rustix::io::Errno::NXIO) => size,
+            Err(_) => pos,
+        };
+        if data > pos {
+            h.combine(&zeros(data - pos));
+            pos = data;
+            continue;
+        }
+        let hole = seek(file, SeekFrom::Hole(pos)).map_or(size, |h| h.clamp(pos + 1, size));
+        while pos < hole {
+            let want = ((hole - pos) as usize).min(buf.len());
+            let n = file.read_at(&mut buf[..want], pos)?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            h.update(&buf[..n]);
+            pos += n as u64;
+        }
+    }
+    Ok(h.finalize())
+}
+
+/// The CRC-32 state of `n` zero bytes, by doubling (O(log n) combines).
+fn zeros(mut n: u64) -> crc32fast::Hasher {
+    let mut out = crc32fast::Hasher::new();
+    let mut block = crc32fast::Hasher::new();
+    block.update(&[0]);
+    while n > 0 {
+        if n & 1 == 1 {
+            out.combine(&block);
+        }
+        let copy = block.clone();
+        block.combine(&copy);
+        n >>= 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn archive_queries() {
+        assert_eq!(wanted(None).unwrap(), None);
+        assert_eq!(wanted(Some("format=json")).unwrap(), None);
+        let w = wanted(Some("archive=zip&name=a+b&name=%C3%A9t%C3%A9&name=a+b"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(w.format, Format::Zip);
+        assert_eq!(w.names, ["a b", "été"]);
+        assert_eq!(
+            wanted(Some("archive=tar")).unwrap().unwrap().names,
+            Vec::<String>::new()
+        );
+        for bad in [
+            "archive=rar",
+            "archive=zip&name=..",
+            "archive=zip&name=a%2Fb",
+            "archive=zip&name=%zz",
+            "name=a",
+        ] {
+            assert!(wanted(Some(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn crc_of_sparse_files_equals_reading_them() {
+        use std::io::{Seek, SeekFrom, Write};
+        let dir = wirespeed_testkit::fs::tempdir();
+        let path = dir.path().join("sparse");
+        let mut f = std::fs::File::create(&path).unwrap();
+        // hole, data, hole, data, trailing hole
+        f.seek(SeekFrom::Start(3 << 20)).unwrap();
+        f.write_all(&[7u8; 5000]).unwrap();
+        f.seek(SeekFrom::Start(9 << 20)).unwrap();
+        f.write_all(b"tail").unwrap();
+        f.set_len((12 << 20) + 3).unwrap();
+        let all = std::fs::read(&path).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        assert_eq!(
+            crc_of_file(&f, all.len() as u64).unwrap(),
+            crc32fast::hash(&all)
+        );
+        // A prefix that ends inside a hole and one inside data.
+        for cut in [(1 << 20) + 1, (3 << 20) + 10] {
+            assert_eq!(
+                crc_of_file(&f, cut as u64).unwrap(),
+                crc32fast::hash(&all[..cut])
+            );
+        }
+        for n in [0u64, 1, 2, 3, 1000, 65_537] {
+            let mut h = zeros(n);
+            h.update(b"x");
+            assert_eq!(
+                h.finalize(),
+                crc32fast::hash(&[vec![0; n as usize], b"x".to_vec()].concat())
+            );
+        }
+        // Shorter than promised: an error, never a CRC.
+        assert!(crc_of_file(&f, all.len() as u64 + 1).is_err());
+    }
+
+    #[test]
+    fn disposition_names() {
+        assert_eq!(
+            content_disposition("a b.zip"),
+            "attachment; filename=\"a b.zip\"; filename*=UTF-8''a%20b.zip"
+        );
+        assert_eq!(
+            content_disposition("été\".tar"),
+            "attachment; filename=\"_t__.tar\"; filename*=UTF-8''%C3%A9t%C3%A9%22.tar"
+        );
+    }
+}
