@@ -49,10 +49,13 @@ fn alone() -> std::sync::MutexGuard<'static, ()> {
 fn small_get_allocation_budget() {
     let _alone = alone();
     let per_request = allocations_per_small_get(None);
-    eprintln!("allocations per small GET: {per_request:.2}");
+    eprintln!("allocations per small GET: {per_request:.4}");
+    // A per-request allocation adds 1.0; the slack only absorbs the rare
+    // ones not tied to a request (the once-a-second Date, the runtime's
+    // timers), which a slow, shared machine makes land inside the window.
     assert!(
-        per_request <= BUDGET,
-        "{per_request:.2} allocations per small GET (budget {BUDGET})"
+        per_request < BUDGET + 0.05,
+        "{per_request:.4} allocations per small GET (budget {BUDGET})"
     );
 }
 
