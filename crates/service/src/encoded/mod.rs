@@ -31,10 +31,10 @@ use wirespeed_extract::{ExtractError, JsonFieldExtractor, XmlFieldExtractor};
 use wirespeed_multipart::{Event, Limits, MediaType, MultipartError, Parser, PartHeaders};
 use wirespeed_net::{Error, Exchange};
 
+use crate::config::ServiceConfig;
 use crate::path::RelPath;
 use crate::respond::WriteGuard;
 use crate::storage::Storage;
-use crate::ServiceConfig;
 
 /// What the 415 answer lists.
 const SUPPORTED: &str = "supported POST bodies: multipart/form-data (POST /dir/), \

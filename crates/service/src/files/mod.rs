@@ -6,9 +6,11 @@ use std::time::SystemTime;
 use wirespeed_net::{Error, Exchange, Handler, Response};
 
 use crate::conditional::{evaluate, Conditions, Outcome, Validators};
+use crate::config::ServiceConfig;
 use crate::digest::{asked_for, format_sha256};
 use crate::hash_gate::HashGate;
-use crate::listing::{page_csp, Format, Formatter, FLUSH_AT};
+use crate::metrics::RouteClass;
+use crate::page::listing::{page_csp, Format, Formatter, FLUSH_AT};
 use crate::path::{parse_request_path, RelPath};
 use crate::policy::{Action, Decision, Policy, Principal};
 use crate::respond::{
@@ -17,7 +19,6 @@ use crate::respond::{
 };
 use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload};
 use crate::upload::receive;
-use crate::{RouteClass, ServiceConfig};
 
 /// The metrics class of a request to the file routes (a folder GET becomes
 /// `Listing` once storage says it is one).
@@ -207,10 +208,10 @@ impl<S: Storage> Files<S> {
                 }
             }
             Err(StorageError::NotFound) if key.segments() == ["favicon.ico"] => {
-                crate::assets::send_favicon(ex).await
+                crate::page::assets::send_favicon(ex).await
             }
-            Err(StorageError::NotFound) if crate::not_found::wants_html(ex) => {
-                crate::not_found::send_not_found(ex, &key).await
+            Err(StorageError::NotFound) if crate::page::not_found::wants_html(ex) => {
+                crate::page::not_found::send_not_found(ex, &key).await
             }
             Err(e) => Err(e.into()),
         }
@@ -348,7 +349,7 @@ impl<S: Storage> Files<S> {
         // is read before the head is sent, so its failures get a status.
         let mut listing = self.storage.list(key).await?;
         let mut batch = listing.next_batch().await?;
-        let gzip = crate::compress::accepts_gzip(ex.header_str("accept-encoding"));
+        let gzip = crate::page::compress::accepts_gzip(ex.header_str("accept-encoding"));
         let mut resp = Response::new(200)
             .header("Content-Type", format.content_type())
             .header("Vary", "Accept, Accept-Encoding")
@@ -356,7 +357,7 @@ impl<S: Storage> Files<S> {
         if gzip {
             resp = resp.header("Content-Encoding", "gzip");
         }
-        let mut gz = gzip.then(crate::compress::Gzip::new);
+        let mut gz = gzip.then(crate::page::compress::Gzip::new);
         if format == Format::Html {
             resp = resp.header("Content-Security-Policy", page_csp(ex.header_str("host")));
         }
@@ -526,7 +527,7 @@ impl<S: Storage> Files<S> {
 /// Listing text to the body writer, through gzip when it is on.
 async fn write_text(
     w: &mut wirespeed_net::BodyWriter<'_>,
-    gz: Option<&mut crate::compress::Gzip>,
+    gz: Option<&mut crate::page::compress::Gzip>,
     text: &[u8],
 ) -> Result<(), Error> {
     match gz {

@@ -23,13 +23,15 @@ use wirespeed_resumable::{
     UploadState,
 };
 
+use crate::config::ServiceConfig;
 use crate::files::Files;
+use crate::metrics::RouteClass;
 use crate::path::{parse_request_path, RelPath};
 use crate::policy::{Action, Decision, Policy, Principal};
 use crate::respond::{admit, admit_with, etag, has_body, write_preconditions, WriteGuard};
 use crate::storage::partial::{PartialData, PartialUploads};
 use crate::storage::{CommitCheck, Kind, Storage, StorageError, Written};
-use crate::{RouteClass, ServiceConfig, UploadPath};
+use crate::upload::UploadPath;
 
 /// Where upload resources live.
 pub const UPLOADS_PREFIX: &str = "/-/uploads/";
