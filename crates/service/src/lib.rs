@@ -35,6 +35,10 @@ pub mod resumable;
 // The policy: who is asking, and what they may do on a path.
 pub mod policy;
 
+// The door to the fronts, and the control routes beside them.
+mod control;
+mod front_door;
+
 // Helpers the fronts share.
 pub mod conditional;
 pub mod config;
@@ -50,8 +54,9 @@ pub mod storage;
 pub mod upload;
 
 pub use config::{ServiceConfig, ARCHIVE_MAX_ENTRIES};
+pub use control::Health;
 pub use digest::DigestPolicy;
-pub use files::{Files, Health};
+pub use front_door::{FileRoutes, FileRoutesWithUploads};
 pub use metrics::{Metrics, RouteClass};
 pub use page::{assets, listing};
 pub use policy::hidden::Hidden;
@@ -67,35 +72,14 @@ pub use upload::{HashMode, UploadPath};
 
 use wirespeed_net::Router;
 
-/// The control routes every router starts with: `/-/health`, the page's
-/// `/-/assets/…`, and `/-/metrics` when `cfg.metrics` is set.
-fn control_routes(cfg: &ServiceConfig) -> Router {
-    let router = Router::new().route(&["GET"], "/-/health", Health).route(
-        &["GET"],
-        "/-/assets/*",
-        page::assets::Assets,
-    );
-    match &cfg.metrics {
-        Some(metrics) => {
-            let page = metrics::MetricsPage {
-                metrics: metrics.clone(),
-                policy: cfg.policy(),
-                allowed_hosts: cfg.allowed_hosts.clone(),
-            };
-            router.route(&["GET"], "/-/metrics", page)
-        }
-        None => router,
-    }
-}
-
 /// The service's routes: the control routes, then every other path as a
 /// file (`path.rs` answers any `/-/…` path, even percent-encoded, as missing:
 /// no stored file hides behind a control path).
 pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
-    control_routes(&cfg).route(
+    control::control_routes(&cfg).route(
         &["GET", "PUT", "DELETE", "POST", "MKCOL", "MOVE"],
         "/*",
-        Files::new(storage, cfg),
+        front_door::FileRoutes::new(storage, cfg),
     )
 }
 
@@ -108,7 +92,7 @@ pub fn router_with_uploads<S: Storage + PartialUploads + Clone>(
     ucfg: UploadsConfig,
 ) -> (Router, std::sync::Arc<Uploads<S>>) {
     let uploads = std::sync::Arc::new(Uploads::new(storage.clone(), cfg.clone(), ucfg));
-    let router = control_routes(&cfg)
+    let router = control::control_routes(&cfg)
         .route(
             &["OPTIONS", "POST", "HEAD", "PATCH", "DELETE"],
             resumable::UPLOADS_PREFIX_ROUTE,
@@ -117,8 +101,8 @@ pub fn router_with_uploads<S: Storage + PartialUploads + Clone>(
         .route(
             &["GET", "PUT", "DELETE", "POST", "OPTIONS", "MKCOL", "MOVE"],
             "/*",
-            resumable::FilesWithUploads {
-                files: Files::new(storage, cfg),
+            front_door::FileRoutesWithUploads {
+                routes: front_door::FileRoutes::new(storage, cfg),
                 uploads: uploads.clone(),
             },
         );

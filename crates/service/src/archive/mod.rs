@@ -38,8 +38,6 @@ use crate::config::ServiceConfig;
 use crate::path::{check_segment, percent_decode, RelPath};
 use crate::storage::{self, Listing, Meta, Object, Storage, StorageError};
 
-
-
 /// Archive names longer than this are left out: only a symlink loop inside
 /// the root nests that deep (each turn lists the same folder again).
 const MAX_NAME_BYTES: usize = 4096;
@@ -274,7 +272,9 @@ pub(crate) async fn send<S: Storage>(
     wanted: Wanted,
     may_read: impl Fn(&RelPath) -> bool + Send + Sync,
 ) -> Result<(), Error> {
-    let max = cfg.archive_max_entries.unwrap_or(crate::config::ARCHIVE_MAX_ENTRIES);
+    let max = cfg
+        .archive_max_entries
+        .unwrap_or(crate::config::ARCHIVE_MAX_ENTRIES);
     let entries = plan(storage, may_read, key, &wanted.names, max).await?;
     let archive = Archive::plan(wanted.format, entries)
         .map_err(|e| Error::status(409, format!("this folder cannot be archived: {e}")))?;

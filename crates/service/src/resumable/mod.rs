@@ -24,7 +24,6 @@ use wirespeed_resumable::{
 };
 
 use crate::config::ServiceConfig;
-use crate::files::Files;
 use crate::metrics::RouteClass;
 use crate::path::{parse_request_path, RelPath};
 use crate::policy::{Action, Decision, Policy, Principal};
@@ -1191,7 +1190,11 @@ impl<S: Storage + PartialUploads + Clone> Handler for UploadRoutes<S> {
 /// Answers a failed resumable request itself, so tus clients get
 /// `Tus-Resumable` on errors too and a full store's 503 says when to retry;
 /// connection-level failures pass on to the exchange.
-async fn answer_error(ex: &mut Exchange, r: Result<(), Error>, tus: bool) -> Result<(), Error> {
+pub(crate) async fn answer_error(
+    ex: &mut Exchange,
+    r: Result<(), Error>,
+    tus: bool,
+) -> Result<(), Error> {
     let e = match r {
         Err(e) if !ex.response_started() => e,
         other => return other,
@@ -1220,25 +1223,4 @@ async fn answer_error(ex: &mut Exchange, r: Result<(), Error>, tus: bool) -> Res
         resp = resp.header("Retry-After", "60");
     }
     ex.send(resp, format!("{text}\n").as_bytes()).await
-}
-
-/// The file routes with IETF resumable creation in front: a `PUT`/`POST`
-/// carrying `Upload-Complete` (interop version 8) becomes an upload
-/// resource; `OPTIONS` answers `Upload-Limit`; everything else is [`Files`].
-pub struct FilesWithUploads<S> {
-    pub files: Files<S>,
-    pub uploads: Arc<Uploads<S>>,
-}
-
-impl<S: Storage + PartialUploads + Clone> Handler for FilesWithUploads<S> {
-    async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
-        if ex.method() == "OPTIONS" {
-            return self.uploads.options(ex).await;
-        }
-        if wants_resumable(ex) {
-            let r = self.uploads.ietf_create(ex).await;
-            return answer_error(ex, r, false).await;
-        }
-        self.files.handle(ex).await
-    }
 }
