@@ -432,7 +432,9 @@ fn form_content_digest_is_checked_against_the_request_body() {
     });
     let mismatches = || {
         let text = metrics.encode();
-        let line = text.lines().find(|l| l.starts_with("wirespeed_digest_mismatches_total"));
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("wirespeed_digest_mismatches_total"));
         line.and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
     };
     let mut body = Vec::new();
@@ -446,7 +448,11 @@ fn form_content_digest_is_checked_against_the_request_body() {
         &body,
     );
     assert_eq!(r.status, 201, "{}", r.text());
-    assert_eq!(mismatches(), Some(0.0), "a matching digest is not a mismatch");
+    assert_eq!(
+        mismatches(),
+        Some(0.0),
+        "a matching digest is not a mismatch"
+    );
     let bad = sha256_field(b"something else");
     let r = s.req(
         "POST",

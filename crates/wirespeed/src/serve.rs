@@ -744,15 +744,8 @@ fn with_uploads<S>(
 where
     S: wirespeed_service::Storage + wirespeed_service::PartialUploads + Clone,
 {
-    let every = Duration::from_secs((ucfg.limits.lifetime_secs / 4).clamp(1, 600));
     let (router, uploads) = wirespeed_service::router_with_uploads(storage, cfg, ucfg);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        loop {
-            tick.tick().await;
-            uploads.sweep_expired().await;
-        }
-    });
+    uploads.spawn_sweeper(uploads.sweep_period());
     router
 }
 
