@@ -312,11 +312,15 @@ pub(crate) async fn check_room<S: Storage>(
         }
         ex.limit_body(max)?;
     }
-    if let Some(needed) = ex.content_length() {
-        if let Some(available) = storage.available().await {
-            if needed > available {
-                return Err(StorageError::NoRoom { needed, available }.into());
-            }
+    ensure_room(storage, ex.content_length()).await
+}
+
+/// 507 before any body byte is read when `needed` bytes (announced by the
+/// client) exceed the store's free space; stores that cannot tell pass.
+pub(crate) async fn ensure_room<S: Storage>(storage: &S, needed: Option<u64>) -> Result<(), Error> {
+    if let (Some(needed), Some(available)) = (needed, storage.available().await) {
+        if needed > available {
+            return Err(StorageError::NoRoom { needed, available }.into());
         }
     }
     Ok(())

@@ -3,6 +3,7 @@
 //! the finished file is checked against the digests the client sent.
 
 use super::*;
+use crate::respond::ensure_room;
 
 /// How long a new append waits for the one it took over from to let go.
 pub(super) const TAKEOVER_WAIT: Duration = Duration::from_secs(10);
@@ -189,13 +190,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         let target = slot.snapshot().target;
         let key = parse_request_path(&target)
             .map_err(|_| Error::status(500, "an upload's target is not a valid path"))?;
-        if let Some(needed) = ex.content_length() {
-            if let Some(available) = self.storage.available().await {
-                if needed > available {
-                    return Err(StorageError::NoRoom { needed, available }.into());
-                }
-            }
-        }
+        ensure_room(&self.storage, ex.content_length()).await?;
         // The request that completes the upload may carry `X-OC-Mtime`.
         let mtime = crate::mtime::requested(ex)?;
         ex.limit_body(plan.max_bytes)?;

@@ -3,6 +3,7 @@
 //! the target's checks.
 
 use super::*;
+use crate::respond::ensure_room;
 
 /// One upload's in-process state: the acknowledged state (what HEAD
 /// reports), the append lock, and the signal that makes a running append
@@ -110,14 +111,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 ),
             ));
         }
-        if let Some(needed) = length {
-            if let Some(available) = self.storage.available().await {
-                if needed > available {
-                    return Err(StorageError::NoRoom { needed, available }.into());
-                }
-            }
-        }
-        Ok(())
+        ensure_room(&self.storage, length).await
     }
 
     /// Everything that would make publishing `target` fail, refused at
