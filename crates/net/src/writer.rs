@@ -430,7 +430,15 @@ impl ResponseWriter {
         let Writing::Streaming(s) = &mut self.state else {
             return Err(Error::status(500, "not streaming"));
         };
-        let sent = move_file(conn, file, offset, len, &mut self.body_sent, Some(&mut s.copy_buf)).await;
+        let sent = move_file(
+            conn,
+            file,
+            offset,
+            len,
+            &mut self.body_sent,
+            Some(&mut s.copy_buf),
+        )
+        .await;
         if let Err(e) = sent {
             self.keep_alive = false;
             return Err(step_error(Timeout::Write)(e));
