@@ -28,7 +28,10 @@ DATA=$W/data
 mkdir -p "$DATA/folder"
 log "creating $FILES files of $SIZE_KB KiB and their concatenation"
 for ((i = 0; i < FILES; i++)); do
-    head -c $((SIZE_KB * 1024)) /dev/urandom >"$DATA/folder/f$(printf %05d $i).bin"
+    # One write per file, as an upload or cp writes it: files written in
+    # small pieces (`head -c`) sit in the page cache in small folios and
+    # cost about twice the kernel time to read (bench/RESULTS.md, 2026-11-25).
+    dd if=/dev/urandom of="$DATA/folder/f$(printf %05d $i).bin" bs=$((SIZE_KB * 1024)) count=1 iflag=fullblock status=none
 done
 cat "$DATA"/folder/*.bin >"$DATA/one.bin"
 cat "$DATA"/one.bin >/dev/null # page cache
