@@ -58,6 +58,14 @@ for ((d = 0; d < 100; d++)); do
     (cd "$DATA/many/d$d" && seq -f "f%06g" $((d * MANY / 100)) $(((d + 1) * MANY / 100 - 1)) | xargs -r touch)
 done
 
+# start_server runs inside $(…), a subshell: the PIDS it adds never reach
+# lib.sh's cleanup, so its servers are stopped by their pid files.
+stop_servers() {
+    for f in "$W"/*.pid; do [[ -e $f ]] && kill "$(cat "$f")" 2>/dev/null || true; done
+    cleanup
+}
+trap stop_servers EXIT
+
 start_server() { # start_server NAME [BIN]: prints its base URL
     "${2:-$WS}" serve "$DATA" --listen 127.0.0.1:0 --no-fsync >"$W/$1.out" 2>"$W/$1.log" &
     PIDS+=($!)
