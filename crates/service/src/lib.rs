@@ -13,8 +13,9 @@
 //! - `GET /dir/?archive=tar|zip` (`&name=` to select): the folder as one
 //!   archive, exact length, ETag and Range (`archive`).
 //! - `DELETE /path`: a file, or an empty directory.
-//! - WebDAV `MKCOL /dir/` (one folder) and `MOVE /src` with `Destination`
-//!   (and `Overwrite: F`), under the same write policy and token as PUT.
+//! - WebDAV class 1 and 2 ([`dav`]): OPTIONS, PROPFIND (Depth 0 and 1),
+//!   PROPPATCH, MKCOL, DELETE of folders, COPY, MOVE, LOCK and UNLOCK,
+//!   under the same policy and token as PUT.
 //! - `GET /-/health`; `GET /-/metrics` (Prometheus, [`metrics`]);
 //!   `GET /-/assets/<version>/<name>`: the browser page's script, styles and
 //!   icons ([`assets`]), and `/favicon.ico` when the folder has none.
@@ -46,6 +47,7 @@ mod size;
 pub mod storage;
 pub mod upload;
 
+pub mod dav;
 mod encoded;
 mod files;
 mod respond;
@@ -141,15 +143,27 @@ fn control_routes(cfg: &ServiceConfig) -> Router {
     }
 }
 
+/// The methods of the file routes: plain HTTP and WebDAV's (`dav`).
+const FILE_METHODS: [&str; 12] = [
+    "GET",
+    "PUT",
+    "POST",
+    "DELETE",
+    "OPTIONS",
+    "PROPFIND",
+    "PROPPATCH",
+    "MKCOL",
+    "COPY",
+    "MOVE",
+    "LOCK",
+    "UNLOCK",
+];
+
 /// The service's routes: the control routes, then every other path as a
 /// file (`path.rs` answers any `/-/…` path, even percent-encoded, as missing:
 /// no stored file hides behind a control path).
 pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
-    control_routes(&cfg).route(
-        &["GET", "PUT", "DELETE", "POST", "MKCOL", "MOVE"],
-        "/*",
-        Files::new(storage, cfg),
-    )
+    control_routes(&cfg).route(&FILE_METHODS, "/*", Files::new(storage, cfg))
 }
 
 /// [`router`] plus resumable uploads: `/-/uploads/…` (tus 1.0 and the IETF
@@ -168,7 +182,7 @@ pub fn router_with_uploads<S: Storage + PartialUploads + Clone>(
             resumable::UploadRoutes(uploads.clone()),
         )
         .route(
-            &["GET", "PUT", "DELETE", "POST", "OPTIONS", "MKCOL", "MOVE"],
+            &FILE_METHODS,
             "/*",
             resumable::FilesWithUploads {
                 files: Files::new(storage, cfg),
