@@ -164,8 +164,12 @@ impl<S: Storage> Dav<'_, S> {
                         continue;
                     };
                     if self.cfg.hidden.hides_name(&e.name) {
-                        // As if absent: kept, so its folder stays.
-                        failed_below.push(child);
+                        // As if absent, so kept: its folder stays, reported
+                        // without naming it.
+                        if !failed_below.contains(&dir) {
+                            failed.push((dir.clone(), 403));
+                            failed_below.push(dir.clone());
+                        }
                         continue;
                     }
                     if e.meta.kind == Kind::Dir {
