@@ -55,12 +55,24 @@ pub fn apply(current: Vec<(PropName, String)>, patches: &[Patch]) -> Outcome {
             Patch::Remove(n) => (n, None),
         };
         if name.ns == DAV {
-            // Only the modification time is writable among the live ones.
-            let ok = name.local == "getlastmodified"
-                && value.is_some_and(|v| {
+            // Only the modification time is writable among the live ones:
+            // `getlastmodified` as an HTTP date, or ownCloud's
+            // `lastmodified` in Unix seconds (rclone's `touch` and mtime).
+            let ok = match (name.local.as_str(), value) {
+                ("getlastmodified", Some(v)) => {
                     mtime = parse_date(v);
                     mtime.is_some()
-                });
+                }
+                ("lastmodified", Some(v)) => {
+                    mtime = v
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                        .map(|s| SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(s));
+                    mtime.is_some()
+                }
+                _ => false,
+            };
             if ok {
                 statuses.push((name.clone(), 200));
             } else {
@@ -165,5 +177,18 @@ mod tests {
             &[Patch::Set(win, "Wed, 25 Nov 2026 03:00:00 GMT".into())],
         );
         assert!(o.mtime.is_some() && o.store.is_some());
+        // ownCloud's Unix seconds (rclone's touch).
+        let o = apply(
+            vec![],
+            &[Patch::Set(
+                PropName::dav("lastmodified"),
+                "978307200".into(),
+            )],
+        );
+        assert_eq!(o.statuses[0].1, 200);
+        assert_eq!(
+            o.mtime,
+            Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(978_307_200))
+        );
     }
 }
