@@ -12,7 +12,7 @@ mod common;
 use std::process::Command;
 
 use common::TestServer;
-use wirespeed_service::{Access, Hidden, ServiceConfig};
+use wirespeed_service::{Access, Hidden, S3Config, S3Storage, ServiceConfig};
 
 fn have_litmus() -> bool {
     let ok = Command::new("litmus")
@@ -38,23 +38,20 @@ fn propfind(s: &TestServer, path: &str, depth: &str, body: &str) -> common::Resp
     )
 }
 
-#[test]
-fn litmus_passes_all_five_suites() {
-    if !have_litmus() {
-        return;
-    }
-    let s = TestServer::start();
+/// Run litmus's `suites` against `addr`; each must report 0 failed.
+fn litmus(addr: std::net::SocketAddr, suites: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();
     // litmus writes debug.log and child.log into its working folder.
     let out = Command::new("timeout")
-        .arg("120")
+        .arg("180")
         .arg("litmus")
-        .arg(format!("http://{}/", s.addr))
+        .arg(format!("http://{addr}/"))
+        .env("TESTS", suites.join(" "))
         .current_dir(tmp.path())
         .output()
         .expect("run litmus");
     let text = String::from_utf8_lossy(&out.stdout);
-    for suite in ["basic", "copymove", "props", "locks", "http"] {
+    for suite in suites {
         let line = text
             .lines()
             .find(|l| l.starts_with(&format!("<- summary for `{suite}'")))
@@ -63,6 +60,37 @@ fn litmus_passes_all_five_suites() {
     }
     assert!(!text.contains("WARNING"), "{text}");
     assert!(out.status.success(), "{text}");
+}
+
+#[test]
+fn litmus_passes_all_five_suites() {
+    if !have_litmus() {
+        return;
+    }
+    let s = TestServer::start();
+    litmus(s.addr, &["basic", "copymove", "props", "locks", "http"]);
+}
+
+#[test]
+fn litmus_on_s3_passes_all_but_dead_properties() {
+    // S3 keeps no dead properties (README, "Known limits"): props and the
+    // PROPPATCH steps of locks fail there; the rest must pass.
+    if !have_litmus() {
+        return;
+    }
+    let Some(m) = wirespeed_testkit::minio::Minio::start() else {
+        return;
+    };
+    m.create_bucket("dav");
+    let mut c = S3Config::from_url("s3://dav/p").unwrap();
+    c.endpoint = Some(m.endpoint());
+    c.region = Some("us-east-1".into());
+    c.credentials = Some((
+        wirespeed_testkit::minio::USER.into(),
+        wirespeed_testkit::minio::PASSWORD.into(),
+    ));
+    let s = TestServer::on_storage(S3Storage::new(&c).unwrap(), ServiceConfig::default());
+    litmus(s.addr, &["basic", "copymove", "http"]);
 }
 
 #[test]

@@ -131,12 +131,17 @@ impl<S: Storage> Dav<'_, S> {
                 {
                     continue; // not empty: its failed member is reported
                 }
-                if let Err(e) = self.storage.delete(&dir).await {
-                    if dir == *key && failed.is_empty() {
-                        return Err(e.on_write(key).into());
+                match self.storage.delete(&dir).await {
+                    // On S3 a folder without a marker is gone with its
+                    // last member.
+                    Ok(()) | Err(StorageError::NotFound) => {}
+                    Err(e) => {
+                        if dir == *key && failed.is_empty() {
+                            return Err(e.on_write(key).into());
+                        }
+                        failed.push((dir.clone(), e.status()));
+                        failed_below.push(dir);
                     }
-                    failed.push((dir.clone(), e.status()));
-                    failed_below.push(dir);
                 }
                 continue;
             }
