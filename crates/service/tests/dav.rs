@@ -327,6 +327,16 @@ fn copy_move_and_delete_whole_trees() {
         204
     );
     assert!(s.root.join("file/b/c/deep.txt").is_file());
+    // Depth: 0 (what `wirespeed rm` without -r sends) removes only an
+    // empty folder.
+    let r = s.req("DELETE", "/file/", &[("Depth", "0")], b"");
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(s.root.join("file/b/c/deep.txt").is_file());
+    assert_eq!(
+        s.req("DELETE", "/shallow/", &[("Depth", "0")], b"").status,
+        204
+    );
+    assert_eq!(s.req("DELETE", "/a/", &[("Depth", "1")], b"").status, 400);
     // DELETE takes a folder with all it holds.
     assert_eq!(s.req("DELETE", "/file/", &[], b"").status, 204);
     assert!(!s.root.join("file").exists());

@@ -294,3 +294,28 @@ fn davfs2_mounts_where_fuse_is_allowed() {
     );
     assert!(root.join("folder").is_dir());
 }
+
+/// A WebDAV DELETE takes a folder with everything in it; `wirespeed rm`
+/// without `-r` must still refuse a folder that is not empty.
+#[test]
+fn wirespeed_rm_without_r_keeps_a_full_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(root.join("full/sub")).unwrap();
+    std::fs::write(root.join("full/sub/kept.txt"), b"kept").unwrap();
+    std::fs::create_dir(root.join("empty")).unwrap();
+    let s = Serve::start(&root, &[]);
+    let (code, _, err) = common::run_client(&["rm", &format!("{}/full/", s.base())]);
+    assert_ne!(code, Some(0));
+    assert!(err.contains("409"), "{err}");
+    assert_eq!(
+        std::fs::read(root.join("full/sub/kept.txt")).unwrap(),
+        b"kept"
+    );
+    let (code, _, err) = common::run_client(&["rm", &format!("{}/empty/", s.base())]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!root.join("empty").exists());
+    let (code, _, err) = common::run_client(&["rm", "-r", &format!("{}/full/", s.base())]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!root.join("full").exists());
+}

@@ -77,14 +77,33 @@ impl<S: Storage> Dav<'_, S> {
     }
 
     /// DELETE: a file, or a folder with everything in it; members that
-    /// could not be removed are listed in a 207.
+    /// could not be removed are listed in a 207. `Depth: 0` (our own
+    /// extension: RFC 4918 defines only infinity) removes a folder only if
+    /// it is empty (409 otherwise): `wirespeed rm` without `-r` sends it.
     pub(super) async fn delete(&self, ex: &mut Exchange, key: &RelPath) -> Result<(), Error> {
         if key.is_root() {
             return Err(Error::status(403, "the root cannot be deleted"));
         }
-        // A fragment is no part of the resource (litmus delete_fragment).
+        let only_empty = match ex.header_str("depth").map(str::trim) {
+            None => false,
+            Some(d) if d.eq_ignore_ascii_case("infinity") => false,
+            Some("0") => true,
+            Some(_) => return Err(Error::status(400, "DELETE takes Depth infinity (or 0)")),
+        };
         self.storage.stat(key).await?;
         self.check_locks(ex, &[(key, Reach::Tree)]).await?;
+        if only_empty {
+            self.storage.delete(key).await.map_err(|e| match e {
+                StorageError::NotEmpty => Error::status(
+                    409,
+                    "the folder is not empty (Depth: 0 removes only an empty one; \
+                         wirespeed rm -r removes it with everything in it)",
+                ),
+                e => e.on_write(key).into(),
+            })?;
+            self.locks.forget(key.segments());
+            return ex.send(Response::new(204), b"").await;
+        }
         let failed = self.remove_tree(key).await?;
         self.locks.forget(key.segments());
         self.answer_failures(ex, failed, 204).await
