@@ -12,7 +12,8 @@
 //!   a computed digest is recorded with the file and answered by GET/HEAD.
 //! - `GET /dir/?archive=tar|zip` (`&name=` to select): the folder as one
 //!   archive, exact length, ETag and Range (`archive`).
-//! - `DELETE /path`: a file, or an empty directory.
+//! - `DELETE /path`: a file, or a folder with everything in it (WebDAV;
+//!   `Depth: 0` only an empty one).
 //! - WebDAV class 1 and 2 ([`dav`]): OPTIONS, PROPFIND (Depth 0 and 1),
 //!   PROPPATCH, MKCOL, DELETE of folders, COPY, MOVE, LOCK and UNLOCK,
 //!   under the same policy and token as PUT.
