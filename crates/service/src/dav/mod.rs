@@ -190,8 +190,11 @@ impl<S: Storage> Dav<'_, S> {
         };
         let dead = propfind::needs_dead(&want);
         let mut text = String::from(MULTISTATUS_START);
+        // The locks that can cover the folder or a member, looked up once.
+        let mut nearby = self.locks.covering(key.segments());
+        nearby.extend(self.locks.below(key.segments()));
         let me = self
-            .resource(key, key.name().unwrap_or(""), meta, dead, quota)
+            .resource(key, key.name().unwrap_or(""), meta, dead, quota, &nearby)
             .await;
         me.write(&want, &mut text);
         let resp = Response::new(207).header("Content-Type", XML);
@@ -213,7 +216,9 @@ impl<S: Storage> Dav<'_, S> {
                 let Ok(child) = key.join(&e.name) else {
                     continue;
                 };
-                let r = self.resource(&child, &e.name, e.meta, dead, quota).await;
+                let r = self
+                    .resource(&child, &e.name, e.meta, dead, quota, &nearby)
+                    .await;
                 r.write(&want, &mut text);
                 if text.len() >= crate::listing::FLUSH_AT {
                     w.write(text.as_bytes()).await?;
@@ -234,6 +239,7 @@ impl<S: Storage> Dav<'_, S> {
         meta: crate::storage::Meta,
         dead: bool,
         quota: (Option<u64>, Option<u64>),
+        nearby: &[lock::Lock],
     ) -> propfind::Resource<'n> {
         let dir = meta.kind == Kind::Dir;
         let dead = if dead {
@@ -247,7 +253,11 @@ impl<S: Storage> Dav<'_, S> {
             meta,
             etag: (!dir).then(|| crate::respond::etag(&meta)),
             dead,
-            locks: self.locks.covering(key.segments()),
+            locks: nearby
+                .iter()
+                .filter(|l| l.covers(key.segments()))
+                .cloned()
+                .collect(),
             quota,
         }
     }

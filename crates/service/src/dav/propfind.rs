@@ -4,7 +4,7 @@
 use std::time::{Instant, SystemTime};
 
 use super::lock::Lock;
-use super::xml::{escape_into, propstat, PropName, Propfind, DAV};
+use super::xml::{escape_into, prop_element, PropName, Propfind, DAV};
 use crate::storage::{Kind, Meta};
 
 /// The live properties `allprop` and `propname` answer, in that order.
@@ -44,84 +44,125 @@ pub struct Resource<'a> {
 }
 
 impl Resource<'_> {
-    /// A live property's value as XML, `None` where it does not apply.
-    fn live(&self, local: &str) -> Option<String> {
+    /// Write a live property's value as XML into `out`; `false` (nothing
+    /// written) where it does not apply.
+    fn live(&self, local: &str, out: &mut String) -> bool {
+        use std::fmt::Write;
         let file = self.meta.kind == Kind::File;
-        let mut out = String::new();
         match local {
             "resourcetype" => {
                 if !file {
                     out.push_str("<D:collection/>");
                 }
             }
-            "getcontentlength" if file => out.push_str(&self.meta.size.to_string()),
-            "getlastmodified" => out.push_str(&httpdate::fmt_http_date(self.meta.modified?)),
-            "getetag" => escape_into(self.etag.as_deref()?, &mut out),
+            "getcontentlength" if file => {
+                let _ = write!(out, "{}", self.meta.size);
+            }
+            "getlastmodified" => match self.meta.modified {
+                Some(m) => out.push_str(&httpdate::fmt_http_date(m)),
+                None => return false,
+            },
+            "getetag" => match &self.etag {
+                Some(tag) => escape_into(tag, out),
+                None => return false,
+            },
             "getcontenttype" if file => {
                 let mime = mime_guess::from_path(self.name).first_or_octet_stream();
-                escape_into(mime.essence_str(), &mut out);
+                escape_into(mime.essence_str(), out);
             }
-            "creationdate" => out.push_str(&crate::listing::rfc3339(
-                self.meta.modified.unwrap_or(SystemTime::UNIX_EPOCH),
-            )?),
-            "displayname" => escape_into(self.name, &mut out),
+            "creationdate" => {
+                match crate::listing::rfc3339(self.meta.modified.unwrap_or(SystemTime::UNIX_EPOCH))
+                {
+                    Some(t) => out.push_str(&t),
+                    None => return false,
+                }
+            }
+            "displayname" => escape_into(self.name, out),
             "supportedlock" => out.push_str(SUPPORTED_LOCK),
             "lockdiscovery" => {
                 let now = Instant::now();
                 for l in &self.locks {
-                    l.write_active(now, &mut out);
+                    l.write_active(now, out);
                 }
             }
-            "quota-available-bytes" if !file => out.push_str(&self.quota.0?.to_string()),
-            "quota-used-bytes" if !file => out.push_str(&self.quota.1?.to_string()),
-            _ => return None,
+            "quota-available-bytes" if !file => match self.quota.0 {
+                Some(n) => {
+                    let _ = write!(out, "{n}");
+                }
+                None => return false,
+            },
+            "quota-used-bytes" if !file => match self.quota.1 {
+                Some(n) => {
+                    let _ = write!(out, "{n}");
+                }
+                None => return false,
+            },
+            _ => return false,
         }
-        Some(out)
+        true
     }
 
-    fn value(&self, name: &PropName) -> Option<String> {
-        if name.ns == DAV {
-            if let Some(v) = self.live(&name.local) {
-                return Some(v);
+    /// A property's value into `out`, live or dead; `false` if it has none.
+    fn value(&self, name: &PropName, out: &mut String) -> bool {
+        if name.ns == DAV && self.live(&name.local, out) {
+            return true;
+        }
+        match self.dead.iter().find(|(n, _)| n == name) {
+            Some((_, v)) => {
+                out.push_str(v);
+                true
             }
+            None => false,
         }
-        self.dead
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
     }
 
-    /// The `DAV:response` for `want`.
+    /// The `DAV:response` for `want`, written without a buffer per property
+    /// (a Depth 1 answer writes one of these per entry).
     pub fn write(&self, want: &Propfind, out: &mut String) {
         out.push_str("<D:response><D:href>");
         escape_into(&self.href, out);
         out.push_str("</D:href>");
+        let open_at = out.len();
+        out.push_str("<D:propstat><D:prop>");
+        let props_at = out.len();
+        let mut value = String::new();
+        let names = want == &Propfind::PropName;
+        let mut missing: Vec<&PropName> = Vec::new();
         match want {
             Propfind::AllProp | Propfind::PropName => {
-                let names = want == &Propfind::PropName;
-                let mut found: Vec<(PropName, Option<String>)> = Vec::new();
                 for local in LIVE {
-                    if let Some(v) = self.live(local) {
-                        found.push((PropName::dav(local), (!names).then_some(v)));
+                    value.clear();
+                    if self.live(local, &mut value) {
+                        let v = (!names).then_some(value.as_str());
+                        prop_element(&PropName::dav(local), v, out);
                     }
                 }
                 for (n, v) in &self.dead {
-                    found.push((n.clone(), (!names).then(|| v.clone())));
+                    prop_element(n, (!names).then_some(v.as_str()), out);
                 }
-                propstat(&found, 200, out);
             }
             Propfind::Prop(wanted) => {
-                let mut found = Vec::new();
-                let mut missing = Vec::new();
                 for name in wanted {
-                    match self.value(name) {
-                        Some(v) => found.push((name.clone(), Some(v))),
-                        None => missing.push((name.clone(), None)),
+                    value.clear();
+                    if self.value(name, &mut value) {
+                        prop_element(name, Some(&value), out);
+                    } else {
+                        missing.push(name);
                     }
                 }
-                propstat(&found, 200, out);
-                propstat(&missing, 404, out);
             }
+        }
+        if out.len() == props_at {
+            out.truncate(open_at); // nothing found: no empty 200 propstat
+        } else {
+            out.push_str("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>");
+        }
+        if !missing.is_empty() {
+            out.push_str("<D:propstat><D:prop>");
+            for name in missing {
+                prop_element(name, None, out);
+            }
+            out.push_str("</D:prop><D:status>HTTP/1.1 404 Not Found</D:status></D:propstat>");
         }
         out.push_str("</D:response>\n");
     }
