@@ -84,7 +84,10 @@ impl IfHeader {
                     return Err(IfError("too many conditions"));
                 }
                 let mut not = false;
-                if inner.len() >= 3 && inner[..3].eq_ignore_ascii_case("not") {
+                if inner
+                    .get(..3)
+                    .is_some_and(|p| p.eq_ignore_ascii_case("not"))
+                {
                     not = true;
                     inner = inner[3..].trim_start();
                 }
@@ -201,6 +204,9 @@ mod tests {
             "(x)",
             "([\"a\")",
             "<a> x",
+            // A multi-byte character where "Not" may start: no panic.
+            "(n\u{e9})",
+            "(\u{e9}<x>)",
         ] {
             assert!(IfHeader::parse(bad).is_err(), "{bad}");
         }
@@ -224,7 +230,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn never_panics(s in "[<>()\\[\\]a-zA-Z:/\" Wt-]{0,80}") {
+        fn never_panics(s in "[<>()\\[\\]a-zA-Z:/\" Wt\u{e9}\u{10000}-]{0,80}") {
             if let Ok(h) = IfHeader::parse(&s) {
                 let _ = h.holds(|_| None);
                 prop_assert!(!h.lists.is_empty());
