@@ -207,6 +207,8 @@ mod tests {
             // A multi-byte character where "Not" may start: no panic.
             "(n\u{e9})",
             "(\u{e9}<x>)",
+            "(\u{e9}\u{e9})",
+            "(\u{10000})",
         ] {
             assert!(IfHeader::parse(bad).is_err(), "{bad}");
         }
