@@ -80,7 +80,12 @@ impl<S: Storage> Dav<'_, S> {
     /// could not be removed are listed in a 207. `Depth: 0` (our own
     /// extension: RFC 4918 defines only infinity) removes a folder only if
     /// it is empty (409 otherwise): `wirespeed rm` without `-r` sends it.
-    pub(super) async fn delete(&self, ex: &mut Exchange, key: &RelPath) -> Result<(), Error> {
+    pub(super) async fn delete(
+        &self,
+        ex: &mut Exchange,
+        key: &RelPath,
+        who: Principal,
+    ) -> Result<(), Error> {
         if key.is_root() {
             return Err(Error::status(403, "the root cannot be deleted"));
         }
@@ -104,7 +109,7 @@ impl<S: Storage> Dav<'_, S> {
             self.locks.forget(key.segments());
             return ex.send(Response::new(204), b"").await;
         }
-        let failed = self.remove_tree(key).await?;
+        let failed = self.remove_tree(key, who).await?;
         self.locks.forget(key.segments());
         self.answer_failures(ex, failed, 204).await
     }
@@ -129,7 +134,11 @@ impl<S: Storage> Dav<'_, S> {
     /// Remove `key` and, for a folder, all below it (children first).
     /// `Err` when the top itself fails and nothing below did (a plain
     /// error answer); otherwise the members that failed.
-    async fn remove_tree(&self, key: &RelPath) -> Result<Vec<(RelPath, u16)>, Error> {
+    async fn remove_tree(
+        &self,
+        key: &RelPath,
+        who: Principal,
+    ) -> Result<Vec<(RelPath, u16)>, Error> {
         let meta = self.storage.stat(key).await?;
         if meta.kind == Kind::File {
             self.storage
@@ -194,6 +203,13 @@ impl<S: Storage> Dav<'_, S> {
                             failed.push((dir.clone(), 403));
                             failed_below.push(dir.clone());
                         }
+                        continue;
+                    }
+                    // A member the principal may not delete stays (403),
+                    // and so do the folders holding it.
+                    if !self.policy.rights(who, &child).may_delete() {
+                        failed.push((child.clone(), 403));
+                        failed_below.push(child);
                         continue;
                     }
                     if e.meta.kind == Kind::Dir {
@@ -284,7 +300,7 @@ impl<S: Storage> Dav<'_, S> {
         // A file over a file is replaced atomically by the rename or the
         // copy's commit; anything else is removed first.
         if existing && !over_file {
-            let failed = self.remove_tree(&to).await?;
+            let failed = self.remove_tree(&to, who).await?;
             if !failed.is_empty() {
                 return self.answer_failures(ex, failed, 204).await;
             }
@@ -304,7 +320,7 @@ impl<S: Storage> Dav<'_, S> {
                 Err(e) => return Err(e.on_write(key).into()),
             }
         } else {
-            self.copy_tree(key, &to, dir, deep).await?
+            self.copy_tree(key, &to, dir, deep, who).await?
         };
         if !failed.is_empty() {
             return self.answer_failures(ex, failed, 201).await;
@@ -325,6 +341,7 @@ impl<S: Storage> Dav<'_, S> {
         to: &RelPath,
         dir: bool,
         deep: bool,
+        who: Principal,
     ) -> Result<Vec<(RelPath, u16)>, Error> {
         if !dir {
             self.copy_file(from, to).await?;
@@ -353,6 +370,14 @@ impl<S: Storage> Dav<'_, S> {
                     let (Ok(s), Ok(d)) = (src.join(&e.name), dst.join(&e.name)) else {
                         continue;
                     };
+                    // Unreadable members are left out; unwritable ones fail.
+                    if !self.policy.rights(who, &s).may_read() {
+                        continue;
+                    }
+                    if !self.policy.rights(who, &d).may_write() {
+                        failed.push((d, 403));
+                        continue;
+                    }
                     if e.meta.kind == Kind::Dir {
                         match self.storage.mkdir(&d).await {
                             Ok(()) => {

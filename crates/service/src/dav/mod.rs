@@ -157,10 +157,10 @@ impl<S: Storage> Dav<'_, S> {
                     .header("Allow", ALLOW);
                 ex.send(resp, b"").await
             }
-            "PROPFIND" => self.propfind(ex, &key).await,
+            "PROPFIND" => self.propfind(ex, &key, who).await,
             "PROPPATCH" => self.proppatch(ex, &key).await,
             "MKCOL" => self.mkcol(ex, &key).await,
-            "DELETE" => self.delete(ex, &key).await,
+            "DELETE" => self.delete(ex, &key, who).await,
             "COPY" => self.copy_or_move(ex, &key, who, false).await,
             "MOVE" => self.copy_or_move(ex, &key, who, true).await,
             "LOCK" => self.lock(ex, &key).await,
@@ -171,7 +171,12 @@ impl<S: Storage> Dav<'_, S> {
 
     /// PROPFIND with `Depth: 0` or `1` (RFC 4918 §9.1); a folder's members
     /// are written as its listing's batches arrive.
-    async fn propfind(&self, ex: &mut Exchange, key: &RelPath) -> Result<(), Error> {
+    async fn propfind(
+        &self,
+        ex: &mut Exchange,
+        key: &RelPath,
+        who: crate::policy::Principal,
+    ) -> Result<(), Error> {
         let depth_one = match ex.header_str("depth").map(str::trim) {
             Some("0") => false,
             Some("1") => true,
@@ -216,6 +221,10 @@ impl<S: Storage> Dav<'_, S> {
                 let Ok(child) = key.join(&e.name) else {
                     continue;
                 };
+                // Members the principal may not read are left out.
+                if !self.policy.rights(who, &child).may_read() {
+                    continue;
+                }
                 let r = self
                     .resource(&child, &e.name, e.meta, dead, quota, &nearby)
                     .await;
