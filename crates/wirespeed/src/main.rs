@@ -61,7 +61,6 @@ mod bench_load;
 mod client_cmd;
 mod notice;
 mod serve;
-mod serve_target;
 mod size;
 
 #[derive(Parser)]

@@ -11,11 +11,12 @@
 
 use wirespeed_net::{Error, Exchange, Response};
 
+use crate::config::ServiceConfig;
+use crate::metrics::RouteClass;
 use crate::path::{parse_request_path, RelPath};
 use crate::policy::{Action, Decision, Policy};
 use crate::respond::admit;
 use crate::storage::{Kind, Storage, StorageError};
-use crate::{RouteClass, ServiceConfig};
 
 mod copymove;
 pub mod dead;
@@ -31,10 +32,9 @@ pub(crate) use locking::Reach;
 use xml::{MULTISTATUS_END, MULTISTATUS_START};
 
 /// The `DAV` field: class 1 and 2.
-pub const COMPLIANCE: &str = "1, 2";
+pub const COMPLIANCE: &str = crate::respond::DAV_COMPLIANCE;
 /// The methods a resource takes (the `Allow` field of OPTIONS).
-pub const ALLOW: &str =
-    "OPTIONS, GET, HEAD, PUT, POST, DELETE, PROPFIND, PROPPATCH, MKCOL, COPY, MOVE, LOCK, UNLOCK";
+pub const ALLOW: &str = crate::respond::DAV_ALLOW;
 /// The methods this module answers (GET and PUT are the file routes').
 pub const METHODS: [&str; 9] = [
     "OPTIONS",
@@ -229,7 +229,7 @@ impl<S: Storage> Dav<'_, S> {
                     .resource(&child, &e.name, e.meta, dead, quota, &nearby)
                     .await;
                 r.write(&want, &mut text);
-                if text.len() >= crate::listing::FLUSH_AT {
+                if text.len() >= crate::page::listing::FLUSH_AT {
                     w.write(text.as_bytes()).await?;
                     text.clear();
                 }

@@ -71,8 +71,9 @@ impl Resource<'_> {
                 escape_into(mime.essence_str(), out);
             }
             "creationdate" => {
-                match crate::listing::rfc3339(self.meta.modified.unwrap_or(SystemTime::UNIX_EPOCH))
-                {
+                match crate::page::listing::rfc3339(
+                    self.meta.modified.unwrap_or(SystemTime::UNIX_EPOCH),
+                ) {
                     Some(t) => out.push_str(&t),
                     None => return false,
                 }

@@ -12,8 +12,12 @@
 //! flags are presets ([`Policy::from_presets`]) giving rights to two
 //! principals: anyone, and the holder of a `--token`.
 
-use crate::auth::{Access, Writes, WritesOff};
+pub mod hidden;
+pub mod origin;
+pub mod presets;
+
 use crate::path::RelPath;
+use crate::policy::presets::{Access, Writes, WritesOff};
 
 /// A set of rights (`r`, `w`, `d`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
