@@ -341,6 +341,16 @@ fn copy_move_and_delete_whole_trees() {
     assert_eq!(s.req("DELETE", "/file/", &[], b"").status, 204);
     assert!(!s.root.join("file").exists());
     assert_eq!(s.req("DELETE", "/file/", &[], b"").status, 404);
+    // A link back up inside the copied folder: the copy stops at a depth
+    // limit (508 for the member) instead of filling the disk.
+    std::fs::create_dir(s.root.join("loopy")).unwrap();
+    std::fs::write(s.root.join("loopy/f"), b"f").unwrap();
+    std::os::unix::fs::symlink("..", s.root.join("loopy/up")).unwrap();
+    let r = s.req("COPY", "/loopy/", &[("Destination", "/loopcopy/")], b"");
+    assert_eq!(r.status, 207, "{}", r.text());
+    assert!(r.text().contains("508 Loop Detected"), "{}", r.text());
+    let r = s.req("COPY", "/loopy/up/", &[("Destination", "/viaLink/")], b"");
+    assert_eq!(r.status, 403, "{}", r.text());
     // The copies' bytes are the source's.
     assert_eq!(s.get("/a/b/c/deep.txt").body, b"deep");
 }

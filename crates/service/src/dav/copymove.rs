@@ -48,6 +48,9 @@ pub(crate) fn destination(value: Option<&str>, host: Option<&str>) -> Result<Rel
     Ok(key)
 }
 
+/// The deepest folder a COPY goes into below its source.
+const MAX_COPY_DEPTH: usize = 64;
+
 /// Buffer of one COPY read.
 const COPY_CHUNK: usize = 1 << 20;
 
@@ -131,7 +134,8 @@ impl<S: Storage> Dav<'_, S> {
         send_multistatus(ex, &text).await
     }
 
-    /// Remove `key` and, for a folder, all below it (children first).
+    /// Remove `key` and, for a folder, all below it (children first;
+    /// symlinks are removed, never followed).
     /// `Err` when the top itself fails and nothing below did (a plain
     /// error answer); otherwise the members that failed.
     async fn remove_tree(
@@ -139,13 +143,12 @@ impl<S: Storage> Dav<'_, S> {
         key: &RelPath,
         who: Principal,
     ) -> Result<Vec<(RelPath, u16)>, Error> {
-        let meta = self.storage.stat(key).await?;
-        if meta.kind == Kind::File {
-            self.storage
-                .delete(key)
-                .await
-                .map_err(|e| e.on_write(key))?;
-            return Ok(Vec::new());
+        // Deleted first, opened only when not empty: a symlink (even to a
+        // folder) is removed itself, never what it leads to.
+        match self.storage.delete(key).await {
+            Ok(()) => return Ok(Vec::new()),
+            Err(StorageError::NotEmpty) => {}
+            Err(e) => return Err(e.on_write(key).into()),
         }
         let mut failed: Vec<(RelPath, u16)> = Vec::new();
         // (folder, listed): a folder is removed when met the second time.
@@ -212,11 +215,13 @@ impl<S: Storage> Dav<'_, S> {
                         failed_below.push(child);
                         continue;
                     }
-                    if e.meta.kind == Kind::Dir {
-                        stack.push((dir_key(child), false));
-                    } else if let Err(err) = self.storage.delete(&child).await {
-                        failed.push((child.clone(), err.status()));
-                        failed_below.push(child);
+                    match self.storage.delete(&child).await {
+                        Ok(()) | Err(StorageError::NotFound) => {}
+                        Err(StorageError::NotEmpty) => stack.push((dir_key(child), false)),
+                        Err(err) => {
+                            failed.push((child.clone(), err.status()));
+                            failed_below.push(child);
+                        }
                     }
                 }
             }
@@ -263,6 +268,12 @@ impl<S: Storage> Dav<'_, S> {
         let src = self.storage.stat(key).await?;
         if src.kind == Kind::Dir && to.segments().starts_with(key.segments()) {
             return Err(Error::status(409, "a folder cannot go inside itself"));
+        }
+        if !moving && src.kind == Kind::Dir && self.storage.is_symlink(key).await {
+            return Err(Error::status(
+                403,
+                "a linked folder is not copied (its link may lead back into the copy)",
+            ));
         }
         // The destination is a new name (w), or a replaced one (w and d).
         decision(self.policy.decide(who, Action::Create, &to))?;
@@ -378,7 +389,14 @@ impl<S: Storage> Dav<'_, S> {
                         failed.push((d, 403));
                         continue;
                     }
-                    if e.meta.kind == Kind::Dir {
+                    if e.meta.kind == Kind::Dir
+                        && (s.segments().len() - from.segments().len() > MAX_COPY_DEPTH
+                            || self.storage.is_symlink(&s).await)
+                    {
+                        // A linked folder is not followed (a link to an
+                        // ancestor would copy forever), nor a tree too deep.
+                        failed.push((dir_key(d), 508));
+                    } else if e.meta.kind == Kind::Dir {
                         match self.storage.mkdir(&d).await {
                             Ok(()) => {
                                 self.copy_props(&s, &d).await;

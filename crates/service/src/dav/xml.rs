@@ -429,6 +429,7 @@ pub fn status_line(status: u16) -> String {
         423 => "Locked",
         424 => "Failed Dependency",
         507 => "Insufficient Storage",
+        508 => "Loop Detected",
         _ => "Error",
     };
     format!("HTTP/1.1 {status} {reason}")

@@ -262,6 +262,11 @@ pub trait Storage: Send + Sync + 'static {
     fn available(&self) -> impl Future<Output = Option<u64>> + Send {
         async { None }
     }
+    /// Whether `key` is a symbolic link (a COPY does not descend into a
+    /// linked folder: a link to an ancestor would copy forever).
+    fn is_symlink(&self, _key: &RelPath) -> impl Future<Output = bool> + Send {
+        async { false }
+    }
     /// Bytes in use on the storage, if the backend knows (WebDAV's
     /// `quota-used-bytes`).
     fn used(&self) -> impl Future<Output = Option<u64>> + Send {

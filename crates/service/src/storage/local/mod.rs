@@ -440,6 +440,10 @@ impl Storage for LocalStorage {
         )
     }
 
+    async fn is_symlink(&self, key: &RelPath) -> bool {
+        self.link_at(key)
+    }
+
     async fn dead_props(&self, key: &RelPath) -> Result<Option<Vec<u8>>, StorageError> {
         self.read_props(key)
     }

@@ -1,4 +1,5 @@
-//! WebDAV dead properties and set modification times on the local backend.
+//! WebDAV dead properties, set modification times and link checks on the
+//! local backend.
 //!
 //! A resource's dead properties are one extended attribute, [`PROPS_XATTR`],
 //! holding the WebDAV layer's serialized set: one `fsetxattr` replaces it
@@ -60,6 +61,21 @@ impl LocalStorage {
             Err(Errno::NOSPC) | Err(Errno::RANGE) | Err(Errno::TOOBIG) => Err(StorageError::Full),
             Err(e) => Err(e.into()),
         }
+    }
+
+    pub(super) fn link_at(&self, key: &RelPath) -> bool {
+        let Some(name) = key.name() else {
+            return false;
+        };
+        self.root
+            .open_at(key.parent(), OFlags::PATH | OFlags::DIRECTORY)
+            .and_then(|dir| {
+                rustix::fs::statat(&dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                    .map_err(StorageError::from)
+            })
+            .is_ok_and(|st| {
+                rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink
+            })
     }
 
     pub(super) fn touch(
