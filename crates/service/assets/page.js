@@ -417,7 +417,8 @@
   async function remove(e) {
     const ok = await ask({ title: `Delete "${e.name}"${e.dir ? ' (an empty folder)' : ''}?`, ok: 'Delete', danger: true });
     if (!ok) return;
-    const r = await api(link(e), { method: 'DELETE' });
+    // Depth 0: a folder goes only if empty (a plain WebDAV DELETE takes it whole).
+    const r = await api(link(e), { method: 'DELETE', headers: { Depth: '0' } });
     if (r.ok) toast(`Deleted ${e.name}`);
     else if (r.status === 409) toast('Only an empty folder can be deleted');
     else toast(await failure(r, 'Delete failed'));

@@ -11,6 +11,7 @@ use wirespeed_net::{Error, Exchange, Handler};
 
 use crate::archive::{self, CrcCache};
 use crate::config::ServiceConfig;
+use crate::dav::{self, Dav, LockTable, Reach};
 use crate::files::Files;
 use crate::metrics::RouteClass;
 use crate::path::{parse_request_path, RelPath};
@@ -25,7 +26,6 @@ fn request_class(ex: &Exchange) -> RouteClass {
     match ex.method() {
         "PUT" => RouteClass::Upload,
         "DELETE" => RouteClass::Delete,
-        "MKCOL" | "MOVE" => RouteClass::Other,
         "POST" => {
             let form = ex.header("content-type").is_some_and(|ct| {
                 ct.len() >= 19 && ct[..19].eq_ignore_ascii_case(b"multipart/form-data")
@@ -47,6 +47,8 @@ pub struct FileRoutes<S> {
     files: Files<S>,
     /// zip CRC-32s computed for folder archives, kept across requests.
     crcs: CrcCache,
+    /// WebDAV locks, held across requests (`dav`).
+    locks: LockTable,
 }
 
 impl<S: Storage> FileRoutes<S> {
@@ -54,12 +56,29 @@ impl<S: Storage> FileRoutes<S> {
         FileRoutes {
             files: Files::new(storage, cfg),
             crcs: CrcCache::default(),
+            locks: LockTable::default(),
+        }
+    }
+
+    /// The WebDAV front over the same storage, policy and locks.
+    fn dav(&self) -> Dav<'_, S> {
+        let (storage, cfg) = self.files.parts();
+        Dav {
+            storage,
+            cfg,
+            policy: self.files.policy(),
+            locks: &self.locks,
         }
     }
 }
 
 impl<S: Storage> Handler for FileRoutes<S> {
     async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
+        // WebDAV's methods (DELETE, MKCOL and MOVE among them) admit each
+        // path with its own action.
+        if dav::handles(ex.method()) {
+            return self.dav().handle(ex).await;
+        }
         request_class(ex).set(ex);
         let (storage, cfg) = self.files.parts();
         let policy = self.files.policy();
@@ -92,6 +111,10 @@ impl<S: Storage> Handler for FileRoutes<S> {
                 }
                 _ => self.files.answer(ex, key, who).await,
             },
+            "PUT" => match self.dav().check_locks(ex, &[(&key, Reach::Member)]).await {
+                Ok(()) => self.files.answer(ex, key, who).await,
+                Err(e) => Err(e),
+            },
             _ => self.files.answer(ex, key, who).await,
         };
         result.map_err(|e| explain_too_large(e, cfg.max_body))
@@ -103,12 +126,11 @@ async fn is_folder<S: Storage>(storage: &S, key: &RelPath) -> bool {
 }
 
 /// What a method asks of the policy at the request's path: writes create
-/// (replacing is checked at the name, [`WriteGuard`]), a MOVE removes its
-/// source (its destination is asked about in `move_to`).
+/// (replacing is checked at the name, [`WriteGuard`]); the WebDAV methods
+/// ask in `dav`.
 fn method_action(method: &str) -> Action {
     match method {
         "GET" | "HEAD" => Action::Read,
-        "DELETE" | "MOVE" => Action::Delete,
         _ => Action::Create,
     }
 }
@@ -117,7 +139,7 @@ fn method_action(method: &str) -> Action {
 /// a write (400, never 414: the URI is not what is too long) and simply
 /// absent for a read or delete, since no such file can exist.
 fn path_error(e: crate::path::PathError, method: &str) -> Error {
-    if e == crate::path::PathError::NameTooLong && matches!(method, "GET" | "HEAD" | "DELETE") {
+    if e == crate::path::PathError::NameTooLong && matches!(method, "GET" | "HEAD") {
         return Error::status(
             404,
             "not found: a name in the path is longer than 255 bytes",

@@ -12,9 +12,11 @@
 //!   a computed digest is recorded with the file and answered by GET/HEAD.
 //! - `GET /dir/?archive=tar|zip` (`&name=` to select): the folder as one
 //!   archive, exact length, ETag and Range (`archive`).
-//! - `DELETE /path`: a file, or an empty directory.
-//! - WebDAV `MKCOL /dir/` (one folder) and `MOVE /src` with `Destination`
-//!   (and `Overwrite: F`), under the same write policy and token as PUT.
+//! - `DELETE /path`: a file, or a folder with everything in it (WebDAV;
+//!   `Depth: 0` only an empty one).
+//! - WebDAV class 1 and 2 ([`dav`]): OPTIONS, PROPFIND (Depth 0 and 1),
+//!   PROPPATCH, MKCOL, DELETE of folders, COPY, MOVE, LOCK and UNLOCK,
+//!   under the same policy and token as PUT.
 //! - `GET /-/health`; `GET /-/metrics` (Prometheus, [`metrics`]);
 //!   `GET /-/assets/<version>/<name>`: the browser page's script, styles and
 //!   icons ([`assets`]), and `/favicon.ico` when the folder has none.
@@ -28,6 +30,7 @@
 // Fronts: one folder per protocol front. A front never imports another;
 // this file (the composition root) builds the router from them.
 mod archive;
+pub mod dav;
 mod encoded;
 mod files;
 pub mod resumable;
@@ -74,12 +77,28 @@ pub use upload::{HashMode, UploadPath};
 
 use wirespeed_net::Router;
 
+/// The methods of the file routes: plain HTTP and WebDAV's (`dav`).
+const FILE_METHODS: [&str; 12] = [
+    "GET",
+    "PUT",
+    "POST",
+    "DELETE",
+    "OPTIONS",
+    "PROPFIND",
+    "PROPPATCH",
+    "MKCOL",
+    "COPY",
+    "MOVE",
+    "LOCK",
+    "UNLOCK",
+];
+
 /// The service's routes: the control routes, then every other path as a
 /// file (`path.rs` answers any `/-/…` path, even percent-encoded, as missing:
 /// no stored file hides behind a control path).
 pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
     control::control_routes(&cfg).route(
-        &["GET", "PUT", "DELETE", "POST", "MKCOL", "MOVE"],
+        &FILE_METHODS,
         "/*",
         front_door::FileRoutes::new(storage, cfg),
     )
@@ -101,7 +120,7 @@ pub fn router_with_uploads<S: Storage + PartialUploads + Clone>(
             resumable::UploadRoutes(uploads.clone()),
         )
         .route(
-            &["GET", "PUT", "DELETE", "POST", "OPTIONS", "MKCOL", "MOVE"],
+            &FILE_METHODS,
             "/*",
             front_door::FileRoutesWithUploads {
                 routes: front_door::FileRoutes::new(storage, cfg),

@@ -394,3 +394,10 @@ impl From<crate::storage::StorageError> for wirespeed_net::Error {
         }
     }
 }
+
+/// The `DAV` field of the file routes' OPTIONS: WebDAV class 1 and 2
+/// (`dav`; here because resumable's OPTIONS answers it too).
+pub(crate) const DAV_COMPLIANCE: &str = "1, 2";
+/// The methods a file URL takes (the `Allow` field of OPTIONS).
+pub(crate) const DAV_ALLOW: &str =
+    "OPTIONS, GET, HEAD, PUT, POST, DELETE, PROPFIND, PROPPATCH, MKCOL, COPY, MOVE, LOCK, UNLOCK";

@@ -168,8 +168,11 @@ fn writes_overwrites_and_deletes_on_both_backends() {
         // A directory in the way, and deletes.
         assert_eq!(s.put("/w/sub/x", b"x").status, 201);
         assert_eq!(s.put("/w/sub", b"file over a folder").status, 409);
-        assert_eq!(s.req("DELETE", "/w/sub", &[], b"").status, 409);
         assert_eq!(s.req("DELETE", "/w/sub/x", &[], b"").status, 204);
+        // A folder goes with what it holds (WebDAV DELETE, RFC 4918 §9.6.1).
+        assert_eq!(s.put("/w/gone/a/b", b"b").status, 201);
+        assert_eq!(s.req("DELETE", "/w/gone/", &[], b"").status, 204);
+        assert_eq!(s.get("/w/gone/a/b").status, 404);
         assert_eq!(s.req("DELETE", "/w/a.bin", &[], b"").status, 204);
         assert_eq!(s.get("/w/a.bin").status, 404);
         assert_eq!(s.req("DELETE", "/w/a.bin", &[], b"").status, 404);
@@ -517,7 +520,11 @@ fn mkcol_and_move_on_both_backends() {
         // Refusals leave everything in place.
         assert_eq!(mv("/missing.txt", "/m2.txt", &[]).status, 404);
         assert_eq!(mv("/docs/g.txt", "/no/such/g.txt", &[]).status, 409);
-        assert_eq!(mv("/docs/g.txt", "/docs", &[]).status, 409);
+        // A file replaces a folder only with Overwrite: T (RFC 4918 §9.9.3).
+        assert_eq!(
+            mv("/docs/g.txt", "/docs", &[("Overwrite", "F")]).status,
+            412
+        );
         assert_eq!(mv("/docs/g.txt", "/.wirespeed-tmp-x", &[]).status, 403);
         assert_eq!(mv("/docs/", "/docs/sub/docs/", &[]).status, 409);
         assert_eq!(s.get("/docs/g.txt").body, b"new");

@@ -496,8 +496,10 @@ fn write_without_token_is_refused_with_401_and_private_mode_guards_reads() {
 fn delete_removes_files_and_empty_folders_and_never_follows_links() {
     let s = TestServer::start();
     s.put("/d/f", b"x");
+    // Depth: 0 (what `wirespeed rm` and the page send) keeps a full folder;
+    // a plain DELETE takes it whole (WebDAV, tests/dav.rs).
     assert_eq!(
-        s.req("DELETE", "/d", &[], b"").status,
+        s.req("DELETE", "/d", &[("Depth", "0")], b"").status,
         409,
         "non-empty directory"
     );
@@ -518,6 +520,20 @@ fn delete_removes_files_and_empty_folders_and_never_follows_links() {
     std::os::unix::fs::symlink(s.tmp.path().join("outside.txt"), s.root.join("out")).unwrap();
     assert_eq!(s.req("DELETE", "/out", &[], b"").status, 403);
     assert!(s.root.join("out").symlink_metadata().is_ok());
+    // A link to a folder, alone or inside a folder deleted whole: the link
+    // goes, the folder it leads to keeps everything.
+    s.put("/real/kept.txt", b"kept");
+    std::os::unix::fs::symlink(s.root.join("real"), s.root.join("dirlink")).unwrap();
+    assert_eq!(s.req("DELETE", "/dirlink", &[], b"").status, 204);
+    assert!(s.root.join("dirlink").symlink_metadata().is_err());
+    s.put("/box/f", b"f");
+    std::os::unix::fs::symlink(s.root.join("real"), s.root.join("box/inner")).unwrap();
+    assert_eq!(s.req("DELETE", "/box/", &[], b"").status, 204);
+    assert!(!s.root.join("box").exists());
+    assert_eq!(
+        std::fs::read(s.root.join("real/kept.txt")).unwrap(),
+        b"kept"
+    );
 }
 
 #[test]

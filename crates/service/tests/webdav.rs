@@ -136,8 +136,15 @@ fn move_refuses_escapes_and_conflicts() {
     // The root cannot move; a folder cannot move into itself.
     assert_eq!(mv("/", "/r/"), 403);
     assert_eq!(mv("/d/", "/d/sub/d/"), 409);
-    // A file cannot replace a folder.
-    assert_eq!(mv("/f.txt", "/d"), 409);
+    // A file replaces a folder only with Overwrite: T (RFC 4918 §9.9.3;
+    // the page sends F): with F it is 412 and nothing changes.
+    let r = s.req(
+        "MOVE",
+        "/f.txt",
+        &[("Destination", "/d"), ("Overwrite", "F")],
+        b"",
+    );
+    assert_eq!(r.status, 412);
     // Same source and destination.
     assert_eq!(mv("/f.txt", "/f.txt"), 403);
     assert_eq!(std::fs::read(s.root.join("f.txt")).unwrap(), b"f");

@@ -204,10 +204,12 @@ pub async fn walk(client: &Client, url: &Url, limits: WalkLimits) -> Result<Walk
     })
 }
 
-/// DELETE `url`; returns the status.
+/// DELETE `url`; returns the status. `Depth: 0`: a folder goes only if
+/// empty (409 otherwise), since a WebDAV server removes a folder with
+/// everything in it on a plain DELETE; `rm -r` empties folders first.
 pub async fn delete(client: &Client, url: &Url) -> Result<u16, Error> {
     let resp = client
-        .send(Request::delete(url.clone()))
+        .send(Request::delete(url.clone()).header("Depth", "0"))
         .await?
         .error_for_status()
         .await?;

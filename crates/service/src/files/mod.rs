@@ -1,4 +1,5 @@
-//! The file routes: GET/HEAD, PUT, DELETE, WebDAV MKCOL and MOVE (POST is in
+//! The file routes: GET/HEAD and PUT; the WebDAV methods (DELETE, MKCOL,
+//! MOVE, COPY, PROPFIND, …) go to `dav` (POST is in
 //! `encoded`), and health.
 
 use std::time::SystemTime;
@@ -11,12 +12,10 @@ use crate::digest::{asked_for, format_sha256};
 use crate::hash_gate::HashGate;
 use crate::metrics::RouteClass;
 use crate::page::listing::{page_csp, Format, Formatter, FLUSH_AT};
-use crate::path::{parse_request_path, RelPath};
-use crate::policy::{Action, Decision, Policy, Principal};
-use crate::respond::{
-    check_room, etag, has_body, respond_stored_with, write_preconditions, WriteGuard,
-};
-use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload};
+use crate::path::RelPath;
+use crate::policy::{Policy, Principal};
+use crate::respond::{check_room, etag, respond_stored_with, write_preconditions, WriteGuard};
+use crate::storage::{Listing, Object, Storage, StorageError, Upload};
 use crate::upload::receive;
 
 /// Files under a storage backend.
@@ -73,7 +72,8 @@ fn http_date(t: SystemTime) -> [u8; 29] {
 }
 
 impl<S: Storage> Files<S> {
-    /// Answers an admitted request (the front door asked the policy).
+    /// Answers an admitted request (the front door asked the policy; the
+    /// WebDAV methods, DELETE and MKCOL and MOVE among them, go to `dav`).
     pub(crate) async fn answer(
         &self,
         ex: &mut Exchange,
@@ -83,9 +83,6 @@ impl<S: Storage> Files<S> {
         match ex.method() {
             "GET" | "HEAD" => self.get(ex, key, who).await,
             "PUT" => self.put(ex, key, who).await,
-            "DELETE" => self.delete(ex, key).await,
-            "MKCOL" => self.mkcol(ex, key).await,
-            "MOVE" => self.move_to(ex, key, who).await,
             _ => Err(Error::status(405, "method not allowed")),
         }
     }
@@ -375,93 +372,6 @@ impl<S: Storage> Files<S> {
         };
         respond_stored_with(&self.storage, ex, &key, written, sum.as_ref(), extra).await
     }
-
-    /// WebDAV `MKCOL` (RFC 4918 §9.3): one folder, whose parent exists.
-    async fn mkcol(&self, ex: &mut Exchange, key: RelPath) -> Result<(), Error> {
-        if has_body(ex) {
-            ex.close_after_response();
-            return Err(Error::status(415, "MKCOL takes no body"));
-        }
-        match self.storage.mkdir(&key).await.map_err(|e| e.on_write(&key)) {
-            Ok(()) => {
-                let resp = Response::new(201).header("Location", key.to_url(true));
-                ex.send(resp, b"").await
-            }
-            Err(StorageError::Exists) => {
-                let resp = Response::new(405)
-                    .header("Allow", "GET, HEAD, PUT, DELETE, POST, MOVE")
-                    .header("Content-Type", "text/plain; charset=utf-8");
-                ex.send(resp, b"something already exists at this path\n")
-                    .await
-            }
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// WebDAV `MOVE` (RFC 4918 §9.9) of a file or folder to `Destination`;
-    /// `Overwrite: F` keeps an existing destination (412).
-    async fn move_to(&self, ex: &mut Exchange, key: RelPath, who: Principal) -> Result<(), Error> {
-        if key.is_root() {
-            return Err(Error::status(403, "the root cannot be moved"));
-        }
-        let to = destination(ex.header_str("destination"), ex.header_str("host"))?;
-        self.cfg.hidden.refuse(&to)?;
-        if to.segments() == key.segments() {
-            return Err(Error::status(
-                403,
-                "the source and the Destination are the same",
-            ));
-        }
-        let overwrite = match ex.header_str("overwrite").map(str::trim) {
-            None | Some("T") | Some("t") => true,
-            Some("F") | Some("f") => false,
-            Some(_) => return Err(Error::status(400, "Overwrite must be T or F")),
-        };
-        // The destination is a new name (w), or a replaced one (w and d:
-        // without d the move may only take a free name).
-        match self.policy.decide(who, Action::Create, &to) {
-            Decision::Allow => {}
-            Decision::NeedToken => {
-                return Err(Error::status(401, "a valid bearer token is required"))
-            }
-            Decision::Forbidden(why) => return Err(Error::status(403, why)),
-        }
-        let guard = WriteGuard::new(&self.policy, who, &to);
-        let overwrite = overwrite && guard.may_replace();
-        match self.storage.rename(&key, &to, overwrite).await {
-            Ok(written) => {
-                let status = if written == crate::storage::Written::Created {
-                    201
-                } else {
-                    204
-                };
-                let dir = self
-                    .storage
-                    .stat(&to)
-                    .await
-                    .is_ok_and(|m| m.kind == Kind::Dir);
-                let resp = Response::new(status).header("Location", to.to_url(dir));
-                ex.send(resp, b"").await
-            }
-            Err(StorageError::Exists) if !guard.may_replace() => Err(guard.refusal()),
-            Err(StorageError::Exists) => Err(Error::status(
-                412,
-                "the Destination exists and Overwrite is F: nothing was moved",
-            )),
-            Err(e) => Err(e.on_write(&key).into()),
-        }
-    }
-
-    async fn delete(&self, ex: &mut Exchange, key: RelPath) -> Result<(), Error> {
-        if key.is_root() {
-            return Err(Error::status(403, "the root cannot be deleted"));
-        }
-        self.storage
-            .delete(&key)
-            .await
-            .map_err(|e| e.on_write(&key))?;
-        ex.send(Response::new(204), b"").await
-    }
 }
 
 /// Listing text to the body writer, through gzip when it is on.
@@ -482,42 +392,6 @@ async fn write_text(
         }
         None => w.write(text).await,
     }
-}
-
-/// The key a MOVE's `Destination` names: an absolute path, or an absolute
-/// URI whose authority is this server's `Host` (another server's is 502,
-/// RFC 4918 §9.9.4). The control namespace and the root are refused (403).
-fn destination(value: Option<&str>, host: Option<&str>) -> Result<RelPath, Error> {
-    let value = value
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .ok_or_else(|| Error::status(400, "MOVE needs a Destination header"))?;
-    let path = match value.split_once("://") {
-        Some((scheme, rest)) if !scheme.contains('/') => {
-            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-            if !host.is_some_and(|h| h.eq_ignore_ascii_case(authority)) {
-                return Err(Error::status(
-                    502,
-                    "the Destination is on another server: moves stay on this one",
-                ));
-            }
-            if path.is_empty() {
-                "/"
-            } else {
-                path
-            }
-        }
-        _ => value,
-    };
-    let path = path.split(['?', '#']).next().unwrap_or(path);
-    let key = parse_request_path(path).map_err(|e| match e {
-        crate::path::PathError::Hidden => Error::status(403, "the Destination is a reserved path"),
-        e => Error::status(400, format!("bad Destination: {e}")),
-    })?;
-    if key.is_root() {
-        return Err(Error::status(403, "nothing may replace the root"));
-    }
-    Ok(key)
 }
 
 /// How much of a text file is looked at to decide whether it is UTF-8.

@@ -192,7 +192,11 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         {
             return Ok(());
         }
+        // The file routes' OPTIONS: WebDAV's fields too (`dav`).
         let mut resp = Response::new(204)
+            .header("DAV", crate::respond::DAV_COMPLIANCE)
+            .header("MS-Author-Via", "DAV")
+            .header("Allow", crate::respond::DAV_ALLOW)
             .header("Upload-Limit", self.limit_header(None))
             .header(
                 "Upload-Draft-Interop-Version",

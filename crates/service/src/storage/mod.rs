@@ -262,6 +262,42 @@ pub trait Storage: Send + Sync + 'static {
     fn available(&self) -> impl Future<Output = Option<u64>> + Send {
         async { None }
     }
+    /// Whether `key` is a symbolic link (a COPY does not descend into a
+    /// linked folder: a link to an ancestor would copy forever).
+    fn is_symlink(&self, _key: &RelPath) -> impl Future<Output = bool> + Send {
+        async { false }
+    }
+    /// Bytes in use on the storage, if the backend knows (WebDAV's
+    /// `quota-used-bytes`).
+    fn used(&self) -> impl Future<Output = Option<u64>> + Send {
+        async { None }
+    }
+    /// The WebDAV dead properties recorded with `key` (the `dav` module's
+    /// serialized set), `None` when there are none.
+    fn dead_props(
+        &self,
+        _key: &RelPath,
+    ) -> impl Future<Output = Result<Option<Vec<u8>>, StorageError>> + Send {
+        async { Ok(None) }
+    }
+    /// Replace the dead properties of `key` with `blob` (`None`: remove
+    /// them), all at once.
+    fn set_dead_props(
+        &self,
+        _key: &RelPath,
+        _blob: Option<&[u8]>,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send {
+        async { Err(StorageError::Unsupported("WebDAV properties")) }
+    }
+    /// Set the modification time of a file or folder (WebDAV clients set
+    /// it with PROPPATCH after a save).
+    fn set_modified(
+        &self,
+        _key: &RelPath,
+        _t: SystemTime,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send {
+        async { Err(StorageError::Unsupported("setting modification times")) }
+    }
 }
 
 /// An open file.

@@ -19,7 +19,9 @@ PUT /path          upload (atomic: temp file, fsync, rename); 201 new, 204 repla
 507 at once if the Content-Length exceeds the free space; with Want-Repr-Digest: sha-256=N\n                     \
 (or a Repr-Digest/Content-Digest to check) hashes the body and answers Repr-Digest;\n                     \
 If-None-Match: * creates only, If-Match: ETAG replaces only that version (412)\n  \
-DELETE /path       a file or an empty directory\n  \
+DELETE /path       a file, or a folder with everything in it (207 lists what could not go)\n  \
+WebDAV class 1, 2  OPTIONS (DAV: 1, 2), PROPFIND (Depth 0 and 1), PROPPATCH, MKCOL, COPY, MOVE, \
+LOCK, UNLOCK: mount the server as a drive (README: \"Mount as a drive\")\n  \
 GET /-/health      200 while serving\n  \
 GET /-/metrics     Prometheus metrics (needs the token on a server with --token; --metrics off)\n  \
 POST /dir/         multipart/form-data upload of one or more files\n  \

@@ -16,6 +16,7 @@ use rustix::io::Errno;
 mod listing;
 mod meta;
 mod partial;
+mod props;
 mod upload;
 
 pub use listing::{LocalListing, LIST_BATCH};
@@ -428,6 +429,31 @@ impl Storage for LocalStorage {
     async fn available(&self) -> Option<u64> {
         let vfs = rustix::fs::fstatvfs(self.root.fd()).ok()?;
         Some(vfs.f_bavail.saturating_mul(vfs.f_frsize))
+    }
+
+    async fn used(&self) -> Option<u64> {
+        let vfs = rustix::fs::fstatvfs(self.root.fd()).ok()?;
+        Some(
+            vfs.f_blocks
+                .saturating_sub(vfs.f_bfree)
+                .saturating_mul(vfs.f_frsize),
+        )
+    }
+
+    async fn is_symlink(&self, key: &RelPath) -> bool {
+        self.link_at(key)
+    }
+
+    async fn dead_props(&self, key: &RelPath) -> Result<Option<Vec<u8>>, StorageError> {
+        self.read_props(key)
+    }
+
+    async fn set_dead_props(&self, key: &RelPath, blob: Option<&[u8]>) -> Result<(), StorageError> {
+        self.write_props(key, blob)
+    }
+
+    async fn set_modified(&self, key: &RelPath, t: SystemTime) -> Result<(), StorageError> {
+        self.touch(key, t)
     }
 }
 

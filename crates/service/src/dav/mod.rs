@@ -1,0 +1,322 @@
+//! WebDAV class 1 and 2 (RFC 4918) on any [`Storage`]: OPTIONS, PROPFIND,
+//! PROPPATCH, MKCOL, DELETE, COPY, MOVE, LOCK and UNLOCK. GET and PUT stay
+//! on the file routes (`files.rs`), which ask [`Dav::check_locks`] before a
+//! PUT. Every method passes `respond::admit` with its [`Action`] first.
+//!
+//! - [`xml`]: request bodies in, multi-status out (bounded, no entities).
+//! - [`if_header`]: the `If` header, parsed and evaluated.
+//! - [`lock`]: the lock table; [`locking`]: LOCK/UNLOCK and the write check.
+//! - [`propfind`]: live properties; [`dead`]: stored ones and PROPPATCH.
+//! - [`copymove`]: COPY, MOVE, recursive DELETE, MKCOL.
+
+use wirespeed_net::{Error, Exchange, Response};
+
+use crate::config::ServiceConfig;
+use crate::metrics::RouteClass;
+use crate::path::{parse_request_path, RelPath};
+use crate::policy::{Action, Decision, Policy};
+use crate::respond::admit;
+use crate::storage::{Kind, Storage, StorageError};
+
+mod copymove;
+pub mod dead;
+pub mod if_header;
+pub mod lock;
+mod locking;
+pub mod propfind;
+pub mod xml;
+
+pub use lock::LockTable;
+pub(crate) use locking::Reach;
+
+use xml::{MULTISTATUS_END, MULTISTATUS_START};
+
+/// The `DAV` field: class 1 and 2.
+pub const COMPLIANCE: &str = crate::respond::DAV_COMPLIANCE;
+/// The methods a resource takes (the `Allow` field of OPTIONS).
+pub const ALLOW: &str = crate::respond::DAV_ALLOW;
+/// The methods this module answers (GET and PUT are the file routes').
+pub const METHODS: [&str; 9] = [
+    "OPTIONS",
+    "PROPFIND",
+    "PROPPATCH",
+    "MKCOL",
+    "DELETE",
+    "COPY",
+    "MOVE",
+    "LOCK",
+    "UNLOCK",
+];
+
+/// Whether `method` is answered here.
+pub fn handles(method: &str) -> bool {
+    METHODS.contains(&method)
+}
+
+const XML: &str = "application/xml; charset=utf-8";
+
+/// The WebDAV front over one storage, with the server's policy and locks.
+pub(crate) struct Dav<'a, S> {
+    pub storage: &'a S,
+    pub cfg: &'a ServiceConfig,
+    pub policy: &'a Policy,
+    pub locks: &'a LockTable,
+}
+
+/// What a method asks of the policy at the request's path (COPY and MOVE
+/// ask again for their destination).
+fn action(method: &str) -> Action {
+    match method {
+        "OPTIONS" | "PROPFIND" | "COPY" => Action::Read,
+        "DELETE" | "MOVE" => Action::Delete,
+        _ => Action::Create,
+    }
+}
+
+/// A policy refusal as an answer (the request's own path was admitted;
+/// this is for a second path, a COPY or MOVE destination).
+pub(crate) fn decision(d: Decision) -> Result<(), Error> {
+    match d {
+        Decision::Allow => Ok(()),
+        Decision::NeedToken => Err(Error::status(401, "a valid bearer token is required")),
+        Decision::Forbidden(why) => Err(Error::status(403, why)),
+    }
+}
+
+/// A multi-status answer.
+pub(crate) async fn send_multistatus(ex: &mut Exchange, body: &str) -> Result<(), Error> {
+    let text = format!("{MULTISTATUS_START}{body}{MULTISTATUS_END}");
+    let resp = Response::new(207).header("Content-Type", XML);
+    ex.send(resp, text.as_bytes()).await
+}
+
+/// An error with a precondition element (RFC 4918 §16).
+pub(crate) async fn send_condition(
+    ex: &mut Exchange,
+    status: u16,
+    condition: &str,
+) -> Result<(), Error> {
+    let resp = Response::new(status).header("Content-Type", XML);
+    ex.send(resp, xml::error_body(condition).as_bytes()).await
+}
+
+/// The body of a request, at most [`xml::MAX_BODY`] (413 above).
+pub(crate) async fn read_xml_body(ex: &mut Exchange) -> Result<Vec<u8>, Error> {
+    if ex
+        .content_length()
+        .is_some_and(|n| n > xml::MAX_BODY as u64)
+    {
+        ex.close_after_response();
+        return Err(Error::status(
+            413,
+            "WebDAV request bodies are limited to 1 MiB",
+        ));
+    }
+    ex.read_body_to_vec(xml::MAX_BODY).await
+}
+
+/// A parent path as a key.
+pub(crate) fn parent_of(key: &RelPath) -> RelPath {
+    let mut p = RelPath::root();
+    for s in key.parent() {
+        match p.join(s) {
+            Ok(next) => p = next,
+            Err(_) => break,
+        }
+    }
+    p
+}
+
+impl<S: Storage> Dav<'_, S> {
+    /// Answer a WebDAV method.
+    pub(crate) async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
+        RouteClass::Other.set(ex);
+        let method = ex.method().to_string();
+        let parsed = parse_request_path(ex.path());
+        let root = RelPath::root();
+        let at = parsed.as_ref().unwrap_or(&root);
+        let Some(who) = admit(self.cfg, self.policy, ex, action(&method), at).await? else {
+            return Ok(());
+        };
+        let key = parsed.map_err(|e| {
+            if e == crate::path::PathError::NameTooLong && method != "MKCOL" {
+                Error::status(
+                    404,
+                    "not found: a name in the path is longer than 255 bytes",
+                )
+            } else {
+                Error::status(e.status(), e.to_string())
+            }
+        })?;
+        self.cfg.hidden.refuse(&key)?;
+        match method.as_str() {
+            "OPTIONS" => {
+                let resp = Response::new(200)
+                    .header("DAV", COMPLIANCE)
+                    .header("MS-Author-Via", "DAV")
+                    .header("Allow", ALLOW);
+                ex.send(resp, b"").await
+            }
+            "PROPFIND" => self.propfind(ex, &key, who).await,
+            "PROPPATCH" => self.proppatch(ex, &key).await,
+            "MKCOL" => self.mkcol(ex, &key).await,
+            "DELETE" => self.delete(ex, &key, who).await,
+            "COPY" => self.copy_or_move(ex, &key, who, false).await,
+            "MOVE" => self.copy_or_move(ex, &key, who, true).await,
+            "LOCK" => self.lock(ex, &key).await,
+            "UNLOCK" => self.unlock(ex, &key).await,
+            _ => Err(Error::status(405, "method not allowed")),
+        }
+    }
+
+    /// PROPFIND with `Depth: 0` or `1` (RFC 4918 §9.1); a folder's members
+    /// are written as its listing's batches arrive.
+    async fn propfind(
+        &self,
+        ex: &mut Exchange,
+        key: &RelPath,
+        who: crate::policy::Principal,
+    ) -> Result<(), Error> {
+        let depth_one = match ex.header_str("depth").map(str::trim) {
+            Some("0") => false,
+            Some("1") => true,
+            _ => {
+                // Infinity (also when absent): refused, as RFC 4918 allows.
+                return send_condition(ex, 403, "propfind-finite-depth").await;
+            }
+        };
+        let body = read_xml_body(ex).await?;
+        let want = xml::parse_propfind(&body).map_err(|e| Error::status(400, e.to_string()))?;
+        let meta = self.storage.stat(key).await?;
+        let quota = if propfind::needs_quota(&want) {
+            (self.storage.available().await, self.storage.used().await)
+        } else {
+            (None, None)
+        };
+        let dead = propfind::needs_dead(&want);
+        let mut text = String::from(MULTISTATUS_START);
+        // The locks that can cover the folder or a member, looked up once.
+        let mut nearby = self.locks.covering(key.segments());
+        nearby.extend(self.locks.below(key.segments()));
+        let me = self
+            .resource(key, key.name().unwrap_or(""), meta, dead, quota, &nearby)
+            .await;
+        me.write(&want, &mut text);
+        let resp = Response::new(207).header("Content-Type", XML);
+        if !(depth_one && meta.kind == Kind::Dir) {
+            text.push_str(MULTISTATUS_END);
+            return ex.send(resp, text.as_bytes()).await;
+        }
+        use crate::storage::Listing;
+        // The first batch is read before the head is sent, so its failures
+        // get a status.
+        let mut listing = self.storage.list(key).await?;
+        let mut batch = listing.next_batch().await?;
+        let mut w = ex.writer(resp)?;
+        while let Some(entries) = batch {
+            for e in &entries {
+                if self.cfg.hidden.hides_name(&e.name) {
+                    continue;
+                }
+                let Ok(child) = key.join(&e.name) else {
+                    continue;
+                };
+                // Members the principal may not read are left out.
+                if !self.policy.rights(who, &child).may_read() {
+                    continue;
+                }
+                let r = self
+                    .resource(&child, &e.name, e.meta, dead, quota, &nearby)
+                    .await;
+                r.write(&want, &mut text);
+                if text.len() >= crate::page::listing::FLUSH_AT {
+                    w.write(text.as_bytes()).await?;
+                    text.clear();
+                }
+            }
+            batch = listing.next_batch().await?;
+        }
+        text.push_str(MULTISTATUS_END);
+        w.write(text.as_bytes()).await?;
+        w.finish().await
+    }
+
+    async fn resource<'n>(
+        &self,
+        key: &RelPath,
+        name: &'n str,
+        meta: crate::storage::Meta,
+        dead: bool,
+        quota: (Option<u64>, Option<u64>),
+        nearby: &[lock::Lock],
+    ) -> propfind::Resource<'n> {
+        let dir = meta.kind == Kind::Dir;
+        let dead = if dead {
+            dead::decode(self.storage.dead_props(key).await.ok().flatten().as_deref())
+        } else {
+            Vec::new()
+        };
+        propfind::Resource {
+            href: key.to_url(dir),
+            name,
+            meta,
+            etag: (!dir).then(|| crate::respond::etag(&meta)),
+            dead,
+            locks: nearby
+                .iter()
+                .filter(|l| l.covers(key.segments()))
+                .cloned()
+                .collect(),
+            quota,
+        }
+    }
+
+    /// PROPPATCH (RFC 4918 §9.2): dead properties, all or none, kept with
+    /// the file by the storage; a set modification time is applied.
+    async fn proppatch(&self, ex: &mut Exchange, key: &RelPath) -> Result<(), Error> {
+        let body = read_xml_body(ex).await?;
+        let patches = xml::parse_proppatch(&body).map_err(|e| Error::status(400, e.to_string()))?;
+        let meta = self.storage.stat(key).await?;
+        self.check_locks(ex, &[(key, Reach::Own)]).await?;
+        let current = dead::decode(self.storage.dead_props(key).await?.as_deref());
+        let mut outcome = dead::apply(current, &patches);
+        let mut failure = None;
+        if let Some(props) = &outcome.store {
+            let blob = (!props.is_empty()).then(|| dead::encode(props));
+            if let Err(e) = self.storage.set_dead_props(key, blob.as_deref()).await {
+                failure = Some(e);
+            }
+        }
+        if failure.is_none() {
+            if let Some(t) = outcome.mtime {
+                if let Err(e) = self.storage.set_modified(key, t).await {
+                    failure = Some(e);
+                }
+            }
+        }
+        if let Some(e) = failure {
+            tracing::debug!(error = %e, "PROPPATCH not stored");
+            let status = match e {
+                StorageError::Full | StorageError::NoRoom { .. } => 507,
+                _ => 403,
+            };
+            for s in &mut outcome.statuses {
+                s.1 = status;
+            }
+        }
+        let mut text = String::from("<D:response><D:href>");
+        xml::escape_into(&key.to_url(meta.kind == Kind::Dir), &mut text);
+        text.push_str("</D:href>");
+        for status in [200, 403, 409, 424, 507] {
+            let props: Vec<_> = outcome
+                .statuses
+                .iter()
+                .filter(|s| s.1 == status)
+                .map(|s| (s.0.clone(), None))
+                .collect();
+            xml::propstat(&props, status, &mut text);
+        }
+        text.push_str("</D:response>\n");
+        send_multistatus(ex, &text).await
+    }
+}
