@@ -55,7 +55,7 @@ pub use digest::DigestPolicy;
 pub use files::{Files, Health};
 pub use hidden::Hidden;
 pub use metrics::{Metrics, RouteClass};
-pub use policy::{Action, Decision, Policy, Principal, Rights};
+pub use policy::{Action, Decision, Policy, Principal, Rights, Users, UsersError};
 pub use resumable::{Uploads, UploadsConfig};
 pub use size::human_size;
 #[cfg(feature = "s3")]
@@ -70,6 +70,9 @@ use wirespeed_net::Router;
 pub struct ServiceConfig {
     /// Who may read and write.
     pub access: Access,
+    /// Users and their rights per folder (`serve --auth FILE`), shared by
+    /// every route (a reload is seen by all).
+    pub users: Option<std::sync::Arc<policy::Users>>,
     /// Which writes are taken at all (checked before the token).
     pub writes: Writes,
     /// Largest accepted upload body in bytes (`None`: unlimited). Bigger
@@ -106,7 +109,11 @@ pub const ARCHIVE_MAX_ENTRIES: usize = archive::DEFAULT_MAX_ENTRIES;
 impl ServiceConfig {
     /// The policy its presets (`access`, `writes`) make: every route asks it.
     pub fn policy(&self) -> Policy {
-        Policy::from_presets(&self.access, self.writes)
+        let policy = Policy::from_presets(&self.access, self.writes);
+        match &self.users {
+            Some(users) => policy.with_users(users.clone()),
+            None => policy,
+        }
     }
 
     /// Where to hash this request's upload, or `None` to store it unhashed

@@ -155,7 +155,19 @@ pub(crate) async fn admit_with(
             "cross-origin write refused: a page on another site may not change files here",
         ));
     }
-    let who = policy.principal(ex.header("authorization"));
+    let authorization = ex.header("authorization").map(<[u8]>::to_vec);
+    let Ok(who) = policy
+        .authenticate(authorization.as_deref(), ex.client_ip())
+        .await
+    else {
+        close_if_body(ex);
+        let mut resp = text(401);
+        for challenge in policy.challenges() {
+            resp = resp.header("WWW-Authenticate", challenge);
+        }
+        ex.send(resp, b"wrong user name or password\n").await?;
+        return Ok(None);
+    };
     match policy.decide(who, action, path) {
         Decision::Allow => Ok(Some(who)),
         Decision::Forbidden(why) => {
@@ -163,11 +175,11 @@ pub(crate) async fn admit_with(
             ex.send(text(403), format!("{why}\n").as_bytes()).await?;
             Ok(None)
         }
-        Decision::NeedToken => {
+        Decision::NeedCredentials => {
             close_if_body(ex);
             // A browser navigation cannot send a bearer token: it gets the page
             // without the listing, whose script asks for the token.
-            if let Some(page) = crate::listing::locked_page(policy, ex) {
+            if let (Some(page), None) = (crate::listing::locked_page(policy, ex), policy.users()) {
                 let resp = Response::new(401)
                     .header("WWW-Authenticate", "Bearer realm=\"wirespeed\"")
                     .header("Content-Type", crate::listing::Format::Html.content_type())
@@ -179,8 +191,15 @@ pub(crate) async fn admit_with(
                 ex.send(resp, &page).await?;
                 return Ok(None);
             }
-            let resp = text(401).header("WWW-Authenticate", "Bearer realm=\"wirespeed\"");
-            ex.send(resp, b"a valid bearer token is required\n").await?;
+            let mut resp = text(401);
+            for challenge in policy.challenges() {
+                resp = resp.header("WWW-Authenticate", challenge);
+            }
+            let says: &[u8] = match policy.users() {
+                Some(_) => b"sign in: this needs a user's rights (HTTP Basic) or a valid token\n",
+                None => b"a valid bearer token is required\n",
+            };
+            ex.send(resp, says).await?;
             Ok(None)
         }
     }

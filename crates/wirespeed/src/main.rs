@@ -60,6 +60,7 @@ mod bench;
 mod bench_load;
 mod client_cmd;
 mod notice;
+mod passwd;
 mod serve;
 mod serve_target;
 mod size;
@@ -94,6 +95,8 @@ enum Command {
     Ls(client_cmd::LsArgs),
     /// Delete file URLs, or a folder and everything in it (-r).
     Rm(client_cmd::RmArgs),
+    /// Print an argon2id hash of a password (typed, or stdin's first line) for `serve --auth`.
+    Passwd(passwd::PasswdArgs),
     /// Print a shell completion script to stdout (e.g. `wirespeed completions bash`).
     Completions {
         /// The shell to complete for.
@@ -167,6 +170,7 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
         Command::Get(args) => client_cmd::get(args)?,
         Command::Ls(args) => client_cmd::ls(args)?,
         Command::Rm(args) => client_cmd::rm(args)?,
+        Command::Passwd(args) => passwd::run(args)?,
         Command::Completions { shell } => {
             use clap::CommandFactory;
             use std::io::Write;

@@ -20,6 +20,7 @@ use crate::size::parse_size;
 mod reach;
 mod shutdown;
 mod tls;
+mod users;
 
 /// `serve --help`: the routes at a glance.
 pub const LONG_ABOUT: &str = "Serve DIR (default: the current folder; it must exist unless --create) \
@@ -44,7 +45,8 @@ PUT/POST /path with Upload-Complete   resumable upload, IETF draft interop versi
 (104 with the upload's Location first)\n\n\
 Writes: on a loopback address anyone may write; with --token, writes need the token; on any \
 other address without --token the server is read-only unless --allow-upload/--allow-delete \
-say otherwise; --read-only refuses every write anywhere.\n\n\
+say otherwise; --read-only refuses every write anywhere. With --auth FILE, a rules file \
+gives users (HTTP Basic sign-in) rights per folder; `kill -HUP` reloads it.\n\n\
 On start, prints one line `listening on http://ADDR` to stdout (the real address, useful with \
 port 0); with TLS, `listening on https://ADDR` followed by the certificate lines of \
 --tls-self-signed; on 0.0.0.0 or :: then one `on your network: URL` line per address to \
@@ -79,6 +81,19 @@ pub struct ServeArgs {
     /// Refuse every write (PUT/POST/DELETE answer 403), on any address.
     #[arg(long, conflicts_with_all = ["allow_upload", "allow_delete"])]
     pub read_only: bool,
+
+    /// Users and rights per folder from a TOML rules file: `[users]` name =
+    /// argon2id hash (from `wirespeed passwd`), `[paths."/folder"]` name or
+    /// "*" (everyone) = letters r (read), w (write new names), d (delete and
+    /// replace); the longest configured path decides. Users sign in with
+    /// HTTP Basic. A bad file stops the start with its line; SIGHUP reloads
+    /// it (a bad reload keeps the old rules). See README "Users and sharing".
+    #[arg(
+        long = "auth",
+        value_name = "FILE",
+        conflicts_with_all = ["allow_upload", "allow_delete"]
+    )]
+    pub auth: Option<PathBuf>,
 
     /// On an address beyond loopback without --token, let anyone upload
     /// (PUT/POST); without it such a server refuses uploads.
@@ -563,9 +578,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let listen = args.listen.addr;
     let loopback = listen.ip().is_loopback();
+    // A rules file says who may write, as a token does.
     let writes = write_mode(
         loopback,
-        !tokens.is_empty(),
+        !tokens.is_empty() || args.auth.is_some(),
         args.read_only,
         args.allow_upload,
         args.allow_delete,
@@ -594,8 +610,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 .with_symlinks_outside(args.content.allow_symlink),
         ),
     };
+    let auth = args.auth.as_deref().map(users::load).transpose()?;
     let cfg = ServiceConfig {
         access: Access::new(&tokens, args.private),
+        users: auth.clone(),
         writes,
         max_body: args.max_body,
         archive_max_entries: Some(args.archive_max_entries),
@@ -688,6 +706,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             out.flush()?;
         }
         crate::notice::say(&mode_line);
+        if let Some(auth) = auth {
+            if let Some(warning) = users::cleartext_warning(loopback, tls.is_some()) {
+                crate::notice::say(warning);
+            }
+            users::reload_on_sighup(auth).context("listening for SIGHUP")?;
+        }
         let ucfg = UploadsConfig {
             limits: wirespeed_resumable::Limits {
                 max_size: upload_max_size,
