@@ -49,6 +49,7 @@ pub mod upload;
 mod encoded;
 mod files;
 mod respond;
+mod shares;
 
 pub use auth::{Access, Writes, WritesOff};
 pub use digest::DigestPolicy;
@@ -73,6 +74,8 @@ pub struct ServiceConfig {
     /// Users and their rights per folder (`serve --auth FILE`), shared by
     /// every route (a reload is seen by all).
     pub users: Option<std::sync::Arc<policy::Users>>,
+    /// Share links (`/-/shares/…` mints them; `?share=` presents one).
+    pub shares: Option<std::sync::Arc<policy::Shares>>,
     /// Which writes are taken at all (checked before the token).
     pub writes: Writes,
     /// Largest accepted upload body in bytes (`None`: unlimited). Bigger
@@ -109,11 +112,14 @@ pub const ARCHIVE_MAX_ENTRIES: usize = archive::DEFAULT_MAX_ENTRIES;
 impl ServiceConfig {
     /// The policy its presets (`access`, `writes`) make: every route asks it.
     pub fn policy(&self) -> Policy {
-        let policy = Policy::from_presets(&self.access, self.writes);
-        match &self.users {
-            Some(users) => policy.with_users(users.clone()),
-            None => policy,
+        let mut policy = Policy::from_presets(&self.access, self.writes);
+        if let Some(users) = &self.users {
+            policy = policy.with_users(users.clone());
         }
+        if let Some(shares) = &self.shares {
+            policy = policy.with_shares(shares.clone());
+        }
+        policy
     }
 
     /// Where to hash this request's upload, or `None` to store it unhashed
@@ -135,6 +141,22 @@ fn control_routes(cfg: &ServiceConfig) -> Router {
         "/-/assets/*",
         assets::Assets,
     );
+    let router = match &cfg.shares {
+        Some(shares) => {
+            let routes = || shares::ShareRoutes {
+                cfg: cfg.clone(),
+                policy: cfg.policy(),
+                shares: shares.clone(),
+            };
+            let methods = ["GET", "POST", "DELETE"];
+            router.route(&methods, shares::PREFIX, routes()).route(
+                &methods,
+                "/-/shares/*",
+                routes(),
+            )
+        }
+        None => router,
+    };
     match &cfg.metrics {
         Some(metrics) => {
             let page = metrics::MetricsPage {

@@ -17,6 +17,7 @@
 pub mod basic;
 pub mod password;
 pub mod rules;
+pub mod shares;
 pub mod users;
 
 use std::net::IpAddr;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use crate::auth::{Access, Writes, WritesOff};
 use crate::path::RelPath;
 pub use rules::UserName;
+pub use shares::{ShareId, Shares};
 pub use users::{Users, UsersError};
 
 /// A set of rights (`r`, `w`, `d`).
@@ -52,6 +54,16 @@ impl Rights {
 
     pub fn intersect(self, other: Rights) -> Rights {
         Rights(self.0 & other.0)
+    }
+
+    /// The set as one byte (`r` 1, `w` 2, `d` 4).
+    pub fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// The set of a byte, if it names only `r`, `w` and `d`.
+    pub fn from_bits(bits: u8) -> Option<Rights> {
+        (bits & !Rights::ALL.0 == 0).then_some(Rights(bits))
     }
 
     /// `r`, `w`, `d` as the rules file of issue 27 writes them.
@@ -90,6 +102,9 @@ pub enum Principal {
     TokenHolder,
     /// A user of the rules file, signed in.
     User(UserName),
+    /// The bearer of a share link (`?share=…`): its grant only, and only
+    /// on the path it covers.
+    Link(ShareId),
 }
 
 /// Credentials were presented and are wrong: 401, whatever the path.
@@ -160,6 +175,8 @@ pub struct Policy {
     allowed: Rights,
     /// The rules file, when there is one: rights per user and folder.
     users: Option<Arc<Users>>,
+    /// Share links, when they are on.
+    shares: Option<Arc<Shares>>,
 }
 
 impl std::fmt::Debug for Policy {
@@ -213,6 +230,37 @@ impl Policy {
             preset,
             allowed,
             users: None,
+            shares: None,
+        }
+    }
+
+    /// The presets plus share links (`POST /-/shares` mints them).
+    pub fn with_shares(mut self, shares: Arc<Shares>) -> Self {
+        self.shares = Some(shares);
+        self
+    }
+
+    /// The share links, if on.
+    pub fn shares(&self) -> Option<&Arc<Shares>> {
+        self.shares.as_ref()
+    }
+
+    /// The principal of a `share=` query value: a valid link, or a refusal
+    /// (logged with its reason; the asker only ever sees 404).
+    pub fn link(&self, token: &str, client: IpAddr) -> Option<Principal> {
+        let shares = self.shares.as_ref()?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        match shares.verify(token, now) {
+            Ok(grant) => {
+                shares.remember(&grant);
+                Some(Principal::Link(ShareId(grant.id)))
+            }
+            Err(why) => {
+                tracing::warn!(target: "wirespeed::share", client = %client, reason = ?why, "share link refused");
+                None
+            }
         }
     }
 
@@ -281,9 +329,15 @@ impl Policy {
 
     /// What `who` may do at `path` (the page shows only these actions).
     pub fn rights(&self, who: Principal, path: &RelPath) -> Rights {
+        if let Principal::Link(id) = who {
+            let grant = self.shares.as_ref().and_then(|s| s.grant(id));
+            return grant
+                .filter(|g| g.covers(path))
+                .map_or(Rights::NONE, |g| g.rights().intersect(self.allowed));
+        }
         let Some(users) = &self.users else {
             return match who {
-                Principal::Anyone | Principal::User(_) => self.anyone,
+                Principal::Anyone | Principal::User(_) | Principal::Link(_) => self.anyone,
                 // A token holder is never below anyone.
                 Principal::TokenHolder => self.holder.union(self.anyone),
             };
@@ -293,6 +347,7 @@ impl Policy {
             Principal::Anyone if self.access.private() => return Rights::NONE,
             Principal::Anyone => users.rules().rights(None, path.segments()),
             Principal::User(name) => users.rules().rights(Some(name), path.segments()),
+            Principal::Link(_) => Rights::NONE,
         };
         from_rules.intersect(self.allowed)
     }
@@ -311,6 +366,7 @@ impl Policy {
         if action == Action::Metrics {
             let locked = self.access.has_tokens() || self.users.is_some();
             return match who {
+                Principal::Link(_) => Decision::Forbidden("a share link reads no metrics"),
                 Principal::Anyone if locked => Decision::NeedCredentials,
                 _ => Decision::Allow,
             };

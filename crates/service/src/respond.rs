@@ -155,6 +155,22 @@ pub(crate) async fn admit_with(
             "cross-origin write refused: a page on another site may not change files here",
         ));
     }
+    // A share link is its own principal: anything it does not cover is
+    // the same 404 as an unknown link, so it reveals nothing beyond itself.
+    if let Some(token) = crate::policy::shares::from_query(ex.query()) {
+        let who = policy.link(token, ex.client_ip());
+        return match who.filter(|w| policy.decide(*w, action, path) == Decision::Allow) {
+            Some(who) => Ok(Some(who)),
+            None => {
+                if who.is_some() {
+                    tracing::warn!(target: "wirespeed::share", client = %ex.client_ip(), path = %path, "share link used outside its grant");
+                }
+                close_if_body(ex);
+                ex.send(text(404), b"not found\n").await?;
+                Ok(None)
+            }
+        };
+    }
     let authorization = ex.header("authorization").map(<[u8]>::to_vec);
     let Ok(who) = policy
         .authenticate(authorization.as_deref(), ex.client_ip())

@@ -15,8 +15,9 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use common::*;
-use wirespeed_service::policy::password;
-use wirespeed_service::{Access, Metrics, ServiceConfig, UploadsConfig, Users};
+use wirespeed_service::policy::shares::DEFAULT_MAX_EXPIRY;
+use wirespeed_service::policy::{password, Shares};
+use wirespeed_service::{Access, Metrics, Rights, ServiceConfig, UploadsConfig, Users};
 
 const RULES: &str = r#"
 [paths."/"]
@@ -31,6 +32,14 @@ bob   = "rw"
 "#;
 
 const TOKEN: &str = "tok-3141";
+const SHARE_KEY: [u8; 32] = [9; 32];
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
 
 fn users() -> Arc<Users> {
     let text = format!(
@@ -45,6 +54,7 @@ fn server() -> TestServer {
     let cfg = ServiceConfig {
         access: Access::new([TOKEN], false),
         users: Some(users()),
+        shares: Some(Arc::new(Shares::new(SHARE_KEY, DEFAULT_MAX_EXPIRY, None))),
         metrics: Some(Arc::new(Metrics::new(false))),
         ..ServiceConfig::default()
     };
@@ -59,14 +69,59 @@ fn basic(user: &str, pw: &str) -> String {
     )
 }
 
-/// Who asks: the `Authorization` value, if any.
-fn principals() -> [(&'static str, Option<String>); 4] {
-    [
-        ("anonymous", None),
-        ("alice", Some(basic("alice", "alice-pw"))),
-        ("bob", Some(basic("bob", "bob-pw"))),
-        ("token", Some(format!("Bearer {TOKEN}"))),
-    ]
+/// A principal's name and request fields.
+type Principal = (&'static str, Vec<(&'static str, String)>);
+
+/// Who asks, as request fields: `Authorization`, or the pseudo-field
+/// `x-share` that [`send`] turns into `?share=` (links are minted with the
+/// server's key: a link carries its grant, no table needed to verify it).
+fn principals() -> &'static [Principal] {
+    static ALL: std::sync::OnceLock<Vec<Principal>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        let minter = Shares::new(SHARE_KEY, DEFAULT_MAX_EXPIRY, None);
+        let now = unix_now();
+        let link = |rights, at| minter.mint("/team/", rights, 3600, "alice", at).unwrap().1;
+        let auth = |v: String| vec![("Authorization", v)];
+        vec![
+            ("anonymous", vec![]),
+            ("alice", auth(basic("alice", "alice-pw"))),
+            ("bob", auth(basic("bob", "bob-pw"))),
+            ("token", auth(format!("Bearer {TOKEN}"))),
+            ("team read link", vec![("x-share", link(Rights::READ, now))]),
+            (
+                "team upload link",
+                vec![("x-share", link(Rights::WRITE, now))],
+            ),
+            (
+                "expired link",
+                vec![("x-share", link(Rights::READ, now - 7200))],
+            ),
+        ]
+    })
+}
+
+/// One request: `auth`'s `x-share` becomes the `share=` query parameter.
+fn send(
+    s: &TestServer,
+    m: &str,
+    p: &str,
+    auth: &[(&str, &str)],
+    extra: &[(&str, &str)],
+    body: &[u8],
+) -> Resp {
+    let mut path = p.to_string();
+    let mut h = Vec::new();
+    for (n, v) in auth {
+        if *n == "x-share" {
+            path.push(if path.contains('?') { '&' } else { '?' });
+            path.push_str("share=");
+            path.push_str(v);
+        } else {
+            h.push((*n, *v));
+        }
+    }
+    h.extend_from_slice(extra);
+    s.req(m, &path, &h, body)
 }
 
 /// The tree every cell starts from.
@@ -138,9 +193,7 @@ fn req(
     extra: &[(&str, &str)],
     body: &[u8],
 ) -> u16 {
-    let mut h = auth.to_vec();
-    h.extend_from_slice(extra);
-    s.req(m, p, &h, body).status
+    send(s, m, p, auth, extra, body).status
 }
 
 fn form(s: &TestServer, folder: &str, name: &str, auth: &[(&str, &str)]) -> u16 {
@@ -162,20 +215,18 @@ fn form(s: &TestServer, folder: &str, name: &str, auth: &[(&str, &str)]) -> u16 
 /// refused, else the PATCH's.
 fn tus(s: &TestServer, target: &str, auth: &[(&str, &str)]) -> u16 {
     let tus = ("Tus-Resumable", "1.0.0");
-    let mut h = auth.to_vec();
-    h.extend([tus, ("Upload-Length", "5")]);
-    let r = s.req("POST", &format!("/-/uploads{target}"), &h, b"");
+    let h = [tus, ("Upload-Length", "5")];
+    let r = send(s, "POST", &format!("/-/uploads{target}"), auth, &h, b"");
     if r.status != 201 {
         return r.status;
     }
     let loc = r.header("location").unwrap().to_string();
-    let mut h = auth.to_vec();
-    h.extend([
+    let h = [
         tus,
         ("Content-Type", "application/offset+octet-stream"),
         ("Upload-Offset", "0"),
-    ]);
-    s.req("PATCH", &loc, &h, b"tused").status
+    ];
+    send(s, "PATCH", &loc, auth, &h, b"tused").status
 }
 
 fn ietf(s: &TestServer, target: &str, auth: &[(&str, &str)]) -> u16 {
@@ -195,10 +246,10 @@ fn archive_has(
     contents: &[(&str, &[&str])],
 ) -> u16 {
     let who = principals()
-        .into_iter()
-        .find(|(_, a)| a.as_deref() == auth.first().map(|(_, v)| *v))
+        .iter()
+        .find(|(_, a)| a.first().map(|(_, v)| v.as_str()) == auth.first().map(|(_, v)| *v))
         .map_or("anonymous", |(w, _)| w);
-    let r = s.req("GET", path, auth, b"");
+    let r = send(s, "GET", path, auth, &[], b"");
     if r.status == 200 {
         for (content, readers) in contents {
             let present = find(&r.body, content.as_bytes()).is_some();
@@ -435,7 +486,7 @@ fn routes() -> Vec<Route> {
                 s,
                 a,
                 "/team/?archive=tar",
-                &[("team's", &["alice", "bob", "token"])]
+                &[("team's", &["alice", "bob", "token", "team read link"])]
             ),
             &[]
         ),
@@ -448,7 +499,7 @@ fn routes() -> Vec<Route> {
                 &[
                     ("public", &["anonymous", "alice", "bob", "token"]),
                     ("alice's", &["alice", "token"]),
-                    ("team's", &["alice", "bob", "token"]),
+                    ("team's", &["alice", "bob", "token", "team read link"]),
                     ("dropped", &["token"]),
                     ("deeper", &["token"]),
                 ]
@@ -463,49 +514,87 @@ fn routes() -> Vec<Route> {
     ]
 }
 
-/// Expected statuses: anonymous, alice, bob, token holder. Anonymous gets
-/// 401 wherever credentials would help (the token always would).
-const EXPECTED: &[(&str, [u16; 4])] = &[
-    ("GET public file", [200, 200, 200, 200]),
-    ("HEAD public file", [200, 200, 200, 200]),
-    ("GET alice's file", [401, 200, 403, 200]),
-    ("GET team file", [401, 200, 200, 200]),
-    ("GET drop-box file", [401, 403, 403, 200]),
-    ("GET drop-box missing", [401, 403, 403, 404]),
-    ("GET alice's missing", [401, 404, 403, 404]),
-    ("GET public listing", [200, 200, 200, 200]),
-    ("GET alice's listing", [401, 200, 403, 200]),
-    ("GET drop-box listing", [401, 403, 403, 200]),
-    ("PUT new at root", [401, 403, 403, 201]),
-    ("PUT new in alice", [401, 201, 403, 201]),
-    ("PUT over alice's file", [401, 204, 403, 204]),
-    ("PUT new in team", [401, 201, 201, 201]),
-    ("PUT over team file", [401, 204, 403, 204]),
-    ("PUT new in drop box", [201, 201, 201, 201]),
-    ("PUT over drop-box file", [403, 403, 403, 204]),
-    ("DELETE public file", [401, 403, 403, 204]),
-    ("DELETE alice's file", [401, 204, 403, 204]),
-    ("DELETE team file", [401, 204, 403, 204]),
-    ("DELETE drop-box file", [401, 403, 403, 204]),
-    ("DELETE drop-box missing", [401, 403, 403, 404]),
-    ("form POST new in team", [401, 201, 201, 201]),
-    ("form POST over drop-box file", [403, 403, 403, 201]),
-    ("form POST new in drop box", [201, 201, 201, 201]),
-    ("tus create+append in alice", [401, 204, 403, 204]),
-    ("tus create+append in team", [401, 204, 204, 204]),
-    ("tus create+append in drop box", [204, 204, 204, 204]),
-    ("tus create over drop-box file", [403, 403, 403, 204]),
-    ("IETF create in alice", [401, 201, 403, 201]),
-    ("IETF create in drop box", [201, 201, 201, 201]),
-    ("MKCOL in alice", [401, 201, 403, 201]),
-    ("MKCOL in drop box", [201, 201, 201, 201]),
-    ("MOVE within team", [401, 201, 403, 201]),
-    ("MOVE alice's file to team", [401, 201, 403, 201]),
-    ("MOVE team file into drop box", [401, 201, 403, 201]),
-    ("GET metrics", [401, 200, 200, 200]),
-    ("GET archive of team", [401, 200, 200, 200]),
-    ("GET archive of root", [200, 200, 200, 200]),
-    ("GET archive of drop box", [401, 403, 403, 200]),
+/// Expected statuses: anonymous, alice, bob, token holder, a read link and
+/// an upload link for /team/, an expired link. Anonymous gets 401 wherever
+/// credentials would help (the token always would); a link gets 404 for
+/// anything it does not grant (metrics ignore links: 401 as anonymous).
+const EXPECTED: &[(&str, [u16; 7])] = &[
+    ("GET public file", [200, 200, 200, 200, 404, 404, 404]),
+    ("HEAD public file", [200, 200, 200, 200, 404, 404, 404]),
+    ("GET alice's file", [401, 200, 403, 200, 404, 404, 404]),
+    ("GET team file", [401, 200, 200, 200, 200, 404, 404]),
+    ("GET drop-box file", [401, 403, 403, 200, 404, 404, 404]),
+    ("GET drop-box missing", [401, 403, 403, 404, 404, 404, 404]),
+    ("GET alice's missing", [401, 404, 403, 404, 404, 404, 404]),
+    ("GET public listing", [200, 200, 200, 200, 404, 404, 404]),
+    ("GET alice's listing", [401, 200, 403, 200, 404, 404, 404]),
+    ("GET drop-box listing", [401, 403, 403, 200, 404, 404, 404]),
+    ("PUT new at root", [401, 403, 403, 201, 404, 404, 404]),
+    ("PUT new in alice", [401, 201, 403, 201, 404, 404, 404]),
+    ("PUT over alice's file", [401, 204, 403, 204, 404, 404, 404]),
+    ("PUT new in team", [401, 201, 201, 201, 404, 201, 404]),
+    ("PUT over team file", [401, 204, 403, 204, 404, 403, 404]),
+    ("PUT new in drop box", [201, 201, 201, 201, 404, 404, 404]),
+    (
+        "PUT over drop-box file",
+        [403, 403, 403, 204, 404, 404, 404],
+    ),
+    ("DELETE public file", [401, 403, 403, 204, 404, 404, 404]),
+    ("DELETE alice's file", [401, 204, 403, 204, 404, 404, 404]),
+    ("DELETE team file", [401, 204, 403, 204, 404, 404, 404]),
+    ("DELETE drop-box file", [401, 403, 403, 204, 404, 404, 404]),
+    (
+        "DELETE drop-box missing",
+        [401, 403, 403, 404, 404, 404, 404],
+    ),
+    ("form POST new in team", [401, 201, 201, 201, 404, 201, 404]),
+    (
+        "form POST over drop-box file",
+        [403, 403, 403, 201, 404, 404, 404],
+    ),
+    (
+        "form POST new in drop box",
+        [201, 201, 201, 201, 404, 404, 404],
+    ),
+    (
+        "tus create+append in alice",
+        [401, 204, 403, 204, 404, 404, 404],
+    ),
+    (
+        "tus create+append in team",
+        [401, 204, 204, 204, 404, 204, 404],
+    ),
+    (
+        "tus create+append in drop box",
+        [204, 204, 204, 204, 404, 404, 404],
+    ),
+    (
+        "tus create over drop-box file",
+        [403, 403, 403, 204, 404, 404, 404],
+    ),
+    ("IETF create in alice", [401, 201, 403, 201, 404, 404, 404]),
+    (
+        "IETF create in drop box",
+        [201, 201, 201, 201, 404, 404, 404],
+    ),
+    ("MKCOL in alice", [401, 201, 403, 201, 404, 404, 404]),
+    ("MKCOL in drop box", [201, 201, 201, 201, 404, 404, 404]),
+    ("MOVE within team", [401, 201, 403, 201, 404, 404, 404]),
+    (
+        "MOVE alice's file to team",
+        [401, 201, 403, 201, 404, 404, 404],
+    ),
+    (
+        "MOVE team file into drop box",
+        [401, 201, 403, 201, 404, 404, 404],
+    ),
+    ("GET metrics", [401, 200, 200, 200, 401, 401, 401]),
+    ("GET archive of team", [401, 200, 200, 200, 200, 404, 404]),
+    ("GET archive of root", [200, 200, 200, 200, 404, 404, 404]),
+    (
+        "GET archive of drop box",
+        [401, 403, 403, 200, 404, 404, 404],
+    ),
 ];
 
 #[test]
@@ -521,8 +610,7 @@ fn permission_matrix_status_and_disk() {
         assert_eq!(route.name, *name, "the tables are in the same order");
         for ((who, auth), want) in principals().iter().zip(want) {
             reset(&s.root);
-            let auth: Vec<(&str, &str)> =
-                auth.iter().map(|v| ("Authorization", v.as_str())).collect();
+            let auth: Vec<(&str, &str)> = auth.iter().map(|(n, v)| (*n, v.as_str())).collect();
             let got = (route.send)(&s, &auth);
             cells += 1;
             if got != *want {
@@ -651,4 +739,118 @@ fn curl_signs_in_with_u() {
         "204"
     );
     assert!(!s.root.join("team/c.txt").exists());
+}
+
+#[test]
+fn a_link_reaches_nothing_beyond_its_grant_and_every_failure_looks_unknown() {
+    let s = server();
+    reset(&s.root);
+    std::fs::create_dir_all(s.root.join("teamx")).unwrap();
+    std::fs::write(s.root.join("teamx/x.txt"), "sibling").unwrap();
+    let link = principals()[4].1[0].1.clone();
+    let get = |path: &str| s.get(path);
+    assert_eq!(get(&format!("/team/t.txt?share={link}")).status, 200);
+    let not_found = get("/team/t.txt?share=unknown.link").text();
+    for path in [
+        "/team/../alice/a.txt",
+        "/team/%2e%2e/alice/a.txt",
+        "/team%2F..%2Falice/a.txt",
+        "/team/..%2Fpub.txt",
+        "/teamx/x.txt",
+        "/pub.txt",
+        "/",
+    ] {
+        let r = get(&format!("{path}?share={link}"));
+        assert!(
+            r.status == 404 || r.status == 400,
+            "{path}: {} {}",
+            r.status,
+            r.text()
+        );
+        assert!(!r.text().contains("sibling") && !r.text().contains("alice's"));
+    }
+    // Altered: one character of the signature or of the payload.
+    let (payload, tag) = link.split_once('.').unwrap();
+    let flip = |s: &str| {
+        let mut b = s.as_bytes().to_vec();
+        b[3] = if b[3] == b'A' { b'B' } else { b'A' };
+        String::from_utf8(b).unwrap()
+    };
+    for bad in [
+        format!("{}.{tag}", flip(payload)),
+        format!("{payload}.{}", flip(tag)),
+    ] {
+        let r = get(&format!("/team/t.txt?share={bad}"));
+        assert_eq!(r.status, 404);
+        assert_eq!(r.text(), not_found, "the same answer as an unknown link");
+    }
+    let expired = &principals()[6].1[0].1;
+    let r = get(&format!("/team/t.txt?share={expired}"));
+    assert_eq!((r.status, r.text()), (404, not_found));
+}
+
+#[test]
+fn the_shares_api_shares_only_what_one_holds() {
+    let s = server();
+    reset(&s.root);
+    let alice = basic("alice", "alice-pw");
+    let bob = basic("bob", "bob-pw");
+    fn as_(who: &str) -> Vec<(&str, &str)> {
+        vec![("Authorization", who)]
+    }
+    let post = |path: &str, who: &[(&str, &str)]| s.req("POST", path, who, b"");
+    assert_eq!(post("/-/shares/alice/a.txt", &[]).status, 401);
+    assert_eq!(post("/-/shares/alice/a.txt", &as_(&bob)).status, 403);
+    assert_eq!(post("/-/shares/drop/?upload", &as_(&bob)).status, 201);
+    assert_eq!(
+        post("/-/shares/drop/", &as_(&bob)).status,
+        403,
+        "bob cannot read the drop box"
+    );
+    assert_eq!(
+        post("/-/shares/alice/a.txt?upload", &as_(&alice)).status,
+        400,
+        "upload links are for folders"
+    );
+    assert_eq!(
+        post("/-/shares/alice/a.txt?expires=99999999", &as_(&alice)).status,
+        400
+    );
+    let r = post("/-/shares/alice/a.txt?expires=60", &as_(&alice));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    let token = v["share"].as_str().unwrap().to_string();
+    assert_eq!(v["rights"], "r");
+    assert!(v["expires"].as_u64().unwrap() <= unix_now() + 60);
+    assert_eq!(
+        s.get(&format!("/alice/a.txt?share={token}")).text(),
+        "alice's"
+    );
+    // A link cannot mint links.
+    assert_eq!(
+        post(&format!("/-/shares/alice/a.txt?share={token}"), &[]).status,
+        404
+    );
+    // Each sees their own; the token holder sees all.
+    let list = |who: &[(&str, &str)]| {
+        let r = s.req("GET", "/-/shares/", who, b"");
+        assert_eq!(r.status, 200);
+        serde_json::from_slice::<Vec<serde_json::Value>>(&r.body)
+            .unwrap()
+            .len()
+    };
+    let tok = format!("Bearer {TOKEN}");
+    assert_eq!(
+        (list(&as_(&alice)), list(&as_(&bob)), list(&as_(&tok))),
+        (1, 1, 2)
+    );
+    // Only the minter (or the token holder) revokes; then the link is dead.
+    let revoke = |who: &[(&str, &str)]| {
+        s.req("DELETE", &format!("/-/shares/?link={token}"), who, b"")
+            .status
+    };
+    assert_eq!(revoke(&as_(&bob)), 404);
+    assert_eq!(revoke(&as_(&alice)), 204);
+    assert_eq!(s.get(&format!("/alice/a.txt?share={token}")).status, 404);
+    assert_eq!(revoke(&as_(&alice)), 404, "once");
 }

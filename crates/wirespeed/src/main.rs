@@ -95,6 +95,8 @@ enum Command {
     Ls(client_cmd::LsArgs),
     /// Delete file URLs, or a folder and everything in it (-r).
     Rm(client_cmd::RmArgs),
+    /// Make a share link for a file or folder URL (--upload: a drop-box link), --list or --revoke them.
+    Share(client_cmd::ShareArgs),
     /// Print an argon2id hash of a password (typed, or stdin's first line) for `serve --auth`.
     Passwd(passwd::PasswdArgs),
     /// Print a shell completion script to stdout (e.g. `wirespeed completions bash`).
@@ -171,6 +173,7 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
         Command::Ls(args) => client_cmd::ls(args)?,
         Command::Rm(args) => client_cmd::rm(args)?,
         Command::Passwd(args) => passwd::run(args)?,
+        Command::Share(args) => client_cmd::share(args)?,
         Command::Completions { shell } => {
             use clap::CommandFactory;
             use std::io::Write;

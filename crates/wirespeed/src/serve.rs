@@ -18,6 +18,7 @@ use wirespeed_service::{
 use crate::size::parse_size;
 
 mod reach;
+mod shares;
 mod shutdown;
 mod tls;
 mod users;
@@ -94,6 +95,18 @@ pub struct ServeArgs {
         conflicts_with_all = ["allow_upload", "allow_delete"]
     )]
     pub auth: Option<PathBuf>,
+
+    /// Longest a share link may live (`wirespeed share --expires`): e.g.
+    /// 30d, 12h. Links are on when users (--auth) or a --token can sign in.
+    #[arg(long, value_name = "DURATION", default_value = "30d", value_parser = shares::parse_duration)]
+    pub share_max_expiry: u64,
+
+    /// Where serve keeps its state: the share links' key (share.key, mode
+    /// 0600) and their table (shares.json). Default: $XDG_STATE_HOME/wirespeed
+    /// or ~/.local/state/wirespeed. WIRESPEED_SHARE_KEY (64 hex digits)
+    /// gives the key instead, the same on every node of a shared bucket.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 
     /// On an address beyond loopback without --token, let anyone upload
     /// (PUT/POST); without it such a server refuses uploads.
@@ -611,9 +624,17 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         ),
     };
     let auth = args.auth.as_deref().map(users::load).transpose()?;
+    // Links are minted by someone who signs in: users or token holders.
+    let share_links = if auth.is_some() || !tokens.is_empty() {
+        let state = shares::state_dir(args.state_dir.as_deref());
+        Some(shares::open(state.as_deref(), args.share_max_expiry)?)
+    } else {
+        None
+    };
     let cfg = ServiceConfig {
         access: Access::new(&tokens, args.private),
         users: auth.clone(),
+        shares: share_links,
         writes,
         max_body: args.max_body,
         archive_max_entries: Some(args.archive_max_entries),

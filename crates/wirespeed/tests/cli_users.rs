@@ -285,3 +285,92 @@ fn the_password_never_reaches_the_resume_state_file() {
         );
     }
 }
+
+#[test]
+fn share_mints_lists_and_revokes_links() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(root.join("alice")).unwrap();
+    std::fs::write(root.join("alice/r.txt"), "report").unwrap();
+    let file = rules_file(tmp.path(), "", PATHS);
+    let state = tmp.path().join("serve-state");
+    let serve = Serve::start(
+        &root,
+        &[
+            "--auth",
+            file.to_str().unwrap(),
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+    );
+    let cstate = tmp.path().join("client-state");
+    let run = |args: &[&str]| {
+        let out = client(&cstate, "alice-pw", args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let base = serve.base();
+    let link = run(&[
+        "share",
+        "--user",
+        "alice",
+        "--expires",
+        "1d",
+        &format!("{base}/alice/r.txt"),
+    ]);
+    let link = link.trim_end();
+    assert_eq!(link.lines().count(), 1);
+    assert!(
+        link.starts_with(&format!("{base}/alice/r.txt?share=")),
+        "{link}"
+    );
+    // Anyone with the link reads the file (curl: no credentials at all).
+    let (ok, body) = wirespeed_testkit::tools::curl(&["-f", link]);
+    assert!(ok && body == b"report");
+    // An upload link for the folder: new names only.
+    let drop = run(&[
+        "share",
+        "--user",
+        "alice",
+        "--upload",
+        &format!("{base}/alice/"),
+    ]);
+    let up = drop.trim_end().replace("/alice/?", "/alice/new.txt?");
+    let src = tmp.path().join("new.txt");
+    std::fs::write(&src, "dropped in").unwrap();
+    let (ok, _) = wirespeed_testkit::tools::curl(&["-f", "-T", src.to_str().unwrap(), &up]);
+    assert!(ok);
+    assert_eq!(
+        std::fs::read_to_string(root.join("alice/new.txt")).unwrap(),
+        "dropped in"
+    );
+
+    let list = run(&["share", "--user", "alice", "--list", &format!("{base}/")]);
+    assert_eq!(list.lines().count(), 2, "{list}");
+    assert!(list.contains(link) && list.contains("\tw\t"), "{list}");
+    run(&["share", "--user", "alice", "--revoke", link]);
+    let (ok, _) = wirespeed_testkit::tools::curl(&["-f", link]);
+    assert!(!ok, "a revoked link reads nothing");
+    assert_eq!(
+        run(&["share", "--user", "alice", "--list", &format!("{base}/")])
+            .lines()
+            .count(),
+        1
+    );
+    // The key and the table are kept in the state folder, the key private.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(state.join("share.key"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(state.join("shares.json").exists());
+    // Sharing what one does not hold: 403 with the reason (alice reads
+    // the root but may not write there: no upload link).
+    let root_url = format!("{base}/");
+    let args = ["share", "--user", "alice", "--upload", root_url.as_str()];
+    let out = client(&cstate, "alice-pw", &args).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("403"));
+}

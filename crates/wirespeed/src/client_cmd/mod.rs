@@ -10,11 +10,13 @@ mod interrupt;
 mod progress;
 mod put;
 mod rm;
+mod share;
 mod status_hint;
 
 pub use get::{get, GetArgs};
 pub use put::{put, PutArgs};
 pub use rm::{rm, RmArgs};
+pub use share::{share, ShareArgs};
 pub use status_hint::explain;
 
 use std::io::IsTerminal;

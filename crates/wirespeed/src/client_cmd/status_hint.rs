@@ -35,8 +35,8 @@ pub fn hint(e: &Error) -> String {
                 "the token given with --token or WIRESPEED_TOKEN was refused: check it"
             }
             401 => {
-                "the server needs a sign-in: --user NAME (password from WIRESPEED_PASSWORD), \
-                 or --token TOKEN / WIRESPEED_TOKEN"
+                "the server needs a sign-in: pass --token TOKEN or set WIRESPEED_TOKEN, or sign \
+                 in with --user NAME (password from WIRESPEED_PASSWORD)"
             }
             403 => {
                 "the server does not allow this (read-only, not started with the right, or \
