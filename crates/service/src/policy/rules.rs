@@ -400,4 +400,22 @@ mod tests {
             prop_assert_eq!(rules.rights(user, &path), model(&table, who, &path));
         }
     }
+
+    #[test]
+    fn the_readme_example_file_is_valid() {
+        let readme = include_str!("../../../../README.md");
+        let start = readme
+            .find("# /etc/wirespeed/users.toml")
+            .expect("the example");
+        let text = &readme[start..];
+        let text = &text[..text.find("```").unwrap()];
+        let text = text.replace("$argon2id$v=19$m=19456,t=2,p=1$...$...", HASH);
+        let r = Rules::parse(&text).unwrap();
+        assert_eq!(r.counts(), (3, 5));
+        let bob = r.user("bob").map(|u| u.0);
+        assert_eq!(r.rights(bob, &segs("/team/x")).letters(), "rw");
+        assert_eq!(r.rights(None, &segs("/team/x")).letters(), "");
+        assert_eq!(r.rights(None, &segs("/public/incoming/x")).letters(), "w");
+        assert_eq!(r.rights(None, &segs("/public/other")).letters(), "r");
+    }
 }
