@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """Fail if any module imports (through `crate::` paths, outside tests) a module
 that imports it back, directly or through others: siblings share through a
-helper module, never through each other."""
+helper module, never through each other. In the service crate, a protocol
+front (FRONTS) must not import another front at all: the front door
+(`front_door.rs`) is the only module that knows them all."""
 import glob
 import os
 import re
 import sys
 
+
+# Folders of crates/<crate>/src that are protocol fronts.
+FRONTS = {"crates/service/src": {"files", "encoded", "archive", "resumable", "dav"}}
 
 
 def expand(prefix, group):
@@ -78,5 +83,13 @@ for src in sorted(glob.glob("crates/*/src")):
         for b in sorted(graph[a]):
             if reaches(b, a):
                 print(f"{src}: {a} -> {b} -> ... -> {a}")
+                failed = True
+    fronts = FRONTS.get(src, set())
+    for a in sorted(graph):
+        mine = a.split("::")[0]
+        for b in sorted(graph[a]):
+            theirs = b.split("::")[0]
+            if mine in fronts and theirs in fronts and theirs != mine:
+                print(f"{src}: front {mine} imports front {theirs} ({a} -> {b}); share through a helper")
                 failed = True
 sys.exit(1 if failed else 0)

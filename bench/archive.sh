@@ -75,7 +75,7 @@ for f in "$DATA"/folder/*.bin; do EACH+=(-o /dev/null "${BASE}folder/$(basename 
 
 DUFS_NOTE=""
 if [[ -x "$DUFS" ]]; then
-    "$DUFS" "$DATA" -b 127.0.0.1 -p 0 >"$W/dufs.out" 2>&1 &
+    "$DUFS" "$DATA" --allow-archive -b 127.0.0.1 -p 0 >"$W/dufs.out" 2>&1 &
     PIDS+=($!)
     DPORT=""
     for _ in $(seq 100); do

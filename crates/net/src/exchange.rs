@@ -335,26 +335,24 @@ impl Exchange {
 
     /// Open a buffered body writer (see [`BodyWriter`]).
     pub fn writer(&mut self, resp: Response) -> Result<BodyWriter<'_>, Error> {
-        self.before_answer();
-        let cfg = &self.conn.cfg;
-        self.out
-            .open_stream(resp, cfg.write_buffer, cfg.flush_policy)?;
-        Ok(BodyWriter {
-            conn: &mut self.conn,
-            w: &mut self.out,
-            route: &self.route,
-        })
+        self.open_writer(resp, None)
     }
 
     /// Like [`writer`](Self::writer), for a body of exactly `len` bytes:
     /// Content-Length framing (a HEAD answer then carries the length
     /// without any body being produced).
     pub fn writer_sized(&mut self, resp: Response, len: u64) -> Result<BodyWriter<'_>, Error> {
+        self.open_writer(resp, Some(len))
+    }
+
+    fn open_writer(&mut self, resp: Response, len: Option<u64>) -> Result<BodyWriter<'_>, Error> {
         self.before_answer();
         let cfg = &self.conn.cfg;
         self.out
             .open_stream(resp, cfg.write_buffer, cfg.flush_policy)?;
-        self.out.stream_length(len)?;
+        if let Some(len) = len {
+            self.out.stream_length(len)?;
+        }
         Ok(BodyWriter {
             conn: &mut self.conn,
             w: &mut self.out,

@@ -51,7 +51,7 @@ pub struct Creation {
 /// Decides an upload creation (the request to the target resource).
 pub fn create(fields: &Fields, limits: &Limits) -> Result<Creation, Refusal> {
     let complete = required_boolean(fields.upload_complete)?;
-    let length = lengths(fields, 0, None)?;
+    let length = lengths(fields, complete, 0, None)?;
     if let Some(length) = length {
         if length > limits.max_size {
             return Err(too_large(
@@ -60,7 +60,7 @@ pub fn create(fields: &Fields, limits: &Limits) -> Result<Creation, Refusal> {
             ));
         }
     }
-    let max = room(length, 0, limits);
+    let max = limits.room(length, 0);
     check_content_length(fields, max, limits)?;
     Ok(Creation {
         length,
@@ -118,14 +118,7 @@ pub fn append(fields: &Fields, state: &UploadState, limits: &Limits) -> Result<A
         r.problem = Some(problem);
         return Err(r);
     }
-    let length = lengths(
-        &Fields {
-            upload_complete: Some(if complete { b"?1" } else { b"?0" }),
-            ..*fields
-        },
-        offset,
-        state.length,
-    )?;
+    let length = lengths(fields, complete, offset, state.length)?;
     if let Some(length) = length.filter(|&l| l > limits.max_size) {
         // Recorded, it could never be reached: refuse now, not at max-size.
         return Err(too_large(
@@ -133,7 +126,7 @@ pub fn append(fields: &Fields, state: &UploadState, limits: &Limits) -> Result<A
             limits,
         ));
     }
-    let max = room(length, offset, limits);
+    let max = limits.room(length, offset);
     check_content_length(fields, max, limits)?;
     Ok(Append {
         offset,
@@ -262,7 +255,13 @@ fn required_boolean(raw: Option<&[u8]>) -> Result<bool, Refusal> {
 
 /// The length this request states (`Upload-Length`, or `Upload-Complete:
 /// ?1` with `Content-Length`), checked against itself and `known`.
-fn lengths(fields: &Fields, offset: u64, known: Option<u64>) -> Result<Option<u64>, Refusal> {
+/// `complete`: the request's `Upload-Complete`, parsed once by the caller.
+fn lengths(
+    fields: &Fields,
+    complete: bool,
+    offset: u64,
+    known: Option<u64>,
+) -> Result<Option<u64>, Refusal> {
     let stated = match fields.upload_length {
         None => None,
         Some(raw) => match integer(raw) {
@@ -275,7 +274,6 @@ fn lengths(fields: &Fields, offset: u64, known: Option<u64>) -> Result<Option<u6
             }
         },
     };
-    let complete = fields.upload_complete.and_then(boolean) == Some(true);
     let implied = fields
         .content_length
         .filter(|_| complete)
@@ -293,16 +291,6 @@ fn lengths(fields: &Fields, offset: u64, known: Option<u64>) -> Result<Option<u6
         }
     }
     Ok(length)
-}
-
-/// Most bytes one request may add: up to the length (or `max_size`), and
-/// never more than `max-append-size` (a chunked body has no length to check).
-fn room(length: Option<u64>, offset: u64, limits: &Limits) -> u64 {
-    length
-        .unwrap_or(limits.max_size)
-        .min(limits.max_size)
-        .saturating_sub(offset)
-        .min(limits.max_append_size.unwrap_or(u64::MAX))
 }
 
 fn check_content_length(fields: &Fields, max: u64, limits: &Limits) -> Result<(), Refusal> {

@@ -27,6 +27,19 @@ pub struct Limits {
     pub lifetime_secs: u64,
 }
 
+impl Limits {
+    /// Most bytes one request may add to an upload of `length` (unknown: up
+    /// to `max_size`) that holds `offset`: what is left of it, capped by
+    /// `max_append_size`. tus and the IETF draft both answer with this.
+    pub fn room(&self, length: Option<u64>, offset: u64) -> u64 {
+        length
+            .unwrap_or(self.max_size)
+            .min(self.max_size)
+            .saturating_sub(offset)
+            .min(self.max_append_size.unwrap_or(u64::MAX))
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {

@@ -111,7 +111,7 @@ pub fn create(fields: &Fields, limits: &Limits) -> Result<Creation, Refusal> {
     };
     let first = if fields.has_body {
         check_content_type(fields)?;
-        let max = length.unwrap_or(limits.max_size).min(append_cap(limits));
+        let max = limits.room(length, 0);
         check_content_length(fields, max)?;
         Some(Append {
             offset: 0,
@@ -182,11 +182,7 @@ pub fn append(fields: &Fields, state: &UploadState, limits: &Limits) -> Result<A
             "the upload is complete",
         ));
     }
-    let max = length
-        .unwrap_or(limits.max_size)
-        .min(limits.max_size)
-        .saturating_sub(offset)
-        .min(append_cap(limits));
+    let max = limits.room(length, offset);
     check_content_length(fields, max)?;
     Ok(Append {
         offset,
@@ -322,10 +318,6 @@ fn check_content_length(fields: &Fields, max: u64) -> Result<(), Refusal> {
         )),
         _ => Ok(()),
     }
-}
-
-fn append_cap(limits: &Limits) -> u64 {
-    limits.max_append_size.unwrap_or(u64::MAX)
 }
 
 fn decimal(name: &str, v: &[u8]) -> Result<u64, Refusal> {

@@ -25,7 +25,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use wirespeed_net::{Completed, Error, Exchange, Handler, Observer, Response, Timeout};
 
-use crate::origin::AllowedHosts;
+use crate::policy::origin::AllowedHosts;
 
 /// The kind of work a request asked for (the `class` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -460,7 +460,10 @@ impl Handler for MetricsPage {
         RouteClass::Metrics.set(ex);
         if let Some(hosts) = &self.allowed_hosts {
             if !ex.header_str("host").is_some_and(|h| hosts.allows(h)) {
-                return Err(Error::status(421, crate::origin::MISDIRECTED.trim_end()));
+                return Err(Error::status(
+                    421,
+                    crate::policy::origin::MISDIRECTED.trim_end(),
+                ));
             }
         }
         let authorization = ex.header("authorization").map(<[u8]>::to_vec);

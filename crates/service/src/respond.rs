@@ -9,12 +9,12 @@ use std::time::UNIX_EPOCH;
 use wirespeed_net::{Error, Exchange, Response};
 
 use crate::conditional::write_allowed;
+use crate::config::ServiceConfig;
 use crate::digest::format_sha256;
 use crate::path::RelPath;
 use crate::policy::{Action, Decision, Policy, Principal};
 pub use crate::size::human_size;
 use crate::storage::{CommitCheck, Kind, Meta, Storage, StorageError, Upload, Written};
-use crate::ServiceConfig;
 
 /// A strong ETag from size and modification time (nanoseconds): any
 /// completed upload renames a new inode in, with a new mtime.
@@ -136,13 +136,13 @@ pub(crate) async fn admit_with(
     if let Some(hosts) = &cfg.allowed_hosts {
         if !ex.header_str("host").is_some_and(|h| hosts.allows(h)) {
             close_if_body(ex);
-            ex.send(text(421), crate::origin::MISDIRECTED.as_bytes())
+            ex.send(text(421), crate::policy::origin::MISDIRECTED.as_bytes())
                 .await?;
             return Ok(None);
         }
     }
     if action != Action::Read
-        && crate::origin::is_cross_origin(
+        && crate::policy::origin::is_cross_origin(
             ex.header_str("sec-fetch-site"),
             ex.header_str("origin"),
             ex.header_str("host"),
@@ -195,13 +195,19 @@ pub(crate) async fn admit_with(
             close_if_body(ex);
             // A browser navigation cannot send a bearer token: it gets the page
             // without the listing, whose script asks for the token.
-            if let (Some(page), None) = (crate::listing::locked_page(policy, ex), policy.users()) {
+            if let (Some(page), None) = (
+                crate::page::listing::locked_page(policy, ex),
+                policy.users(),
+            ) {
                 let resp = Response::new(401)
                     .header("WWW-Authenticate", "Bearer realm=\"wirespeed\"")
-                    .header("Content-Type", crate::listing::Format::Html.content_type())
+                    .header(
+                        "Content-Type",
+                        crate::page::listing::Format::Html.content_type(),
+                    )
                     .header(
                         "Content-Security-Policy",
-                        crate::listing::page_csp(ex.header_str("host")),
+                        crate::page::listing::page_csp(ex.header_str("host")),
                     )
                     .header("Cache-Control", "no-store");
                 ex.send(resp, &page).await?;
@@ -344,11 +350,15 @@ pub(crate) async fn check_room<S: Storage>(
         }
         ex.limit_body(max)?;
     }
-    if let Some(needed) = ex.content_length() {
-        if let Some(available) = storage.available().await {
-            if needed > available {
-                return Err(StorageError::NoRoom { needed, available }.into());
-            }
+    ensure_room(storage, ex.content_length()).await
+}
+
+/// 507 before any body byte is read when `needed` bytes (announced by the
+/// client) exceed the store's free space; stores that cannot tell pass.
+pub(crate) async fn ensure_room<S: Storage>(storage: &S, needed: Option<u64>) -> Result<(), Error> {
+    if let (Some(needed), Some(available)) = (needed, storage.available().await) {
+        if needed > available {
+            return Err(StorageError::NoRoom { needed, available }.into());
         }
     }
     Ok(())
@@ -393,4 +403,28 @@ pub(crate) async fn write_preconditions<S: Storage>(
             current.as_deref(),
         )
     })))
+}
+
+impl From<crate::storage::StorageError> for wirespeed_net::Error {
+    fn from(e: StorageError) -> Self {
+        let status = e.status();
+        match &e {
+            // Refused before the body: an answer, not a failure (the
+            // access line records the 507).
+            crate::storage::StorageError::NoRoom { .. } => {}
+            // The disk filled during the upload: once, as a warning.
+            crate::storage::StorageError::Full => {
+                tracing::warn!(error = %e, "storage full; upload refused (507)")
+            }
+            _ if status >= 500 => tracing::error!(error = %e, "storage failure"),
+            _ => {}
+        }
+        match e {
+            // Never leak OS error text (paths) to clients.
+            crate::storage::StorageError::Io(_) => {
+                wirespeed_net::Error::status(status, "storage error")
+            }
+            other => wirespeed_net::Error::status(status, other.to_string()),
+        }
+    }
 }

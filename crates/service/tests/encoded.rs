@@ -425,7 +425,18 @@ fn form_many_empty_fields_with_long_names_are_413() {
 
 #[test]
 fn form_content_digest_is_checked_against_the_request_body() {
-    let s = TestServer::start();
+    let metrics = std::sync::Arc::new(wirespeed_service::Metrics::new(false));
+    let s = TestServer::with(ServiceConfig {
+        metrics: Some(metrics.clone()),
+        ..Default::default()
+    });
+    let mismatches = || {
+        let text = metrics.encode();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("wirespeed_digest_mismatches_total"));
+        line.and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+    };
     let mut body = Vec::new();
     file_part(&mut body, "file", "d.bin", b"digest me");
     close(&mut body, B);
@@ -437,6 +448,11 @@ fn form_content_digest_is_checked_against_the_request_body() {
         &body,
     );
     assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(
+        mismatches(),
+        Some(0.0),
+        "a matching digest is not a mismatch"
+    );
     let bad = sha256_field(b"something else");
     let r = s.req(
         "POST",
@@ -446,6 +462,8 @@ fn form_content_digest_is_checked_against_the_request_body() {
     );
     assert_eq!(r.status, 400, "{}", r.text());
     assert_nothing_stored(&s, "dg2");
+    // Counted once, where the mismatch is found.
+    assert_eq!(mismatches(), Some(1.0));
 }
 
 fn temp_file(s: &TestServer, name: &str, data: &[u8]) -> PathBuf {

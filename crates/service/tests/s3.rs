@@ -912,8 +912,9 @@ mod resumable {
         m.create_bucket("expiry");
         let ucfg = UploadsConfig {
             limits: wirespeed_resumable::Limits {
-                // Long enough for the first append to land before it expires.
-                lifetime_secs: 4,
+                // Long enough for the first append to land before it
+                // expires, even on a loaded machine.
+                lifetime_secs: 12,
                 ..Default::default()
             },
             ..UploadsConfig::default()
@@ -929,7 +930,8 @@ mod resumable {
         // A full part and a tail are in the bucket now.
         assert_eq!(m.multipart_uploads("expiry"), ["p/old.bin"]);
         assert_eq!(m.keys("expiry").len(), 2, "{:?}", m.keys("expiry"));
-        s.eventually("the upload expired", || {
+        let expiry = std::time::Duration::from_secs(30);
+        wirespeed_testkit::fs::eventually_within("the upload expired", expiry, || {
             s.req("HEAD", &loc, &[TUS], b"").status == 404
         });
         s.eventually("the expired upload swept", || {

@@ -44,7 +44,13 @@ pub fn find_prefixed(root: &Path, prefix: &str) -> Vec<PathBuf> {
 /// Wait up to 5 s for `cond` (a server finishes work after its client is
 /// gone, so such effects are observed with a short poll).
 pub fn eventually(what: &str, cond: impl Fn() -> bool) {
-    let until = Instant::now() + Duration::from_secs(5);
+    eventually_within(what, Duration::from_secs(5), cond)
+}
+
+/// [`eventually`] with its own bound, for conditions that wait on a clock
+/// (an expiry) rather than on work in flight.
+pub fn eventually_within(what: &str, bound: Duration, cond: impl Fn() -> bool) {
+    let until = Instant::now() + bound;
     while Instant::now() < until {
         if cond() {
             return;

@@ -62,7 +62,6 @@ mod client_cmd;
 mod notice;
 mod passwd;
 mod serve;
-mod serve_target;
 mod size;
 
 #[derive(Parser)]

@@ -18,7 +18,7 @@ use wirespeed_base64::Decoder;
 use wirespeed_extract::{ExtractError, FieldExtractor};
 use wirespeed_net::{Error, Exchange};
 
-use super::{extract_error, RequestDigest};
+use super::{extract_error, Checks, RequestDigest};
 use crate::path::RelPath;
 use crate::respond::{respond_stored, WriteGuard};
 use crate::storage::{Storage, Upload};
@@ -30,10 +30,10 @@ pub(crate) async fn post<S: Storage, E: FieldExtractor + Send>(
     ex: &mut Exchange,
     key: RelPath,
     extractor: E,
-    hash: Option<HashMode>,
+    checks: Checks,
 ) -> Result<(), Error> {
     super::require_file_path(&key)?;
-    let mut digest = RequestDigest::from_request(ex)?;
+    let Checks { hash, mut digest } = checks;
     let mut up = guard.create(storage, &key, None).await?;
     let sum = match receive(ex, &mut up, extractor, &mut digest, hash).await {
         Ok(sum) => match digest.verify() {

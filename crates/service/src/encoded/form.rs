@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use wirespeed_multipart::{Limits, PartHeaders};
 use wirespeed_net::{Error, Exchange, Response};
 
-use super::{Feeder, Parts, RequestDigest};
+use super::{Checks, Feeder, Parts};
 use crate::digest::hex;
 use crate::path::{RelPath, MAX_NAME_BYTES};
 use crate::respond::WriteGuard;
@@ -260,7 +260,7 @@ pub(crate) async fn post<S: Storage>(
     dir: RelPath,
     boundary: &str,
     format: Format,
-    hash: Option<HashMode>,
+    checks: Checks,
     hidden: &crate::Hidden,
 ) -> Result<(), Error> {
     if !dir.trailing_slash() {
@@ -270,7 +270,7 @@ pub(crate) async fn post<S: Storage>(
             format!("form uploads go to a directory: POST {hint}"),
         ));
     }
-    let mut digest = RequestDigest::from_request(ex)?;
+    let Checks { hash, mut digest } = checks;
     let limits = Limits::default();
     let mut feeder = Feeder::new(boundary, limits)?;
     let mut form = Form {

@@ -25,16 +25,19 @@ mod form;
 mod mtom;
 
 use std::future::Future;
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use wirespeed_extract::{ExtractError, JsonFieldExtractor, XmlFieldExtractor};
 use wirespeed_multipart::{Event, Limits, MediaType, MultipartError, Parser, PartHeaders};
 use wirespeed_net::{Error, Exchange};
 
+use crate::config::ServiceConfig;
+use crate::metrics::Metrics;
 use crate::path::RelPath;
 use crate::respond::WriteGuard;
 use crate::storage::Storage;
-use crate::ServiceConfig;
+use crate::upload::HashMode;
 
 /// What the 415 answer lists.
 const SUPPORTED: &str = "supported POST bodies: multipart/form-data (POST /dir/), \
@@ -74,7 +77,10 @@ pub(crate) async fn post<S: Storage>(
     crate::respond::check_room(storage, cfg, ex).await?;
     // The stored file is hashed when asked for; a Repr-Digest sent with a
     // POST describes the request body and is checked separately.
-    let hash = cfg.hash_for(ex, None);
+    let checks = Checks {
+        hash: cfg.hash_for(ex, None),
+        digest: RequestDigest::from_request(ex, cfg.metrics.clone())?,
+    };
     match media.essence() {
         "multipart/form-data" => {
             let boundary = media.boundary().map_err(multipart_error)?.to_owned();
@@ -96,7 +102,7 @@ pub(crate) async fn post<S: Storage>(
                 key,
                 &boundary,
                 format,
-                hash,
+                checks,
                 &cfg.hidden,
             )
             .await
@@ -107,12 +113,28 @@ pub(crate) async fn post<S: Storage>(
             // A prefixed name is accepted; prefixes are per document, so
             // only the local name is matched.
             let local = element.rsplit(':').next().unwrap_or(element);
-            field::post(storage, guard, ex, key, XmlFieldExtractor::new(local), hash).await
+            field::post(
+                storage,
+                guard,
+                ex,
+                key,
+                XmlFieldExtractor::new(local),
+                checks,
+            )
+            .await
         }
         "application/json" => {
             let name = query.required("field", "the JSON member holding the base64 data")?;
             query.only(&["field"])?;
-            field::post(storage, guard, ex, key, JsonFieldExtractor::new(name), hash).await
+            field::post(
+                storage,
+                guard,
+                ex,
+                key,
+                JsonFieldExtractor::new(name),
+                checks,
+            )
+            .await
         }
         "multipart/related" => {
             let is_xop = media
@@ -132,7 +154,7 @@ pub(crate) async fn post<S: Storage>(
             let start = media
                 .param("start")
                 .map(|s| wirespeed_extract::normalize_content_id(s).to_owned());
-            mtom::post(storage, guard, ex, key, &boundary, start, element, hash).await
+            mtom::post(storage, guard, ex, key, &boundary, start, element, checks).await
         }
         other => Err(Error::status(
             415,
@@ -241,9 +263,11 @@ fn extract_error(e: ExtractError) -> Error {
 const DIGEST_MISMATCH: &str =
     "digest mismatch: the request body does not match the announced sha-256; nothing was stored";
 
-/// Whether a POST failed because its body did not match the digest sent.
-pub(crate) fn is_digest_mismatch(e: &Error) -> bool {
-    matches!(e, Error::Status { status: 400, message } if message == DIGEST_MISMATCH)
+/// What a POST's bytes are checked and hashed with: where the stored file
+/// is hashed (`None`: not), and the digest the request announced.
+pub(super) struct Checks {
+    hash: Option<HashMode>,
+    digest: RequestDigest,
 }
 
 /// Checks a `Repr-Digest`/`Content-Digest` sent with the POST against the
@@ -251,14 +275,17 @@ pub(crate) fn is_digest_mismatch(e: &Error) -> bool {
 struct RequestDigest {
     expected: Option<[u8; 32]>,
     hasher: Option<Sha256>,
+    /// Where a mismatch is counted, at the one place it is found.
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl RequestDigest {
-    fn from_request(ex: &Exchange) -> Result<Self, Error> {
+    fn from_request(ex: &Exchange, metrics: Option<Arc<Metrics>>) -> Result<Self, Error> {
         let expected = crate::digest::expected_from(ex)?;
         Ok(RequestDigest {
             expected,
             hasher: expected.map(|_| Sha256::new()),
+            metrics,
         })
     }
 
@@ -273,6 +300,9 @@ impl RequestDigest {
             return Ok(());
         };
         if <[u8; 32]>::from(h.finalize()) != want {
+            if let Some(m) = &self.metrics {
+                m.digest_mismatch();
+            }
             return Err(Error::status(400, DIGEST_MISMATCH));
         }
         Ok(())

@@ -26,7 +26,7 @@ use wirespeed_extract::{find_xop_include, normalize_content_id};
 use wirespeed_multipart::{Limits, PartHeaders};
 use wirespeed_net::{Error, Exchange};
 
-use super::{extract_error, Feeder, Parts, RequestDigest};
+use super::{extract_error, Checks, Feeder, Parts};
 use crate::path::RelPath;
 use crate::respond::{respond_stored, WriteGuard};
 use crate::storage::{Storage, Upload};
@@ -217,11 +217,11 @@ pub(crate) async fn post<S: Storage>(
     boundary: &str,
     start: Option<String>,
     element: &str,
-    hash: Option<HashMode>,
+    checks: Checks,
 ) -> Result<(), Error> {
     super::require_file_path(&key)?;
     let local = element.rsplit(':').next().unwrap_or(element);
-    let mut digest = RequestDigest::from_request(ex)?;
+    let Checks { hash, mut digest } = checks;
     // MTOM attachments carry no filename, so the multipart parser would
     // treat them as form fields (1 MiB cap); they stream to storage like
     // form files, and the root part has its own cap (MAX_ROOT).

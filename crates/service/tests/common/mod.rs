@@ -140,12 +140,7 @@ impl TestServer {
         let server = ThreadServer::start(rt, move |listener, stop| async move {
             let (router, uploads) = wirespeed_service::router_with_uploads(storage, cfg, ucfg);
             if let Some(every) = sweep_every {
-                tokio::spawn(async move {
-                    loop {
-                        tokio::time::sleep(every).await;
-                        uploads.sweep_expired().await;
-                    }
-                });
+                uploads.spawn_sweeper(every);
             }
             Server::new(ServerConfig::default())
                 .serve(listener, Arc::new(router), stop)

@@ -81,7 +81,7 @@ pub fn allowed_hosts(bind: IpAddr, listen_name: Option<&str>, allow: &[String]) 
 /// What a `--tls-self-signed` certificate names besides localhost and the
 /// loopback addresses: the bind's addresses, the machine's names, the
 /// `--listen` name and `--tls-name` names.
-pub fn certificate_names(listen: &super::ListenAddr, tls_names: &[String]) -> Vec<String> {
+pub fn certificate_names(listen: &super::listen::ListenAddr, tls_names: &[String]) -> Vec<String> {
     let mut names: Vec<String> = bound_addresses(listen.addr.ip(), &interface_addresses())
         .iter()
         .map(IpAddr::to_string)

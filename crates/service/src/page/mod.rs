@@ -1,5 +1,10 @@
 //! What the browser page offers: the actions the server would take.
 
+pub mod assets;
+pub mod compress;
+pub mod listing;
+pub mod not_found;
+
 use crate::path::RelPath;
 use crate::policy::{Policy, Principal};
 

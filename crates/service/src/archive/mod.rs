@@ -34,12 +34,9 @@ use wirespeed_archive::{Archive, Entry, Format, Kind, Part};
 use wirespeed_net::{BodyWriter, Error, Exchange, Response};
 
 use crate::conditional::{evaluate, Conditions, Outcome, Validators};
+use crate::config::ServiceConfig;
 use crate::path::{check_segment, percent_decode, RelPath};
 use crate::storage::{self, Listing, Meta, Object, Storage, StorageError};
-use crate::ServiceConfig;
-
-/// Entries an archive may hold unless `--archive-max-entries` says otherwise.
-pub const DEFAULT_MAX_ENTRIES: usize = 250_000;
 
 /// Archive names longer than this are left out: only a symlink loop inside
 /// the root nests that deep (each turn lists the same folder again).
@@ -275,7 +272,9 @@ pub(crate) async fn send<S: Storage>(
     wanted: Wanted,
     may_read: impl Fn(&RelPath) -> bool + Send + Sync,
 ) -> Result<(), Error> {
-    let max = cfg.archive_max_entries.unwrap_or(DEFAULT_MAX_ENTRIES);
+    let max = cfg
+        .archive_max_entries
+        .unwrap_or(crate::config::ARCHIVE_MAX_ENTRIES);
     let entries = plan(storage, may_read, key, &wanted.names, max).await?;
     let archive = Archive::plan(wanted.format, entries)
         .map_err(|e| Error::status(409, format!("this folder cannot be archived: {e}")))?;

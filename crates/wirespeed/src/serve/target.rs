@@ -103,6 +103,22 @@ pub fn bind_error(listen: std::net::SocketAddr, e: std::io::Error) -> anyhow::Er
     }
 }
 
+/// The bucket's settings from its URL and the `--s3-*` flags, refused at
+/// once when no credentials are configured.
+pub fn s3_config(
+    url: &str,
+    flags: &super::flags::S3Args,
+) -> anyhow::Result<wirespeed_service::S3Config> {
+    if let Some(line) = missing_s3_credentials(|v| std::env::var(v).ok()) {
+        anyhow::bail!("{line}");
+    }
+    let mut c = wirespeed_service::S3Config::from_url(url).map_err(anyhow::Error::msg)?;
+    c.endpoint = flags.s3_endpoint.clone().filter(|e| !e.is_empty());
+    c.region = flags.s3_region.clone().filter(|r| !r.is_empty());
+    c.path_style = flags.s3_path_style;
+    Ok(c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,55 +3,21 @@
 
 use std::time::SystemTime;
 
-use wirespeed_net::{Error, Exchange, Handler, Response};
+use wirespeed_net::{Error, Exchange, Response};
 
 use crate::conditional::{evaluate, Conditions, Outcome, Validators};
+use crate::config::ServiceConfig;
 use crate::digest::{asked_for, format_sha256};
 use crate::hash_gate::HashGate;
-use crate::listing::{page_csp, Format, Formatter, FLUSH_AT};
+use crate::metrics::RouteClass;
+use crate::page::listing::{page_csp, Format, Formatter, FLUSH_AT};
 use crate::path::{parse_request_path, RelPath};
 use crate::policy::{Action, Decision, Policy, Principal};
 use crate::respond::{
-    admit, check_room, etag, explain_too_large, has_body, respond_stored_with, write_preconditions,
-    WriteGuard,
+    check_room, etag, has_body, respond_stored_with, write_preconditions, WriteGuard,
 };
 use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload};
 use crate::upload::receive;
-use crate::{RouteClass, ServiceConfig};
-
-/// The metrics class of a request to the file routes (a folder GET becomes
-/// `Listing` once storage says it is one).
-fn request_class(ex: &Exchange) -> RouteClass {
-    match ex.method() {
-        "PUT" => RouteClass::Upload,
-        "DELETE" => RouteClass::Delete,
-        "MKCOL" | "MOVE" => RouteClass::Other,
-        "POST" => {
-            let form = ex.header("content-type").is_some_and(|ct| {
-                ct.len() >= 19 && ct[..19].eq_ignore_ascii_case(b"multipart/form-data")
-            });
-            if form {
-                RouteClass::Upload
-            } else {
-                RouteClass::Encoded
-            }
-        }
-        "GET" | "HEAD" => RouteClass::Files,
-        _ => RouteClass::Other,
-    }
-}
-
-/// `GET /-/health`: 200 while the process serves requests.
-pub struct Health;
-
-impl Handler for Health {
-    async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
-        let resp = Response::new(200)
-            .header("Content-Type", "text/plain; charset=utf-8")
-            .header("Cache-Control", "no-store");
-        ex.send(resp, b"ok\n").await
-    }
-}
 
 /// Files under a storage backend.
 pub struct Files<S> {
@@ -59,8 +25,6 @@ pub struct Files<S> {
     cfg: ServiceConfig,
     policy: Policy,
     hashes: HashGate,
-    /// zip CRC-32s computed for folder archives (`archive.rs`).
-    crcs: crate::archive::CrcCache,
 }
 
 impl<S: Storage> Files<S> {
@@ -71,7 +35,6 @@ impl<S: Storage> Files<S> {
             cfg,
             policy,
             hashes: HashGate::per_core(),
-            crcs: Default::default(),
         }
     }
 
@@ -79,19 +42,12 @@ impl<S: Storage> Files<S> {
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
-}
 
-/// A refused path as an answer. A name over 255 bytes is a bad request for
-/// a write (400, never 414: the URI is not what is too long) and simply
-/// absent for a read or delete, since no such file can exist.
-fn path_error(e: crate::path::PathError, method: &str) -> Error {
-    if e == crate::path::PathError::NameTooLong && matches!(method, "GET" | "HEAD" | "DELETE") {
-        return Error::status(
-            404,
-            "not found: a name in the path is longer than 255 bytes",
-        );
+    /// The storage and settings, for the fronts beside this one (the front
+    /// door hands them the same backend).
+    pub(crate) fn parts(&self) -> (&S, &ServiceConfig) {
+        (&self.storage, &self.cfg)
     }
-    Error::status(e.status(), e.to_string())
 }
 
 /// The validators of a file answer, and `no-cache`: a cache must revalidate
@@ -108,54 +64,22 @@ fn base_headers(resp: Response, tag: &str, modified: Option<SystemTime>) -> Resp
     }
 }
 
-impl<S: Storage> Handler for Files<S> {
-    async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
-        request_class(ex).set(ex);
-        // The policy decides on the path asked for (the root when the path
-        // is refused: its error comes after the rights, as before).
-        let parsed = parse_request_path(ex.path());
-        let root = RelPath::root();
-        let at = parsed.as_ref().unwrap_or(&root);
-        let Some(who) = admit(&self.cfg, &self.policy, ex, method_action(ex.method()), at).await?
-        else {
-            return Ok(());
-        };
-        let key = parsed.map_err(|e| path_error(e, ex.method()))?;
-        self.cfg.hidden.refuse(&key)?;
-        let _upload = match ex.method() {
-            "PUT" | "POST" => self.cfg.metrics.as_ref().map(|m| m.upload_started()),
-            _ => None,
-        };
-        let result = match ex.method() {
+impl<S: Storage> Files<S> {
+    /// Answers an admitted request (the front door asked the policy).
+    pub(crate) async fn answer(
+        &self,
+        ex: &mut Exchange,
+        key: RelPath,
+        who: Principal,
+    ) -> Result<(), Error> {
+        match ex.method() {
             "GET" | "HEAD" => self.get(ex, key, who).await,
             "PUT" => self.put(ex, key, who).await,
             "DELETE" => self.delete(ex, key).await,
             "MKCOL" => self.mkcol(ex, key).await,
             "MOVE" => self.move_to(ex, key, who).await,
-            "POST" => {
-                let guard = WriteGuard::new(&self.policy, who, &key);
-                let r = crate::encoded::post(&self.storage, &self.cfg, &guard, ex, key).await;
-                r.map_err(|e| guard.explain(e))
-            }
             _ => Err(Error::status(405, "method not allowed")),
-        };
-        if let (Some(m), Err(e)) = (&self.cfg.metrics, &result) {
-            if crate::encoded::is_digest_mismatch(e) {
-                m.digest_mismatch();
-            }
         }
-        result.map_err(|e| explain_too_large(e, self.cfg.max_body))
-    }
-}
-
-/// What a method asks of the policy at the request's path: writes create
-/// (replacing is checked at the name, [`WriteGuard`]), a MOVE removes its
-/// source (its destination is asked about in `move_to`).
-fn method_action(method: &str) -> Action {
-    match method {
-        "GET" | "HEAD" => Action::Read,
-        "DELETE" | "MOVE" => Action::Delete,
-        _ => Action::Create,
     }
 }
 
@@ -183,16 +107,6 @@ impl<S: Storage> Files<S> {
                         }
                     }
                     RouteClass::Listing.set(ex);
-                    if let Some(wanted) = crate::archive::wanted(ex.query())? {
-                        // Entries the principal may not read are left out.
-                        let policy = &self.policy;
-                        let may_read = move |k: &RelPath| policy.rights(who, k).may_read();
-                        let (s, cfg) = (&self.storage, &self.cfg);
-                        return crate::archive::send(
-                            s, cfg, &self.crcs, ex, &key, wanted, may_read,
-                        )
-                        .await;
-                    }
                     self.send_listing(ex, &key, who).await
                 } else {
                     let mut location = key.to_url(true);
@@ -207,10 +121,10 @@ impl<S: Storage> Files<S> {
                 }
             }
             Err(StorageError::NotFound) if key.segments() == ["favicon.ico"] => {
-                crate::assets::send_favicon(ex).await
+                crate::page::assets::send_favicon(ex).await
             }
-            Err(StorageError::NotFound) if crate::not_found::wants_html(ex) => {
-                crate::not_found::send_not_found(ex, &key).await
+            Err(StorageError::NotFound) if crate::page::not_found::wants_html(ex) => {
+                crate::page::not_found::send_not_found(ex, &key).await
             }
             Err(e) => Err(e.into()),
         }
@@ -353,7 +267,7 @@ impl<S: Storage> Files<S> {
         // is read before the head is sent, so its failures get a status.
         let mut listing = self.storage.list(key).await?;
         let mut batch = listing.next_batch().await?;
-        let gzip = crate::compress::accepts_gzip(ex.header_str("accept-encoding"));
+        let gzip = crate::page::compress::accepts_gzip(ex.header_str("accept-encoding"));
         let mut resp = Response::new(200)
             .header("Content-Type", format.content_type())
             .header("Vary", "Accept, Accept-Encoding")
@@ -361,7 +275,7 @@ impl<S: Storage> Files<S> {
         if gzip {
             resp = resp.header("Content-Encoding", "gzip");
         }
-        let mut gz = gzip.then(crate::compress::Gzip::new);
+        let mut gz = gzip.then(crate::page::compress::Gzip::new);
         if format == Format::Html {
             resp = resp.header("Content-Security-Policy", page_csp(ex.header_str("host")));
         }
@@ -533,7 +447,7 @@ impl<S: Storage> Files<S> {
 /// Listing text to the body writer, through gzip when it is on.
 async fn write_text(
     w: &mut wirespeed_net::BodyWriter<'_>,
-    gz: Option<&mut crate::compress::Gzip>,
+    gz: Option<&mut crate::page::compress::Gzip>,
     text: &[u8],
 ) -> Result<(), Error> {
     match gz {

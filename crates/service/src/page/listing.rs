@@ -313,9 +313,9 @@ fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool, rights: Page
         "<tr class=\"d up\"><td class=\"n\"><a href=\"../\" rel=\"up\">../</a></td><td class=\"m\"></td><td class=\"s\">-</td></tr>\n".to_string()
     };
     let (css, js, icon) = (
-        crate::assets::url("page.css"),
-        crate::assets::url("page.js"),
-        crate::assets::url("icon.svg"),
+        crate::page::assets::url("page.css"),
+        crate::page::assets::url("page.js"),
+        crate::page::assets::url("icon.svg"),
     );
     let state = if locked { " data-locked=\"1\"" } else { "" };
     let can = rights.attribute();

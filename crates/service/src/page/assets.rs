@@ -12,17 +12,17 @@ const FILES: &[(&str, &str, &[u8])] = &[
     (
         "page.js",
         "text/javascript; charset=utf-8",
-        include_bytes!("../assets/page.js"),
+        include_bytes!("../../assets/page.js"),
     ),
     (
         "page.css",
         "text/css; charset=utf-8",
-        include_bytes!("../assets/page.css"),
+        include_bytes!("../../assets/page.css"),
     ),
     (
         "icon.svg",
         "image/svg+xml",
-        include_bytes!("../assets/icon.svg"),
+        include_bytes!("../../assets/icon.svg"),
     ),
     FAVICON,
 ];
@@ -31,7 +31,7 @@ const FILES: &[(&str, &str, &[u8])] = &[
 pub const FAVICON: (&str, &str, &[u8]) = (
     "favicon.ico",
     "image/x-icon",
-    include_bytes!("../assets/favicon.ico"),
+    include_bytes!("../../assets/favicon.ico"),
 );
 
 /// The first 12 hex digits of the SHA-256 of all assets.
@@ -56,7 +56,7 @@ fn gzipped(name: &str) -> Option<&'static [u8]> {
         FILES
             .iter()
             .filter(|(_, ty, _)| ty.starts_with("text/") || ty.ends_with("+xml"))
-            .map(|(n, _, bytes)| (*n, crate::compress::gzip_all(bytes)))
+            .map(|(n, _, bytes)| (*n, crate::page::compress::gzip_all(bytes)))
             .collect()
     })
     .iter()
@@ -92,7 +92,7 @@ impl Handler for Assets {
             .header("X-Content-Type-Options", "nosniff");
         if let Some(gz) = gzipped(name) {
             resp = resp.header("Vary", "Accept-Encoding");
-            if crate::compress::accepts_gzip(ex.header_str("accept-encoding")) {
+            if crate::page::compress::accepts_gzip(ex.header_str("accept-encoding")) {
                 resp = resp.header("Content-Encoding", "gzip");
                 return ex.send(resp, gz).await;
             }

@@ -15,7 +15,10 @@
 //! ([`Policy::with_users`]), signed in by HTTP Basic ([`basic`], [`users`]).
 
 pub mod basic;
+pub mod hidden;
+pub mod origin;
 pub mod password;
+pub mod presets;
 pub mod rules;
 pub mod shares;
 pub mod users;
@@ -23,8 +26,8 @@ pub mod users;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use crate::auth::{Access, Writes, WritesOff};
 use crate::path::RelPath;
+use crate::policy::presets::{Access, Writes, WritesOff};
 pub use rules::UserName;
 pub use shares::{ShareId, Shares};
 pub use users::{Users, UsersError};

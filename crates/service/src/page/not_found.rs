@@ -3,7 +3,7 @@
 
 use wirespeed_net::{Error, Exchange, Response};
 
-use crate::listing::{escape_html, page_csp, Format};
+use crate::page::listing::{escape_html, page_csp, Format};
 use crate::path::{encode_segment_into, RelPath};
 
 /// Whether this request is a browser's navigation (it asks for HTML first).
@@ -35,7 +35,7 @@ fn not_found_html(segments: &[String]) -> String {
         escape_html(seg, &mut up_name);
         up_name.push('/');
     }
-    let css = crate::assets::url("page.css");
+    let css = crate::page::assets::url("page.css");
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\

@@ -1,0 +1,79 @@
+//! The service's settings: what the binary's flags become, shared by every
+//! front (fronts import it from here, never from the crate root).
+
+use crate::digest::{self, DigestPolicy};
+use crate::metrics::Metrics;
+use crate::policy::hidden::Hidden;
+use crate::policy::origin;
+use crate::policy::presets::{Access, Writes};
+use crate::policy::Policy;
+use crate::upload::{HashMode, UploadPath};
+
+/// Service settings (the storage backend is passed separately).
+#[derive(Debug, Clone, Default)]
+pub struct ServiceConfig {
+    /// Who may read and write.
+    pub access: Access,
+    /// Users and their rights per folder (`serve --auth FILE`), shared by
+    /// every route (a reload is seen by all).
+    pub users: Option<std::sync::Arc<crate::policy::Users>>,
+    /// Share links (`/-/shares/…` mints them; `?share=` presents one).
+    pub shares: Option<std::sync::Arc<crate::policy::Shares>>,
+    /// Which writes are taken at all (checked before the token).
+    pub writes: Writes,
+    /// Largest accepted upload body in bytes (`None`: unlimited). Bigger
+    /// Content-Length → 413 before reading; a chunked body → 413 as soon as
+    /// it crosses the limit.
+    pub max_body: Option<u64>,
+    /// How upload bodies reach storage.
+    pub upload_path: UploadPath,
+    /// Where upload digests are computed.
+    pub hash: HashMode,
+    /// When uploads are hashed.
+    pub digest: DigestPolicy,
+    /// The `Host` names and addresses answered (others get 421, a
+    /// DNS-rebinding guard; see `origin::AllowedHosts`). `None`: any Host.
+    pub allowed_hosts: Option<origin::AllowedHosts>,
+    /// Where the routes count uploads and digest mismatches; also served at
+    /// `GET /-/metrics`. `None`: no metrics route.
+    pub metrics: Option<std::sync::Arc<Metrics>>,
+    /// Names neither listed, served nor taken (`serve --hidden`).
+    pub hidden: Hidden,
+    /// Folders with an `index.html` answer with it (`serve --index`).
+    pub index: bool,
+    /// Served files may run scripts as this origin (`serve --allow-scripts`);
+    /// by default they get `Content-Security-Policy: sandbox`.
+    pub allow_scripts: bool,
+    /// Entries one folder archive (`?archive=tar|zip`) may hold; more is
+    /// answered 413. `None`: [`ARCHIVE_MAX_ENTRIES`].
+    pub archive_max_entries: Option<usize>,
+}
+
+/// Entries one folder archive may hold unless `--archive-max-entries` says
+/// otherwise (a plan holds every name in memory).
+pub const ARCHIVE_MAX_ENTRIES: usize = 250_000;
+
+impl ServiceConfig {
+    /// The policy its presets (`access`, `writes`), rules file (`users`)
+    /// and share links make: every route asks it.
+    pub fn policy(&self) -> Policy {
+        let mut policy = Policy::from_presets(&self.access, self.writes);
+        if let Some(users) = &self.users {
+            policy = policy.with_users(users.clone());
+        }
+        if let Some(shares) = &self.shares {
+            policy = policy.with_shares(shares.clone());
+        }
+        policy
+    }
+
+    /// Where to hash this request's upload, or `None` to store it unhashed
+    /// (see [`digest::hash_upload`]).
+    pub(crate) fn hash_for(
+        &self,
+        ex: &wirespeed_net::Exchange,
+        expected: Option<&[u8; 32]>,
+    ) -> Option<HashMode> {
+        digest::hash_upload(self.digest, ex, expected).then_some(self.hash)
+    }
+}

@@ -1,0 +1,56 @@
+//! The control routes under `/-/`: health, the page's assets, metrics,
+//! share links.
+
+use wirespeed_net::{Error, Exchange, Handler, Response, Router};
+
+use crate::config::ServiceConfig;
+use crate::metrics;
+use crate::page::assets;
+
+/// `GET /-/health`: 200 while the process serves requests.
+pub struct Health;
+
+impl Handler for Health {
+    async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
+        let resp = Response::new(200)
+            .header("Content-Type", "text/plain; charset=utf-8")
+            .header("Cache-Control", "no-store");
+        ex.send(resp, b"ok\n").await
+    }
+}
+
+/// The control routes every router starts with: `/-/health`, the page's
+/// `/-/assets/…`, `/-/shares/…` when share links are on, and `/-/metrics`
+/// when `cfg.metrics` is set.
+pub(crate) fn control_routes(cfg: &ServiceConfig) -> Router {
+    let router = Router::new().route(&["GET"], "/-/health", Health).route(
+        &["GET"],
+        "/-/assets/*",
+        assets::Assets,
+    );
+    let router = match &cfg.shares {
+        Some(shares) => {
+            let routes = || crate::shares::ShareRoutes {
+                cfg: cfg.clone(),
+                policy: cfg.policy(),
+                shares: shares.clone(),
+            };
+            let methods = ["GET", "POST", "DELETE"];
+            router
+                .route(&methods, crate::shares::PREFIX, routes())
+                .route(&methods, "/-/shares/*", routes())
+        }
+        None => router,
+    };
+    match &cfg.metrics {
+        Some(metrics) => {
+            let page = metrics::MetricsPage {
+                metrics: metrics.clone(),
+                policy: cfg.policy(),
+                allowed_hosts: cfg.allowed_hosts.clone(),
+            };
+            router.route(&["GET"], "/-/metrics", page)
+        }
+        None => router,
+    }
+}

@@ -1,0 +1,148 @@
+//! The front door of the file URL space: it asks the policy once, then
+//! hands the request to the front that speaks its protocol.
+//!
+//! The fronts (`files`, `encoded`, `archive`, `resumable`) never import one
+//! another; this module is the only place that knows them all, so adding a
+//! front (WebDAV) is one more arm here, not an edit inside a sibling.
+
+use std::sync::Arc;
+
+use wirespeed_net::{Error, Exchange, Handler};
+
+use crate::archive::{self, CrcCache};
+use crate::config::ServiceConfig;
+use crate::files::Files;
+use crate::metrics::RouteClass;
+use crate::path::{parse_request_path, RelPath};
+use crate::policy::Action;
+use crate::respond::{admit, explain_too_large, WriteGuard};
+use crate::resumable::{self, Uploads};
+use crate::storage::{Kind, PartialUploads, Storage};
+
+/// The metrics class of a request to the file routes (a folder GET becomes
+/// `Listing` once storage says it is one).
+fn request_class(ex: &Exchange) -> RouteClass {
+    match ex.method() {
+        "PUT" => RouteClass::Upload,
+        "DELETE" => RouteClass::Delete,
+        "MKCOL" | "MOVE" => RouteClass::Other,
+        "POST" => {
+            let form = ex.header("content-type").is_some_and(|ct| {
+                ct.len() >= 19 && ct[..19].eq_ignore_ascii_case(b"multipart/form-data")
+            });
+            if form {
+                RouteClass::Upload
+            } else {
+                RouteClass::Encoded
+            }
+        }
+        "GET" | "HEAD" => RouteClass::Files,
+        _ => RouteClass::Other,
+    }
+}
+
+/// Every path that is not a control route: files and listings, encoded
+/// POSTs and folder archives.
+pub struct FileRoutes<S> {
+    files: Files<S>,
+    /// zip CRC-32s computed for folder archives, kept across requests.
+    crcs: CrcCache,
+}
+
+impl<S: Storage> FileRoutes<S> {
+    pub fn new(storage: S, cfg: ServiceConfig) -> Self {
+        FileRoutes {
+            files: Files::new(storage, cfg),
+            crcs: CrcCache::default(),
+        }
+    }
+}
+
+impl<S: Storage> Handler for FileRoutes<S> {
+    async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
+        request_class(ex).set(ex);
+        let (storage, cfg) = self.files.parts();
+        let policy = self.files.policy();
+        // The policy decides on the path asked for (the root when the path
+        // is refused: its error comes after the rights).
+        let parsed = parse_request_path(ex.path());
+        let root = RelPath::root();
+        let at = parsed.as_ref().unwrap_or(&root);
+        let Some(who) = admit(cfg, policy, ex, method_action(ex.method()), at).await? else {
+            return Ok(());
+        };
+        let key = parsed.map_err(|e| path_error(e, ex.method()))?;
+        cfg.hidden.refuse(&key)?;
+        let _upload = match ex.method() {
+            "PUT" | "POST" => cfg.metrics.as_ref().map(|m| m.upload_started()),
+            _ => None,
+        };
+        let result = match ex.method() {
+            "POST" => {
+                let guard = WriteGuard::new(policy, who, &key);
+                let r = crate::encoded::post(storage, cfg, &guard, ex, key).await;
+                r.map_err(|e| guard.explain(e))
+            }
+            "GET" | "HEAD" if key.trailing_slash() => match archive::wanted(ex.query())? {
+                Some(wanted) if is_folder(storage, &key).await => {
+                    RouteClass::Listing.set(ex);
+                    // Entries the principal may not read are left out.
+                    let may_read = move |k: &RelPath| policy.rights(who, k).may_read();
+                    archive::send(storage, cfg, &self.crcs, ex, &key, wanted, may_read).await
+                }
+                _ => self.files.answer(ex, key, who).await,
+            },
+            _ => self.files.answer(ex, key, who).await,
+        };
+        result.map_err(|e| explain_too_large(e, cfg.max_body))
+    }
+}
+
+async fn is_folder<S: Storage>(storage: &S, key: &RelPath) -> bool {
+    storage.stat(key).await.is_ok_and(|m| m.kind == Kind::Dir)
+}
+
+/// What a method asks of the policy at the request's path: writes create
+/// (replacing is checked at the name, [`WriteGuard`]), a MOVE removes its
+/// source (its destination is asked about in `move_to`).
+fn method_action(method: &str) -> Action {
+    match method {
+        "GET" | "HEAD" => Action::Read,
+        "DELETE" | "MOVE" => Action::Delete,
+        _ => Action::Create,
+    }
+}
+
+/// A refused path as an answer. A name over 255 bytes is a bad request for
+/// a write (400, never 414: the URI is not what is too long) and simply
+/// absent for a read or delete, since no such file can exist.
+fn path_error(e: crate::path::PathError, method: &str) -> Error {
+    if e == crate::path::PathError::NameTooLong && matches!(method, "GET" | "HEAD" | "DELETE") {
+        return Error::status(
+            404,
+            "not found: a name in the path is longer than 255 bytes",
+        );
+    }
+    Error::status(e.status(), e.to_string())
+}
+
+/// [`FileRoutes`] with IETF resumable creation in front: a `PUT`/`POST`
+/// carrying `Upload-Complete` (interop version 8) becomes an upload
+/// resource; `OPTIONS` answers `Upload-Limit`; everything else goes on.
+pub struct FileRoutesWithUploads<S> {
+    pub routes: FileRoutes<S>,
+    pub uploads: Arc<Uploads<S>>,
+}
+
+impl<S: Storage + PartialUploads + Clone> Handler for FileRoutesWithUploads<S> {
+    async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
+        if ex.method() == "OPTIONS" {
+            return self.uploads.options(ex).await;
+        }
+        if resumable::wants_resumable(ex) {
+            let r = self.uploads.ietf_create(ex).await;
+            return resumable::answer_error(ex, r, false).await;
+        }
+        self.routes.handle(ex).await
+    }
+}

@@ -1,0 +1,189 @@
+//! What the flags become: the service's, the server's and the resumable
+//! uploads' settings, and the checks that refuse a start whose flags would
+//! leave the server open by mistake.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use wirespeed_net::{FileSend, ServerConfig};
+use wirespeed_service::{
+    Access, DigestPolicy, HashMode, Metrics, ServiceConfig, UploadPath, UploadsConfig, Writes,
+};
+
+use super::flags::{DigestArg, FileSendArg, HashArg, ServeArgs, Switch, UploadArg};
+use super::reach;
+
+/// The bearer tokens, refused when one is empty: an empty token (`--token
+/// ""`, or WIRESPEED_TOKEN set but empty) would silently leave writes open.
+pub(super) fn tokens(args: &ServeArgs) -> anyhow::Result<Vec<String>> {
+    let empty_env = std::env::var_os("WIRESPEED_TOKEN").is_some_and(|v| v.is_empty());
+    if empty_env || args.tokens.iter().any(|t| t.trim().is_empty()) {
+        anyhow::bail!(
+            "a --token (or WIRESPEED_TOKEN) is empty: give a non-empty secret, or drop the \
+             option to serve without authentication"
+        );
+    }
+    if args.private && args.tokens.is_empty() {
+        anyhow::bail!("--private needs at least one non-empty --token");
+    }
+    Ok(args.tokens.clone())
+}
+
+/// The service's settings; every route's policy comes from them.
+pub(super) fn service(
+    args: &ServeArgs,
+    tokens: &[String],
+    metrics: &Arc<Metrics>,
+) -> anyhow::Result<ServiceConfig> {
+    let listen = args.listen.addr;
+    let auth = args.auth.as_deref().map(super::users::load).transpose()?;
+    // Links are minted by someone who signs in: users or token holders.
+    let share_links = if auth.is_some() || !tokens.is_empty() {
+        let state = super::shares::state_dir(args.state_dir.as_deref());
+        Some(super::shares::open(
+            state.as_deref(),
+            args.share_max_expiry,
+        )?)
+    } else {
+        None
+    };
+    // A rules file says who may write, as a token does.
+    let writes = write_mode(
+        listen.ip().is_loopback(),
+        !tokens.is_empty() || auth.is_some(),
+        args.read_only,
+        args.allow_upload,
+        args.allow_delete,
+    );
+    // A name given to --listen or --tls-name is one the server is reached by.
+    let mut allow_hosts = args.allow_hosts.clone();
+    allow_hosts.extend(args.tls_names.iter().cloned());
+    let allowed_hosts =
+        reach::allowed_hosts(listen.ip(), args.listen.name.as_deref(), &allow_hosts);
+    Ok(ServiceConfig {
+        access: Access::new(tokens, args.private),
+        users: auth,
+        shares: share_links,
+        writes,
+        max_body: args.max_body,
+        archive_max_entries: Some(args.archive_max_entries),
+        upload_path: match args.upload_path {
+            UploadArg::Copy => UploadPath::Copy,
+            UploadArg::Splice => UploadPath::Splice,
+        },
+        hash: match args.upload_hash {
+            HashArg::Inline => HashMode::Inline,
+            HashArg::Concurrent => HashMode::Concurrent,
+        },
+        allowed_hosts: (!allowed_hosts.allows_any()).then_some(allowed_hosts),
+        digest: match args.digest {
+            DigestArg::OnRequest => DigestPolicy::OnRequest,
+            DigestArg::Always => DigestPolicy::Always,
+        },
+        metrics: (args.metrics == Switch::On).then(|| metrics.clone()),
+        hidden: wirespeed_service::Hidden::new(&args.content.hidden).map_err(anyhow::Error::msg)?,
+        index: args.content.index,
+        allow_scripts: args.content.allow_scripts,
+    })
+}
+
+/// The HTTP server's settings. Call after raising the open-file limit: the
+/// default connection cap follows it.
+pub(super) fn server(args: &ServeArgs, metrics: Arc<Metrics>) -> anyhow::Result<ServerConfig> {
+    Ok(ServerConfig {
+        head_timeout: Duration::from_secs(args.head_timeout),
+        max_connections: args
+            .max_connections
+            .unwrap_or_else(wirespeed_net::default_max_connections),
+        max_connections_per_ip: args.max_connections_per_ip,
+        idle_timeout: Duration::from_secs(args.idle_timeout),
+        body_timeout: Duration::from_secs(args.io_timeout),
+        write_timeout: Duration::from_secs(args.io_timeout),
+        shutdown_grace: Duration::from_secs(args.shutdown_grace),
+        file_send: match args.file_send {
+            FileSendArg::Auto => FileSend::Auto,
+            FileSendArg::Sendfile => FileSend::Sendfile,
+            FileSendArg::Copy => FileSend::Copy,
+        },
+        body_buffer: usize::try_from(args.body_buffer)
+            .ok()
+            .filter(|n| (16 << 10..=64 << 20).contains(n))
+            .context("--body-buffer must be between 16K and 64M")?,
+        observer: Some(metrics),
+        trusted_proxies: wirespeed_net::TrustedProxies::new(args.trusted_proxies.clone()),
+        ..ServerConfig::default()
+    })
+}
+
+/// The resumable uploads' limits.
+pub(super) fn uploads(args: &ServeArgs) -> UploadsConfig {
+    UploadsConfig {
+        limits: wirespeed_resumable::Limits {
+            max_size: args
+                .upload_max_size
+                .or(args.max_body)
+                .unwrap_or(wirespeed_resumable::Limits::default().max_size),
+            max_append_size: None,
+            lifetime_secs: args.upload_expiry,
+        },
+        max_partials: args.max_partial_uploads,
+        max_partials_per_client: args.max_partial_uploads_per_client,
+        empty_expiry_secs: args.upload_empty_expiry,
+    }
+}
+
+/// Which writes a server takes at all (the presets the policy turns into
+/// rights; `Policy::describe` says what they mean on the start line).
+fn write_mode(
+    loopback: bool,
+    tokens: bool,
+    read_only: bool,
+    allow_upload: bool,
+    allow_delete: bool,
+) -> Writes {
+    if read_only {
+        Writes::read_only()
+    } else if tokens || loopback {
+        Writes::default()
+    } else {
+        Writes::exposed(allow_upload, allow_delete)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_modes() {
+        use wirespeed_service::{Access, Policy};
+        let line = |l, t: bool, p, r, u, d| {
+            let access = Access::new(if t { vec!["t"] } else { vec![] }, p);
+            Policy::from_presets(&access, write_mode(l, t, r, u, d)).describe()
+        };
+        assert_eq!(
+            write_mode(false, false, false, true, false),
+            Writes::exposed(true, false)
+        );
+        assert!(line(false, false, false, false, false, false)
+            .starts_with("mode: read-only (listening beyond loopback"));
+        let up = line(false, false, false, false, true, false);
+        assert!(up.contains("deletes and replaces refused"), "{up}");
+        assert_eq!(
+            line(true, false, false, false, false, false),
+            "mode: read-write for anyone (loopback)"
+        );
+        assert_eq!(
+            line(false, true, false, false, false, false),
+            "mode: read-write, writes need a token"
+        );
+        assert!(line(false, true, true, false, false, false).starts_with("mode: private"));
+        for (l, t) in [(true, false), (false, true), (false, false)] {
+            assert_eq!(write_mode(l, t, true, false, false), Writes::read_only());
+            assert!(
+                line(l, t, false, true, false, false).starts_with("mode: read-only (--read-only)")
+            );
+        }
+    }
+}
