@@ -5,6 +5,9 @@
 #
 #   bash bench/archive.sh                      # FILES=1000 SIZE_KB=1024 ROUNDS=5 MANY=100000
 #   FILES=200 ROUNDS=3 MANY=20000 bash bench/archive.sh
+#   BINS="/tmp/ws-before target/release/wirespeed" MANY=0 bash bench/archive.sh
+#     (builds side by side: get, tar and zip rows per build, in the same
+#     interleaved rounds; the other rows for the last build only)
 #
 # Rows, interleaved (round 1 runs every row, then round 2, …), median MB/s
 # over ROUNDS, each one curl download to /dev/null:
@@ -30,31 +33,51 @@ BENCH=archive
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-log "building wirespeed (release)"
-(cd "$REPO" && cargo build --release -q -p wirespeed)
-WS="$REPO/target/release/wirespeed"
+if [[ -z "${BINS:-}" ]]; then
+    log "building wirespeed (release)"
+    (cd "$REPO" && cargo build --release -q -p wirespeed)
+    BINS="$REPO/target/release/wirespeed"
+fi
+read -ra BUILDS <<<"$BINS"
+WS=${BUILDS[-1]}
 DUFS="$REPO/target/dufs/bin/dufs"
 
 DATA=$W/data
 mkdir -p "$DATA/folder" "$DATA/many"
 log "creating $FILES files of $SIZE_KB KiB and their concatenation"
 for ((i = 0; i < FILES; i++)); do
-    head -c $((SIZE_KB * 1024)) /dev/urandom >"$DATA/folder/f$(printf %05d $i).bin"
+    # One write per file, as an upload or cp writes it: files written in
+    # small pieces (`head -c`) sit in the page cache in small folios and
+    # cost about twice the kernel time to read (bench/RESULTS.md, 2026-11-25).
+    dd if=/dev/urandom of="$DATA/folder/f$(printf %05d $i).bin" bs=$((SIZE_KB * 1024)) count=1 iflag=fullblock status=none
 done
 cat "$DATA"/folder/*.bin >"$DATA/one.bin"
 log "creating $MANY empty files in 100 folders"
 for ((d = 0; d < 100; d++)); do
     mkdir -p "$DATA/many/d$d"
-    (cd "$DATA/many/d$d" && seq -f "f%06g" $((d * MANY / 100)) $(((d + 1) * MANY / 100 - 1)) | xargs touch)
+    (cd "$DATA/many/d$d" && seq -f "f%06g" $((d * MANY / 100)) $(((d + 1) * MANY / 100 - 1)) | xargs -r touch)
 done
 
-start_server() { # start_server NAME: prints its base URL
-    "$WS" serve "$DATA" --listen 127.0.0.1:0 --no-fsync >"$W/$1.out" 2>"$W/$1.log" &
+# start_server runs inside $(…), a subshell: the PIDS it adds never reach
+# lib.sh's cleanup, so its servers are stopped by their pid files.
+stop_servers() {
+    for f in "$W"/*.pid; do [[ -e $f ]] && kill "$(cat "$f")" 2>/dev/null || true; done
+    cleanup
+}
+trap stop_servers EXIT
+
+start_server() { # start_server NAME [BIN]: prints its base URL
+    "${2:-$WS}" serve "$DATA" --listen 127.0.0.1:0 --no-fsync >"$W/$1.out" 2>"$W/$1.log" &
     PIDS+=($!)
     echo "$!" >"$W/$1.pid"
     echo "$(wait_listening "$W/$1.out")/"
 }
 BASE=$(start_server main)
+declare -A BUILD_BASE
+for ((b = 0; b + 1 < ${#BUILDS[@]}; b++)); do
+    BUILD_BASE[$b]=$(start_server "build$b" "${BUILDS[$b]}")
+    log "build$b = ${BUILDS[$b]}"
+done
 
 # Read the archives back once: they must be right before they are fast.
 curl -sS "${BASE}folder/?archive=tar" | tar -t | wc -l | grep -qx $((FILES + 1))
@@ -91,6 +114,11 @@ fi
 declare -A R
 for ((r = 1; r <= ROUNDS; r++)); do
     log "round $r/$ROUNDS"
+    for b in "${!BUILD_BASE[@]}"; do
+        R[get-build$b]+="$(speed "${BUILD_BASE[$b]}one.bin") "
+        R[tar-build$b]+="$(speed "${BUILD_BASE[$b]}folder/?archive=tar") "
+        R[zip-build$b]+="$(speed "${BUILD_BASE[$b]}folder/?archive=zip") "
+    done
     R[get]+="$(speed "${BASE}one.bin") "
     R[get-each]+="$(speed "${EACH[@]}") "
     R[tar]+="$(speed "${BASE}folder/?archive=tar") "
@@ -110,6 +138,13 @@ echo "$FILES files × $SIZE_KB KiB, $ROUNDS rounds interleaved, median:"
 echo
 echo "| download | MB/s | vs get |"
 echo "|---|---|---|"
+for b in "${!BUILD_BASE[@]}"; do
+    g=$(med "get-build$b")
+    for row in get tar zip; do
+        m=$(med "$row-build$b")
+        echo "| $row (build$b: ${BUILDS[$b]}) | $m | $(ratio "$m" "$g")x |"
+    done
+done
 for row in get get-each tar zip zip-cold dufs-zip; do
     if [[ $row == dufs-zip && -n "$DUFS_NOTE" ]]; then
         echo "| $row | — | $DUFS_NOTE |"
@@ -125,6 +160,7 @@ if [[ -z "$DUFS_NOTE" ]]; then
     echo "dufs' zip Content-Length: ${dl:-none}; ours: $(curl -sSI "${BASE}folder/?archive=zip" | tr -d '\r' | grep -i '^content-length')"
 fi
 
+[[ $MANY -gt 0 ]] || exit 0
 echo
 echo "time to first byte, a folder of $MANY empty files (median of $ROUNDS, seconds):"
 echo

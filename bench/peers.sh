@@ -22,7 +22,9 @@
 #   GET a 13-byte file (`hello, world\n`), requests/s with
 #     `wrk -t1 -c64 -dSMALL_SECSs`: server pinned to CPU 0 (`taskset -c 0`;
 #     wirespeed `--threads 1`, a separate 1-worker nginx), wrk pinned to CPU 1.
-#     Target ≥1.0x nginx.
+#     Two pairs: no log vs no log (`--access-log off`, nginx `access_log
+#     off`), and log vs log (wirespeed's access log, stderr to a file; nginx
+#     `access_log FILE`). Target ≥1.1x nginx in both.
 #   PUT SIZE, curl -T, wirespeed --no-fsync vs nginx DAV PUT (neither fsyncs).
 #     Target ≥1.5x.
 #   PUT SIZE, curl -T, wirespeed as shipped (fsync before rename) vs
@@ -129,15 +131,19 @@ start_ws() { # name [--pin CPU] extra-args...
 start_ws ws; WS_URL=$URL
 start_ws ws-nofsync --no-fsync; WSNF_URL=$URL
 start_ws ws-sendfile --file-send sendfile; WSSF_URL=$URL
-# The small-GET row's server: one runtime thread, pinned to CPU 0 (taskset
-# execs, so $! is wirespeed's own pid).
-start_ws ws-small --pin 0 --threads 1; WSSM_URL=$URL WSSM_PID=$PID
+# The small-GET rows' servers: one runtime thread, pinned to CPU 0 (taskset
+# execs, so $! is wirespeed's own pid); one without and one with the access
+# log (stderr, which start_ws sends to a file).
+start_ws ws-small --pin 0 --threads 1 --access-log off; WSSM_URL=$URL WSSM_PID=$PID
+start_ws ws-small-log --pin 0 --threads 1 --access-log on; WSSL_URL=$URL WSSL_PID=$PID
 
 python3 "$REPO/bench/discard-server.py" >"$W/discard.addr" 2>"$W/discard.log" &
 PIDS+=($!)
 DISCARD_URL=$(wait_listening "$W/discard.addr")
 
-ng_conf() { # name port: the nginx config, as before for every instance
+ng_conf() { # name port [log]: the nginx config; with `log`, access_log to a file
+    local al="access_log off;"
+    [[ "${3:-}" == log ]] && al="access_log $W/$1.access;"
     cat <<EOF
 user root;
 worker_processes 1;
@@ -145,7 +151,7 @@ pid $W/$1.pid;
 error_log $W/$1-error.log warn;
 events { worker_connections 1024; }
 http {
-    access_log off;
+    $al
     sendfile on;
     tcp_nopush on;
     keepalive_requests 100000;
@@ -171,12 +177,12 @@ http {
 }
 EOF
 }
-start_ng() { # name [--pin CPU]
+start_ng() { # name [--pin CPU] [log]
     local name=$1 pre=() port
     if [[ "${2:-}" == --pin ]]; then pre=(taskset -c "$3"); fi
     port=$(free_port)
     mkdir -p "$W/ngtmp-$name"
-    ng_conf "$name" "$port" >"$W/$name.conf"
+    ng_conf "$name" "$port" "${4:-}" >"$W/$name.conf"
     "${pre[@]}" nginx -e "$W/$name-error.log" -c "$W/$name.conf" -g 'daemon off;' &
     PID=$!
     PIDS+=("$PID")
@@ -187,19 +193,21 @@ start_ng nginx; NG_URL=$URL
 # A separate nginx for the small-GET row: master and its one worker inherit
 # CPU 0 from taskset.
 start_ng nginx-small --pin 0; NGSM_URL=$URL NGSM_PID=$PID
+start_ng nginx-small-log --pin 0 log; NGSL_URL=$URL NGSL_PID=$PID
 
 # Sanity: every server serves; the small-GET servers are pinned where meant.
 for u in "$WS_URL" "$WSNF_URL" "$WSSF_URL" "$NG_URL"; do
     [[ $(curl -s -o /dev/null -w '%{http_code}' "$u/m20.bin") == 200 ]] || { log "$u does not serve"; exit 1; }
 done
-for u in "$WSSM_URL" "$NGSM_URL"; do
+for u in "$WSSM_URL" "$NGSM_URL" "$WSSL_URL" "$NGSL_URL"; do
     [[ $(curl -s "$u/hello.txt") == 'hello, world' ]] || { log "$u does not serve hello.txt"; exit 1; }
 done
 [[ -n "$DISCARD_URL" ]] || { log "the discard server did not start"; exit 1; }
 affinity() { taskset -pc "$1" | sed 's/.*: //'; }
 NGSM_WORKERS=$(pgrep -P "$NGSM_PID" | tr '\n' ' ')
+NGSM_WORKERS+=$(pgrep -P "$NGSL_PID" | tr '\n' ' ')
 log "pinned: wirespeed --threads 1 pid $WSSM_PID on CPU $(affinity "$WSSM_PID"); nginx master $NGSM_PID on CPU $(affinity "$NGSM_PID"); workers: $(for p in $NGSM_WORKERS; do printf '%s on CPU %s ' "$p" "$(affinity "$p")"; done)"
-for p in "$WSSM_PID" $NGSM_WORKERS; do
+for p in "$WSSM_PID" "$WSSL_PID" $NGSM_WORKERS; do
     [[ $(affinity "$p") == 0 ]] || log "warning: pid $p is not pinned to CPU 0"
 done
 [[ -n "$NGSM_WORKERS" ]] || log "warning: found no worker of the small-GET nginx"
@@ -296,6 +304,8 @@ for r in $(seq "$ROUNDS"); do
     add get20 ng "$(get_20x20 "$NG_URL")"
     add small ws "$(small_rps "$WSSM_URL" ws "$r")"
     add small ng "$(small_rps "$NGSM_URL" ng "$r")"
+    add smalllog ws "$(small_rps "$WSSL_URL" wslog "$r")"
+    add smalllog ng "$(small_rps "$NGSL_URL" nglog "$r")"
     add put discard "$(put_big "$DISCARD_URL" discard)"
     add put wsnf "$(put_big "$WSNF_URL" wsnf)"
     add put ng "$(put_big "$NG_URL" ng)"
@@ -324,10 +334,10 @@ target() { # ratio minimum
 
 G1W=$(med get1g ws) G1N=$(med get1g ng) G1S=$(med get1g wssf) IPERF=$(med iperf x)
 G2W=$(med get20 ws) G2N=$(med get20 ng)
-SW=$(med small ws) SN=$(med small ng)
+SW=$(med small ws) SN=$(med small ng) SLW=$(med smalllog ws) SLN=$(med smalllog ng)
 PW=$(med put ws) PWNF=$(med put wsnf) PWD=$(med put wsnfd) PN=$(med put ng) PDD=$(med put dd) PX=$(med put discard)
 LW=$(med list ws) LN=$(med list ng) LF=$(med list find)
-RSMALL=$(ratio "$SW" "$SN") RNF=$(ratio "$PWNF" "$PN") RDD=$(ratio "$PW" "$PDD")
+RSMALL=$(ratio "$SW" "$SN") RSLOG=$(ratio "$SLW" "$SLN") RNF=$(ratio "$PWNF" "$PN") RDD=$(ratio "$PW" "$PDD")
 
 echo
 echo "### wirespeed vs peers, loopback, $(nproc) CPUs, median of $ROUNDS interleaved rounds, SIZE_MB=$SIZE_MB ($(date -u +%Y-%m-%d))"
@@ -337,8 +347,10 @@ echo "|---|---:|---:|---:|---|---|"
 echo "| GET $L (MB/s), peer: nginx | $(mb "$G1W") | $(mb "$G1N") | $(ratio "$G1W" "$G1N") | | wirespeed default (--file-send auto: copy loop for a loopback peer); nginx sendfile + tcp_nopush |"
 echo "| GET $L (MB/s), wirespeed --file-send sendfile, peer: nginx | $(mb "$G1S") | $(mb "$G1N") | $(ratio "$G1S" "$G1N") | | sendfile + TCP_CORK both: what a non-loopback peer gets |"
 echo "| GET 20 MiB x 20, one keep-alive connection (MB/s), peer: nginx | $(mb "$G2W") | $(mb "$G2N") | $(ratio "$G2W" "$G2N") | | |"
-printf '| GET 13 bytes, wrk -t1 -c64 -d%ss (requests/s), peer: nginx | %.0f | %.0f | %s | %s | server on CPU 0 (wirespeed --threads 1; nginx 1 worker), wrk on CPU 1 |\n' \
-    "$SMALL_SECS" "$SW" "$SN" "$RSMALL" "$(target "$RSMALL" 1.0)"
+printf '| GET 13 bytes, no access log, wrk -t1 -c64 -d%ss (requests/s), peer: nginx | %.0f | %.0f | %s | %s | server on CPU 0 (wirespeed --threads 1 --access-log off; nginx 1 worker, access_log off), wrk on CPU 1 |\n' \
+    "$SMALL_SECS" "$SW" "$SN" "$RSMALL" "$(target "$RSMALL" 1.1)"
+printf '| GET 13 bytes, access log to a file, wrk -t1 -c64 -d%ss (requests/s), peer: nginx | %.0f | %.0f | %s | %s | the same with wirespeed'"'"'s access log (stderr to a file) and nginx access_log FILE |\n' \
+    "$SMALL_SECS" "$SLW" "$SLN" "$RSLOG" "$(target "$RSLOG" 1.1)"
 echo "| PUT $L, curl -T (MB/s), wirespeed --no-fsync, peer: nginx DAV PUT | $(mb "$PWNF") | $(mb "$PN") | $RNF | $(target "$RNF" 1.5) | neither fsyncs; wirespeed: $DEFAULT_HASH |"
 echo "| PUT $L, curl -T (MB/s), wirespeed default (fsync before rename), peer: dd bs=1M conv=fsync | $(mb "$PW") | $(mb "$PDD") | $RDD | $(target "$RDD" 0.9) | dd of the same file into the server's data dir; MB/s from wall time |"
 echo "| PUT $L, curl -T -H 'Want-Repr-Digest: sha-256=10' (MB/s), wirespeed --no-fsync, peer: the same without the header | $(mb "$PWD") | $(mb "$PWNF") | $(ratio "$PWD" "$PWNF") | | what the server's sha-256 costs; no nginx equivalent |"

@@ -106,12 +106,31 @@ pub async fn copy_file<W: AsyncWrite + Unpin + ?Sized>(
     offset: u64,
     len: u64,
     timeout: Duration,
+    sent: impl FnMut(u64),
+) -> io::Result<()> {
+    copy_file_with(w, file, offset, len, timeout, sent, &mut Vec::new()).await
+}
+
+/// [`copy_file`] through `buf`, grown to at most 1 MiB and kept by the
+/// caller: a body of many file ranges (a folder archive) allocates and
+/// zeroes it once, not once per file.
+pub async fn copy_file_with<W: AsyncWrite + Unpin + ?Sized>(
+    w: &mut W,
+    file: &File,
+    offset: u64,
+    len: u64,
+    timeout: Duration,
     mut sent: impl FnMut(u64),
+    buf: &mut Vec<u8>,
 ) -> io::Result<()> {
     let end = offset
         .checked_add(len)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "file range overflows"))?;
-    let mut buf = vec![0u8; len.clamp(1, COPY_BUFFER as u64) as usize];
+    let want = len.clamp(1, COPY_BUFFER as u64) as usize;
+    if buf.len() < want {
+        buf.resize(want, 0);
+    }
+    let buf = &mut buf[..want];
     let mut pos = offset;
     while pos < end {
         let want = ((end - pos) as usize).min(buf.len());

@@ -20,5 +20,7 @@ mod file;
 mod read_buf;
 
 pub use fd_limit::{is_resource_exhaustion, open_file_limit, raise_open_file_limit};
-pub use file::{copy_file, receive_to_file, send_file, Cork, ReceiveError, Received};
+pub use file::{
+    copy_file, copy_file_with, receive_to_file, send_file, Cork, ReceiveError, Received,
+};
 pub use read_buf::ReadBuf;

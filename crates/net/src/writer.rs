@@ -84,6 +84,8 @@ struct Stream {
     /// TCP_CORK held from the first file range sent into this body until
     /// it ends, so small generated pieces between file ranges share segments.
     cork: Option<wirespeed_io::Cork>,
+    /// The copy loop's buffer, kept across this body's file ranges.
+    copy_buf: Vec<u8>,
 }
 
 /// The response side of an exchange.
@@ -117,13 +119,15 @@ async fn write_slices(conn: &mut Conn, slices: &mut [IoSlice<'_>]) -> Result<(),
 /// `len` bytes of `file` from `offset` onto the connection: sendfile(2) or
 /// the copy loop, as [`ServerConfig::file_send`](crate::ServerConfig) says
 /// (TLS always copies). `sent` grows with each write, so a transfer the peer
-/// cuts short is logged and counted with the bytes that did leave.
+/// cuts short is logged and counted with the bytes that did leave. `buf`:
+/// the copy loop's buffer, when the caller keeps one across ranges.
 async fn move_file(
     conn: &mut Conn,
     file: &File,
     offset: u64,
     len: u64,
     sent: &mut u64,
+    buf: Option<&mut Vec<u8>>,
 ) -> io::Result<()> {
     let (step, t) = (conn.cfg.file_chunk, conn.cfg.write_timeout);
     let use_sendfile = match conn.cfg.file_send {
@@ -134,7 +138,12 @@ async fn move_file(
     let count = |n: u64| *sent += n;
     match conn.io.plain_tcp().filter(|_| use_sendfile) {
         Some(tcp) => wirespeed_io::send_file(tcp, file, offset, len, step, t, count).await,
-        None => wirespeed_io::copy_file(&mut conn.io, file, offset, len, t, count).await,
+        None => match buf {
+            Some(buf) => {
+                wirespeed_io::copy_file_with(&mut conn.io, file, offset, len, t, count, buf).await
+            }
+            None => wirespeed_io::copy_file(&mut conn.io, file, offset, len, t, count).await,
+        },
     }
 }
 
@@ -235,7 +244,7 @@ impl ResponseWriter {
         if !with_body {
             return Ok(());
         }
-        let sent = move_file(conn, file, offset, len, &mut self.body_sent).await;
+        let sent = move_file(conn, file, offset, len, &mut self.body_sent, None).await;
         if let Err(e) = sent {
             // The head promised `len` bytes: the connection cannot be reused.
             self.keep_alive = false;
@@ -298,6 +307,7 @@ impl ResponseWriter {
             bytes: 0,
             length: None,
             cork: None,
+            copy_buf: Vec::new(),
         }));
         Ok(())
     }
@@ -417,7 +427,18 @@ impl ResponseWriter {
             let ch = chunk_head(len as usize);
             write_slices(conn, &mut [IoSlice::new(ch.as_ref())]).await?;
         }
-        let sent = move_file(conn, file, offset, len, &mut self.body_sent).await;
+        let Writing::Streaming(s) = &mut self.state else {
+            return Err(Error::status(500, "not streaming"));
+        };
+        let sent = move_file(
+            conn,
+            file,
+            offset,
+            len,
+            &mut self.body_sent,
+            Some(&mut s.copy_buf),
+        )
+        .await;
         if let Err(e) = sent {
             self.keep_alive = false;
             return Err(step_error(Timeout::Write)(e));

@@ -178,6 +178,10 @@
   let sortDir = 1;
   let filterText = '';
   let generation = 0;
+  // Names ticked for "Download selected": kept across sorting, filtering
+  // and reloads (a name that went away is dropped).
+  const selected = new Set();
+  let selLink = null;
 
   const link = (e) => here + enc(e.name) + (e.dir ? '/' : '');
 
@@ -213,13 +217,19 @@
 
   function makeRow(e) {
     const a = h('a', { href: enc(e.name) + (e.dir ? '/' : '') }, e.name + (e.dir ? '/' : ''));
+    const tick = h('input', { type: 'checkbox', class: 'sel', 'aria-label': 'Select ' + e.name, checked: selected.has(e.name) });
+    tick.addEventListener('change', () => {
+      if (tick.checked) selected.add(e.name);
+      else selected.delete(e.name);
+      updateSelection();
+    });
     const size = h('td', { class: 's', role: 'cell' }, e.dir ? '' : humanSize(e.size));
     const when = h('td', { class: 'm', role: 'cell' });
     if (e.iso) when.append(h('time', { datetime: e.iso, title: e.iso }, fmtTime(e.mtime)));
     const tr = h(
       'tr',
       e.dir ? { class: 'd', role: 'row' } : { role: 'row' },
-      h('td', { class: 'n', role: 'cell' }, a),
+      h('td', { class: 'n', role: 'cell' }, tick, a),
       size,
       when,
       h('td', { class: 'a', role: 'cell' }, h('button', { type: 'button', class: 'act', title: 'Actions', 'aria-label': 'Actions for ' + e.name }, '\u22EF')),
@@ -318,6 +328,9 @@
       if (prev && prev.size === j.size && prev.iso === j.modified) return prev;
       return { name: j.name, dir, size: j.size, iso: j.modified, mtime, tr: null };
     });
+    const names = new Set(entries.map((e) => e.name));
+    for (const n of selected) if (!names.has(n)) selected.delete(n);
+    updateSelection();
     await render();
   }
 
@@ -429,6 +442,23 @@
     const a = h('a', { href, download: file, class: 'btn', role: role || false }, label);
     if (locked) a.addEventListener('click', (ev) => (ev.preventDefault(), saveWithToken(href, file)));
     return a;
+  }
+
+  /** The ticked rows as one zip (`?archive=zip&name=…`): shown once a row
+   * is ticked, its link and count follow the ticks. */
+  function selectionLink(folder) {
+    const file = (folder || 'files') + '.zip';
+    const a = h('a', { href: here, download: file, class: 'btn', id: 'download-selected', hidden: true }, '');
+    if (locked) a.addEventListener('click', (ev) => (ev.preventDefault(), saveWithToken(a.href, file)));
+    return a;
+  }
+
+  function updateSelection() {
+    if (!selLink) return;
+    const names = Array.from(selected).sort(collator.compare);
+    selLink.hidden = !names.length;
+    selLink.href = here + '?archive=zip' + names.map((n) => '&name=' + enc(n)).join('');
+    selLink.textContent = `Download ${names.length} selected (zip)`;
   }
 
   /** A private server's file: fetched with the token, saved from memory. */
@@ -847,8 +877,11 @@
       addFiles(Array.from(inp.files).map((file) => ({ file, path: file.webkitRelativePath || file.name })));
       inp.value = '';
     };
+    const folder = decodeURIComponent(here.split('/').filter(Boolean).pop() || '');
+    const folderZip = archiveLink(here, folder, 'zip', 'Download folder (zip)');
+    selLink = selectionLink(folder);
     if (!canWrite) {
-      bar.prepend(filter);
+      bar.prepend(filter, folderZip, selLink);
       return;
     }
     input.tabIndex = -1; // the Upload files button stands in for it
@@ -859,7 +892,8 @@
       h('button', { type: 'button', class: 'primary', id: 'upload-btn', onclick: () => input.click() }, 'Upload files'),
       h('button', { type: 'button', id: 'upload-folder-btn', onclick: () => folderInput.click() }, 'Upload folder'),
       h('button', { type: 'button', id: 'mkdir-btn', onclick: newFolder }, 'New folder'),
-      archiveLink(here, decodeURIComponent(here.split('/').filter(Boolean).pop() || ''), 'zip', 'Download folder (zip)'),
+      folderZip,
+      selLink,
       folderInput,
     );
     // With the script, the file input uploads on choice; the form stays for

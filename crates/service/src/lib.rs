@@ -40,6 +40,7 @@ mod control;
 mod front_door;
 
 // Helpers the fronts share.
+pub mod access_log;
 pub mod conditional;
 pub mod config;
 pub mod digest;
@@ -54,6 +55,7 @@ mod size;
 pub mod storage;
 pub mod upload;
 
+pub use access_log::AccessLog;
 pub use config::{ServiceConfig, ARCHIVE_MAX_ENTRIES};
 pub use control::Health;
 pub use digest::DigestPolicy;

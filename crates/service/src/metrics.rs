@@ -1,5 +1,5 @@
 //! What an operator sees: Prometheus metrics (`GET /-/metrics`) and one
-//! access-log line per request (tracing target `wirespeed::access`).
+//! access-log line per request (`access_log`, target `wirespeed::access`).
 //!
 //! [`Metrics`] implements the server's [`Observer`]: the server reports
 //! connections, finished requests, flush storms and timeouts; the file
@@ -25,6 +25,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use wirespeed_net::{Completed, Error, Exchange, Handler, Observer, Response, Timeout};
 
+use crate::access_log::{AccessLog, Entry};
 use crate::policy::origin::AllowedHosts;
 
 /// The kind of work a request asked for (the `class` label).
@@ -340,20 +341,33 @@ impl Collector for CountsCollector {
 pub struct Metrics {
     counts: Arc<Counts>,
     registry: Registry,
-    access_log: bool,
+    access_log: Option<AccessLog>,
 }
 
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Metrics")
-            .field("access_log", &self.access_log)
+            .field("access_log", &self.access_log.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl Metrics {
-    /// `access_log`: emit one `wirespeed::access` INFO event per request.
+    /// `access_log`: one text line per request on stderr
+    /// ([`with_access_log`](Self::with_access_log) chooses the format and
+    /// the output).
     pub fn new(access_log: bool) -> Self {
+        let log = access_log
+            .then(|| AccessLog::stderr(Default::default()))
+            .and_then(|r| {
+                r.map_err(|e| tracing::error!(error = %e, "cannot start the access log"))
+                    .ok()
+            });
+        Self::with_access_log(log)
+    }
+
+    /// Counters, and `log` (if any) for one line per request.
+    pub fn with_access_log(access_log: Option<AccessLog>) -> Self {
         let counts = Arc::new(Counts {
             class: Default::default(),
             connections: AtomicI64::new(0),
@@ -380,6 +394,13 @@ impl Metrics {
             tracing::error!(error = %e, "encoding metrics failed");
         }
         out
+    }
+
+    /// Write every access-log line recorded so far (at a clean stop).
+    pub fn flush_access_log(&self) {
+        if let Some(log) = &self.access_log {
+            log.flush();
+        }
     }
 
     /// Count an upload until the returned guard drops.
@@ -418,23 +439,23 @@ impl Observer for Metrics {
         per.bytes_in.fetch_add(done.bytes_in, Relaxed);
         per.bytes_out.fetch_add(done.bytes_out, Relaxed);
         per.duration.observe(done.duration);
-        if self.access_log {
-            // &str fields are quoted and escaped by both log formats, so a
-            // path or user agent cannot forge log lines; the query (which may
-            // carry a token) and the Authorization header are never logged.
-            tracing::info!(
-                target: "wirespeed::access",
-                method = done.method,
-                path = done.path,
-                status = done.status,
-                bytes_in = done.bytes_in,
-                bytes_out = done.bytes_out,
-                duration_ms = done.duration.as_secs_f64() * 1e3,
-                peer = %done.peer,
+        if let Some(log) = &self.access_log {
+            // Strings are quoted and escaped in both formats, so a path or
+            // user agent cannot forge log lines; the query (which may carry a
+            // token) and the Authorization header are never logged.
+            log.record(&Entry {
+                at: std::time::SystemTime::now(),
+                method: done.method,
+                path: done.path,
+                status: done.status,
+                bytes_in: done.bytes_in,
+                bytes_out: done.bytes_out,
+                duration: done.duration,
+                peer: done.peer,
                 // The client behind a --trusted-proxy (absent otherwise).
-                client = done.forwarded_for.map(tracing::field::display),
-                user_agent = done.user_agent.unwrap_or("-"),
-            );
+                client: done.forwarded_for,
+                user_agent: done.user_agent,
+            });
         }
     }
 

@@ -23,7 +23,11 @@ pub fn etag(meta: &Meta) -> String {
         .modified
         .and_then(|m| m.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_nanos());
-    format!("\"{:x}-{:x}\"", meta.size, nanos)
+    // Sized up front: `format!` would grow the string twice.
+    let mut tag = String::with_capacity(2 + 16 + 1 + 32);
+    use std::fmt::Write as _;
+    let _ = write!(tag, "\"{:x}-{:x}\"", meta.size, nanos);
+    tag
 }
 
 /// The answer to a stored single-file upload (PUT, and the single-file

@@ -49,10 +49,13 @@ fn alone() -> std::sync::MutexGuard<'static, ()> {
 fn small_get_allocation_budget() {
     let _alone = alone();
     let per_request = allocations_per_small_get(None);
-    eprintln!("allocations per small GET: {per_request:.2}");
+    eprintln!("allocations per small GET: {per_request:.4}");
+    // A per-request allocation adds 1.0; the slack only absorbs the rare
+    // ones not tied to a request (the once-a-second Date, the runtime's
+    // timers), which a slow, shared machine makes land inside the window.
     assert!(
-        per_request <= BUDGET,
-        "{per_request:.2} allocations per small GET (budget {BUDGET})"
+        per_request < BUDGET + 0.05,
+        "{per_request:.4} allocations per small GET (budget {BUDGET})"
     );
 }
 
@@ -132,6 +135,8 @@ fn allocations_per_small_get(metrics: Option<Arc<wirespeed_service::Metrics>>) -
     per_request
 }
 
-/// 19 before response heads were encoded into one buffer, 13 after; raise it
-/// only with a reason.
-const BUDGET: f64 = 14.0;
+/// 19 before response heads were encoded into one buffer, 13 after; 8 since
+/// the ETag is sized up front, Last-Modified is formatted on the stack, the
+/// MIME type is a static name and openat2's path is joined on the stack.
+/// Raise it only with a reason.
+const BUDGET: f64 = 8.0;

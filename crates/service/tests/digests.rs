@@ -203,3 +203,22 @@ fn sidecar_store_where_xattrs_are_missing() {
     assert_eq!(s.req("DELETE", "/r/f.bin", &[], b"").status, 204);
     assert_eq!(s.names(SIDECAR_DIR).len(), before - 1);
 }
+
+/// A file's recorded digest is answered whatever its size, asked or not
+/// (`wirespeed get` verifies what it is sent and does not ask): small files
+/// (sent with their head in one write) included.
+#[test]
+fn recorded_digests_are_answered_unasked_at_every_size() {
+    let s = TestServer::start();
+    for size in [13, 1000, 64 << 10, (64 << 10) + 1] {
+        let data = bytes(size, 6);
+        assert_eq!(put_asking(&s, "/f.bin", &data).status, 201, "{size}");
+        let field = sha256_field(&data);
+        let g = s.get("/f.bin");
+        assert_eq!(g.body, data);
+        assert_eq!(g.header("repr-digest"), Some(field.as_str()), "{size}");
+        let h = s.req("HEAD", "/f.bin", &[], b"");
+        assert_eq!(h.header("repr-digest"), Some(field.as_str()), "{size}");
+        assert_eq!(s.req("DELETE", "/f.bin", &[], b"").status, 204);
+    }
+}

@@ -72,7 +72,7 @@ mod size;
     long_about = "wirespeed moves bytes over HTTP/1.1: uploads and downloads of big files, streamed \
 JSON listings, multipart forms, base64 inside XML/SOAP and JSON. `wirespeed serve DIR` serves a \
 folder; the other subcommands are its client.\n\nLogging (stderr): set RUST_LOG (e.g. RUST_LOG=debug); \
-`serve` logs one access line per request unless --access-log off."
+`serve` writes one access line per request unless --access-log off (RUST_LOG does not change it)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -118,9 +118,10 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// Logs go to stderr; RUST_LOG overrides the default filter, which for
-/// `serve` shows access lines unless `--access-log off`. The returned guard
-/// flushes `serve`'s buffered lines when dropped.
+/// Logs go to stderr; RUST_LOG overrides the default filter (warnings).
+/// `serve`'s access lines are not log events: `--access-log` alone decides
+/// (`wirespeed_service::access_log`). The returned guard flushes `serve`'s
+/// buffered log lines when dropped.
 fn init_logging(command: &Command) -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let filter = |default| {
         tracing_subscriber::EnvFilter::try_from_default_env()

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use wirespeed_net::Server;
-use wirespeed_service::{LocalStorage, Metrics, UploadsConfig};
+use wirespeed_service::{
+    access_log::Format as AccessFormat, AccessLog, LocalStorage, Metrics, UploadsConfig,
+};
 
 mod flags;
 mod listen;
@@ -47,7 +49,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         ),
     };
     let listen = args.listen.addr;
-    let metrics = Arc::new(Metrics::new(args.access_log == Switch::On));
+    let access_log = match args.access_log {
+        Switch::On => Some(
+            AccessLog::stderr(match args.log_format {
+                flags::LogFormat::Text => AccessFormat::Text,
+                flags::LogFormat::Json => AccessFormat::Json,
+            })
+            .context("starting the access log's writer thread")?,
+        ),
+        Switch::Off => None,
+    };
+    let metrics = Arc::new(Metrics::with_access_log(access_log));
+    let flush_log = metrics.clone();
     let cfg = settings::service(&args, &tokens, &metrics)?;
     let ucfg = settings::uploads(&args);
     // The start line comes from the policy that decides every request.
@@ -71,7 +84,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let cert_dir = tls.as_mut().and_then(|t| t.temp_dir.take());
     let cleanup = cert_dir.as_ref().map(|d| d.path().to_path_buf());
     let rt = rt.build().context("starting the async runtime")?;
-    rt.block_on(async move {
+    let served = rt.block_on(async move {
         // The bucket is checked before the port opens: a wrong endpoint,
         // credentials or bucket fails the start with the reason.
         let storage = match s3 {
@@ -137,9 +150,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         tracing::info!("stopped");
         anyhow::Ok(())
-    })?;
+    });
+    // Every access line of the requests served, before the process exits.
+    flush_log.flush_access_log();
     drop(cert_dir);
-    Ok(())
+    served
 }
 
 /// The routes with resumable uploads over `storage`, and the expiry sweep:

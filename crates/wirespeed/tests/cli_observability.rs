@@ -207,6 +207,56 @@ fn access_log_json_is_one_line_per_request_without_secrets() {
     assert!(!stderr.contains("wirespeed::access"), "{stderr}");
 }
 
+/// The access log is written in batches off the request path, and a clean
+/// stop (SIGTERM) still writes every line: N requests, N lines, each whole.
+#[test]
+fn access_log_keeps_every_line_through_a_clean_stop() {
+    use std::io::Read;
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("hello.txt"), b"hello, world\n").unwrap();
+    let s = Serve::start(tmp.path(), &[]);
+    const CONNS: usize = 4;
+    const PER_CONN: usize = 750;
+    let threads: Vec<_> = (0..CONNS)
+        .map(|_| {
+            let addr = s.addr;
+            std::thread::spawn(move || {
+                let mut c = std::net::TcpStream::connect(addr).unwrap();
+                c.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+                    .unwrap();
+                let req = b"GET /hello.txt HTTP/1.1\r\nHost: localhost\r\n\r\n";
+                let mut buf = [0u8; 4096];
+                for _ in 0..PER_CONN {
+                    c.write_all(req).unwrap();
+                    let mut got = Vec::new();
+                    while !got.ends_with(b"hello, world\n") {
+                        let n = c.read(&mut buf).unwrap();
+                        assert!(n > 0, "server closed");
+                        got.extend_from_slice(&buf[..n]);
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let stderr = s.stop();
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("wirespeed::access:"))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        CONNS * PER_CONN,
+        "{}",
+        &stderr[..stderr.len().min(2000)]
+    );
+    assert!(lines.iter().all(|l| l.contains(
+        r#"method="GET" path="/hello.txt" status=200 bytes_in=0 bytes_out=13 duration_ms="#
+    ) && l.ends_with(r#"user_agent="-""#)));
+}
+
 /// A download the client cuts short is logged, and counted in
 /// `wirespeed_http_response_body_bytes_total`, with the bytes that were sent
 /// (issue 24, item 13: it was `bytes_out=0` and not counted), on both file

@@ -456,6 +456,13 @@ impl<S: Storage> Streamer<'_, S> {
                     .map_err(|_| changed(e, "it shrank"))?;
                 self.learn(i, crc);
             }
+            // Written to while it was sent: what went out may mix versions.
+            // The open file is asked (one fstat), not its path again: these
+            // are the bytes that left, even if the name was replaced since.
+            return match file.metadata() {
+                Ok(md) if file_matches_plan(&md, e) => Ok(()),
+                _ => Err(changed(e, "it was written to while being sent")),
+            };
         } else {
             let mut h = want_crc.then(crc32fast::Hasher::new);
             let mut buf = vec![0u8; (len as usize).clamp(1, 1 << 20)];
@@ -526,6 +533,15 @@ impl<S: Storage> Streamer<'_, S> {
         self.learn(i, crc);
         Ok(crc)
     }
+}
+
+/// [`matches_plan`] for an open file's own metadata.
+fn file_matches_plan(md: &std::fs::Metadata, e: &Entry) -> bool {
+    let mtime = match md.modified().map(|m| m.duration_since(UNIX_EPOCH)) {
+        Ok(Ok(d)) => (d.as_secs() as i64, d.subsec_nanos()),
+        _ => (0, 0),
+    };
+    md.is_file() && md.len() == e.size && mtime == (e.mtime, e.mtime_nsec)
 }
 
 fn matches_plan(meta: &Meta, e: &Entry) -> bool {

@@ -97,10 +97,17 @@ impl Root {
             flags | OFlags::CLOEXEC | OFlags::NOCTTY
         };
         if self.uses_openat2() {
-            let rel = if segments.is_empty() {
-                ".".to_string()
-            } else {
-                segments.join("/")
+            // The relative path, NUL-terminated on the stack when it fits
+            // (every small GET opens one: no allocation for it).
+            let mut stack = [0u8; 256];
+            let joined;
+            let rel: &std::ffi::CStr = match join_on_stack(segments, &mut stack) {
+                Some(c) => c,
+                None => {
+                    joined = std::ffi::CString::new(segments.join("/"))
+                        .map_err(|_| StorageError::Forbidden)?;
+                    &joined
+                }
             };
             let resolve = if self.outside_allowed() {
                 ResolveFlags::NO_MAGICLINKS
@@ -110,7 +117,7 @@ impl Root {
             // EAGAIN: the kernel saw a concurrent rename that could have
             // let the walk escape, and asks for a retry.
             for _ in 0..4 {
-                match rustix::fs::openat2(&self.fd, rel.as_str(), flags, Mode::empty(), resolve) {
+                match rustix::fs::openat2(&self.fd, rel, flags, Mode::empty(), resolve) {
                     Ok(fd) => return Ok(fd),
                     Err(Errno::AGAIN) | Err(Errno::INTR) => continue,
                     Err(Errno::XDEV) => {
@@ -175,8 +182,47 @@ impl Root {
     }
 }
 
+/// `segments` joined by `/` (`.` for none) and NUL-terminated in `buf`, if
+/// they fit and hold no NUL.
+fn join_on_stack<'b>(segments: &[String], buf: &'b mut [u8; 256]) -> Option<&'b std::ffi::CStr> {
+    let mut n = 0;
+    let mut push = |bytes: &[u8]| -> Option<()> {
+        let end = n + bytes.len();
+        buf.get_mut(n..end)?.copy_from_slice(bytes);
+        n = end;
+        Some(())
+    };
+    if segments.is_empty() {
+        push(b".")?;
+    }
+    for (i, seg) in segments.iter().enumerate() {
+        if i > 0 {
+            push(b"/")?;
+        }
+        push(seg.as_bytes())?;
+    }
+    push(b"\0")?;
+    std::ffi::CStr::from_bytes_with_nul(&buf[..n]).ok()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn joined_on_the_stack_when_it_fits() {
+        let mut buf = [0u8; 256];
+        let segs = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(join_on_stack(&[], &mut buf).unwrap().to_bytes(), b".");
+        assert_eq!(
+            join_on_stack(&segs(&["a", "b.txt"]), &mut buf)
+                .unwrap()
+                .to_bytes(),
+            b"a/b.txt"
+        );
+        assert!(join_on_stack(&segs(&[&"x".repeat(255)]), &mut buf).is_some());
+        assert!(join_on_stack(&segs(&[&"x".repeat(256)]), &mut buf).is_none());
+        assert!(join_on_stack(&segs(&["a\0b"]), &mut buf).is_none());
+    }
+
     use super::*;
     use std::os::unix::fs::symlink;
 
