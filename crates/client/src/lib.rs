@@ -60,6 +60,9 @@ pub struct ClientConfig {
     pub tls: ClientTls,
     /// Sent as `Authorization: Bearer …` unless the request sets Authorization.
     pub token: Option<String>,
+    /// A user's sign-in, sent as `Authorization: Basic …` (RFC 7617) when
+    /// there is no token, unless the request sets Authorization.
+    pub basic: Option<BasicAuth>,
     /// TCP connect plus TLS handshake.
     pub connect_timeout: Duration,
     /// Longest wait for any single read or write to make progress.
@@ -85,6 +88,7 @@ impl Default for ClientConfig {
             write_buffer: 256 * 1024,
             tls: ClientTls::default(),
             token: None,
+            basic: None,
             connect_timeout: Duration::from_secs(10),
             io_timeout: Duration::from_secs(60),
             max_idle_per_host: 4,
@@ -256,9 +260,14 @@ impl Client {
                 h.push(("User-Agent", cfg.user_agent.as_bytes()));
             }
             let auth;
-            if let (Some(tok), false) = (&cfg.token, req.has_header("authorization")) {
-                auth = format!("Bearer {tok}");
-                h.push(("Authorization", auth.as_bytes()));
+            if !req.has_header("authorization") {
+                if let Some(tok) = &cfg.token {
+                    auth = format!("Bearer {tok}");
+                    h.push(("Authorization", auth.as_bytes()));
+                } else if let Some(basic) = &cfg.basic {
+                    auth = basic.header_value();
+                    h.push(("Authorization", auth.as_bytes()));
+                }
             }
             for (n, v) in &req.headers {
                 if [
@@ -376,3 +385,31 @@ struct Attempt {
 /// Request bodies up to this size that are already in memory go out in the
 /// same write as the head (the server's small-file answers do the same).
 const SMALL_BODY: usize = 64 * 1024;
+
+/// A user name and password for HTTP Basic; its `Debug` never shows the
+/// password.
+#[derive(Clone)]
+pub struct BasicAuth {
+    pub user: String,
+    pub password: String,
+}
+
+impl BasicAuth {
+    /// `Basic BASE64(user:password)`.
+    pub fn header_value(&self) -> String {
+        use base64::Engine as _;
+        let raw = format!("{}:{}", self.user, self.password);
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(raw)
+        )
+    }
+}
+
+impl std::fmt::Debug for BasicAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BasicAuth")
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
+}

@@ -14,6 +14,11 @@ use crate::upload::{HashMode, UploadPath};
 pub struct ServiceConfig {
     /// Who may read and write.
     pub access: Access,
+    /// Users and their rights per folder (`serve --auth FILE`), shared by
+    /// every route (a reload is seen by all).
+    pub users: Option<std::sync::Arc<crate::policy::Users>>,
+    /// Share links (`/-/shares/…` mints them; `?share=` presents one).
+    pub shares: Option<std::sync::Arc<crate::policy::Shares>>,
     /// Which writes are taken at all (checked before the token).
     pub writes: Writes,
     /// Largest accepted upload body in bytes (`None`: unlimited). Bigger
@@ -49,9 +54,17 @@ pub struct ServiceConfig {
 pub const ARCHIVE_MAX_ENTRIES: usize = 250_000;
 
 impl ServiceConfig {
-    /// The policy its presets (`access`, `writes`) make: every route asks it.
+    /// The policy its presets (`access`, `writes`), rules file (`users`)
+    /// and share links make: every route asks it.
     pub fn policy(&self) -> Policy {
-        Policy::from_presets(&self.access, self.writes)
+        let mut policy = Policy::from_presets(&self.access, self.writes);
+        if let Some(users) = &self.users {
+            policy = policy.with_users(users.clone());
+        }
+        if let Some(shares) = &self.shares {
+            policy = policy.with_shares(shares.clone());
+        }
+        policy
     }
 
     /// Where to hash this request's upload, or `None` to store it unhashed

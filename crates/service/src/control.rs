@@ -1,4 +1,5 @@
-//! The control routes under `/-/`: health, the page's assets, metrics.
+//! The control routes under `/-/`: health, the page's assets, metrics,
+//! share links.
 
 use wirespeed_net::{Error, Exchange, Handler, Response, Router};
 
@@ -19,13 +20,28 @@ impl Handler for Health {
 }
 
 /// The control routes every router starts with: `/-/health`, the page's
-/// `/-/assets/…`, and `/-/metrics` when `cfg.metrics` is set.
+/// `/-/assets/…`, `/-/shares/…` when share links are on, and `/-/metrics`
+/// when `cfg.metrics` is set.
 pub(crate) fn control_routes(cfg: &ServiceConfig) -> Router {
     let router = Router::new().route(&["GET"], "/-/health", Health).route(
         &["GET"],
         "/-/assets/*",
         assets::Assets,
     );
+    let router = match &cfg.shares {
+        Some(shares) => {
+            let routes = || crate::shares::ShareRoutes {
+                cfg: cfg.clone(),
+                policy: cfg.policy(),
+                shares: shares.clone(),
+            };
+            let methods = ["GET", "POST", "DELETE"];
+            router
+                .route(&methods, crate::shares::PREFIX, routes())
+                .route(&methods, "/-/shares/*", routes())
+        }
+        None => router,
+    };
     match &cfg.metrics {
         Some(metrics) => {
             let page = metrics::MetricsPage {

@@ -487,16 +487,21 @@ impl Handler for MetricsPage {
                 ));
             }
         }
-        let who = self.policy.principal(ex.header("authorization"));
-        let root = crate::path::RelPath::root();
-        if self
+        let authorization = ex.header("authorization").map(<[u8]>::to_vec);
+        let who = self
             .policy
-            .decide(who, crate::policy::Action::Metrics, &root)
-            != crate::policy::Decision::Allow
+            .authenticate(authorization.as_deref(), ex.client_ip())
+            .await;
+        let root = crate::path::RelPath::root();
+        if who.map(|who| {
+            self.policy
+                .decide(who, crate::policy::Action::Metrics, &root)
+        }) != Ok(crate::policy::Decision::Allow)
         {
-            let resp = Response::new(401)
-                .header("WWW-Authenticate", "Bearer realm=\"wirespeed\"")
-                .header("Content-Type", "text/plain; charset=utf-8");
+            let mut resp = Response::new(401).header("Content-Type", "text/plain; charset=utf-8");
+            for challenge in self.policy.challenges() {
+                resp = resp.header("WWW-Authenticate", challenge);
+            }
             return ex.send(resp, b"a valid bearer token is required\n").await;
         }
         let body = self.metrics.encode();

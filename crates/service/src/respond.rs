@@ -159,7 +159,35 @@ pub(crate) async fn admit_with(
             "cross-origin write refused: a page on another site may not change files here",
         ));
     }
-    let who = policy.principal(ex.header("authorization"));
+    // A share link is its own principal: anything it does not cover is
+    // the same 404 as an unknown link, so it reveals nothing beyond itself.
+    if let Some(token) = crate::policy::shares::from_query(ex.query()) {
+        let who = policy.link(token, ex.client_ip());
+        return match who.filter(|w| policy.decide(*w, action, path) == Decision::Allow) {
+            Some(who) => Ok(Some(who)),
+            None => {
+                if who.is_some() {
+                    tracing::warn!(target: "wirespeed::share", client = %ex.client_ip(), path = %path, "share link used outside its grant");
+                }
+                close_if_body(ex);
+                ex.send(text(404), b"not found\n").await?;
+                Ok(None)
+            }
+        };
+    }
+    let authorization = ex.header("authorization").map(<[u8]>::to_vec);
+    let Ok(who) = policy
+        .authenticate(authorization.as_deref(), ex.client_ip())
+        .await
+    else {
+        close_if_body(ex);
+        let mut resp = text(401);
+        for challenge in policy.challenges() {
+            resp = resp.header("WWW-Authenticate", challenge);
+        }
+        ex.send(resp, b"wrong user name or password\n").await?;
+        return Ok(None);
+    };
     match policy.decide(who, action, path) {
         Decision::Allow => Ok(Some(who)),
         Decision::Forbidden(why) => {
@@ -167,11 +195,14 @@ pub(crate) async fn admit_with(
             ex.send(text(403), format!("{why}\n").as_bytes()).await?;
             Ok(None)
         }
-        Decision::NeedToken => {
+        Decision::NeedCredentials => {
             close_if_body(ex);
             // A browser navigation cannot send a bearer token: it gets the page
             // without the listing, whose script asks for the token.
-            if let Some(page) = crate::page::listing::locked_page(policy, ex) {
+            if let (Some(page), None) = (
+                crate::page::listing::locked_page(policy, ex),
+                policy.users(),
+            ) {
                 let resp = Response::new(401)
                     .header("WWW-Authenticate", "Bearer realm=\"wirespeed\"")
                     .header(
@@ -186,8 +217,15 @@ pub(crate) async fn admit_with(
                 ex.send(resp, &page).await?;
                 return Ok(None);
             }
-            let resp = text(401).header("WWW-Authenticate", "Bearer realm=\"wirespeed\"");
-            ex.send(resp, b"a valid bearer token is required\n").await?;
+            let mut resp = text(401);
+            for challenge in policy.challenges() {
+                resp = resp.header("WWW-Authenticate", challenge);
+            }
+            let says: &[u8] = match policy.users() {
+                Some(_) => b"sign in: this needs a user's rights (HTTP Basic) or a valid token\n",
+                None => b"a valid bearer token is required\n",
+            };
+            ex.send(resp, says).await?;
             Ok(None)
         }
     }

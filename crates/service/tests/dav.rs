@@ -40,12 +40,18 @@ fn propfind(s: &TestServer, path: &str, depth: &str, body: &str) -> common::Resp
 
 /// Run litmus's `suites` against `addr`; each must report 0 failed.
 fn litmus(addr: std::net::SocketAddr, suites: &[&str]) {
+    litmus_as(addr, suites, None)
+}
+
+/// [`litmus`], signed in as `user` (name, password) by HTTP Basic.
+fn litmus_as(addr: std::net::SocketAddr, suites: &[&str], user: Option<(&str, &str)>) {
     let tmp = tempfile::tempdir().unwrap();
     // litmus writes debug.log and child.log into its working folder.
     let out = Command::new("timeout")
         .arg("180")
         .arg("litmus")
         .arg(format!("http://{addr}/"))
+        .args(user.map(|(n, p)| [n, p]).into_iter().flatten())
         .env("TESTS", suites.join(" "))
         .current_dir(tmp.path())
         .output()
@@ -69,6 +75,32 @@ fn litmus_passes_all_five_suites() {
     }
     let s = TestServer::start();
     litmus(s.addr, &["basic", "copymove", "props", "locks", "http"]);
+}
+
+#[test]
+fn litmus_passes_all_five_suites_signed_in_on_a_rules_server() {
+    // Anyone may read; only alice may write (users.toml as `serve --auth`
+    // reads it): litmus signs in as alice by HTTP Basic for every request.
+    if !have_litmus() {
+        return;
+    }
+    let hash = wirespeed_service::policy::password::hash(b"alice-pw").unwrap();
+    let rules =
+        format!("[users]\nalice = \"{hash}\"\n[paths.\"/\"]\n\"*\" = \"r\"\nalice = \"rwd\"\n");
+    let users = wirespeed_service::Users::from_text("users.toml", &rules).unwrap();
+    let s = TestServer::with(ServiceConfig {
+        users: Some(std::sync::Arc::new(users)),
+        ..ServiceConfig::default()
+    });
+    litmus_as(
+        s.addr,
+        &["basic", "copymove", "props", "locks", "http"],
+        Some(("alice", "alice-pw")),
+    );
+    // Without signing in, the same server takes no write.
+    let r = s.req("MKCOL", "/anon/", &[], b"");
+    assert_eq!(r.status, 401, "{}", r.text());
+    assert!(!s.root.join("anon").exists());
 }
 
 #[test]

@@ -60,6 +60,7 @@ mod bench;
 mod bench_load;
 mod client_cmd;
 mod notice;
+mod passwd;
 mod serve;
 mod size;
 
@@ -93,6 +94,10 @@ enum Command {
     Ls(client_cmd::LsArgs),
     /// Delete file URLs, or a folder and everything in it (-r).
     Rm(client_cmd::RmArgs),
+    /// Make a share link for a file or folder URL (--upload: a drop-box link), --list or --revoke them.
+    Share(client_cmd::ShareArgs),
+    /// Print an argon2id hash of a password (typed, or stdin's first line) for `serve --auth`.
+    Passwd(passwd::PasswdArgs),
     /// Print a shell completion script to stdout (e.g. `wirespeed completions bash`).
     Completions {
         /// The shell to complete for.
@@ -167,6 +172,8 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
         Command::Get(args) => client_cmd::get(args)?,
         Command::Ls(args) => client_cmd::ls(args)?,
         Command::Rm(args) => client_cmd::rm(args)?,
+        Command::Passwd(args) => passwd::run(args)?,
+        Command::Share(args) => client_cmd::share(args)?,
         Command::Completions { shell } => {
             use clap::CommandFactory;
             use std::io::Write;

@@ -16,9 +16,11 @@ mod flags;
 mod listen;
 mod reach;
 mod settings;
+mod shares;
 mod shutdown;
 pub mod target;
 mod tls;
+mod users;
 
 use flags::Switch;
 pub use flags::{ServeArgs, LONG_ABOUT};
@@ -63,6 +65,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let ucfg = settings::uploads(&args);
     // The start line comes from the policy that decides every request.
     let mode_line = cfg.policy().describe();
+    let auth = cfg.users.clone();
     // Before the server's settings: its default connection cap follows the
     // raised limit.
     let fd_limit = wirespeed_io::raise_open_file_limit();
@@ -111,6 +114,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             out.flush()?;
         }
         crate::notice::say(&mode_line);
+        if let Some(auth) = auth {
+            if let Some(warning) = users::cleartext_warning(listen.ip().is_loopback(), tls.is_some())
+            {
+                crate::notice::say(warning);
+            }
+            users::reload_on_sighup(auth).context("listening for SIGHUP")?;
+        }
         let router = match storage {
             Either::Folder(storage) => {
                 tracing::info!(%addr, dir = %storage.root().display(), max_connections = server_cfg.max_connections, ?fd_limit, "serving");

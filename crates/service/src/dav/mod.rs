@@ -78,7 +78,10 @@ fn action(method: &str) -> Action {
 pub(crate) fn decision(d: Decision) -> Result<(), Error> {
     match d {
         Decision::Allow => Ok(()),
-        Decision::NeedToken => Err(Error::status(401, "a valid bearer token is required")),
+        Decision::NeedCredentials => Err(Error::status(
+            401,
+            "sign in (or send the bearer token) first",
+        )),
         Decision::Forbidden(why) => Err(Error::status(403, why)),
     }
 }

@@ -212,12 +212,13 @@ impl Query {
     }
 
     /// Unknown parameters are refused so that a typo (`?elment=`) or the
-    /// wrong one for the type (`?field=` on XML) is not silently ignored.
+    /// wrong one for the type (`?field=` on XML) is not silently ignored
+    /// (`share=`, a share link, is the policy's and always allowed).
     fn only(&self, allowed: &[&str]) -> Result<(), Error> {
         match self
             .pairs
             .iter()
-            .find(|(n, _)| !allowed.contains(&n.as_str()))
+            .find(|(n, _)| !allowed.contains(&n.as_str()) && n != "share")
         {
             Some((n, _)) => Err(Error::status(
                 400,

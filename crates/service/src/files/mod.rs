@@ -112,7 +112,7 @@ impl<S: Storage> Files<S> {
                         }
                     }
                     RouteClass::Listing.set(ex);
-                    self.send_listing(ex, &key).await
+                    self.send_listing(ex, &key, who).await
                 } else {
                     let mut location = key.to_url(true);
                     if let Some(q) = ex.query() {
@@ -280,7 +280,12 @@ impl<S: Storage> Files<S> {
             .await
     }
 
-    async fn send_listing(&self, ex: &mut Exchange, key: &RelPath) -> Result<(), Error> {
+    async fn send_listing(
+        &self,
+        ex: &mut Exchange,
+        key: &RelPath,
+        who: Principal,
+    ) -> Result<(), Error> {
         let format = Format::choose(ex.query(), ex.header_str("accept"));
         // Batches come sorted by name (the storage's contract). The first
         // is read before the head is sent, so its failures get a status.
@@ -299,13 +304,15 @@ impl<S: Storage> Files<S> {
             resp = resp.header("Content-Security-Policy", page_csp(ex.header_str("host")));
         }
         let mut fmt =
-            Formatter::new(format).with_rights(crate::page::page_rights(&self.policy, key));
+            Formatter::new(format).with_rights(crate::page::page_rights(&self.policy, who, key));
         let mut text = Vec::with_capacity(FLUSH_AT + 1024);
         fmt.begin(&mut text, key.segments(), false);
         let mut w = ex.writer(resp)?;
         while let Some(entries) = batch {
             for e in &entries {
-                if self.cfg.hidden.hides_name(&e.name) {
+                if self.cfg.hidden.hides_name(&e.name)
+                    || !crate::page::may_see(&self.policy, who, key, &e.name)
+                {
                     continue;
                 }
                 fmt.entry(&mut text, e);

@@ -45,7 +45,11 @@ pub fn locked_page(policy: &crate::Policy, ex: &wirespeed_net::Exchange) -> Opti
     let key = crate::path::parse_request_path(ex.path()).unwrap_or_else(|_| RelPath::root());
     let segments = key.segments();
     let mut page = Vec::with_capacity(2048);
-    let mut fmt = Formatter::new(Format::Html).with_rights(crate::page::page_rights(policy, &key));
+    let mut fmt = Formatter::new(Format::Html).with_rights(crate::page::page_rights(
+        policy,
+        crate::policy::Principal::Anyone,
+        &key,
+    ));
     fmt.begin(&mut page, segments, true);
     fmt.end(&mut page);
     Some(page)

@@ -38,17 +38,34 @@ impl PageRights {
     }
 }
 
-/// The page's actions at `path`, asked of the one policy: what a token
-/// holder may do there (on a token server the page asks for the token
-/// when the server says 401), which on a server without tokens is what
-/// anyone may do.
-pub fn page_rights(policy: &Policy, path: &RelPath) -> PageRights {
-    let r = policy.rights(Principal::TokenHolder, path);
+/// The page's actions at `path` for `who`, asked of the one policy: a
+/// signed-in user's or token holder's own rights; for anyone else, without
+/// a rules file, what a token holder may do there (on a token server the
+/// page asks for the token when the server says 401; without tokens that
+/// is what anyone may do), and with one, what anyone may do.
+pub fn page_rights(policy: &Policy, who: Principal, path: &RelPath) -> PageRights {
+    let who = match who {
+        Principal::Anyone if policy.users().is_none() => Principal::TokenHolder,
+        who => who,
+    };
+    let r = policy.rights(who, path);
     PageRights {
         read: true,
         write: r.may_write(),
         delete: r.may_delete(),
     }
+}
+
+/// Whether a listing of `folder` shows `who` the entry `name`: with a
+/// rules file, only entries where `who` holds some right (other users'
+/// folders are not listed); without one, every entry.
+pub fn may_see(policy: &Policy, who: Principal, folder: &RelPath, name: &str) -> bool {
+    if policy.users().is_none() {
+        return true;
+    }
+    folder
+        .join(name)
+        .is_ok_and(|k| policy.rights(who, &k) != crate::policy::Rights::NONE)
 }
 
 #[cfg(test)]

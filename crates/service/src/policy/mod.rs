@@ -10,14 +10,27 @@
 //! MOVE), `d` deletes and replaces (DELETE, the source of a MOVE, and any
 //! write over an existing name: replacing a file destroys it). Today's
 //! flags are presets ([`Policy::from_presets`]) giving rights to two
-//! principals: anyone, and the holder of a `--token`.
+//! principals: anyone, and the holder of a `--token`; a rules file
+//! (`serve --auth FILE`, [`rules`]) adds users and rights per folder
+//! ([`Policy::with_users`]), signed in by HTTP Basic ([`basic`], [`users`]).
 
+pub mod basic;
 pub mod hidden;
 pub mod origin;
+pub mod password;
 pub mod presets;
+pub mod rules;
+pub mod shares;
+pub mod users;
+
+use std::net::IpAddr;
+use std::sync::Arc;
 
 use crate::path::RelPath;
 use crate::policy::presets::{Access, Writes, WritesOff};
+pub use rules::UserName;
+pub use shares::{ShareId, Shares};
+pub use users::{Users, UsersError};
 
 /// A set of rights (`r`, `w`, `d`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -40,6 +53,20 @@ impl Rights {
 
     pub fn union(self, other: Rights) -> Rights {
         Rights(self.0 | other.0)
+    }
+
+    pub fn intersect(self, other: Rights) -> Rights {
+        Rights(self.0 & other.0)
+    }
+
+    /// The set as one byte (`r` 1, `w` 2, `d` 4).
+    pub fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// The set of a byte, if it names only `r`, `w` and `d`.
+    pub fn from_bits(bits: u8) -> Option<Rights> {
+        (bits & !Rights::ALL.0 == 0).then_some(Rights(bits))
     }
 
     /// `r`, `w`, `d` as the rules file of issue 27 writes them.
@@ -76,7 +103,16 @@ pub enum Principal {
     Anyone,
     /// A valid `--token` bearer.
     TokenHolder,
+    /// A user of the rules file, signed in.
+    User(UserName),
+    /// The bearer of a share link (`?share=…`): its grant only, and only
+    /// on the path it covers.
+    Link(ShareId),
 }
+
+/// Credentials were presented and are wrong: 401, whatever the path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SignInFailed;
 
 /// What is asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,8 +147,9 @@ impl Action {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     Allow,
-    /// A token would allow it: 401 with `WWW-Authenticate`.
-    NeedToken,
+    /// Credentials (a token, or a user's sign-in) would allow it: 401
+    /// with `WWW-Authenticate`.
+    NeedCredentials,
     /// Nobody may, on this server: 403, with what to do about it.
     Forbidden(&'static str),
 }
@@ -137,6 +174,12 @@ pub struct Policy {
     anyone: Rights,
     holder: Rights,
     preset: Preset,
+    /// The most any principal gets (`--read-only`, the exposed defaults).
+    allowed: Rights,
+    /// The rules file, when there is one: rights per user and folder.
+    users: Option<Arc<Users>>,
+    /// Share links, when they are on.
+    shares: Option<Arc<Shares>>,
 }
 
 impl std::fmt::Debug for Policy {
@@ -145,6 +188,7 @@ impl std::fmt::Debug for Policy {
             .field("anyone", &self.anyone.letters())
             .field("holder", &self.holder.letters())
             .field("preset", &self.preset)
+            .field("users", &self.users)
             .finish()
     }
 }
@@ -187,10 +231,58 @@ impl Policy {
             anyone,
             holder,
             preset,
+            allowed,
+            users: None,
+            shares: None,
         }
     }
 
-    /// Who presents this `Authorization` value.
+    /// The presets plus share links (`POST /-/shares` mints them).
+    pub fn with_shares(mut self, shares: Arc<Shares>) -> Self {
+        self.shares = Some(shares);
+        self
+    }
+
+    /// The share links, if on.
+    pub fn shares(&self) -> Option<&Arc<Shares>> {
+        self.shares.as_ref()
+    }
+
+    /// The principal of a `share=` query value: a valid link, or a refusal
+    /// (logged with its reason; the asker only ever sees 404).
+    pub fn link(&self, token: &str, client: IpAddr) -> Option<Principal> {
+        let shares = self.shares.as_ref()?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        match shares.verify(token, now) {
+            Ok(grant) => {
+                shares.remember(&grant);
+                Some(Principal::Link(ShareId(grant.id)))
+            }
+            Err(why) => {
+                tracing::warn!(target: "wirespeed::share", client = %client, reason = ?why, "share link refused");
+                None
+            }
+        }
+    }
+
+    /// The presets plus a rules file: users and their rights per folder
+    /// decide for everyone but a `--token` holder (who keeps every right
+    /// the presets allow); `--private` leaves nothing to anyone not signed
+    /// in; `--read-only` caps every rule at `r`.
+    pub fn with_users(mut self, users: Arc<Users>) -> Self {
+        self.users = Some(users);
+        self
+    }
+
+    /// The rules file in force, if any.
+    pub fn users(&self) -> Option<&Arc<Users>> {
+        self.users.as_ref()
+    }
+
+    /// Who presents this `Authorization` value, by token only (Basic
+    /// credentials need [`Policy::authenticate`]).
     pub fn principal(&self, authorization: Option<&[u8]>) -> Principal {
         if self.access.has_tokens() && self.access.allows(authorization) {
             Principal::TokenHolder
@@ -199,28 +291,86 @@ impl Policy {
         }
     }
 
-    /// What `who` may do at `path` (the page shows only these actions).
-    /// Rights do not depend on the path yet; per-folder rules (issue 27)
-    /// will.
-    pub fn rights(&self, who: Principal, _path: &RelPath) -> Rights {
-        match who {
-            Principal::Anyone => self.anyone,
-            // A token holder is never below anyone.
-            Principal::TokenHolder => self.holder.union(self.anyone),
+    /// Who presents this `Authorization` value: a token holder, a user
+    /// signed in by HTTP Basic (checked off the async workers), or anyone.
+    /// Wrong Basic credentials on a server with users are an error (401),
+    /// never a silent fall back to anyone.
+    pub async fn authenticate(
+        &self,
+        authorization: Option<&[u8]>,
+        client: IpAddr,
+    ) -> Result<Principal, SignInFailed> {
+        let who = self.principal(authorization);
+        let (Some(users), Some(value), Principal::Anyone) = (&self.users, authorization, who)
+        else {
+            return Ok(who);
+        };
+        if !basic::is_basic(value) {
+            return Ok(who);
         }
+        let Some(creds) = basic::credentials(value) else {
+            return Err(SignInFailed);
+        };
+        match users.sign_in(&creds, client).await {
+            Some(name) => Ok(Principal::User(name)),
+            None => Err(SignInFailed),
+        }
+    }
+
+    /// The `WWW-Authenticate` challenges of a 401: `Basic` where users
+    /// sign in, `Bearer` where a token is configured (or nothing else is).
+    pub fn challenges(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.users.is_some() {
+            out.push("Basic realm=\"wirespeed\", charset=\"UTF-8\"");
+        }
+        if self.access.has_tokens() || self.users.is_none() {
+            out.push("Bearer realm=\"wirespeed\"");
+        }
+        out
+    }
+
+    /// What `who` may do at `path` (the page shows only these actions).
+    pub fn rights(&self, who: Principal, path: &RelPath) -> Rights {
+        if let Principal::Link(id) = who {
+            let grant = self.shares.as_ref().and_then(|s| s.grant(id));
+            return grant
+                .filter(|g| g.covers(path))
+                .map_or(Rights::NONE, |g| g.rights().intersect(self.allowed));
+        }
+        let Some(users) = &self.users else {
+            return match who {
+                Principal::Anyone | Principal::User(_) | Principal::Link(_) => self.anyone,
+                // A token holder is never below anyone.
+                Principal::TokenHolder => self.holder.union(self.anyone),
+            };
+        };
+        let from_rules = match who {
+            Principal::TokenHolder => return self.allowed,
+            Principal::Anyone if self.access.private() => return Rights::NONE,
+            Principal::Anyone => users.rules().rights(None, path.segments()),
+            Principal::User(name) => users.rules().rights(Some(name), path.segments()),
+            Principal::Link(_) => Rights::NONE,
+        };
+        from_rules.intersect(self.allowed)
     }
 
     /// Whether anybody may write here (a `--read-only` server writes
     /// nothing, not even a computed digest).
     pub fn writable(&self) -> bool {
+        if self.users.is_some() {
+            return self.allowed.may_write();
+        }
         self.holder.union(self.anyone).may_write()
     }
 
     /// May `who` do `action` at `path`?
     pub fn decide(&self, who: Principal, action: Action, path: &RelPath) -> Decision {
         if action == Action::Metrics {
-            return match (who, self.access.has_tokens()) {
-                (Principal::Anyone, true) => Decision::NeedToken,
+            let locked = self.access.has_tokens() || self.users.is_some();
+            return match who {
+                Principal::Link(_) => Decision::Forbidden("a share link reads no metrics"),
+                Principal::Anyone if locked => Decision::NeedCredentials,
                 _ => Decision::Allow,
             };
         }
@@ -228,17 +378,43 @@ impl Policy {
         if self.rights(who, path).contains(needs) {
             return Decision::Allow;
         }
-        if who == Principal::Anyone
-            && self.access.has_tokens()
-            && self.rights(Principal::TokenHolder, path).contains(needs)
-        {
-            return Decision::NeedToken;
+        if who == Principal::Anyone {
+            let token_could = self.access.has_tokens()
+                && self.rights(Principal::TokenHolder, path).contains(needs);
+            let user_could = self.users.as_ref().is_some_and(|u| {
+                self.allowed.contains(needs) && u.rules().some_user_has(needs, path.segments())
+            });
+            if token_could || user_could {
+                return Decision::NeedCredentials;
+            }
         }
-        Decision::Forbidden(self.refusal(action))
+        Decision::Forbidden(self.refusal(action, needs))
     }
 
-    /// The 403 text of an action nobody may do here, saying what to do.
-    fn refusal(&self, action: Action) -> &'static str {
+    /// The 403 text of an action the asker may not do here, saying what to
+    /// do.
+    fn refusal(&self, action: Action, needs: Rights) -> &'static str {
+        if self.users.is_some() && self.allowed.contains(needs) {
+            return match action {
+                Action::Read => {
+                    "reading here needs the r right, which the rules file (serve --auth) \
+                     does not give you on this path"
+                }
+                Action::Create => {
+                    "writing here needs the w right, which the rules file (serve --auth) \
+                     does not give you on this path"
+                }
+                Action::Replace => {
+                    "you cannot write that: replacing a name needs the w and d rights, which \
+                     the rules file (serve --auth) does not give you on this path; upload under \
+                     a new name; nothing was changed"
+                }
+                _ => {
+                    "deleting here needs the d right, which the rules file (serve --auth) \
+                     does not give you on this path"
+                }
+            };
+        }
         match (self.preset, action) {
             (_, Action::Read) => "reading is not allowed here",
             (Preset::ReadOnly, _) => {
@@ -271,6 +447,9 @@ impl Policy {
     /// The start line's mode text: made from the rights above, so it says
     /// exactly what [`Policy::decide`] enforces.
     pub fn describe(&self) -> String {
+        if let Some(users) = &self.users {
+            return self.describe_rules(users);
+        }
         let any = self.anyone;
         let hold = self.holder.union(any);
         let what = |r: Rights| match (r.may_write(), r.may_delete()) {
@@ -321,6 +500,30 @@ impl Policy {
     }
 }
 
+impl Policy {
+    /// [`Policy::describe`] with a rules file.
+    fn describe_rules(&self, users: &Users) -> String {
+        let rules = users.rules();
+        let (n_users, n_paths) = rules.counts();
+        let mut line = format!(
+            "mode: rights per folder from {} ({n_users} users, {n_paths} paths; users sign in \
+             with HTTP Basic)",
+            users.path().display()
+        );
+        if self.access.private() {
+            line.push_str("; private (--private): nothing for anyone not signed in");
+        } else if !rules.anything_public() {
+            line.push_str("; nothing for anyone not signed in");
+        }
+        if self.preset == Preset::ReadOnly {
+            line.push_str("; read-only (--read-only): uploads and deletes are refused to all");
+        } else if self.access.has_tokens() {
+            line.push_str("; a --token holder may read, write and delete everywhere");
+        }
+        line
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,7 +554,7 @@ mod tests {
         if has(holder) {
             Decision::Allow
         } else if !holder && tokens && has(true) {
-            Decision::NeedToken
+            Decision::NeedCredentials
         } else {
             Decision::Forbidden("")
         }
@@ -426,13 +629,13 @@ mod tests {
         assert_eq!(tok.describe(), "mode: read-write, writes need a token");
         assert_eq!(
             tok.decide(Principal::Anyone, Action::Create, &root()),
-            Decision::NeedToken
+            Decision::NeedCredentials
         );
         let private = Policy::from_presets(&Access::new(["t"], true), Writes::default());
         assert!(private.describe().starts_with("mode: private"));
         assert_eq!(
             private.decide(Principal::Anyone, Action::Read, &root()),
-            Decision::NeedToken
+            Decision::NeedCredentials
         );
         let ro = Policy::from_presets(&Access::default(), Writes::read_only());
         assert!(ro.describe().starts_with("mode: read-only (--read-only)"));
@@ -453,5 +656,117 @@ mod tests {
         };
         assert!(why.contains("--allow-upload"));
         assert!(format!("{tok:?}").contains("rwd"));
+    }
+
+    const HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$\
+                        VuaC8hFvqDFUuVbpxxQnzrSUjkmqnzJQ6pM7IXvTnbA";
+
+    /// A generated rules file: per path, letters per principal (`None` = "*").
+    type Table = Vec<(Vec<String>, Vec<(Option<usize>, Rights)>)>;
+
+    /// The rules' model: the longest containing path decides; own letters
+    /// plus "*"'s.
+    fn rules_model(table: &Table, user: Option<usize>, path: &[String]) -> Rights {
+        let deciding = table
+            .iter()
+            .filter(|(p, _)| path.starts_with(p))
+            .max_by_key(|(p, _)| p.len());
+        deciding.map_or(Rights::NONE, |(_, grants)| {
+            grants
+                .iter()
+                .filter(|(g, _)| g.is_none() || (*g == user && user.is_some()))
+                .fold(Rights::NONE, |r, (_, l)| r.union(*l))
+        })
+    }
+
+    /// The whole policy with a rules file, in ten lines: token holders get
+    /// what the presets allow; `--private` leaves anyone nothing; 401 when
+    /// some credentials would do.
+    fn users_model(
+        t: &Table,
+        who: Option<Option<usize>>,
+        private: bool,
+        ro: bool,
+        tokens: bool,
+        a: Action,
+        path: &[String],
+    ) -> Decision {
+        let cap = if ro { Rights::READ } else { Rights::ALL };
+        let rights = |w: Option<Option<usize>>| match w {
+            None => cap,
+            Some(None) if private => Rights::NONE,
+            Some(u) => rules_model(t, u, path).intersect(cap),
+        };
+        let (anyone, needs) = (who == Some(None), a.needs());
+        if a == Action::Metrics {
+            return if anyone {
+                Decision::NeedCredentials
+            } else {
+                Decision::Allow
+            };
+        }
+        if rights(who).contains(needs) {
+            Decision::Allow
+        } else if anyone
+            && ((tokens && cap.contains(needs))
+                || (0..3).any(|u| rights(Some(Some(u))).contains(needs)))
+        {
+            Decision::NeedCredentials
+        } else {
+            Decision::Forbidden("")
+        }
+    }
+
+    fn seg() -> impl Strategy<Value = String> {
+        prop::sample::select(vec!["a", "b"]).prop_map(str::to_owned)
+    }
+
+    fn letters() -> impl Strategy<Value = Rights> {
+        (0u8..8).prop_map(Rights)
+    }
+
+    proptest! {
+        #[test]
+        fn rules_files_match_the_model(
+            paths in prop::collection::btree_map(prop::collection::vec(seg(), 0..3),
+                prop::collection::btree_map(prop::option::of(0usize..3), letters(), 0..4), 0..5),
+            who in prop::option::of(prop::option::of(0usize..3)),
+            private in any::<bool>(),
+            ro in any::<bool>(),
+            tokens in any::<bool>(),
+            a in 0usize..5,
+            path in prop::collection::vec(seg(), 0..4),
+        ) {
+            let private = private && tokens;
+            let mut text = String::from("[users]\n");
+            for u in 0..3 {
+                text.push_str(&format!("u{u} = \"{HASH}\"\n"));
+            }
+            let mut table: Table = Vec::new();
+            for (p, grants) in &paths {
+                text.push_str(&format!("[paths.\"/{}\"]\n", p.join("/")));
+                for (u, l) in grants {
+                    let key = u.map_or("\"*\"".to_string(), |i| format!("u{i}"));
+                    text.push_str(&format!("{key} = \"{}\"\n", l.letters()));
+                }
+                table.push((p.clone(), grants.iter().map(|(u, l)| (*u, *l)).collect()));
+            }
+            let users = Arc::new(Users::from_text("gen.toml", &text).unwrap());
+            let access = Access::new(if tokens { vec!["t"] } else { vec![] }, private);
+            let writes = if ro { Writes::read_only() } else { Writes::default() };
+            let policy = Policy::from_presets(&access, writes).with_users(users.clone());
+            let principal = match who {
+                None => Principal::TokenHolder,
+                Some(None) => Principal::Anyone,
+                Some(Some(u)) => Principal::User(users.rules().user(&format!("u{u}")).unwrap().0),
+            };
+            let who = if who.is_none() && !tokens { Some(None) } else { who };
+            let principal = if who == Some(None) { Principal::Anyone } else { principal };
+            let key = crate::path::parse_request_path(&format!("/{}", path.join("/"))).unwrap();
+            prop_assert_eq!(
+                strip(policy.decide(principal, ACTIONS[a], &key)),
+                users_model(&table, who, private, ro, tokens, ACTIONS[a], &path)
+            );
+        }
     }
 }

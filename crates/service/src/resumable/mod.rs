@@ -208,6 +208,24 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         ex.send(resp, b"").await
     }
 
+    /// Where the policy decides an upload route: a creation's place (the
+    /// path after `/-/uploads`), an existing upload's target, else the root
+    /// (an unknown upload is 404 once the asker passes).
+    async fn upload_place(&self, method: &str, rest: &str) -> RelPath {
+        let place = if method == "POST" {
+            parse_request_path(rest).ok()
+        } else {
+            match UploadId::parse(rest.get(1..).unwrap_or("")) {
+                Some(id) => match self.slot(&id).await {
+                    Ok(slot) => parse_request_path(&slot.snapshot().target).ok(),
+                    Err(_) => None,
+                },
+                None => None,
+            }
+        };
+        place.unwrap_or_else(RelPath::root)
+    }
+
     async fn route(&self, ex: &mut Exchange) -> Result<(), Error> {
         if ex.method() == "OPTIONS" {
             return self.options(ex).await;
@@ -218,31 +236,29 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         } else {
             &[]
         };
-        // Every upload route writes (its target is asked about again once
-        // known: at creation, and at completion).
-        let root = RelPath::root();
-        let Some(who) =
-            admit_with(&self.cfg, &self.policy, ex, Action::Create, &root, extra).await?
-        else {
-            return Ok(());
-        };
-        let rest = &ex.path()[UPLOADS_PREFIX.len() - 1..];
+        let rest = ex.path()[UPLOADS_PREFIX.len() - 1..].to_string();
         // tus core: X-HTTP-Method-Override names the method (for clients
         // behind proxies that only pass GET and POST).
         let method = match (tus, ex.method(), ex.header("x-http-method-override")) {
             (true, "POST", Some(m)) if [&b"PATCH"[..], b"DELETE", b"HEAD"].contains(&m) => {
-                std::str::from_utf8(m).unwrap_or("POST")
+                std::str::from_utf8(m).unwrap_or("POST").to_string()
             }
-            (_, m, _) => m,
+            (_, m, _) => m.to_string(),
+        };
+        // Every upload route writes, decided where the upload lands (asked
+        // again at the exact name: at creation, and at completion).
+        let at = self.upload_place(&method, &rest).await;
+        let Some(who) = admit_with(&self.cfg, &self.policy, ex, Action::Create, &at, extra).await?
+        else {
+            return Ok(());
         };
         if method == "POST" {
-            let rest = rest.to_string();
             return self.tus_create(ex, &rest, who).await;
         }
         let Some(id) = UploadId::parse(&rest[1..]) else {
             return Err(Error::status(404, "no such upload"));
         };
-        let method: &'static str = match method {
+        let method: &'static str = match method.as_str() {
             "HEAD" => "HEAD",
             "PATCH" => "PATCH",
             "DELETE" => "DELETE",

@@ -126,7 +126,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
     ) -> Result<(), Error> {
         match self.policy.decide(who, Action::Create, target) {
             Decision::Allow => {}
-            Decision::NeedToken => {
+            Decision::NeedCredentials => {
                 return Err(Error::status(401, "a valid bearer token is required"))
             }
             Decision::Forbidden(why) => return Err(Error::status(403, why)),

@@ -10,11 +10,13 @@ mod interrupt;
 mod progress;
 mod put;
 mod rm;
+mod share;
 mod status_hint;
 
 pub use get::{get, GetArgs};
 pub use put::{put, PutArgs};
 pub use rm::{rm, RmArgs};
+pub use share::{share, ShareArgs};
 pub use status_hint::explain;
 
 use std::io::IsTerminal;
@@ -38,6 +40,11 @@ pub struct ClientOpts {
         value_name = "TOKEN"
     )]
     pub token: Option<String>,
+    /// Sign in as this user of the server's rules file (`serve --auth`), by
+    /// HTTP Basic. The password comes from WIRESPEED_PASSWORD, else it is
+    /// asked for on the terminal; never give it on the command line.
+    #[arg(long, value_name = "NAME", env = "WIRESPEED_USER")]
+    pub user: Option<String>,
     /// Also trust the PEM certificate(s) in FILE for https:// (e.g. the file
     /// `serve --tls-self-signed` prints, or one from `openssl req -x509`): as
     /// roots, and a server presenting exactly one of them is accepted if it is
@@ -157,9 +164,29 @@ fn client(opts: &ClientOpts, parallel: usize) -> anyhow::Result<Client> {
             insecure_accept_anything: opts.insecure,
         },
         token: opts.token.clone().filter(|t| !t.is_empty()),
+        basic: sign_in(opts)?,
         ..defaults
     };
     Ok(Client::new(cfg)?)
+}
+
+/// `--user NAME`: its password from WIRESPEED_PASSWORD, or typed at the
+/// terminal (not echoed).
+fn sign_in(opts: &ClientOpts) -> anyhow::Result<Option<wirespeed_client::BasicAuth>> {
+    let Some(user) = opts.user.clone().filter(|u| !u.is_empty()) else {
+        return Ok(None);
+    };
+    if user.contains(':') {
+        anyhow::bail!("--user {user:?}: a user name cannot contain ':' (HTTP Basic)");
+    }
+    let password = match std::env::var("WIRESPEED_PASSWORD") {
+        Ok(p) => p,
+        Err(_) => rpassword::prompt_password(format!("password for {user}: ")).context(
+            "--user needs a password: set WIRESPEED_PASSWORD, or run this at a terminal to type it",
+        )?,
+    };
+    status_hint::user_given(true);
+    Ok(Some(wirespeed_client::BasicAuth { user, password }))
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

@@ -14,16 +14,34 @@ pub(super) fn token_given(given: bool) {
     TOKEN_GIVEN.store(given, Ordering::Relaxed);
 }
 
+/// Whether this run signs in as a user (`--user`).
+static USER_GIVEN: AtomicBool = AtomicBool::new(false);
+
+/// Recorded when the client is built, so a 401 names the right fix.
+pub(super) fn user_given(given: bool) {
+    USER_GIVEN.store(given, Ordering::Relaxed);
+}
+
 /// What to do about `e`, as ` (…)` to append to its message; empty when
 /// the message says it all.
 pub fn hint(e: &Error) -> String {
     let fix = match e {
         Error::Status { status, .. } => match status {
+            401 if USER_GIVEN.load(Ordering::Relaxed) && !TOKEN_GIVEN.load(Ordering::Relaxed) => {
+                "the server refused the user name or password given with --user and \
+                 WIRESPEED_PASSWORD (or typed): check them"
+            }
             401 if TOKEN_GIVEN.load(Ordering::Relaxed) => {
                 "the token given with --token or WIRESPEED_TOKEN was refused: check it"
             }
-            401 => "the server needs a token: pass --token TOKEN or set WIRESPEED_TOKEN",
-            403 => "the server does not allow this (read-only, or not started with the right)",
+            401 => {
+                "the server needs a sign-in: pass --token TOKEN or set WIRESPEED_TOKEN, or sign \
+                 in with --user NAME (password from WIRESPEED_PASSWORD)"
+            }
+            403 => {
+                "the server does not allow this (read-only, not started with the right, or \
+                 your user lacks the right on this folder)"
+            }
             409 => {
                 "not retried: it conflicts with what is on the server (a folder URL needs its \
                  trailing /, or a file is in the way)"

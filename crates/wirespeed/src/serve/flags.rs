@@ -33,7 +33,8 @@ PUT/POST /path with Upload-Complete   resumable upload, IETF draft interop versi
 (104 with the upload's Location first)\n\n\
 Writes: on a loopback address anyone may write; with --token, writes need the token; on any \
 other address without --token the server is read-only unless --allow-upload/--allow-delete \
-say otherwise; --read-only refuses every write anywhere.\n\n\
+say otherwise; --read-only refuses every write anywhere. With --auth FILE, a rules file \
+gives users (HTTP Basic sign-in) rights per folder; `kill -HUP` reloads it.\n\n\
 On start, prints one line `listening on http://ADDR` to stdout (the real address, useful with \
 port 0); with TLS, `listening on https://ADDR` followed by the certificate lines of \
 --tls-self-signed; on 0.0.0.0 or :: then one `on your network: URL` line per address to \
@@ -68,6 +69,31 @@ pub struct ServeArgs {
     /// Refuse every write (PUT/POST/DELETE answer 403), on any address.
     #[arg(long, conflicts_with_all = ["allow_upload", "allow_delete"])]
     pub read_only: bool,
+
+    /// Users and rights per folder from a TOML rules file: `[users]` name =
+    /// argon2id hash (from `wirespeed passwd`), `[paths."/folder"]` name or
+    /// "*" (everyone) = letters r (read), w (write new names), d (delete and
+    /// replace); the longest configured path decides. Users sign in with
+    /// HTTP Basic. A bad file stops the start with its line; SIGHUP reloads
+    /// it (a bad reload keeps the old rules). See README "Users and sharing".
+    #[arg(
+        long = "auth",
+        value_name = "FILE",
+        conflicts_with_all = ["allow_upload", "allow_delete"]
+    )]
+    pub auth: Option<PathBuf>,
+
+    /// Longest a share link may live (`wirespeed share --expires`): e.g.
+    /// 30d, 12h. Links are on when users (--auth) or a --token can sign in.
+    #[arg(long, value_name = "DURATION", default_value = "30d", value_parser = super::shares::parse_duration)]
+    pub share_max_expiry: u64,
+
+    /// Where serve keeps its state: the share links' key (share.key, mode
+    /// 0600) and their table (shares.json). Default: $XDG_STATE_HOME/wirespeed
+    /// or ~/.local/state/wirespeed. WIRESPEED_SHARE_KEY (64 hex digits)
+    /// gives the key instead, the same on every node of a shared bucket.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 
     /// On an address beyond loopback without --token, let anyone upload
     /// (PUT/POST); without it such a server refuses uploads.

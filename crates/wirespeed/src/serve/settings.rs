@@ -37,9 +37,21 @@ pub(super) fn service(
     metrics: &Arc<Metrics>,
 ) -> anyhow::Result<ServiceConfig> {
     let listen = args.listen.addr;
+    let auth = args.auth.as_deref().map(super::users::load).transpose()?;
+    // Links are minted by someone who signs in: users or token holders.
+    let share_links = if auth.is_some() || !tokens.is_empty() {
+        let state = super::shares::state_dir(args.state_dir.as_deref());
+        Some(super::shares::open(
+            state.as_deref(),
+            args.share_max_expiry,
+        )?)
+    } else {
+        None
+    };
+    // A rules file says who may write, as a token does.
     let writes = write_mode(
         listen.ip().is_loopback(),
-        !tokens.is_empty(),
+        !tokens.is_empty() || auth.is_some(),
         args.read_only,
         args.allow_upload,
         args.allow_delete,
@@ -51,6 +63,8 @@ pub(super) fn service(
         reach::allowed_hosts(listen.ip(), args.listen.name.as_deref(), &allow_hosts);
     Ok(ServiceConfig {
         access: Access::new(tokens, args.private),
+        users: auth,
+        shares: share_links,
         writes,
         max_body: args.max_body,
         archive_max_entries: Some(args.archive_max_entries),

@@ -73,6 +73,11 @@ impl Serve {
     pub fn spawn(mut cmd: Command, lines: usize) -> Serve {
         let logs = tempfile::tempdir().unwrap();
         let stderr = logs.path().join("stderr");
+        // serve's state (the share-link key) goes beside its log, not into
+        // the home folder of whoever runs the tests.
+        if !cmd.get_envs().any(|(k, _)| k == "XDG_STATE_HOME") {
+            cmd.env("XDG_STATE_HOME", logs.path());
+        }
         cmd.stdout(Stdio::piped())
             .stderr(File::create(&stderr).unwrap());
         let mut child = cmd.spawn().expect("start wirespeed serve");

@@ -1,0 +1,173 @@
+//! `/-/shares/PATH`: share links over HTTP. `POST` mints one for PATH
+//! (`?expires=SECS`, `&upload` for a folder's drop-box link), `GET` lists
+//! the live links at or below PATH, `DELETE ?link=TOKEN` revokes one. Only
+//! a signed-in user or a token holder shares, and only what they hold
+//! there (`r`, or `w` for an upload link), asked of the one policy
+//! through `respond::admit`.
+
+use std::sync::Arc;
+
+use wirespeed_net::{Error, Exchange, Handler, Response};
+
+use crate::path::{parse_request_path, RelPath};
+use crate::policy::shares::{Live, DEFAULT_EXPIRY};
+use crate::policy::{Action, Principal, Rights, Shares};
+use crate::respond::admit;
+use crate::{Policy, ServiceConfig};
+
+/// The route prefix.
+pub const PREFIX: &str = "/-/shares";
+
+pub struct ShareRoutes {
+    pub cfg: ServiceConfig,
+    pub policy: Policy,
+    pub shares: Arc<Shares>,
+}
+
+fn query_value<'a>(query: Option<&'a str>, name: &str) -> Option<&'a str> {
+    query?.split('&').find_map(|kv| match kv.split_once('=') {
+        Some((k, v)) if k == name => Some(v),
+        None if kv == name => Some(""),
+        _ => None,
+    })
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn minter(who: Principal) -> Option<String> {
+    match who {
+        Principal::User(name) => Some(name.as_str().to_string()),
+        Principal::TokenHolder => Some("--token".to_string()),
+        Principal::Anyone | Principal::Link(_) => None,
+    }
+}
+
+fn json_of(l: &Live, token: &str) -> serde_json::Value {
+    serde_json::json!({
+        "path": l.grant.path,
+        "share": token,
+        "id": format!("{:016x}", l.grant.id),
+        "rights": l.grant.rights,
+        "expires": l.grant.expires,
+        "by": l.by,
+    })
+}
+
+async fn send_json(ex: &mut Exchange, status: u16, v: &serde_json::Value) -> Result<(), Error> {
+    let resp = Response::new(status)
+        .header("Content-Type", "application/json")
+        .header("Cache-Control", "no-store");
+    ex.send(resp, format!("{v}\n").as_bytes()).await
+}
+
+impl Handler for ShareRoutes {
+    async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
+        let rest = ex.path().get(PREFIX.len()..).unwrap_or("").to_string();
+        let rest = if rest.is_empty() {
+            "/".to_string()
+        } else {
+            rest
+        };
+        let key =
+            parse_request_path(&rest).map_err(|e| Error::status(e.status(), e.to_string()))?;
+        let upload = query_value(ex.query(), "upload").is_some();
+        // Minting needs the right being shared; listing and revoking only
+        // a sign-in (asked as metrics are: no right on a path, a principal
+        // who signed in), and revoking is the minter's own below.
+        let (action, needs) = match (ex.method(), upload) {
+            ("POST", true) => (Action::Create, Rights::WRITE),
+            ("POST", false) => (Action::Read, Rights::READ),
+            _ => (Action::Metrics, Rights::NONE),
+        };
+        // A link never shares (nor lists): only users and token holders.
+        if crate::policy::shares::from_query(ex.query()).is_some() {
+            return Err(Error::status(404, "not found"));
+        }
+        let Some(who) = admit(&self.cfg, &self.policy, ex, action, &key).await? else {
+            return Ok(());
+        };
+        let Some(by) = minter(who) else {
+            return Err(Error::status(
+                403,
+                "sign in to share: a user (HTTP Basic, --user) or the --token",
+            ));
+        };
+        // The token holder sees and revokes every link; a user their own.
+        let only = (who != Principal::TokenHolder).then_some(by.as_str());
+        match ex.method() {
+            "POST" => self.mint(ex, &key, needs, upload, &by).await,
+            "GET" => {
+                let list: Vec<serde_json::Value> = self
+                    .shares
+                    .list(&key, only, now())
+                    .iter()
+                    .map(|l| json_of(l, &self.shares.sign(&l.grant)))
+                    .collect();
+                send_json(ex, 200, &serde_json::Value::Array(list)).await
+            }
+            "DELETE" => {
+                let token = query_value(ex.query(), "link").unwrap_or("");
+                let id = self.shares.id_of(token);
+                match id {
+                    Some(id) if self.shares.revoke(id, only) => {
+                        tracing::info!(target: "wirespeed::share", id = %format!("{id:016x}"), by = %by, "share link revoked");
+                        ex.send(Response::new(204), b"").await
+                    }
+                    _ => Err(Error::status(404, "no such live link of yours")),
+                }
+            }
+            _ => Err(Error::status(405, "method not allowed")),
+        }
+    }
+}
+
+impl ShareRoutes {
+    async fn mint(
+        &self,
+        ex: &mut Exchange,
+        key: &RelPath,
+        needs: Rights,
+        upload: bool,
+        by: &str,
+    ) -> Result<(), Error> {
+        let folder = key.trailing_slash() || key.is_root();
+        if upload && !folder {
+            return Err(Error::status(
+                400,
+                "an upload link is for a folder: end the URL with /",
+            ));
+        }
+        let secs = match query_value(ex.query(), "expires") {
+            None => DEFAULT_EXPIRY.min(self.shares.max_expiry),
+            Some(v) => v
+                .parse::<u64>()
+                .ok()
+                .filter(|s| (1..=self.shares.max_expiry).contains(s))
+                .ok_or_else(|| {
+                    Error::status(
+                        400,
+                        format!(
+                            "expires must be 1 to {} seconds (serve --share-max-expiry)",
+                            self.shares.max_expiry
+                        ),
+                    )
+                })?,
+        };
+        let path = key.to_url(folder);
+        let (grant, token) = self
+            .shares
+            .mint(&path, needs, secs, by, now())
+            .map_err(|e| Error::status(503, e))?;
+        tracing::info!(target: "wirespeed::share", id = %format!("{:016x}", grant.id), path = %path, rights = %grant.rights, by = %by, "share link minted");
+        let live = Live {
+            grant,
+            by: by.to_string(),
+            revoked: false,
+        };
+        send_json(ex, 201, &json_of(&live, &token)).await
+    }
+}

@@ -1,0 +1,376 @@
+//! Users through the binary: `wirespeed passwd`, `serve --auth FILE` (a
+//! bad file stops the start with its line, SIGHUP reloads, a bad reload
+//! keeps the rules, the clear-text warning beyond loopback, failed sign-ins
+//! logged without the password) and the client's `--user` (put/get/ls/rm,
+//! the password never in the resume state file).
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::{run_client, Serve, BIN};
+use wirespeed_testkit::fs::eventually;
+use wirespeed_testkit::proxy::CuttingProxy;
+
+/// `wirespeed passwd [NAME]` with the password on stdin.
+fn passwd(password: &str, name: Option<&str>) -> String {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("passwd").args(name);
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(child.stdin.take().unwrap(), "{password}").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .trim_end()
+        .to_string()
+}
+
+fn rules_file(dir: &Path, extra_users: &str, paths: &str) -> std::path::PathBuf {
+    let file = dir.join("users.toml");
+    let text = format!(
+        "[users]\n{}\n{extra_users}\n{paths}",
+        passwd("alice-pw", Some("alice"))
+    );
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+const PATHS: &str = "[paths.\"/\"]\n\"*\" = \"r\"\n[paths.\"/alice\"]\nalice = \"rwd\"\n";
+
+fn client(state: &Path, password: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env_remove("WIRESPEED_TOKEN")
+        .env_remove("RUST_LOG")
+        .env("XDG_STATE_HOME", state)
+        .env("WIRESPEED_PASSWORD", password);
+    cmd
+}
+
+#[test]
+fn passwd_prints_an_argon2id_hash_or_a_rules_line() {
+    let hash = passwd("s3cret", None);
+    assert!(
+        hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+        "{hash}"
+    );
+    assert!(wirespeed_service::policy::password::check_hash(&hash).is_ok());
+    let line = passwd("s3cret", Some("carol"));
+    assert!(line.starts_with("carol = \"$argon2id$"), "{line}");
+    // An empty password is refused.
+    let out = Command::new(BIN)
+        .arg("passwd")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("empty"));
+}
+
+#[test]
+fn a_bad_rules_file_stops_serve_with_file_line_and_reason() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    for (text, says) in [
+        (
+            "[users]\nalice = \"hunter2\"\n",
+            "line 2: alice's password is not an argon2id hash",
+        ),
+        (
+            "[paths.\"/\"]\nbob = \"r\"\n",
+            "line 2: \"bob\" is named in [paths.\"/\"] but missing from [users]",
+        ),
+        (
+            "[paths.\"/\"]\n\"*\" = \"rx\"\n",
+            "line 2: unknown right 'x'",
+        ),
+        ("[paths.\"/\"\n", "line 1"),
+    ] {
+        let file = tmp.path().join("bad.toml");
+        std::fs::write(&file, text).unwrap();
+        let out = Command::new(BIN)
+            .args(["serve", "--listen", "127.0.0.1:0", "--auth"])
+            .arg(&file)
+            .arg(tmp.path())
+            .env_remove("WIRESPEED_TOKEN")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{text}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{}, {says}", file.display())),
+            "{stderr}"
+        );
+        assert!(out.stdout.is_empty(), "no listening line");
+    }
+}
+
+#[test]
+fn sighup_reloads_and_a_bad_reload_keeps_the_rules() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let root = tmp.path().join("root");
+    let file = rules_file(tmp.path(), "", PATHS);
+    let serve = Serve::start(&root, &["--auth", file.to_str().unwrap()]);
+    assert!(serve
+        .wait_stderr("mode: rights per folder from")
+        .contains("(1 users, 2 paths"));
+    let bob_line = passwd("bob-pw", Some("bob"));
+    let bob = "Authorization: Basic Ym9iOmJvYi1wdw=="; // bob:bob-pw
+    assert_eq!(serve.req("PUT", "/alice/b.txt", &[bob], b"b").0, 401);
+
+    rules_file(tmp.path(), &bob_line, &format!("{PATHS}bob = \"rw\"\n"));
+    let hup = |serve: &Serve| {
+        let pid = rustix::process::Pid::from_child(&serve.child);
+        rustix::process::kill_process(pid, rustix::process::Signal::HUP).unwrap();
+    };
+    hup(&serve);
+    serve.wait_stderr("reloaded");
+    assert!(
+        serve.stderr().contains("2 users, 2 paths"),
+        "{}",
+        serve.stderr()
+    );
+    assert_eq!(serve.req("PUT", "/alice/b.txt", &[bob], b"b").0, 201);
+
+    std::fs::write(&file, "[paths.\"/\"]\n\"*\" = \"rwq\"\n").unwrap();
+    hup(&serve);
+    let e = serve.wait_stderr("reload refused");
+    assert!(e.contains("line 2: unknown right 'q'"), "{e}");
+    // The rules in force are still the good file's.
+    assert_eq!(serve.req("PUT", "/alice/c.txt", &[bob], b"c").0, 201);
+    assert_eq!(
+        serve.req("PUT", "/c.txt", &[], b"c").0,
+        403,
+        "nobody writes at the root"
+    );
+    assert!(std::fs::read(root.join("alice/c.txt")).is_ok());
+}
+
+#[test]
+fn failed_sign_ins_are_logged_without_the_password_and_clear_text_is_warned() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let file = rules_file(tmp.path(), "", PATHS);
+    let serve = Serve::start(
+        &tmp.path().join("root"),
+        &["--auth", file.to_str().unwrap(), "--listen", "0.0.0.0:0"],
+    );
+    serve.wait_stderr("passwords travel in clear");
+    // alice:Wr0ngPassw0rd
+    let auth = "Authorization: Basic YWxpY2U6V3IwbmdQYXNzdzByZA==";
+    assert_eq!(serve.req("GET", "/", &[auth], b"").0, 401);
+    let e = serve.wait_stderr("sign-in failed");
+    assert!(e.contains("alice") && !e.contains("Wr0ngPassw0rd"), "{e}");
+
+    let quiet = Serve::start(
+        &tmp.path().join("root"),
+        &["--auth", file.to_str().unwrap()],
+    );
+    quiet.wait_stderr("mode: rights per folder");
+    assert!(!quiet.stderr().contains("in clear"), "loopback: no warning");
+}
+
+#[test]
+fn client_user_put_get_ls_rm() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let root = tmp.path().join("root");
+    let file = rules_file(tmp.path(), "", PATHS);
+    let serve = Serve::start(&root, &["--auth", file.to_str().unwrap()]);
+    let state = tmp.path().join("state");
+    let src = tmp.path().join("a.txt");
+    std::fs::write(&src, "alice's file").unwrap();
+    let url = format!("{}/alice/a.txt", serve.base());
+    let run = |pw: &str, args: &[&str]| client(&state, pw, args).output().unwrap();
+
+    let out = run(
+        "alice-pw",
+        &["put", "--user", "alice", src.to_str().unwrap(), &url],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("alice/a.txt")).unwrap(),
+        "alice's file"
+    );
+
+    let out = run("alice-pw", &["get", "--user", "alice", "-o", "-", &url]);
+    assert_eq!(out.stdout, b"alice's file");
+    let out = run(
+        "alice-pw",
+        &["ls", "--user", "alice", &format!("{}/alice/", serve.base())],
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("a.txt"));
+
+    // A wrong password: 401 with the fix, nothing removed.
+    let out = run("nope", &["rm", "--user", "alice", &url]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--user") && !stderr.contains("nope"),
+        "{stderr}"
+    );
+    assert!(root.join("alice/a.txt").exists());
+    // Without signing in: the hint names --user.
+    let (code, _, stderr) = run_client(&["rm", &url]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("--user NAME"), "{stderr}");
+
+    let out = run("alice-pw", &["rm", "--user", "alice", &url]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!root.join("alice/a.txt").exists());
+}
+
+#[test]
+fn the_password_never_reaches_the_resume_state_file() {
+    const MIB: usize = 1 << 20;
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let root = tmp.path().join("root");
+    let file = rules_file(tmp.path(), "", PATHS);
+    let serve = Serve::start(&root, &["--auth", file.to_str().unwrap()]);
+    let src = tmp.path().join("big.bin");
+    std::fs::write(&src, wirespeed_testkit::bytes(12 * MIB, 7)).unwrap();
+    let proxy = CuttingProxy::start(serve.addr);
+    proxy.stall_upstream_after(Some(4 * MIB as u64));
+    let state = tmp.path().join("state");
+    let url = format!("{}/alice/big.bin", proxy.base());
+    let mut child = client(
+        &state,
+        "alice-pw",
+        &["put", "--user", "alice", src.to_str().unwrap(), &url],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    eventually("the upload stalls mid-file", || proxy.stalled() >= 1);
+    let mut files = Vec::new();
+    let mut stack = vec![state.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!files.is_empty(), "a resumable put keeps a state file");
+    for f in files {
+        let text = std::fs::read(&f).unwrap();
+        assert!(
+            wirespeed_testkit::find(&text, b"alice-pw").is_none()
+                && wirespeed_testkit::find(&text, b"YWxpY2U6YWxpY2UtcHc=").is_none(),
+            "{} holds the password",
+            f.display()
+        );
+    }
+}
+
+#[test]
+fn share_mints_lists_and_revokes_links() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(root.join("alice")).unwrap();
+    std::fs::write(root.join("alice/r.txt"), "report").unwrap();
+    let file = rules_file(tmp.path(), "", PATHS);
+    let state = tmp.path().join("serve-state");
+    let serve = Serve::start(
+        &root,
+        &[
+            "--auth",
+            file.to_str().unwrap(),
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+    );
+    let cstate = tmp.path().join("client-state");
+    let run = |args: &[&str]| {
+        let out = client(&cstate, "alice-pw", args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let base = serve.base();
+    let link = run(&[
+        "share",
+        "--user",
+        "alice",
+        "--expires",
+        "1d",
+        &format!("{base}/alice/r.txt"),
+    ]);
+    let link = link.trim_end();
+    assert_eq!(link.lines().count(), 1);
+    assert!(
+        link.starts_with(&format!("{base}/alice/r.txt?share=")),
+        "{link}"
+    );
+    // Anyone with the link reads the file (curl: no credentials at all).
+    let (ok, body) = wirespeed_testkit::tools::curl(&["-f", link]);
+    assert!(ok && body == b"report");
+    // An upload link for the folder: new names only.
+    let drop = run(&[
+        "share",
+        "--user",
+        "alice",
+        "--upload",
+        &format!("{base}/alice/"),
+    ]);
+    let up = drop.trim_end().replace("/alice/?", "/alice/new.txt?");
+    let src = tmp.path().join("new.txt");
+    std::fs::write(&src, "dropped in").unwrap();
+    let (ok, _) = wirespeed_testkit::tools::curl(&["-f", "-T", src.to_str().unwrap(), &up]);
+    assert!(ok);
+    assert_eq!(
+        std::fs::read_to_string(root.join("alice/new.txt")).unwrap(),
+        "dropped in"
+    );
+
+    let list = run(&["share", "--user", "alice", "--list", &format!("{base}/")]);
+    assert_eq!(list.lines().count(), 2, "{list}");
+    assert!(list.contains(link) && list.contains("\tw\t"), "{list}");
+    run(&["share", "--user", "alice", "--revoke", link]);
+    let (ok, _) = wirespeed_testkit::tools::curl(&["-f", link]);
+    assert!(!ok, "a revoked link reads nothing");
+    assert_eq!(
+        run(&["share", "--user", "alice", "--list", &format!("{base}/")])
+            .lines()
+            .count(),
+        1
+    );
+    // The key and the table are kept in the state folder, the key private.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(state.join("share.key"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(state.join("shares.json").exists());
+    // Sharing what one does not hold: 403 with the reason (alice reads
+    // the root but may not write there: no upload link).
+    let root_url = format!("{base}/");
+    let args = ["share", "--user", "alice", "--upload", root_url.as_str()];
+    let out = client(&cstate, "alice-pw", &args).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("403"));
+}
