@@ -6,9 +6,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-use common::Serve;
+use common::{run_bounded as run, Serve};
 
 /// The tree every check reads: names with spaces, Unicode and HTML
 /// characters, a sub-folder, an empty file.
@@ -53,34 +53,6 @@ fn have(tool: &str) -> bool {
         eprintln!("\n!!!!!! SKIPPED: {tool} not found; bash .ci/run installs it !!!!!!\n");
     }
     ok
-}
-
-/// `cmd` under `timeout 60`: no tool may hang the suite.
-fn run(cmd: &mut Command) -> Output {
-    let mut bounded = Command::new("timeout");
-    bounded
-        .arg("60")
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    if let Some(dir) = cmd.get_current_dir() {
-        bounded.current_dir(dir);
-    }
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => bounded.env(k, v),
-            None => bounded.env_remove(k),
-        };
-    }
-    let out = bounded.output().expect("run timeout(1)");
-    assert!(
-        out.status.success(),
-        "{:?} failed ({}): {}{}",
-        cmd,
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 fn serve(root: &Path) -> Serve {

@@ -7,11 +7,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use common::Serve;
+use common::{files_below, run_bounded as run, Serve};
 
 const FILES: [(&str, usize); 5] = [
     ("plain.txt", 5),
@@ -52,48 +52,6 @@ fn have(tool: &str, version_arg: &str, ci_needs: bool) -> bool {
         eprintln!("\n!!!!!! SKIPPED: {tool} not found; bash .ci/run installs it !!!!!!\n");
     }
     ok
-}
-
-/// `cmd` under `timeout 60`, which must succeed.
-fn run(cmd: &mut Command) -> Output {
-    let mut bounded = Command::new("timeout");
-    bounded
-        .arg("60")
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    for (k, v) in cmd.get_envs() {
-        if let Some(v) = v {
-            bounded.env(k, v);
-        }
-    }
-    let out = bounded.output().expect("run timeout(1)");
-    assert!(
-        out.status.success(),
-        "{:?} failed ({}): {}{}",
-        cmd,
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-/// Every file below `dir`, relative, sorted.
-fn files_below(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p.strip_prefix(dir).unwrap().to_path_buf());
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 fn same_tree(a: &Path, b: &Path) {

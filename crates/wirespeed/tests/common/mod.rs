@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_wirespeed");
@@ -246,4 +246,50 @@ pub fn run_client(args: &[&str]) -> (Option<i32>, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// `cmd` under `timeout 60`: no tool may hang the suite.
+pub fn run_bounded(cmd: &mut Command) -> Output {
+    let mut bounded = Command::new("timeout");
+    bounded
+        .arg("60")
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    if let Some(dir) = cmd.get_current_dir() {
+        bounded.current_dir(dir);
+    }
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => bounded.env(k, v),
+            None => bounded.env_remove(k),
+        };
+    }
+    let out = bounded.output().expect("run timeout(1)");
+    assert!(
+        out.status.success(),
+        "{:?} failed ({}): {}{}",
+        cmd,
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Every file below `dir`, relative, sorted.
+pub fn files_below(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).unwrap().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
 }
