@@ -53,6 +53,42 @@ fn live(addr: SocketAddr) -> bool {
     out.starts_with(b"HTTP/1.1 200")
 }
 
+/// MinIO refuses every write (`XMinioStorageFull`) once its drive is 99%
+/// full, measured against the drive's total size: on a big shared disk
+/// with a few GiB left (a CI machine after a 15 GiB build) that trips
+/// although the tests write a few MiB. So its data lives on tmpfs
+/// (`/dev/shm`, where the host's disk does not count) when there is one
+/// with 1 GiB free, else in the usual temp dir.
+fn data_dir() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    let roomy = free_bytes(shm).is_some_and(|free| free >= 1 << 30);
+    if roomy {
+        if let Ok(dir) = tempfile::Builder::new().prefix("minio-").tempdir_in(shm) {
+            return dir;
+        }
+    }
+    crate::fs::tempdir()
+}
+
+/// Free bytes on the filesystem holding `path`, from `df` (no libc
+/// binding needed in the test kit).
+fn free_bytes(path: &std::path::Path) -> Option<u64> {
+    let out = Command::new("df")
+        .args(["--output=avail", "-B1"])
+        .arg(path)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .nth(1)?
+        .trim()
+        .parse()
+        .ok()
+}
+
 impl Minio {
     /// Start one, or `None` (with a loud message) where MinIO is absent
     /// outside CI.
@@ -69,7 +105,7 @@ impl Minio {
             eprintln!("\n!!!!!! SKIPPED: {msg} !!!!!!\n");
             return None;
         }
-        let dir = crate::fs::tempdir();
+        let dir = data_dir();
         for _ in 0..5 {
             let port = free_port();
             let console = free_port();
