@@ -15,6 +15,10 @@
   const here = location.pathname;
   const isDir = here.endsWith('/');
   const locked = doc.body.dataset.locked === '1';
+  // A server with users: the page signs in with its own form (a session
+  // cookie), never the browser's Basic dialog; data-user names who is in.
+  const users = doc.body.dataset.users === '1';
+  const user = doc.body.dataset.user || '';
   // What the server takes (listing.rs writes it from page.rs `page_rights`):
   // the page offers only those actions.
   const can = new Set((doc.body.dataset.can || '').split(' '));
@@ -123,12 +127,19 @@
   let token = sessionStorage.getItem(TOKEN_KEY) || '';
   let asking = null;
   function withAuth(headers) {
-    const out = Object.assign({}, headers);
+    // The marker: the server answers the page's 401s without a Basic
+    // challenge (session.rs, respond.rs).
+    const out = Object.assign({ 'X-Wirespeed-Page': '1' }, headers);
     if (token) out.Authorization = 'Bearer ' + token;
     return out;
   }
-  /** Ask for the token once for every request that got a 401 meanwhile. */
+  /** Ask for the token (or, with users, sign in) once for every request
+   * that got a 401 meanwhile. */
   function askToken() {
+    if (users) {
+      if (!asking) asking = signIn().then((ok) => ((asking = null), ok));
+      return asking;
+    }
     if (!asking) {
       const again = !!token;
       asking = ask({
@@ -146,6 +157,94 @@
     }
     return asking;
   }
+  // --- signing in (servers with users) -------------------------------------------
+  /** The sign-in form: resolves true once the server set the session
+   * cookie, false when cancelled. A refusal is shown in the form. */
+  function signIn() {
+    return new Promise((resolve) => {
+      const d = h('dialog', { 'aria-label': 'Sign in', id: 'signin' });
+      const name = h('input', { type: 'text', name: 'username', 'aria-label': 'User name', autocomplete: 'username', required: true });
+      const pw = h('input', { type: 'password', name: 'password', 'aria-label': 'Password', autocomplete: 'current-password', required: true });
+      const error = h('p', { class: 'error', id: 'signin-error', role: 'alert', hidden: true });
+      const cancel = h('button', { type: 'button' }, 'Cancel');
+      const okb = h('button', { type: 'submit', class: 'primary' }, 'Sign in');
+      const form = h(
+        'form',
+        { method: 'dialog' },
+        h('p', {}, h('strong', {}, 'Sign in')),
+        h('label', {}, 'User name ', name),
+        h('label', {}, 'Password ', pw),
+        error,
+        h('div', { class: 'row' }, cancel, okb),
+      );
+      d.append(form);
+      doc.body.append(d);
+      let result = false;
+      cancel.addEventListener('click', () => d.close());
+      form.addEventListener('submit', async (ev) => {
+        ev.preventDefault();
+        okb.disabled = true;
+        error.hidden = true;
+        try {
+          const r = await fetch('/-/session', {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json', 'X-Wirespeed-Page': '1' },
+            body: JSON.stringify({ name: name.value, password: pw.value }),
+            credentials: 'same-origin',
+          });
+          if (r.ok) {
+            result = true;
+            d.close();
+            return;
+          }
+          error.textContent = r.status === 401 ? 'Wrong user name or password.' : await failure(r, 'Could not sign in');
+        } catch (err) {
+          error.textContent = 'Could not sign in: ' + err.message;
+        }
+        error.hidden = false;
+        okb.disabled = false;
+        pw.select();
+      });
+      d.addEventListener('close', () => {
+        d.remove();
+        resolve(result);
+      });
+      d.showModal();
+      name.focus();
+    });
+  }
+
+  async function signOut() {
+    await fetch('/-/session', { method: 'DELETE', headers: { 'X-Wirespeed-Page': '1' }, credentials: 'same-origin' });
+    location.reload();
+  }
+
+  /** The header's corner: who is signed in and Sign out, or Sign in. */
+  function setupUser() {
+    if (!users) return;
+    const header = $('header');
+    if (!header) return;
+    const box = h('div', { id: 'who' });
+    if (user) {
+      box.append(
+        h('span', {}, 'Signed in as ', h('strong', { id: 'user-name' }, user)),
+        h('button', { type: 'button', id: 'signout-btn', onclick: signOut }, 'Sign out'),
+      );
+    } else {
+      box.append(
+        h('button', {
+          type: 'button',
+          id: 'signin-btn',
+          class: 'primary',
+          onclick: async () => {
+            if (await signIn()) location.reload();
+          },
+        }, 'Sign in'),
+      );
+    }
+    header.append(box);
+  }
+
   /** fetch with the token; a 401 asks for it and tries again. */
   async function api(url, opts = {}) {
     for (;;) {
@@ -935,6 +1034,13 @@
     setupTable();
     setupBar();
     if (canWrite) setupDrop();
+    setupUser();
+    if (locked && users) {
+      // A path that needs a user: sign in, then ask again with the cookie.
+      root.dataset.ready = '1';
+      if (await signIn()) location.reload();
+      return;
+    }
     if (locked) {
       // A private server answered the navigation without the listing.
       if (!token && !(await askToken())) return;

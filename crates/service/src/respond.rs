@@ -12,7 +12,7 @@ use crate::conditional::write_allowed;
 use crate::config::ServiceConfig;
 use crate::digest::format_sha256;
 use crate::path::RelPath;
-use crate::policy::{Action, Decision, Policy, Principal};
+use crate::policy::{sessions, Action, Decision, Policy, Principal};
 pub use crate::size::human_size;
 use crate::storage::{CommitCheck, Kind, Meta, Storage, StorageError, Upload, Written};
 
@@ -176,18 +176,37 @@ pub(crate) async fn admit_with(
         };
     }
     let authorization = ex.header("authorization").map(<[u8]>::to_vec);
+    let session = sessions::from_cookie_header(ex.header_str("cookie")).map(str::to_owned);
+    // The page's own requests must never meet a Basic challenge: it would
+    // open the browser's dialog over the page's sign-in form.
+    let from_page = sessions::from_page(ex.header_str(sessions::PAGE_MARKER));
     let Ok(who) = policy
-        .authenticate(authorization.as_deref(), ex.client_ip())
+        .authenticate(authorization.as_deref(), session.as_deref(), ex.client_ip())
         .await
     else {
         close_if_body(ex);
         let mut resp = text(401);
-        for challenge in policy.challenges() {
+        for challenge in policy.challenges_for(from_page) {
             resp = resp.header("WWW-Authenticate", challenge);
         }
         ex.send(resp, b"wrong user name or password\n").await?;
         return Ok(None);
     };
+    // A cookie rides along whoever triggers the request: a write it signs
+    // must show where it comes from (browsers send `Origin` or
+    // `Sec-Fetch-Site` on every write; a match was checked above).
+    let by_cookie = authorization.is_none() && matches!(who, Principal::User(_));
+    if by_cookie
+        && action != Action::Read
+        && ex.header("origin").is_none()
+        && ex.header("sec-fetch-site").is_none()
+    {
+        close_if_body(ex);
+        return Err(Error::status(
+            403,
+            "a write signed in by a session cookie must come from the page (no Origin): refused",
+        ));
+    }
     match policy.decide(who, action, path) {
         Decision::Allow => Ok(Some(who)),
         Decision::Forbidden(why) => {
@@ -198,13 +217,18 @@ pub(crate) async fn admit_with(
         Decision::NeedCredentials => {
             close_if_body(ex);
             // A browser navigation cannot send a bearer token: it gets the page
-            // without the listing, whose script asks for the token.
-            if let (Some(page), None) = (
-                crate::page::listing::locked_page(policy, ex),
-                policy.users(),
-            ) {
-                let resp = Response::new(401)
-                    .header("WWW-Authenticate", "Bearer realm=\"wirespeed\"")
+            // without the listing, whose script asks for the token. On a
+            // server with users, a navigation (one the browser marks as
+            // such) gets it too, whose script shows the sign-in form.
+            let navigation = policy.users().is_none()
+                || sessions::is_navigation(ex.header_str("sec-fetch-mode"));
+            let locked = crate::page::listing::locked_page(policy, ex).filter(|_| navigation);
+            if let Some(page) = locked {
+                let mut resp = Response::new(401);
+                for challenge in policy.challenges_for(true) {
+                    resp = resp.header("WWW-Authenticate", challenge);
+                }
+                let resp = resp
                     .header(
                         "Content-Type",
                         crate::page::listing::Format::Html.content_type(),
@@ -215,6 +239,20 @@ pub(crate) async fn admit_with(
                     )
                     .header("Cache-Control", "no-store");
                 ex.send(resp, &page).await?;
+                return Ok(None);
+            }
+            if from_page && policy.users().is_some() {
+                let mut resp = Response::new(401)
+                    .header("Content-Type", "application/json")
+                    .header("Cache-Control", "no-store");
+                for challenge in policy.challenges_for(true) {
+                    resp = resp.header("WWW-Authenticate", challenge);
+                }
+                for (name, value) in extra {
+                    resp = resp.header(name, value);
+                }
+                let body = b"{\"error\":\"sign in: this needs a user's rights\",\"signin\":true}\n";
+                ex.send(resp, body).await?;
                 return Ok(None);
             }
             let mut resp = text(401);

@@ -4,7 +4,7 @@
 
 use std::time::SystemTime;
 
-use crate::page::PageRights;
+use crate::page::{PageRights, PageUser};
 use crate::path::{encode_segment_into, RelPath};
 use crate::storage::{Entry, Kind};
 
@@ -17,8 +17,10 @@ pub const PAGE_CSP: &str = "default-src 'self'; img-src 'self' data:; object-src
 
 /// [`PAGE_CSP`] for a request to `host`, with scripts only from this
 /// host's `/-/assets/` (`'self'` would run an uploaded `.js` as a script of
-/// the page). A CSP source with a path needs the host; `http:` in it also
-/// matches `https:` (CSP3 §6.7.2.8). No usable host: no script at all.
+/// the page). A CSP source with a path needs the host; without a scheme it
+/// takes the page's own (CSP3 §6.7.2.8; Chromium blocks an `http://`
+/// source on an HTTPS page, which left the page without its script under
+/// TLS). No usable host: no script at all.
 pub fn page_csp(host: Option<&str>) -> String {
     let host = host.map(str::trim).filter(|h| {
         !h.is_empty()
@@ -26,7 +28,7 @@ pub fn page_csp(host: Option<&str>) -> String {
                 .all(|b| b.is_ascii_alphanumeric() || b"-._:[]".contains(&b))
     });
     match host {
-        Some(h) => format!("{PAGE_CSP}; script-src http://{h}/-/assets/"),
+        Some(h) => format!("{PAGE_CSP}; script-src {h}/-/assets/"),
         None => format!("{PAGE_CSP}; script-src 'none'"),
     }
 }
@@ -45,11 +47,10 @@ pub fn locked_page(policy: &crate::Policy, ex: &wirespeed_net::Exchange) -> Opti
     let key = crate::path::parse_request_path(ex.path()).unwrap_or_else(|_| RelPath::root());
     let segments = key.segments();
     let mut page = Vec::with_capacity(2048);
-    let mut fmt = Formatter::new(Format::Html).with_rights(crate::page::page_rights(
-        policy,
-        crate::policy::Principal::Anyone,
-        &key,
-    ));
+    let anyone = crate::policy::Principal::Anyone;
+    let mut fmt = Formatter::new(Format::Html)
+        .with_rights(crate::page::page_rights(policy, anyone, &key))
+        .with_user(crate::page::PageUser::of(policy, anyone));
     fmt.begin(&mut page, segments, true);
     fmt.end(&mut page);
     Some(page)
@@ -180,6 +181,7 @@ pub struct Formatter {
     format: Format,
     count: usize,
     rights: PageRights,
+    user: PageUser,
 }
 
 impl Formatter {
@@ -188,7 +190,14 @@ impl Formatter {
             format,
             count: 0,
             rights: PageRights::ALL,
+            user: PageUser::NoUsers,
         }
+    }
+
+    /// Who the HTML page says is signed in (none by default).
+    pub fn with_user(mut self, user: PageUser) -> Self {
+        self.user = user;
+        self
     }
 
     /// The actions the HTML page offers (all by default).
@@ -204,7 +213,7 @@ impl Formatter {
     pub fn begin(&mut self, out: &mut Vec<u8>, segments: &[String], locked: bool) {
         match self.format {
             Format::Json => out.push(b'['),
-            Format::Html => html_begin(out, segments, locked, self.rights),
+            Format::Html => html_begin(out, segments, locked, self.rights, self.user),
         }
     }
 
@@ -292,7 +301,13 @@ const HTML_END: &str = "</tbody></table></main>\n\
 /// lftp) read; with scripting on, the style sheet hides it (no layout of
 /// thousands of rows) and the page's script reads it and renders its own
 /// table, what is on screen first.
-fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool, rights: PageRights) {
+fn html_begin(
+    out: &mut Vec<u8>,
+    segments: &[String],
+    locked: bool,
+    rights: PageRights,
+    user: PageUser,
+) {
     let mut title = String::from("/");
     let mut crumbs = String::from("<a href=\"/\">Home</a>");
     let mut href = String::from("/");
@@ -317,7 +332,17 @@ fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool, rights: Page
         crate::page::assets::url("page.js"),
         crate::page::assets::url("icon.svg"),
     );
-    let state = if locked { " data-locked=\"1\"" } else { "" };
+    let mut state = String::from(if locked { " data-locked=\"1\"" } else { "" });
+    // The script shows a sign-in form, or the name and Sign out.
+    match user {
+        PageUser::NoUsers => {}
+        PageUser::SignedOut => state.push_str(" data-users=\"1\""),
+        PageUser::SignedIn(name) => {
+            state.push_str(" data-users=\"1\" data-user=\"");
+            escape_html(name.as_str(), &mut state);
+            state.push('"');
+        }
+    }
     let can = rights.attribute();
     // Without the right to upload, no form (the script adds no buttons either).
     let form = if rights.write {

@@ -6,7 +6,7 @@ pub mod listing;
 pub mod not_found;
 
 use crate::path::RelPath;
-use crate::policy::{Policy, Principal};
+use crate::policy::{Policy, Principal, UserName};
 
 /// The actions the folder page shows: only what the server would take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +34,28 @@ impl PageRights {
             (true, false) => "read write",
             (false, true) => "read delete",
             (false, false) => "read",
+        }
+    }
+}
+
+/// Who the page says is signed in (its sign-in form and Sign out button).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageUser {
+    /// No users on this server (tokens, or nothing): no sign-in form.
+    NoUsers,
+    /// Users sign in here; this browser has not.
+    SignedOut,
+    /// Signed in as this user.
+    SignedIn(UserName),
+}
+
+impl PageUser {
+    /// The page's user for `who` on a server with this policy.
+    pub fn of(policy: &Policy, who: Principal) -> PageUser {
+        match (policy.users(), who) {
+            (None, _) => PageUser::NoUsers,
+            (Some(_), Principal::User(name)) => PageUser::SignedIn(name),
+            (Some(_), _) => PageUser::SignedOut,
         }
     }
 }
