@@ -24,6 +24,11 @@
   const can = new Set((doc.body.dataset.can || '').split(' '));
   const canWrite = can.has('write');
   const canDelete = can.has('delete');
+  // "Share link…" on the rows (share links on, the asker may mint them).
+  const canShare = doc.body.dataset.share === '1';
+  // Opened through a share link: every URL of the page carries it on.
+  const shareToken = new URLSearchParams(location.search).get('share');
+  const withShare = (url) => (shareToken ? url + (url.includes('?') ? '&' : '?') + 'share=' + enc(shareToken) : url);
   const $ = (sel, el = doc) => el.querySelector(sel);
   const enc = (name) => encodeURIComponent(name);
   const encPath = (p) => p.split('/').map(enc).join('/');
@@ -282,7 +287,9 @@
   const selected = new Set();
   let selLink = null;
 
-  const link = (e) => here + enc(e.name) + (e.dir ? '/' : '');
+  const link = (e) => withShare(here + enc(e.name) + (e.dir ? '/' : ''));
+  /** A row's path on the server, without any share token. */
+  const pathOf = (e) => here + enc(e.name) + (e.dir ? '/' : '');
 
   function buildTable() {
     const main = $('main');
@@ -315,7 +322,7 @@
   }
 
   function makeRow(e) {
-    const a = h('a', { href: enc(e.name) + (e.dir ? '/' : '') }, e.name + (e.dir ? '/' : ''));
+    const a = h('a', { href: withShare(enc(e.name) + (e.dir ? '/' : '')) }, e.name + (e.dir ? '/' : ''));
     const tick = h('input', { type: 'checkbox', class: 'sel', 'aria-label': 'Select ' + e.name, checked: selected.has(e.name) });
     tick.addEventListener('change', () => {
       if (tick.checked) selected.add(e.name);
@@ -412,7 +419,7 @@
 
   async function load() {
     if (!isDir) return;
-    const r = await api(here + '?format=json', { headers: { Accept: 'application/json' }, cache: 'no-store' });
+    const r = await api(withShare(here + '?format=json'), { headers: { Accept: 'application/json' }, cache: 'no-store' });
     if (!r.ok) {
       toast(await failure(r, 'Could not read the folder'));
       return;
@@ -462,7 +469,8 @@
     const item = (label, fn, cls) =>
       h('button', { type: 'button', role: 'menuitem', class: cls || false, onclick: () => (closeMenu(true), fn()) }, label);
     items.push(item('Copy link', () => copyLink(new URL(link(e), location.href).href)));
-    if (e.dir) for (const f of ['zip', 'tar']) items.push(archiveLink(link(e), e.name, f, 'Download as ' + f, 'menuitem'));
+    if (canShare) items.push(item('Share link…', () => shareLink(e)));
+    if (e.dir) for (const f of ['zip', 'tar']) items.push(archiveLink(pathOf(e), e.name, f, 'Download as ' + f, 'menuitem'));
     // A rename is a MOVE: it takes both rights.
     if (canWrite && canDelete) items.push(item('Rename…', () => rename(e)));
     if (canDelete) items.push(item('Delete…', () => remove(e), 'danger'));
@@ -492,6 +500,87 @@
       // No clipboard (a plain-http origin, or denied): show the link to copy.
       await ask({ title: 'Copy this link', input: { value: url, label: 'Link', select: url.length }, ok: 'Done' });
     }
+  }
+
+  /** "Share link…": an expiry (and, for a folder one may write to,
+   * upload-only), minted by `POST /-/shares/PATH`, shown with Copy. */
+  async function shareLink(e) {
+    const choice = await new Promise((resolve) => {
+      const d = h('dialog', { 'aria-label': 'Share link', id: 'share' });
+      const expiry = h(
+        'select',
+        { 'aria-label': 'Expires after', name: 'expires' },
+        h('option', { value: String(86400) }, '1 day'),
+        h('option', { value: String(7 * 86400), selected: true }, '7 days'),
+        h('option', { value: String(30 * 86400) }, '30 days'),
+      );
+      const upload = h('input', { type: 'checkbox', name: 'upload' });
+      const cancel = h('button', { type: 'button' }, 'Cancel');
+      const okb = h('button', { type: 'submit', class: 'primary' }, 'Create link');
+      const form = h(
+        'form',
+        { method: 'dialog' },
+        h('p', {}, h('strong', {}, `Share "${e.name}${e.dir ? '/' : ''}"`)),
+        h('label', {}, 'Expires after ', expiry),
+      );
+      if (e.dir && canWrite) form.append(h('label', { class: 'check' }, upload, ' Upload only (others add files, nothing is read)'));
+      form.append(h('div', { class: 'row' }, cancel, okb));
+      d.append(form);
+      doc.body.append(d);
+      let result = null;
+      cancel.addEventListener('click', () => d.close());
+      form.addEventListener('submit', (ev) => {
+        ev.preventDefault();
+        result = { expires: expiry.value, upload: upload.checked };
+        d.close();
+      });
+      d.addEventListener('close', () => {
+        d.remove();
+        resolve(result);
+      });
+      d.showModal();
+      expiry.focus();
+    });
+    if (!choice) return;
+    const q = '?expires=' + choice.expires + (choice.upload ? '&upload' : '');
+    const r = await api('/-/shares' + pathOf(e) + q, { method: 'POST' });
+    if (r.status !== 201) return toast(await failure(r, 'Could not make a link'));
+    const j = await r.json();
+    const url = new URL(j.path + '?share=' + j.share, location.href).href;
+    await new Promise((resolve) => {
+      const d = h('dialog', { 'aria-label': 'Share link', id: 'share-made' });
+      const field = h('input', { type: 'text', id: 'share-link', readonly: true, value: url, 'aria-label': 'Link' });
+      const copy = h('button', { type: 'button', class: 'primary', id: 'share-copy' }, 'Copy');
+      const done = h('button', { type: 'button' }, 'Done');
+      const until = new Date(j.expires * 1000);
+      copy.addEventListener('click', async () => {
+        field.select();
+        try {
+          await navigator.clipboard.writeText(url);
+          copy.textContent = 'Copied';
+        } catch (_) {
+          // No clipboard (plain http, or denied): the text stays selected.
+          copy.textContent = doc.execCommand && doc.execCommand('copy') ? 'Copied' : 'Press Ctrl+C';
+        }
+      });
+      done.addEventListener('click', () => d.close());
+      d.append(
+        h(
+          'form',
+          { method: 'dialog' },
+          h('p', {}, h('strong', {}, choice.upload ? 'Upload link' : 'Share link'), ` until ${dtf.format(until)}`),
+          field,
+          h('div', { class: 'row' }, done, copy),
+        ),
+      );
+      doc.body.append(d);
+      d.addEventListener('close', () => {
+        d.remove();
+        resolve();
+      });
+      d.showModal();
+      field.select();
+    });
   }
 
   async function rename(e) {
@@ -537,7 +626,7 @@
 
   /** A folder as one archive the server builds (`?archive=zip|tar`). */
   function archiveLink(url, name, format, label, role) {
-    const href = url + '?archive=' + format;
+    const href = withShare(url + '?archive=' + format);
     const file = (name || 'files') + '.' + format;
     const a = h('a', { href, download: file, class: 'btn', role: role || false }, label);
     if (locked) a.addEventListener('click', (ev) => (ev.preventDefault(), saveWithToken(href, file)));
@@ -557,7 +646,7 @@
     if (!selLink) return;
     const names = Array.from(selected).sort(collator.compare);
     selLink.hidden = !names.length;
-    selLink.href = here + '?archive=zip' + names.map((n) => '&name=' + enc(n)).join('');
+    selLink.href = withShare(here + '?archive=zip' + names.map((n) => '&name=' + enc(n)).join(''));
     selLink.textContent = `Download ${names.length} selected (zip)`;
   }
 

@@ -349,3 +349,37 @@ fn a_new_password_ends_the_users_sessions() {
         401
     );
 }
+
+#[test]
+fn a_session_shares_from_the_page_and_never_for_another_origin() {
+    let s = server();
+    let (_, cookie) = sign_in(&s, "bob", "bob-pw");
+    let cookie = cookie.unwrap();
+    let c = ("Cookie", cookie.as_str());
+    // The page offers "Share link…" to a signed-in user only.
+    let page = |h: &[(&str, &str)]| {
+        let mut h = h.to_vec();
+        h.push(("Accept", "text/html"));
+        s.req("GET", "/", &h, b"").text()
+    };
+    assert!(page(&[c]).contains("data-share=\"1\""));
+    assert!(!page(&[]).contains("data-share"));
+    let r = s.req(
+        "POST",
+        "/-/shares/team/t.txt?expires=86400",
+        &[c, ("Origin", "http://evil.example")],
+        b"",
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
+    let r = s.req(
+        "POST",
+        "/-/shares/team/t.txt?expires=86400",
+        &[c, SAME],
+        b"",
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(v["by"], "bob");
+    let link = format!("/team/t.txt?share={}", v["share"].as_str().unwrap());
+    assert_eq!(s.get(&link).text(), "team's");
+}

@@ -221,7 +221,8 @@ fn signin_rules(dir: &Path) -> PathBuf {
 /// The page's sign-in (`tests/browser/test_signin.py`) against a rules
 /// server, plain and under `--tls-self-signed`: a wrong password shown in
 /// the page's form, bob signs in, uploads, sees no Delete on /team, signs
-/// out, and the old cookie is refused; the cookie's flags.
+/// out, and the old cookie is refused; the cookie's flags; "Share link…"
+/// for a file, a folder and an upload link, used without a cookie.
 #[test]
 fn signin_in_chromium() {
     if let Some(why) = missing_tools() {
@@ -237,6 +238,7 @@ fn signin_in_chromium() {
     let (root, work) = (tmp.path().join("root"), tmp.path().join("work"));
     write(&root.join("team/t.txt"), b"team's\n");
     write(&root.join("pub.txt"), b"public\n");
+    write(&root.join("team/sub/inner.txt"), b"in\n");
     write(&work.join("from-bob.txt"), b"bob was here\n");
     let rules = signin_rules(tmp.path());
     let rules = rules.to_str().unwrap();
@@ -263,5 +265,10 @@ fn signin_in_chromium() {
     );
     assert_eq!(std::fs::read(root.join("team/t.txt")).unwrap(), b"team's\n");
     assert!(!root.join("team/replayed.txt").exists());
+    assert_eq!(
+        std::fs::read(root.join("team/sub/via-link.txt")).unwrap(),
+        b"dropped\n",
+        "the upload link's file"
+    );
     drop((plain, tls));
 }

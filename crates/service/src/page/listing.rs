@@ -333,6 +333,9 @@ fn html_begin(
         crate::page::assets::url("icon.svg"),
     );
     let mut state = String::from(if locked { " data-locked=\"1\"" } else { "" });
+    if rights.share {
+        state.push_str(" data-share=\"1\"");
+    }
     // The script shows a sign-in form, or the name and Sign out.
     match user {
         PageUser::NoUsers => {}

@@ -17,6 +17,9 @@ pub struct PageRights {
     pub write: bool,
     /// Delete (and, with `write`, Rename, a MOVE).
     pub delete: bool,
+    /// "Share link…": links are on and the asker may mint them (a user,
+    /// the token holder; on a token server the page asks for the token).
+    pub share: bool,
 }
 
 impl PageRights {
@@ -25,6 +28,7 @@ impl PageRights {
         read: true,
         write: true,
         delete: true,
+        share: false,
     };
 
     /// The `data-can` value of the page's `<body>`: the rights' names.
@@ -71,10 +75,13 @@ pub fn page_rights(policy: &Policy, who: Principal, path: &RelPath) -> PageRight
         who => who,
     };
     let r = policy.rights(who, path);
+    let share =
+        policy.shares().is_some() && matches!(who, Principal::User(_) | Principal::TokenHolder);
     PageRights {
         read: true,
         write: r.may_write(),
         delete: r.may_delete(),
+        share,
     }
 }
 
@@ -101,6 +108,7 @@ mod tests {
             read: true,
             write: false,
             delete: false,
+            share: false,
         };
         assert_eq!(ro.attribute(), "read");
     }

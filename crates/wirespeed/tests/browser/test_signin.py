@@ -197,6 +197,67 @@ def secure(browser):
     p.close()
 
 
+def mint(p, row, days=None, upload=False):
+    """Share link… on a row: the link the page shows."""
+    items = row_menu(p, row)
+    assert "Share link…" in items, items
+    p.page.get_by_role("menuitem", name="Share link…").click()
+    d = p.page.locator("dialog#share")
+    expect(d).to_be_visible()
+    if days:
+        d.get_by_label("Expires after").select_option(str(days * 86400))
+    box = d.get_by_label("Upload only (others add files, nothing is read)")
+    if upload:
+        box.check()
+    d.get_by_role("button", name="Create link").click()
+    field = p.page.locator("#share-link")
+    expect(field).to_be_visible()
+    link = field.input_value()
+    p.page.locator("dialog#share-made").get_by_role("button", name="Done").click()
+    return link
+
+
+@check("Share link…: file and folder links read in a fresh browser, an upload link takes new names")
+def share_links(browser):
+    p = Page(browser, args.base + "team/")
+    p.sign_in("bob", "bob-pw")
+    p.page.wait_for_selector("#user-name")
+    p.page.wait_for_selector("html[data-ready='1']")
+    file_link = mint(p, "t.txt", days=1)
+    assert file_link.startswith(args.base + "team/t.txt?share="), file_link
+    # Upload-only is offered for folders only.
+    row_menu(p, "t.txt")
+    p.page.get_by_role("menuitem", name="Share link…").click()
+    expect(p.page.get_by_label("Upload only (others add files, nothing is read)")).to_have_count(0)
+    p.page.locator("dialog#share").get_by_role("button", name="Cancel").click()
+    folder_link = mint(p, "sub/")
+    upload_link = mint(p, "sub/", days=30, upload=True)
+    p.close()
+
+    # A fresh browser, no cookie: the file reads.
+    q = Page(browser)
+    assert not q.context.cookies()
+    r = q.page.request.get(file_link)
+    assert r.status == 200 and r.body() == b"team's\n", (r.status, r.body())
+    # The folder link's page lists the folder; its rows keep the link.
+    q.goto(folder_link)
+    assert q.names() == ["inner.txt"], q.names()
+    href = q.page.locator("#list td.n a", has_text="inner.txt").get_attribute("href")
+    r = q.page.request.get(args.base + "team/sub/" + href)
+    assert r.status == 200 and r.body() == b"in\n", (href, r.status)
+    # Nothing beside it: the parent through the same link is 404.
+    token = folder_link.split("share=", 1)[1]
+    r = q.page.request.get(args.base + "team/t.txt?share=" + token)
+    assert r.status == 404, r.status
+    q.close()
+    # The upload link writes new names and reads nothing.
+    token = upload_link.split("share=", 1)[1]
+    r = requests.put(args.base + "team/sub/via-link.txt?share=" + token, data=b"dropped\n", timeout=10)
+    assert r.status_code == 201, r.status_code
+    r = requests.get(args.base + "team/sub/inner.txt?share=" + token, timeout=10)
+    assert r.status_code == 404, r.status_code
+
+
 def main():
     global args
     ap = argparse.ArgumentParser()
