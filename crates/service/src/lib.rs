@@ -53,6 +53,7 @@ pub mod mtime;
 pub mod page;
 pub mod path;
 mod respond;
+pub mod revocations;
 pub mod session;
 mod shares;
 mod size;

@@ -19,6 +19,7 @@ pub mod hidden;
 pub mod origin;
 pub mod password;
 pub mod presets;
+pub mod revoked;
 pub mod rules;
 pub mod sessions;
 pub mod shares;

@@ -10,8 +10,9 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 
+use super::revoked::{Kind, Outbox, Revocation};
 use super::shares::{open_payload, sign_payload, Refusal};
 
 /// The cookie's name.
@@ -57,6 +58,8 @@ pub struct Sessions {
     /// Revoked session ids and when each would have expired.
     revoked: Mutex<HashMap<u64, u64>>,
     table_file: Option<PathBuf>,
+    /// Where sign-outs go for other nodes to learn (a shared bucket).
+    outbox: OnceLock<Arc<Outbox>>,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -96,6 +99,7 @@ impl Sessions {
             secure,
             revoked: Mutex::new(revoked),
             table_file,
+            outbox: OnceLock::new(),
         }
     }
 
@@ -128,8 +132,34 @@ impl Sessions {
         Ok(session)
     }
 
-    /// End `session` (a sign-out): from now on its cookie is refused.
+    /// End `session` (a sign-out): from now on its cookie is refused, here
+    /// and (through the outbox, when one is set) on every node sharing the
+    /// bucket.
     pub fn revoke(&self, session: &Session, now: u64) {
+        self.insert_revoked(session.id, session.expires, now);
+        self.save(now);
+        if let Some(outbox) = self.outbox.get() {
+            outbox.push(Revocation {
+                kind: Kind::Session,
+                id: session.id,
+                expires: session.expires,
+            });
+        }
+    }
+
+    /// Send sign-outs to `outbox` from now on (set once).
+    pub fn publish_to(&self, outbox: Arc<Outbox>) {
+        let _ = self.outbox.set(outbox);
+    }
+
+    /// A sign-out another node made: session `id` is refused here too.
+    pub fn apply_revoked(&self, id: u64, expires: u64, now: u64) {
+        if expires > now && !lock(&self.revoked).contains_key(&id) {
+            self.insert_revoked(id, expires, now);
+        }
+    }
+
+    fn insert_revoked(&self, id: u64, expires: u64, now: u64) {
         {
             let mut revoked = lock(&self.revoked);
             if revoked.len() >= MAX_REVOKED {
@@ -144,9 +174,8 @@ impl Sessions {
                     revoked.remove(id);
                 }
             }
-            revoked.insert(session.id, session.expires);
+            revoked.insert(id, expires);
         }
-        self.save(now);
     }
 
     /// The `Set-Cookie` value that signs a browser in with `token`. No

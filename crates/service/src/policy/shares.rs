@@ -8,13 +8,14 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+use super::revoked::{Kind, Outbox, Revocation};
 use super::Rights;
 use crate::path::RelPath;
 
@@ -83,6 +84,8 @@ pub struct Shares {
     pub max_expiry: u64,
     live: Mutex<HashMap<u64, Live>>,
     table_file: Option<PathBuf>,
+    /// Where revocations go for other nodes to learn (a shared bucket).
+    outbox: OnceLock<Arc<Outbox>>,
 }
 
 impl std::fmt::Debug for Shares {
@@ -117,6 +120,7 @@ impl Shares {
             max_expiry,
             live: Mutex::new(live),
             table_file,
+            outbox: OnceLock::new(),
         }
     }
 
@@ -238,20 +242,62 @@ impl Shares {
 
     /// Revoke link `id` if `by` minted it (any: `None`); whether it was.
     pub fn revoke(&self, id: u64, by: Option<&str>) -> bool {
-        let done = {
+        let expires = {
             let mut live = lock(&self.live);
             match live.get_mut(&id) {
                 Some(l) if !l.revoked && by.is_none_or(|b| l.by == b) => {
                     l.revoked = true;
-                    true
+                    Some(l.grant.expires)
                 }
-                _ => false,
+                _ => None,
             }
         };
-        if done {
-            self.save();
+        let Some(expires) = expires else {
+            return false;
+        };
+        self.save();
+        if let Some(outbox) = self.outbox.get() {
+            outbox.push(Revocation {
+                kind: Kind::Link,
+                id,
+                expires,
+            });
         }
-        done
+        true
+    }
+
+    /// Send revocations to `outbox` from now on (set once).
+    pub fn publish_to(&self, outbox: Arc<Outbox>) {
+        let _ = self.outbox.set(outbox);
+    }
+
+    /// A revocation another node made: link `id` is refused here too.
+    pub fn apply_revoked(&self, id: u64, expires: u64, now: u64) {
+        if expires <= now {
+            return;
+        }
+        let mut live = lock(&self.live);
+        let room = live.len() < MAX_LIVE * 2;
+        match live.get_mut(&id) {
+            Some(l) => l.revoked = true,
+            None if room => {
+                // Known only as revoked: nothing to list, nothing to save.
+                live.insert(
+                    id,
+                    Live {
+                        grant: Grant {
+                            id,
+                            expires,
+                            rights: String::new(),
+                            path: String::new(),
+                        },
+                        by: String::new(),
+                        revoked: true,
+                    },
+                );
+            }
+            None => {}
+        }
     }
 
     /// Write the table (atomically: a temp file renamed over it).

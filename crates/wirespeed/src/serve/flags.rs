@@ -95,6 +95,13 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "12h", value_parser = super::shares::parse_duration)]
     pub session_expiry: u64,
 
+    /// On S3 storage, how often this node reads the sign-outs and link
+    /// revocations other nodes on the bucket made (kept in the bucket under
+    /// PREFIX/.wirespeed-state/revoked/): e.g. 30s, 1m. Its own are written
+    /// there at once.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = super::shares::parse_duration)]
+    pub revocation_sync: u64,
+
     /// Where serve keeps its state: the share links' key (share.key, mode
     /// 0600), their table (shares.json) and the signed-out browser sessions
     /// (sessions.json). Default: $XDG_STATE_HOME/wirespeed

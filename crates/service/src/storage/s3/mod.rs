@@ -29,6 +29,7 @@
 mod folders;
 mod object;
 mod partial;
+mod state;
 mod upload;
 
 use std::sync::Arc;
