@@ -59,7 +59,8 @@ impl ServiceConfig {
     /// The policy its presets (`access`, `writes`), rules file (`users`)
     /// and share links make: every route asks it.
     pub fn policy(&self) -> Policy {
-        let mut policy = Policy::from_presets(&self.access, self.writes);
+        let mut policy =
+            Policy::from_presets(&self.access, self.writes).with_hidden(self.hidden.clone());
         if let Some(users) = &self.users {
             policy = policy.with_users(users.clone());
         }

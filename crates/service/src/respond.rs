@@ -163,7 +163,10 @@ pub(crate) async fn admit_with(
     // the same 404 as an unknown link, so it reveals nothing beyond itself.
     if let Some(token) = crate::policy::shares::from_query(ex.query()) {
         let who = policy.link(token, ex.client_ip());
-        return match who.filter(|w| policy.decide(*w, action, path) == Decision::Allow) {
+        let allowed = |w: &Principal| {
+            !policy.hides(path) && policy.decide(*w, action, path) == Decision::Allow
+        };
+        return match who.filter(allowed) {
             Some(who) => Ok(Some(who)),
             None => {
                 if who.is_some() {
@@ -208,6 +211,12 @@ pub(crate) async fn admit_with(
         ));
     }
     match policy.decide(who, action, path) {
+        // A hidden name is missing, whoever asks and whatever they hold.
+        Decision::Allow if policy.hides(path) => {
+            close_if_body(ex);
+            ex.send(text(404), b"not found\n").await?;
+            Ok(None)
+        }
         Decision::Allow => Ok(Some(who)),
         Decision::Forbidden(why) => {
             close_if_body(ex);
@@ -277,6 +286,8 @@ pub(crate) struct WriteGuard {
     may_replace: bool,
     refusal: &'static str,
     refused: Arc<AtomicBool>,
+    /// The policy, for the names it hides (a form's file names).
+    policy: Policy,
 }
 
 impl WriteGuard {
@@ -290,6 +301,7 @@ impl WriteGuard {
             may_replace: policy.rights(who, path).may_delete(),
             refusal,
             refused: Arc::new(AtomicBool::new(false)),
+            policy: policy.clone(),
         }
     }
 
@@ -351,6 +363,11 @@ impl WriteGuard {
         key: &RelPath,
         prev: Option<CommitCheck>,
     ) -> Result<S::Upload, Error> {
+        // A hidden name is not taken (404, as if the folder had no room
+        // for it: nothing says it exists).
+        if self.policy.hides(key) {
+            return Err(Error::status(404, "not found"));
+        }
         self.check_now(storage, key).await?;
         let mut up = storage.create(key).await.map_err(|e| e.on_write(key))?;
         if let Some(check) = self.commit_check(prev) {

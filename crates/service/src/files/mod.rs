@@ -311,9 +311,7 @@ impl<S: Storage> Files<S> {
         let mut w = ex.writer(resp)?;
         while let Some(entries) = batch {
             for e in &entries {
-                if self.cfg.hidden.hides_name(&e.name)
-                    || !crate::page::may_see(&self.policy, who, key, &e.name)
-                {
+                if !crate::page::may_see(&self.policy, who, key, &e.name) {
                     continue;
                 }
                 fmt.entry(&mut text, e);

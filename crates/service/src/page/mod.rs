@@ -85,10 +85,14 @@ pub fn page_rights(policy: &Policy, who: Principal, path: &RelPath) -> PageRight
     }
 }
 
-/// Whether a listing of `folder` shows `who` the entry `name`: with a
-/// rules file, only entries where `who` holds some right (other users'
-/// folders are not listed); without one, every entry.
+/// Whether a listing of `folder` shows `who` the entry `name`: never a
+/// hidden name (`--hidden`); with a rules file, only entries where `who`
+/// holds some right (other users' folders are not listed); without one,
+/// every other entry.
 pub fn may_see(policy: &Policy, who: Principal, folder: &RelPath, name: &str) -> bool {
+    if policy.hides_name(name) {
+        return false;
+    }
     if policy.users().is_none() {
         return true;
     }

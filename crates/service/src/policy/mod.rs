@@ -192,6 +192,8 @@ pub struct Policy {
     shares: Option<Arc<Shares>>,
     /// Browser sessions (the page's sign-in), when users sign in.
     sessions: Option<Arc<Sessions>>,
+    /// Names nobody sees (`--hidden`): as if absent, for every principal.
+    hidden: Arc<hidden::Hidden>,
 }
 
 impl std::fmt::Debug for Policy {
@@ -247,7 +249,32 @@ impl Policy {
             users: None,
             shares: None,
             sessions: None,
+            hidden: Arc::default(),
         }
+    }
+
+    /// The policy plus hidden names (`--hidden`): no principal lists,
+    /// reads or writes them ([`Policy::hides`]; `respond::admit` answers
+    /// 404, as for a missing name).
+    pub fn with_hidden(mut self, hidden: hidden::Hidden) -> Self {
+        self.hidden = Arc::new(hidden);
+        self
+    }
+
+    /// Whether `path` is, or is below, a hidden name.
+    pub fn hides(&self, path: &RelPath) -> bool {
+        self.hidden.hides(path)
+    }
+
+    /// Whether the one name `name` is hidden (a listing's entry).
+    pub fn hides_name(&self, name: &str) -> bool {
+        self.hidden.hides_name(name)
+    }
+
+    /// Whether `who` may read `path` and it is not hidden: what a listing
+    /// or an archive may show of an entry.
+    pub fn reads(&self, who: Principal, path: &RelPath) -> bool {
+        !self.hides(path) && self.rights(who, path).may_read()
     }
 
     /// The policy plus browser sessions: a valid session cookie signs its
