@@ -286,8 +286,8 @@ pub(crate) struct WriteGuard {
     may_replace: bool,
     refusal: &'static str,
     refused: Arc<AtomicBool>,
-    /// The policy, for the names it hides (a form's file names).
-    policy: Policy,
+    /// The names the policy hides (a form's file names are checked).
+    hidden: Arc<crate::policy::hidden::Hidden>,
 }
 
 impl WriteGuard {
@@ -301,7 +301,7 @@ impl WriteGuard {
             may_replace: policy.rights(who, path).may_delete(),
             refusal,
             refused: Arc::new(AtomicBool::new(false)),
-            policy: policy.clone(),
+            hidden: policy.hidden().clone(),
         }
     }
 
@@ -365,7 +365,7 @@ impl WriteGuard {
     ) -> Result<S::Upload, Error> {
         // A hidden name is not taken (404, as if the folder had no room
         // for it: nothing says it exists).
-        if self.policy.hides(key) {
+        if self.hidden.hides(key) {
             return Err(Error::status(404, "not found"));
         }
         self.check_now(storage, key).await?;

@@ -334,6 +334,12 @@ fn a_new_password_ends_the_users_sessions() {
     let file = dir.path().join("users.toml");
     std::fs::write(&file, rules_text(b"bob-pw")).unwrap();
     let users = Arc::new(Users::load(&file).unwrap());
+    // The start line says how users sign in.
+    let mode = config(users.clone()).policy().describe();
+    assert!(
+        mode.contains("users sign in with HTTP Basic or the page's sign-in form"),
+        "{mode}"
+    );
     let s = TestServer::with(config(users.clone()));
     std::fs::create_dir_all(s.root.join("team")).unwrap();
     let (_, cookie) = sign_in(&s, "bob", "bob-pw");

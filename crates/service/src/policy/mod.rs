@@ -261,6 +261,11 @@ impl Policy {
         self
     }
 
+    /// The hidden names.
+    pub fn hidden(&self) -> &Arc<hidden::Hidden> {
+        &self.hidden
+    }
+
     /// Whether `path` is, or is below, a hidden name.
     pub fn hides(&self, path: &RelPath) -> bool {
         self.hidden.hides(path)
@@ -599,9 +604,14 @@ impl Policy {
     fn describe_rules(&self, users: &Users) -> String {
         let rules = users.rules();
         let (n_users, n_paths) = rules.counts();
+        let how = if self.sessions.is_some() {
+            "HTTP Basic or the page's sign-in form"
+        } else {
+            "HTTP Basic"
+        };
         let mut line = format!(
             "mode: rights per folder from {} ({n_users} users, {n_paths} paths; users sign in \
-             with HTTP Basic)",
+             with {how})",
             users.path().display()
         );
         if self.access.private() {
