@@ -261,6 +261,16 @@ fn wrong_passwords_and_page_requests_never_get_a_basic_challenge() {
         html.contains("data-locked=\"1\" data-users=\"1\""),
         "{html}"
     );
+    // Without scripts, a plain form signs in and comes back here.
+    assert!(html.contains("<form id=\"signin-form\" method=\"post\" action=\"/-/session\">"));
+    assert!(html.contains("name=\"next\" value=\"/team/\""), "{html}");
+    let r = s.req(
+        "GET",
+        "/team/t.txt",
+        &[("Accept", "text/html"), ("Sec-Fetch-Mode", "navigate")],
+        b"",
+    );
+    assert!(r.text().contains("name=\"next\" value=\"/team/t.txt\""));
     // curl (no marker, no Sec-Fetch-Mode) keeps its challenge.
     let r = s.req("GET", "/team/", &[("Accept", "text/html")], b"");
     assert_eq!(r.status, 401);

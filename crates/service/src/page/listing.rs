@@ -50,7 +50,8 @@ pub fn locked_page(policy: &crate::Policy, ex: &wirespeed_net::Exchange) -> Opti
     let anyone = crate::policy::Principal::Anyone;
     let mut fmt = Formatter::new(Format::Html)
         .with_rights(crate::page::page_rights(policy, anyone, &key))
-        .with_user(crate::page::PageUser::of(policy, anyone));
+        .with_user(crate::page::PageUser::of(policy, anyone))
+        .with_next(key.to_url(key.trailing_slash()));
     fmt.begin(&mut page, segments, true);
     fmt.end(&mut page);
     Some(page)
@@ -182,6 +183,8 @@ pub struct Formatter {
     count: usize,
     rights: PageRights,
     user: PageUser,
+    /// Where the no-script sign-in form returns (default: the folder).
+    next: Option<String>,
 }
 
 impl Formatter {
@@ -191,7 +194,15 @@ impl Formatter {
             count: 0,
             rights: PageRights::ALL,
             user: PageUser::NoUsers,
+            next: None,
         }
+    }
+
+    /// Where the page's no-script sign-in form goes back to (a file's
+    /// locked page: the file).
+    pub fn with_next(mut self, next: String) -> Self {
+        self.next = Some(next);
+        self
     }
 
     /// Who the HTML page says is signed in (none by default).
@@ -213,7 +224,10 @@ impl Formatter {
     pub fn begin(&mut self, out: &mut Vec<u8>, segments: &[String], locked: bool) {
         match self.format {
             Format::Json => out.push(b'['),
-            Format::Html => html_begin(out, segments, locked, self.rights, self.user),
+            Format::Html => {
+                let next = self.next.as_deref();
+                html_begin(out, segments, locked, self.rights, self.user, next)
+            }
         }
     }
 
@@ -307,6 +321,7 @@ fn html_begin(
     locked: bool,
     rights: PageRights,
     user: PageUser,
+    next: Option<&str>,
 ) {
     let mut title = String::from("/");
     let mut crumbs = String::from("<a href=\"/\">Home</a>");
@@ -336,6 +351,19 @@ fn html_begin(
     if rights.share {
         state.push_str(" data-share=\"1\"");
     }
+    // Without scripts, a plain form signs in (`/-/session` answers 303
+    // back here); with them, the script shows its own.
+    let mut signin = String::new();
+    if user == PageUser::SignedOut {
+        signin.push_str(
+            "<noscript><form id=\"signin-form\" method=\"post\" action=\"/-/session\">\
+<input name=\"name\" autocomplete=\"username\" aria-label=\"User name\" placeholder=\"User name\" required> \
+<input type=\"password\" name=\"password\" autocomplete=\"current-password\" aria-label=\"Password\" \
+placeholder=\"Password\" required><input type=\"hidden\" name=\"next\" value=\"",
+        );
+        escape_html(next.unwrap_or(&href), &mut signin);
+        signin.push_str("\"> <button type=\"submit\">Sign in</button></form></noscript>");
+    }
     // The script shows a sign-in form, or the name and Sign out.
     match user {
         PageUser::NoUsers => {}
@@ -362,7 +390,7 @@ fn html_begin(
 <link rel=\"icon\" href=\"{icon}\" type=\"image/svg+xml\"><link rel=\"stylesheet\" href=\"{css}\">\
 <script src=\"{js}\" defer></script></head><body{state} data-can=\"{can}\">\n\
 <header><nav class=\"crumbs\" aria-label=\"Folder\">{crumbs}<span class=\"sep\">/</span></nav>\
-<h1>Index of {title}</h1></header>\n\
+<h1>Index of {title}</h1>{signin}</header>\n\
 <div class=\"bar\" id=\"bar\">{form}</div>\n\
 <main><table id=\"rows\"><thead><tr><th class=\"n\">Name</th><th class=\"m\">Modified (UTC)</th>\
 <th class=\"s\">Size (bytes)</th></tr></thead><tbody>\n{up}"

@@ -197,6 +197,22 @@ def secure(browser):
     p.close()
 
 
+@check("without JavaScript the page's plain form signs in and comes back")
+def no_js(browser):
+    p = Page(browser, None, java_script_enabled=False)
+    p.page.goto(args.base + "team/")
+    form = p.page.locator("#signin-form")
+    expect(form).to_be_visible()
+    form.get_by_label("User name").fill("bob")
+    form.get_by_label("Password").fill("bob-pw")
+    form.get_by_role("button", name="Sign in").click()
+    p.page.wait_for_url(args.base + "team/")
+    expect(p.page.locator("#rows td.n a", has_text="t.txt")).to_be_visible()
+    c = p.session()
+    assert c is not None and c["httpOnly"] and c["sameSite"] == "Strict", c
+    p.close()
+
+
 def mint(p, row, days=None, upload=False):
     """Share link… on a row: the link the page shows."""
     items = row_menu(p, row)
