@@ -45,13 +45,15 @@ pub(crate) fn control_routes(cfg: &ServiceConfig) -> Router {
     };
     let router = match (&cfg.sessions, &cfg.users) {
         (Some(sessions), Some(users)) => {
-            let routes = crate::session::SessionRoutes {
+            let routes = || crate::session::SessionRoutes {
                 cfg: cfg.clone(),
                 policy: cfg.policy(),
                 users: users.clone(),
                 sessions: sessions.clone(),
             };
-            router.route(&["GET", "POST", "DELETE"], crate::session::PATH, routes)
+            router
+                .route(&["GET", "POST", "DELETE"], crate::session::PATH, routes())
+                .route(&["POST"], crate::session::SIGN_OUT, routes())
         }
         _ => router,
     };

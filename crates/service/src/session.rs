@@ -1,8 +1,9 @@
 //! `/-/session`: the browser page's sign-in. `POST` takes a name and a
 //! password (JSON, or an HTML form) through the same argon2id check,
 //! back-off and unknown-user cost as HTTP Basic (`Users::sign_in`), and
-//! sets the session cookie (`policy/sessions.rs`); `DELETE` signs out: the
-//! session is revoked on the server and the cookie cleared; `GET` says who
+//! sets the session cookie (`policy/sessions.rs`); `DELETE` (or a form's
+//! `POST /-/session/sign-out`) signs out: the session is revoked on the
+//! server and the cookie cleared; `GET` says who
 //! the cookie signs in. Writes from another origin are refused (a page
 //! elsewhere must not sign a browser in or out).
 
@@ -18,6 +19,8 @@ use crate::Policy;
 
 /// The route.
 pub const PATH: &str = "/-/session";
+/// Sign-out by a plain form (`POST`), for a page without scripts.
+pub const SIGN_OUT: &str = "/-/session/sign-out";
 
 /// A sign-in body is a name and a password: more is refused.
 const MAX_BODY: usize = 8 * 1024;
@@ -129,15 +132,20 @@ impl Handler for SessionRoutes {
         }
         let secure = ex.forwarded_proto() == Some("https");
         let cookie = sessions::from_cookie_header(ex.header_str("cookie")).map(str::to_owned);
+        let sign_out = ex.path() == SIGN_OUT;
         match ex.method() {
+            "POST" if sign_out => {
+                // A page without scripts signs out with a form: back home.
+                self.sign_out(ex, cookie.as_deref());
+                let resp = Response::new(303)
+                    .header("Set-Cookie", self.sessions.clear_cookie(secure))
+                    .header("Location", "/")
+                    .header("Cache-Control", "no-store");
+                ex.send(resp, b"").await
+            }
             "POST" => self.sign_in(ex, secure).await,
-            "DELETE" => {
-                if let Some(token) = &cookie {
-                    if let Ok(session) = self.sessions.verify(token, now()) {
-                        self.sessions.revoke(&session, now());
-                        tracing::info!(target: "wirespeed::signin", user = %session.user, client = %ex.client_ip(), "signed out");
-                    }
-                }
+            "DELETE" if !sign_out => {
+                self.sign_out(ex, cookie.as_deref());
                 let resp = Response::new(204)
                     .header("Set-Cookie", self.sessions.clear_cookie(secure))
                     .header("Cache-Control", "no-store");
@@ -159,6 +167,17 @@ impl Handler for SessionRoutes {
 }
 
 impl SessionRoutes {
+    /// End the cookie's session, if it is a live one.
+    fn sign_out(&self, ex: &Exchange, cookie: Option<&str>) {
+        let Some(token) = cookie else {
+            return;
+        };
+        if let Ok(session) = self.sessions.verify(token, now()) {
+            self.sessions.revoke(&session, now());
+            tracing::info!(target: "wirespeed::signin", user = %session.user, client = %ex.client_ip(), "signed out");
+        }
+    }
+
     async fn sign_in(&self, ex: &mut Exchange, secure: bool) -> Result<(), Error> {
         if ex.content_length().is_some_and(|n| n > MAX_BODY as u64) {
             crate::respond::close_if_body(ex);

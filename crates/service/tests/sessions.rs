@@ -108,6 +108,7 @@ fn a_session_signs_its_user_in_with_the_cookie_flags() {
     assert!(html.contains("data-can=\"read write\""), "{html}");
     let r = s.req("GET", "/-/session", &[c], b"");
     assert_eq!(r.text().trim(), r#"{"user":"bob"}"#);
+    assert!(html.contains("action=\"/-/session/sign-out\">bob <button"));
 
     // Writes new names from the page's origin, never replaces or deletes.
     let r = s.req("PUT", "/team/new.txt", &[c, SAME], b"from bob");
@@ -185,6 +186,27 @@ fn cookie_writes_from_another_origin_are_refused() {
     );
     assert_eq!(r.status, 403);
     assert_eq!(s.req("GET", "/team/", &[c], b"").status, 200, "still in");
+}
+
+#[test]
+fn a_form_signs_out_too() {
+    let s = server();
+    let (_, cookie) = sign_in(&s, "bob", "bob-pw");
+    let cookie = cookie.unwrap();
+    let c = ("Cookie", cookie.as_str());
+    let evil = s.req(
+        "POST",
+        "/-/session/sign-out",
+        &[c, ("Origin", "http://evil.example")],
+        b"",
+    );
+    assert_eq!(evil.status, 403);
+    assert_eq!(s.req("GET", "/team/", &[c], b"").status, 200);
+    let r = s.req("POST", "/-/session/sign-out", &[c, SAME], b"");
+    assert_eq!(r.status, 303);
+    assert_eq!(r.header("location"), Some("/"));
+    assert!(r.header("set-cookie").unwrap().contains("Max-Age=0"));
+    assert_eq!(s.req("GET", "/team/", &[c], b"").status, 401);
 }
 
 #[test]

@@ -364,6 +364,13 @@ placeholder=\"Password\" required><input type=\"hidden\" name=\"next\" value=\""
         escape_html(next.unwrap_or(&href), &mut signin);
         signin.push_str("\"> <button type=\"submit\">Sign in</button></form></noscript>");
     }
+    if let PageUser::SignedIn(name) = user {
+        signin.push_str(
+            "<noscript><form id=\"signout-form\" method=\"post\" action=\"/-/session/sign-out\">",
+        );
+        escape_html(name.as_str(), &mut signin);
+        signin.push_str(" <button type=\"submit\">Sign out</button></form></noscript>");
+    }
     // The script shows a sign-in form, or the name and Sign out.
     match user {
         PageUser::NoUsers => {}

@@ -197,7 +197,7 @@ def secure(browser):
     p.close()
 
 
-@check("without JavaScript the page's plain form signs in and comes back")
+@check("without JavaScript plain forms sign in (back to the folder) and out")
 def no_js(browser):
     p = Page(browser, None, java_script_enabled=False)
     p.page.goto(args.base + "team/")
@@ -210,6 +210,14 @@ def no_js(browser):
     expect(p.page.locator("#rows td.n a", has_text="t.txt")).to_be_visible()
     c = p.session()
     assert c is not None and c["httpOnly"] and c["sameSite"] == "Strict", c
+    # And a plain form signs out: the session ends on the server.
+    out = p.page.locator("#signout-form")
+    expect(out).to_contain_text("bob")
+    out.get_by_role("button", name="Sign out").click()
+    p.page.wait_for_url(args.base)
+    assert p.session() is None, p.context.cookies()
+    r = requests.get(args.base + "team/", cookies={COOKIE: c["value"]}, timeout=10)
+    assert r.status_code == 401, r.status_code
     p.close()
 
 
