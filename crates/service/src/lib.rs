@@ -46,6 +46,7 @@ mod front_door;
 pub mod access_log;
 pub mod conditional;
 pub mod config;
+pub(crate) mod content_type;
 pub mod digest;
 pub mod hash_gate;
 pub mod metrics;

@@ -176,9 +176,7 @@ impl<S: Storage> Files<S> {
         };
         let name = key.name().unwrap_or("");
         // The static name, not a parsed `Mime` (which allocates).
-        let essence = mime_guess::from_path(name)
-            .first_raw()
-            .unwrap_or("application/octet-stream");
+        let essence = crate::content_type::of(name);
         // A text file's start is read to sniff its charset; when that is the
         // whole file, the same bytes are the body (one read per request).
         let mut start = [0u8; SNIFF_BYTES];
