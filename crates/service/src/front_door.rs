@@ -11,8 +11,9 @@ use wirespeed_net::{Error, Exchange, Handler};
 
 use crate::archive::{self, CrcCache};
 use crate::config::ServiceConfig;
-use crate::dav::{self, Dav, LockTable, Reach};
+use crate::dav::{self, Dav};
 use crate::files::Files;
+use crate::locks::{check_write, Reach};
 use crate::metrics::RouteClass;
 use crate::path::{parse_request_path, RelPath};
 use crate::policy::Action;
@@ -47,8 +48,6 @@ pub struct FileRoutes<S> {
     files: Files<S>,
     /// zip CRC-32s computed for folder archives, kept across requests.
     crcs: CrcCache,
-    /// WebDAV locks, held across requests (`dav`).
-    locks: LockTable,
 }
 
 impl<S: Storage> FileRoutes<S> {
@@ -56,7 +55,6 @@ impl<S: Storage> FileRoutes<S> {
         FileRoutes {
             files: Files::new(storage, cfg),
             crcs: CrcCache::default(),
-            locks: LockTable::default(),
         }
     }
 
@@ -67,7 +65,7 @@ impl<S: Storage> FileRoutes<S> {
             storage,
             cfg,
             policy: self.files.policy(),
-            locks: &self.locks,
+            locks: &cfg.locks,
         }
     }
 }
@@ -96,9 +94,15 @@ impl<S: Storage> Handler for FileRoutes<S> {
             "PUT" | "POST" => cfg.metrics.as_ref().map(|m| m.upload_started()),
             _ => None,
         };
+        // A write's `If` header, for the lock check (fronts other than
+        // WebDAV's rarely send one, but it is honoured).
+        let if_value = ex.header_str("if").map(str::to_string);
         let result = match ex.method() {
             "POST" => {
-                let guard = WriteGuard::new(policy, who, &key);
+                // The form's files are checked as they come, each at its name.
+                let submitted =
+                    check_write(&cfg.locks, storage, if_value.as_deref(), &key, &[], who).await?;
+                let guard = WriteGuard::new(policy, who, &key).with_locks(&cfg.locks, submitted);
                 let r = crate::encoded::post(storage, cfg, &guard, ex, key).await;
                 r.map_err(|e| guard.explain(e))
             }
@@ -111,10 +115,22 @@ impl<S: Storage> Handler for FileRoutes<S> {
                 }
                 _ => self.files.answer(ex, key, who).await,
             },
-            "PUT" => match self.dav().check_locks(ex, &[(&key, Reach::Member)]).await {
-                Ok(()) => self.files.answer(ex, key, who).await,
-                Err(e) => Err(e),
-            },
+            "PUT" => {
+                let targets = [(&key, Reach::Member)];
+                match check_write(
+                    &cfg.locks,
+                    storage,
+                    if_value.as_deref(),
+                    &key,
+                    &targets,
+                    who,
+                )
+                .await
+                {
+                    Ok(_) => self.files.answer(ex, key, who).await,
+                    Err(e) => Err(e),
+                }
+            }
             _ => self.files.answer(ex, key, who).await,
         };
         result.map_err(|e| explain_too_large(e, cfg.max_body))

@@ -48,6 +48,7 @@ pub mod conditional;
 pub mod config;
 pub mod digest;
 pub mod hash_gate;
+pub mod locks;
 pub mod metrics;
 pub mod mtime;
 pub mod page;

@@ -4,31 +4,21 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::UNIX_EPOCH;
 
 use wirespeed_net::{Error, Exchange, Response};
 
 use crate::conditional::write_allowed;
 use crate::config::ServiceConfig;
 use crate::digest::format_sha256;
+use crate::locks::{LockTable, Reach, Submitted};
 use crate::path::RelPath;
 use crate::policy::{Action, Decision, Policy, Principal};
 pub use crate::size::human_size;
 use crate::storage::{CommitCheck, Kind, Meta, Storage, StorageError, Upload, Written};
 
-/// A strong ETag from size and modification time (nanoseconds): any
-/// completed upload renames a new inode in, with a new mtime.
-pub fn etag(meta: &Meta) -> String {
-    let nanos = meta
-        .modified
-        .and_then(|m| m.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    // Sized up front: `format!` would grow the string twice.
-    let mut tag = String::with_capacity(2 + 16 + 1 + 32);
-    use std::fmt::Write as _;
-    let _ = write!(tag, "\"{:x}-{:x}\"", meta.size, nanos);
-    tag
-}
+/// The ETag every route answers (kept in `conditional`, with the other
+/// validators, so the lock check can use it too).
+pub use crate::conditional::etag;
 
 /// The answer to a stored single-file upload (PUT, and the single-file
 /// POSTs): 201 (with Location) or 204, `Repr-Digest` of the stored bytes
@@ -233,12 +223,15 @@ pub(crate) async fn admit_with(
 
 /// How one write request treats an existing name: a principal without the
 /// delete right may only create, checked before the body and again at
-/// commit (the name may appear meanwhile).
+/// commit (the name may appear meanwhile); and, given the lock table
+/// ([`WriteGuard::with_locks`]), each name it creates is refused (423) while
+/// a WebDAV lock the request did not submit covers it.
 #[derive(Clone)]
 pub(crate) struct WriteGuard {
     may_replace: bool,
     refusal: &'static str,
     refused: Arc<AtomicBool>,
+    locks: Option<(Arc<LockTable>, Submitted)>,
 }
 
 impl WriteGuard {
@@ -252,7 +245,15 @@ impl WriteGuard {
             may_replace: policy.rights(who, path).may_delete(),
             refusal,
             refused: Arc::new(AtomicBool::new(false)),
+            locks: None,
         }
+    }
+
+    /// The same guard, also refusing names under a lock `submitted` does
+    /// not hold (checked by [`create`](Self::create), before the body).
+    pub(crate) fn with_locks(mut self, table: &Arc<LockTable>, submitted: Submitted) -> Self {
+        self.locks = Some((table.clone(), submitted));
+        self
     }
 
     /// The same guard, never replacing (its upload's creator lacked `d`).
@@ -313,6 +314,9 @@ impl WriteGuard {
         key: &RelPath,
         prev: Option<CommitCheck>,
     ) -> Result<S::Upload, Error> {
+        if let Some((table, submitted)) = &self.locks {
+            submitted.cover(table, &[(key, Reach::Member)])?;
+        }
         self.check_now(storage, key).await?;
         let mut up = storage.create(key).await.map_err(|e| e.on_write(key))?;
         if let Some(check) = self.commit_check(prev) {

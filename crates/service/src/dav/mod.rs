@@ -1,17 +1,19 @@
 //! WebDAV class 1 and 2 (RFC 4918) on any [`Storage`]: OPTIONS, PROPFIND,
 //! PROPPATCH, MKCOL, DELETE, COPY, MOVE, LOCK and UNLOCK. GET and PUT stay
-//! on the file routes (`files.rs`), which ask [`Dav::check_locks`] before a
-//! PUT. Every method passes `respond::admit` with its [`Action`] first.
+//! on the file routes (`files.rs`); every write front asks the lock table
+//! through `crate::locks`. Every method passes `respond::admit` with its
+//! [`Action`] first.
 //!
 //! - [`xml`]: request bodies in, multi-status out (bounded, no entities).
-//! - [`if_header`]: the `If` header, parsed and evaluated.
-//! - [`lock`]: the lock table; [`locking`]: LOCK/UNLOCK and the write check.
+//! - [`locking`]: LOCK/UNLOCK, and this front's writes' lock check (the
+//!   table and the `If` header are `crate::locks`').
 //! - [`propfind`]: live properties; [`dead`]: stored ones and PROPPATCH.
 //! - [`copymove`]: COPY, MOVE, recursive DELETE, MKCOL.
 
 use wirespeed_net::{Error, Exchange, Response};
 
 use crate::config::ServiceConfig;
+use crate::locks::{self, LockTable};
 use crate::metrics::RouteClass;
 use crate::path::{parse_request_path, RelPath};
 use crate::policy::{Action, Decision, Policy};
@@ -20,14 +22,9 @@ use crate::storage::{Kind, Storage, StorageError};
 
 mod copymove;
 pub mod dead;
-pub mod if_header;
-pub mod lock;
 mod locking;
 pub mod propfind;
 pub mod xml;
-
-pub use lock::LockTable;
-pub(crate) use locking::Reach;
 
 use xml::{MULTISTATUS_END, MULTISTATUS_START};
 
@@ -161,13 +158,13 @@ impl<S: Storage> Dav<'_, S> {
                 ex.send(resp, b"").await
             }
             "PROPFIND" => self.propfind(ex, &key, who).await,
-            "PROPPATCH" => self.proppatch(ex, &key).await,
-            "MKCOL" => self.mkcol(ex, &key).await,
+            "PROPPATCH" => self.proppatch(ex, &key, who).await,
+            "MKCOL" => self.mkcol(ex, &key, who).await,
             "DELETE" => self.delete(ex, &key, who).await,
             "COPY" => self.copy_or_move(ex, &key, who, false).await,
             "MOVE" => self.copy_or_move(ex, &key, who, true).await,
-            "LOCK" => self.lock(ex, &key).await,
-            "UNLOCK" => self.unlock(ex, &key).await,
+            "LOCK" => self.lock(ex, &key, who).await,
+            "UNLOCK" => self.unlock(ex, &key, who).await,
             _ => Err(Error::status(405, "method not allowed")),
         }
     }
@@ -201,6 +198,12 @@ impl<S: Storage> Dav<'_, S> {
         // The locks that can cover the folder or a member, looked up once.
         let mut nearby = self.locks.covering(key.segments());
         nearby.extend(self.locks.below(key.segments()));
+        // Another principal's lock shows without its token (RFC 4918 §15.8).
+        for l in &mut nearby {
+            if !l.usable_by(who) {
+                l.token.clear();
+            }
+        }
         let me = self
             .resource(key, key.name().unwrap_or(""), meta, dead, quota, &nearby)
             .await;
@@ -251,7 +254,7 @@ impl<S: Storage> Dav<'_, S> {
         meta: crate::storage::Meta,
         dead: bool,
         quota: (Option<u64>, Option<u64>),
-        nearby: &[lock::Lock],
+        nearby: &[locks::Lock],
     ) -> propfind::Resource<'n> {
         let dir = meta.kind == Kind::Dir;
         let dead = if dead {
@@ -276,11 +279,17 @@ impl<S: Storage> Dav<'_, S> {
 
     /// PROPPATCH (RFC 4918 §9.2): dead properties, all or none, kept with
     /// the file by the storage; a set modification time is applied.
-    async fn proppatch(&self, ex: &mut Exchange, key: &RelPath) -> Result<(), Error> {
+    async fn proppatch(
+        &self,
+        ex: &mut Exchange,
+        key: &RelPath,
+        who: crate::policy::Principal,
+    ) -> Result<(), Error> {
         let body = read_xml_body(ex).await?;
         let patches = xml::parse_proppatch(&body).map_err(|e| Error::status(400, e.to_string()))?;
         let meta = self.storage.stat(key).await?;
-        self.check_locks(ex, &[(key, Reach::Own)]).await?;
+        self.check_locks(ex, &[(key, locks::Reach::Own)], who)
+            .await?;
         let current = dead::decode(self.storage.dead_props(key).await?.as_deref());
         let mut outcome = dead::apply(current, &patches);
         let mut failure = None;
