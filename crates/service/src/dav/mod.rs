@@ -309,7 +309,7 @@ impl<S: Storage> Dav<'_, S> {
         if let Some(e) = failure {
             tracing::debug!(error = %e, "PROPPATCH not stored");
             let status = match e {
-                StorageError::Full | StorageError::NoRoom { .. } => 507,
+                StorageError::Full | StorageError::NoRoom { .. } | StorageError::TooLarge(_) => 507,
                 _ => 403,
             };
             for s in &mut outcome.statuses {

@@ -125,6 +125,10 @@ pub enum StorageError {
         crate::size::human_size(*available)
     )]
     NoRoom { needed: u64, available: u64 },
+    /// What was to be kept with a file exceeds what the backend can keep
+    /// there (S3's 2 KB of object metadata for WebDAV properties).
+    #[error("too large for this storage: {0}")]
+    TooLarge(&'static str),
     /// ENAMETOOLONG: a name or the whole path is too long for the filesystem.
     #[error("name too long for the server's filesystem (names up to 255 bytes)")]
     NameTooLong,
@@ -158,7 +162,7 @@ impl StorageError {
             | StorageError::Outside
             | StorageError::Denied
             | StorageError::WriteDenied => 403,
-            StorageError::Full | StorageError::NoRoom { .. } => 507,
+            StorageError::Full | StorageError::NoRoom { .. } | StorageError::TooLarge(_) => 507,
             StorageError::Busy => 503,
             // A long name is a bad request, not a long URI (RFC 9110 §15.5.15).
             StorageError::NameTooLong => 400,

@@ -21,6 +21,8 @@
 //!   each, their records in `PREFIX/.wirespeed-uploads/`.
 //! - `folders.rs`: `MKCOL` (a hidden `.wirespeed-folder` marker) and
 //!   `MOVE` (server-side copy, then delete; bounded for folders).
+//! - `props.rs`: WebDAV dead properties as object metadata
+//!   (`x-amz-meta-wirespeed-dav`; a folder's on its marker).
 //!
 //! Digests: a sha-256 known when the object is written is stored as the
 //! object's metadata `x-amz-meta-sha256` and read back by the `HEAD` at
@@ -29,6 +31,7 @@
 mod folders;
 mod object;
 mod partial;
+mod props;
 mod upload;
 
 use std::sync::Arc;
@@ -472,6 +475,14 @@ impl Storage for S3Storage {
         overwrite: bool,
     ) -> Result<Written, StorageError> {
         self.move_key(from, to, overwrite).await
+    }
+
+    async fn dead_props(&self, key: &RelPath) -> Result<Option<Vec<u8>>, StorageError> {
+        self.read_props(key).await
+    }
+
+    async fn set_dead_props(&self, key: &RelPath, blob: Option<&[u8]>) -> Result<(), StorageError> {
+        self.write_props(key, blob).await
     }
 }
 
