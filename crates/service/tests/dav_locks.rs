@@ -229,3 +229,67 @@ fn a_lock_belongs_to_who_took_it() {
     assert_eq!(s.req("PUT", "/f.txt", &[bob], b"bob").status, 204);
     assert_eq!(std::fs::read(s.root.join("f.txt")).unwrap(), b"bob");
 }
+
+/// A server on `bucket/p` of MinIO `m` (each its own process state).
+fn s3_server(m: &wirespeed_testkit::minio::Minio, bucket: &str) -> TestServer {
+    let mut c = wirespeed_service::S3Config::from_url(&format!("s3://{bucket}/p")).unwrap();
+    c.endpoint = Some(m.endpoint());
+    c.region = Some("us-east-1".into());
+    c.credentials = Some((
+        wirespeed_testkit::minio::USER.into(),
+        wirespeed_testkit::minio::PASSWORD.into(),
+    ));
+    let storage = wirespeed_service::S3Storage::new(&c).unwrap();
+    TestServer::on_storage(storage, ServiceConfig::default())
+}
+
+#[test]
+fn two_servers_on_one_bucket_honour_each_others_locks() {
+    let Some(m) = wirespeed_testkit::minio::Minio::start() else {
+        return;
+    };
+    m.create_bucket("locks");
+    let a = s3_server(&m, "locks");
+    let b = s3_server(&m, "locks");
+    assert_eq!(a.put("/f.txt", b"v1").status, 201);
+    let tok = lock(&a, "/f.txt", "0", &[]);
+    assert!(m
+        .keys("locks")
+        .contains(&"p/.wirespeed-locks.json".to_string()));
+
+    // Node B: the PUT, a form POST and a conflicting LOCK are refused.
+    let r = b.put("/f.txt", b"from b");
+    assert_eq!(r.status, 423, "{}", r.text());
+    assert_eq!(form_post(&b, "/", "f.txt", b"form", &[]).status, 423);
+    let body = "<D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/></D:lockscope>\
+        <D:locktype><D:write/></D:locktype></D:lockinfo>";
+    assert_eq!(b.req("LOCK", "/f.txt", &[], body.as_bytes()).status, 423);
+    assert_eq!(a.get("/f.txt").body, b"v1");
+    // B shows A's lock, and honours its token.
+    let r = b.req("PROPFIND", "/f.txt", &[("Depth", "0")], b"");
+    assert!(r.text().contains(&tok), "{}", r.text());
+    let with = format!("(<{tok}>)");
+    assert_eq!(b.req("PUT", "/f.txt", &[("If", &with)], b"v2").status, 204);
+
+    // UNLOCK on B (an anonymous lock is anyone's with the token); A's copy
+    // catches up within the shared records' window.
+    assert_eq!(unlock(&b, "/f.txt", &tok, &[]).status, 204);
+    a.eventually("A sees the lock gone", || {
+        a.put("/f.txt", b"v3").status == 204
+    });
+    assert_eq!(b.get("/f.txt").body, b"v3");
+
+    // Both nodes LOCK one name at once: exactly one lock is granted.
+    for round in 0..4 {
+        let path = format!("/race{round}.txt");
+        assert_eq!(a.put(&path, b"r").status, 201);
+        let statuses: Vec<u16> = std::thread::scope(|s| {
+            let ta = s.spawn(|| a.req("LOCK", &path, &[], body.as_bytes()).status);
+            let tb = s.spawn(|| b.req("LOCK", &path, &[], body.as_bytes()).status);
+            vec![ta.join().unwrap(), tb.join().unwrap()]
+        });
+        let mut sorted = statuses.clone();
+        sorted.sort();
+        assert_eq!(sorted, vec![200, 423], "round {round}: {statuses:?}");
+    }
+}

@@ -115,11 +115,11 @@ impl<S: Storage> Dav<'_, S> {
                 ),
                 e => e.on_write(key).into(),
             })?;
-            self.locks.forget(key.segments());
+            self.forget_locks(key).await;
             return ex.send(Response::new(204), b"").await;
         }
         let failed = self.remove_tree(key, who).await?;
-        self.locks.forget(key.segments());
+        self.forget_locks(key).await;
         self.answer_failures(ex, failed, 204).await
     }
 
@@ -321,14 +321,14 @@ impl<S: Storage> Dav<'_, S> {
             if !failed.is_empty() {
                 return self.answer_failures(ex, failed, 204).await;
             }
-            self.locks.forget(to.segments());
+            self.forget_locks(&to).await;
         }
         let dir = src.kind == Kind::Dir;
         let failed = if moving {
             match self.storage.rename(key, &to, over_file).await {
                 Ok(_) => {
-                    self.locks.forget(to.segments());
-                    self.locks.forget(key.segments());
+                    self.forget_locks(&to).await;
+                    self.forget_locks(key).await;
                     Vec::new()
                 }
                 Err(StorageError::Exists) => {

@@ -1,7 +1,7 @@
 //! LOCK and UNLOCK (RFC 4918 §9.10–11), and this front's writes' lock
 //! check (`crate::locks::check_write`, which every write front asks).
 
-use std::time::Instant;
+use std::time::SystemTime;
 
 use wirespeed_net::{Error, Exchange, Response};
 
@@ -36,6 +36,15 @@ impl<S: Storage> Dav<'_, S> {
         .map(drop)
     }
 
+    /// The resource at `key` is gone (DELETE, a MOVE's source, a replaced
+    /// destination): its locks and those below go too.
+    pub(crate) async fn forget_locks(&self, key: &RelPath) {
+        let path = key.segments();
+        if let Err(e) = self.locks.modify(self.storage, |t| t.forget(path)).await {
+            tracing::warn!(path = %key, error = %e, "the locks of a removed resource were not dropped");
+        }
+    }
+
     /// LOCK: a new lock (an unmapped URL becomes an empty file, 201), or a
     /// refresh (no body, the token in `If`).
     pub(super) async fn lock(
@@ -46,6 +55,7 @@ impl<S: Storage> Dav<'_, S> {
     ) -> Result<(), Error> {
         let timeout = parse_timeout(ex.header_str("timeout"));
         let body = read_xml_body(ex).await?;
+        self.locks.sync(self.storage, false).await?;
         if body.iter().all(u8::is_ascii_whitespace) {
             let value = if_value(ex);
             let h = evaluate_if(self.locks, self.storage, value.as_deref(), key)
@@ -65,7 +75,11 @@ impl<S: Storage> Dav<'_, S> {
                 {
                     return Err(not_yours());
                 }
-                if let Some(l) = self.locks.refresh(&t, key.segments(), timeout) {
+                let refreshed = self
+                    .locks
+                    .modify(self.storage, |tb| tb.refresh(&t, key.segments(), timeout))
+                    .await?;
+                if let Some(l) = refreshed {
                     return send_lock(ex, 200, &l, false).await;
                 }
             }
@@ -115,9 +129,13 @@ impl<S: Storage> Dav<'_, S> {
             owner: info.owner,
             creator: creator(who),
             timeout,
-            expires: Instant::now() + timeout,
+            expires: SystemTime::now() + timeout,
         };
-        let lock = match self.locks.lock(lock) {
+        let taken = self
+            .locks
+            .modify(self.storage, |t| t.lock(lock.clone()))
+            .await?;
+        let lock = match taken {
             Ok(l) => l,
             Err(LockRefused::Conflict) => {
                 return super::send_condition(ex, 423, "no-conflicting-lock").await
@@ -136,7 +154,11 @@ impl<S: Storage> Dav<'_, S> {
             }
             .await;
             if let Err(e) = made {
-                self.locks.unlock(&lock.token, key.segments());
+                let token = &lock.token;
+                let _ = self
+                    .locks
+                    .modify(self.storage, |t| t.unlock(token, key.segments()))
+                    .await;
                 return Err(e.on_write(key).into());
             }
             return send_lock(ex, 201, &lock, true).await;
@@ -161,6 +183,7 @@ impl<S: Storage> Dav<'_, S> {
             })
             .filter(|t| !t.is_empty())
             .ok_or_else(|| Error::status(400, "UNLOCK needs a Lock-Token header"))?;
+        self.locks.sync(self.storage, false).await?;
         if self
             .locks
             .get(&token)
@@ -168,7 +191,11 @@ impl<S: Storage> Dav<'_, S> {
         {
             return Err(not_yours());
         }
-        if self.locks.unlock(&token, key.segments()) {
+        let removed = self
+            .locks
+            .modify(self.storage, |t| t.unlock(&token, key.segments()))
+            .await?;
+        if removed {
             return ex.send(Response::new(204), b"").await;
         }
         super::send_condition(ex, 409, "lock-token-matches-request-uri").await
@@ -194,7 +221,7 @@ async fn send_lock(ex: &mut Exchange, status: u16, l: &Lock, new: bool) -> Resul
     let mut body = String::from(
         "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<D:prop xmlns:D=\"DAV:\"><D:lockdiscovery>",
     );
-    super::propfind::write_active(l, Instant::now(), &mut body);
+    super::propfind::write_active(l, SystemTime::now(), &mut body);
     body.push_str("</D:lockdiscovery></D:prop>\n");
     let mut resp = Response::new(status).header("Content-Type", XML);
     if new {

@@ -195,7 +195,11 @@ impl<S: Storage> Dav<'_, S> {
         };
         let dead = propfind::needs_dead(&want);
         let mut text = String::from(MULTISTATUS_START);
-        // The locks that can cover the folder or a member, looked up once.
+        // The locks that can cover the folder or a member, looked up once
+        // (this node's copy of shared records, if it cannot be refreshed).
+        if let Err(e) = self.locks.sync(self.storage, false).await {
+            tracing::debug!(error = %e, "lock records not refreshed for PROPFIND");
+        }
         let mut nearby = self.locks.covering(key.segments());
         nearby.extend(self.locks.below(key.segments()));
         // Another principal's lock shows without its token (RFC 4918 §15.8).

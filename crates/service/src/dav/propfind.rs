@@ -2,7 +2,7 @@
 //! route in `dav/mod.rs` streams a folder's in its listing's batches).
 
 use std::fmt::Write as _;
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use super::xml::{escape_into, prop_element, PropName, Propfind, DAV};
 use crate::locks::Lock;
@@ -10,7 +10,7 @@ use crate::storage::{Kind, Meta};
 
 /// `DAV:activelock` text of `l`; a lock whose token was blanked (another
 /// principal's, RFC 4918 §15.8) shows without `DAV:locktoken`.
-pub fn write_active(l: &Lock, now: Instant, out: &mut String) {
+pub fn write_active(l: &Lock, now: SystemTime, out: &mut String) {
     out.push_str("<D:activelock><D:locktype><D:write/></D:locktype><D:lockscope>");
     out.push_str(if l.exclusive {
         "<D:exclusive/>"
@@ -25,7 +25,7 @@ pub fn write_active(l: &Lock, now: Instant, out: &mut String) {
         out.push_str(owner);
         out.push_str("</D:owner>");
     }
-    let left = l.expires.saturating_duration_since(now).as_secs();
+    let left = l.expires.duration_since(now).map_or(0, |d| d.as_secs());
     let _ = write!(out, "<D:timeout>Second-{left}</D:timeout>");
     if !l.token.is_empty() {
         out.push_str("<D:locktoken><D:href>");
@@ -110,7 +110,7 @@ impl Resource<'_> {
             "displayname" => escape_into(self.name, out),
             "supportedlock" => out.push_str(SUPPORTED_LOCK),
             "lockdiscovery" => {
-                let now = Instant::now();
+                let now = SystemTime::now();
                 for l in &self.locks {
                     write_active(l, now, out);
                 }

@@ -7,9 +7,12 @@
 //! `dav` takes and removes locks; `files` (PUT), `encoded` (form, SOAP and
 //! MTOM POSTs, through `respond::WriteGuard`) and `resumable` (creations and
 //! appends) only ask. Here at the crate top, since a front never imports
-//! another. A server that holds no lock pays one atomic load per write.
+//! another. A server that holds no lock pays one atomic load per write (on
+//! a store that shares lock records between servers, [`shared`], also one
+//! conditional read per [`shared::WINDOW`]).
 
 pub mod if_header;
+pub mod shared;
 pub mod table;
 
 pub use table::{
@@ -192,6 +195,7 @@ pub(crate) async fn check_write<S: Storage>(
     targets: &[(&RelPath, Reach)],
     who: Principal,
 ) -> Result<Submitted, Error> {
+    table.sync(storage, false).await?;
     let mut submitted = Submitted {
         who,
         tokens: Vec::new(),
@@ -206,7 +210,7 @@ pub(crate) async fn check_write<S: Storage>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
+    use std::time::{Duration, SystemTime};
 
     fn key(p: &str) -> RelPath {
         parse_request_path(p).unwrap()
@@ -223,7 +227,7 @@ mod tests {
                 owner: None,
                 creator: creator(who),
                 timeout: Duration::from_secs(60),
-                expires: Instant::now() + Duration::from_secs(60),
+                expires: SystemTime::now() + Duration::from_secs(60),
             })
             .unwrap()
     }

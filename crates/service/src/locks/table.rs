@@ -1,13 +1,14 @@
 //! The table of active locks (RFC 4918 §6–7), sans-IO: conflicts, cover,
 //! refresh, timeouts.
 //!
-//! In memory, per server process: a lock lives until UNLOCK, its timeout, or
-//! a restart (clients refresh or take a new one).
+//! In memory: on a folder, per server process (a lock lives until UNLOCK,
+//! its timeout, or a restart); on a store that shares lock records (S3),
+//! this node's copy of the bucket's record (`shared`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime};
 
 /// The longest lock granted; `Infinite` asks get this too (a forgotten
 /// lock must end some day).
@@ -36,7 +37,7 @@ pub struct Lock {
     /// taken without credentials, so the token alone is the proof.
     pub creator: Option<String>,
     pub timeout: Duration,
-    pub expires: Instant,
+    pub expires: SystemTime,
 }
 
 impl Lock {
@@ -63,6 +64,8 @@ pub struct LockTable {
     /// next look): read without the mutex, so a write on a server without
     /// locks costs one atomic load.
     held: AtomicUsize,
+    /// What this node knows of the records a shared store keeps.
+    pub(super) shared: super::shared::SharedState,
 }
 
 /// The table, locked, with its expired locks gone; the count follows it.
@@ -93,7 +96,7 @@ impl Drop for Guard<'_> {
 impl LockTable {
     fn table(&self) -> Guard<'_> {
         let mut t = self.locks.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
+        let now = SystemTime::now();
         t.retain(|_, l| l.expires > now);
         Guard {
             t,
@@ -104,6 +107,21 @@ impl LockTable {
     /// Whether no lock is held (the early-out of every write's check).
     pub fn is_empty(&self) -> bool {
         self.held.load(Ordering::Relaxed) == 0
+    }
+
+    /// Every lock held, in token order.
+    pub fn all(&self) -> Vec<Lock> {
+        let mut v: Vec<Lock> = self.table().values().cloned().collect();
+        v.sort_by(|a, b| a.token.cmp(&b.token));
+        v
+    }
+
+    /// Hold exactly `locks` (the shared store's records, just read).
+    pub fn replace_all(&self, locks: Vec<Lock>) {
+        let mut t = self.table();
+        t.clear();
+        t.extend(locks.into_iter().map(|l| (l.token.clone(), l)));
+        t.retain(|_, l| l.expires > SystemTime::now());
     }
 
     /// The lock `token`, if held.
@@ -153,7 +171,7 @@ impl LockTable {
         let mut t = self.table();
         let l = t.get_mut(token).filter(|l| l.covers(path))?;
         l.timeout = timeout;
-        l.expires = Instant::now() + timeout;
+        l.expires = SystemTime::now() + timeout;
         Some(l.clone())
     }
 
@@ -233,7 +251,7 @@ mod tests {
             owner: None,
             creator: None,
             timeout: DEFAULT_TIMEOUT,
-            expires: Instant::now() + DEFAULT_TIMEOUT,
+            expires: SystemTime::now() + DEFAULT_TIMEOUT,
         }
     }
 

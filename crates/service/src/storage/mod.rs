@@ -80,6 +80,17 @@ pub enum Written {
     Replaced,
 }
 
+/// What [`Storage::load_locks`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockRecords {
+    /// The version the caller knows is still the current one.
+    Unchanged,
+    /// No records are kept (no lock was ever taken, or the store keeps none).
+    Absent,
+    /// The records and their version (for a conditional write).
+    Found { blob: Vec<u8>, version: String },
+}
+
 /// Storage failures, each with the HTTP status it maps to.
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
@@ -292,6 +303,30 @@ pub trait Storage: Send + Sync + 'static {
         _blob: Option<&[u8]>,
     ) -> impl Future<Output = Result<(), StorageError>> + Send {
         async { Err(StorageError::Unsupported("WebDAV properties")) }
+    }
+    /// Whether WebDAV lock records are kept in the store, for every server
+    /// on it ([`load_locks`](Self::load_locks)); else each server keeps its
+    /// locks in memory.
+    fn shares_locks(&self) -> bool {
+        false
+    }
+    /// The lock records (the `locks` module's serialized table), unless
+    /// their version is still `known`.
+    fn load_locks(
+        &self,
+        _known: Option<String>,
+    ) -> impl Future<Output = Result<LockRecords, StorageError>> + Send {
+        async { Ok(LockRecords::Absent) }
+    }
+    /// Replace the lock records with `blob` if their version is still
+    /// `version` (`None`: if there are none), else
+    /// [`StorageError::PreconditionFailed`]; returns the new version.
+    fn save_locks(
+        &self,
+        _blob: Vec<u8>,
+        _version: Option<String>,
+    ) -> impl Future<Output = Result<String, StorageError>> + Send {
+        async { Err(StorageError::Unsupported("shared lock records")) }
     }
     /// Set the modification time of a file or folder (WebDAV clients set
     /// it with PROPPATCH after a save).

@@ -21,6 +21,8 @@
 //!   each, their records in `PREFIX/.wirespeed-uploads/`.
 //! - `folders.rs`: `MKCOL` (a hidden `.wirespeed-folder` marker) and
 //!   `MOVE` (server-side copy, then delete; bounded for folders).
+//! - `lock_records.rs`: the WebDAV locks of every server on the bucket, one
+//!   object written with conditional requests.
 //! - `props.rs`: WebDAV dead properties as object metadata
 //!   (`x-amz-meta-wirespeed-dav`; a folder's on its marker).
 //!
@@ -29,6 +31,7 @@
 //! open (always the object's own, so never stale).
 
 mod folders;
+mod lock_records;
 mod object;
 mod partial;
 mod props;
@@ -483,6 +486,25 @@ impl Storage for S3Storage {
 
     async fn set_dead_props(&self, key: &RelPath, blob: Option<&[u8]>) -> Result<(), StorageError> {
         self.write_props(key, blob).await
+    }
+
+    fn shares_locks(&self) -> bool {
+        true
+    }
+
+    async fn load_locks(
+        &self,
+        known: Option<String>,
+    ) -> Result<crate::storage::LockRecords, StorageError> {
+        self.read_lock_records(known).await
+    }
+
+    async fn save_locks(
+        &self,
+        blob: Vec<u8>,
+        version: Option<String>,
+    ) -> Result<String, StorageError> {
+        self.write_lock_records(blob, version).await
     }
 }
 
