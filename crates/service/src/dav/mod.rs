@@ -10,6 +10,7 @@
 //! - [`propfind`]: live properties; [`dead`]: stored ones and PROPPATCH.
 //! - [`copymove`]: COPY, MOVE, recursive DELETE, MKCOL.
 
+use futures_util::StreamExt as _;
 use wirespeed_net::{Error, Exchange, Response};
 
 use crate::config::ServiceConfig;
@@ -51,6 +52,8 @@ pub fn handles(method: &str) -> bool {
 }
 
 const XML: &str = "application/xml; charset=utf-8";
+/// Members whose dead properties a `Depth: 1` PROPFIND reads at once.
+const DEAD_PROPS_IN_FLIGHT: usize = 16;
 
 /// The WebDAV front over one storage, with the server's policy and locks.
 pub(crate) struct Dav<'a, S> {
@@ -208,9 +211,11 @@ impl<S: Storage> Dav<'_, S> {
                 l.token.clear();
             }
         }
-        let me = self
-            .resource(key, key.name().unwrap_or(""), meta, dead, quota, &nearby)
-            .await;
+        let stored = match dead {
+            true => self.dead_props_of(key).await,
+            false => Vec::new(),
+        };
+        let me = self.resource(key, key.name().unwrap_or(""), meta, stored, quota, &nearby);
         me.write(&want, &mut text);
         let resp = Response::new(207).header("Content-Type", XML);
         if !(depth_one && meta.kind == Kind::Dir) {
@@ -224,6 +229,7 @@ impl<S: Storage> Dav<'_, S> {
         let mut batch = listing.next_batch().await?;
         let mut w = ex.writer(resp)?;
         while let Some(entries) = batch {
+            let mut members = Vec::with_capacity(entries.len());
             for e in &entries {
                 if self.cfg.hidden.hides_name(&e.name) {
                     continue;
@@ -235,15 +241,28 @@ impl<S: Storage> Dav<'_, S> {
                 if !self.policy.rights(who, &child).may_read() {
                     continue;
                 }
-                let r = self
-                    .resource(&child, &e.name, e.meta, dead, quota, &nearby)
-                    .await;
+                members.push((child, e));
+            }
+            // A batch's dead properties are read a few at a time: on S3
+            // each is a request of its own.
+            let keys: Vec<RelPath> = match dead {
+                true => members.iter().map(|(child, _)| child.clone()).collect(),
+                false => Vec::new(),
+            };
+            let this = self;
+            let mut props = futures_util::stream::iter(keys)
+                .map(move |child| async move { this.dead_props_of(&child).await })
+                .buffered(DEAD_PROPS_IN_FLIGHT);
+            for (child, e) in &members {
+                let stored = props.next().await.unwrap_or_default();
+                let r = self.resource(child, &e.name, e.meta, stored, quota, &nearby);
                 r.write(&want, &mut text);
                 if text.len() >= crate::page::listing::FLUSH_AT {
                     w.write(text.as_bytes()).await?;
                     text.clear();
                 }
             }
+            drop(props);
             batch = listing.next_batch().await?;
         }
         text.push_str(MULTISTATUS_END);
@@ -251,21 +270,21 @@ impl<S: Storage> Dav<'_, S> {
         w.finish().await
     }
 
-    async fn resource<'n>(
+    /// The dead properties stored with `key` (none when unreadable).
+    async fn dead_props_of(&self, key: &RelPath) -> Vec<(xml::PropName, String)> {
+        dead::decode(self.storage.dead_props(key).await.ok().flatten().as_deref())
+    }
+
+    fn resource<'n>(
         &self,
         key: &RelPath,
         name: &'n str,
         meta: crate::storage::Meta,
-        dead: bool,
+        dead: Vec<(xml::PropName, String)>,
         quota: (Option<u64>, Option<u64>),
         nearby: &[locks::Lock],
     ) -> propfind::Resource<'n> {
         let dir = meta.kind == Kind::Dir;
-        let dead = if dead {
-            dead::decode(self.storage.dead_props(key).await.ok().flatten().as_deref())
-        } else {
-            Vec::new()
-        };
         propfind::Resource {
             href: key.to_url(dir),
             name,

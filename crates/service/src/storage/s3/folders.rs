@@ -127,7 +127,8 @@ impl S3Storage {
                     ));
                 }
                 // CopyObject keeps the metadata; the multipart copy of
-                // copy-if-not-exists does not, so it is put back after.
+                // copy-if-not-exists does not, so WebDAV properties are put
+                // back after.
                 let kept = if overwrite {
                     None
                 } else {
@@ -146,7 +147,9 @@ impl S3Storage {
                     }
                     Err(e) => return Err(self.error(e)),
                 }
-                if let Some((dav, sha256)) = kept.filter(|k| k.0.is_some() || k.1.is_some()) {
+                // Only for properties (a client's data): a lost sha-256
+                // record is recomputed when asked, not worth a rewrite.
+                if let Some((dav, sha256)) = kept.filter(|k| k.0.is_some()) {
                     if let Err(e) = self.rewrite(dst.clone(), dav, sha256).await {
                         // The bytes moved; only their properties or digest record are lost.
                         tracing::warn!(path = %dst, error = %e, "S3 move: metadata not kept");
