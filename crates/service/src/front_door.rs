@@ -13,7 +13,7 @@ use crate::archive::{self, CrcCache};
 use crate::config::ServiceConfig;
 use crate::dav::{self, Dav};
 use crate::files::Files;
-use crate::locks::{check_write, Reach};
+use crate::locks::check_write;
 use crate::metrics::RouteClass;
 use crate::path::{parse_request_path, RelPath};
 use crate::policy::Action;
@@ -94,11 +94,11 @@ impl<S: Storage> Handler for FileRoutes<S> {
             "PUT" | "POST" => cfg.metrics.as_ref().map(|m| m.upload_started()),
             _ => None,
         };
-        // A write's `If` header, for the lock check (fronts other than
-        // WebDAV's rarely send one, but it is honoured).
-        let if_value = ex.header_str("if").map(str::to_string);
         let result = match ex.method() {
             "POST" => {
+                // WebDAV locks (PUT's are checked in `files`): the `If`
+                // header is rare here but honoured.
+                let if_value = ex.header_str("if").map(str::to_string);
                 // The form's files are checked as they come, each at its name.
                 let submitted =
                     check_write(&cfg.locks, storage, if_value.as_deref(), &key, &[], who).await?;
@@ -115,22 +115,6 @@ impl<S: Storage> Handler for FileRoutes<S> {
                 }
                 _ => self.files.answer(ex, key, who).await,
             },
-            "PUT" => {
-                let targets = [(&key, Reach::Member)];
-                match check_write(
-                    &cfg.locks,
-                    storage,
-                    if_value.as_deref(),
-                    &key,
-                    &targets,
-                    who,
-                )
-                .await
-                {
-                    Ok(_) => self.files.answer(ex, key, who).await,
-                    Err(e) => Err(e),
-                }
-            }
             _ => self.files.answer(ex, key, who).await,
         };
         result.map_err(|e| explain_too_large(e, cfg.max_body))

@@ -232,6 +232,8 @@ pub(crate) struct WriteGuard {
     refusal: &'static str,
     refused: Arc<AtomicBool>,
     locks: Option<(Arc<LockTable>, Submitted)>,
+    /// Why the commit was refused for a lock taken meanwhile (423).
+    locked: Arc<std::sync::OnceLock<String>>,
 }
 
 impl WriteGuard {
@@ -246,11 +248,13 @@ impl WriteGuard {
             refusal,
             refused: Arc::new(AtomicBool::new(false)),
             locks: None,
+            locked: Arc::new(std::sync::OnceLock::new()),
         }
     }
 
     /// The same guard, also refusing names under a lock `submitted` does
-    /// not hold (checked by [`create`](Self::create), before the body).
+    /// not hold: by [`create`](Self::create) before the body, and again
+    /// right before the commit (a lock taken while the body streamed).
     pub(crate) fn with_locks(mut self, table: &Arc<LockTable>, submitted: Submitted) -> Self {
         self.locks = Some((table.clone(), submitted));
         self
@@ -292,18 +296,36 @@ impl WriteGuard {
     }
 
     /// `prev` (the request's own preconditions), plus "no file there" when
-    /// replacing is not allowed; run right before the upload is published.
-    pub(crate) fn commit_check(&self, prev: Option<CommitCheck>) -> Option<CommitCheck> {
-        if self.may_replace {
-            return prev;
-        }
-        let refused = self.refused.clone();
+    /// replacing is not allowed, plus "no lock the request does not hold
+    /// covers `key`" when the guard has the lock table; run right before the
+    /// upload is published.
+    pub(crate) fn commit_check(
+        &self,
+        key: &RelPath,
+        prev: Option<CommitCheck>,
+    ) -> Option<CommitCheck> {
+        let check = if self.may_replace {
+            prev
+        } else {
+            let refused = self.refused.clone();
+            Some(Box::new(move |meta: Option<&Meta>| {
+                if meta.is_some() {
+                    refused.store(true, Ordering::Relaxed);
+                    return false;
+                }
+                prev.as_ref().is_none_or(|p| p(meta))
+            }) as CommitCheck)
+        };
+        let Some((table, submitted)) = self.locks.clone() else {
+            return check;
+        };
+        let (key, locked) = (key.clone(), self.locked.clone());
         Some(Box::new(move |meta: Option<&Meta>| {
-            if meta.is_some() {
-                refused.store(true, Ordering::Relaxed);
+            if let Err(e) = submitted.cover(&table, &[(&key, Reach::Member)]) {
+                let _ = locked.set(e.to_string());
                 return false;
             }
-            prev.as_ref().is_none_or(|p| p(meta))
+            check.as_ref().is_none_or(|c| c(meta))
         }))
     }
 
@@ -319,7 +341,7 @@ impl WriteGuard {
         }
         self.check_now(storage, key).await?;
         let mut up = storage.create(key).await.map_err(|e| e.on_write(key))?;
-        if let Some(check) = self.commit_check(prev) {
+        if let Some(check) = self.commit_check(key, prev) {
             up.check_before_commit(check);
         }
         Ok(up)
@@ -328,7 +350,13 @@ impl WriteGuard {
     /// A commit refused by this guard (not by the request's preconditions)
     /// becomes the 403 that says why; other errors pass.
     pub(crate) fn explain(&self, e: Error) -> Error {
-        if self.refused.load(Ordering::Relaxed) && e.http_status() == 412 {
+        if e.http_status() != 412 {
+            return e;
+        }
+        if let Some(why) = self.locked.get() {
+            return Error::status(423, why.clone());
+        }
+        if self.refused.load(Ordering::Relaxed) {
             self.refusal()
         } else {
             e

@@ -164,6 +164,75 @@ fn every_write_front_honours_locks() {
     assert_eq!(on_disk(), b"ietf");
 }
 
+/// Sends `head` and `first` on a new connection, waits until the server
+/// holds the upload's temp file (its checks before the body are passed),
+/// runs `meanwhile`, sends `rest` and returns the answer's status line.
+fn upload_across(
+    s: &TestServer,
+    head: &str,
+    first: &[u8],
+    rest: &[u8],
+    meanwhile: impl FnOnce(),
+) -> String {
+    use std::io::{BufRead, Write};
+    let mut c = std::net::TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    c.write_all(head.as_bytes()).unwrap();
+    c.write_all(first).unwrap();
+    s.eventually("the upload is under way", || !s.temp_files().is_empty());
+    meanwhile();
+    c.write_all(rest).unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(c).read_line(&mut line).unwrap();
+    line
+}
+
+#[test]
+fn a_lock_taken_while_an_upload_streams_stops_its_commit() {
+    let s = TestServer::start();
+    std::fs::write(s.root.join("f.txt"), b"v1").unwrap();
+    let head = format!(
+        "PUT /f.txt HTTP/1.1\r\nHost: {}\r\nContent-Length: 10\r\nConnection: close\r\n\r\n",
+        s.addr
+    );
+    let mut tok = String::new();
+    let status = upload_across(&s, &head, b"01234", b"56789", || {
+        tok = lock(&s, "/f.txt", "0", &[]);
+    });
+    assert!(status.starts_with("HTTP/1.1 423"), "{status}");
+    assert_eq!(std::fs::read(s.root.join("f.txt")).unwrap(), b"v1");
+    s.eventually("the temp file is gone", || s.temp_files().is_empty());
+
+    // A form's file too: the lock on its folder came after the checks.
+    std::fs::create_dir(s.root.join("d")).unwrap();
+    let mut body = Vec::new();
+    body.extend_from_slice(
+        format!(
+            "--{B}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"g.txt\"\r\n\
+             Content-Type: application/octet-stream\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    let split = body.len() + 3;
+    body.extend_from_slice(b"form data");
+    body.extend_from_slice(format!("\r\n--{B}--\r\n").as_bytes());
+    let head = format!(
+        "POST /d/ HTTP/1.1\r\nHost: {}\r\nContent-Type: multipart/form-data; boundary={B}\r\n\
+         Accept: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        s.addr,
+        body.len()
+    );
+    let status = upload_across(&s, &head, &body[..split], &body[split..], || {
+        lock(&s, "/d/", "infinity", &[]);
+    });
+    assert!(status.starts_with("HTTP/1.1 423"), "{status}");
+    assert!(!s.root.join("d/g.txt").exists());
+    // The lock's holder still writes.
+    let with = format!("(<{tok}>)");
+    assert_eq!(s.req("PUT", "/f.txt", &[("If", &with)], b"v2").status, 204);
+}
+
 fn basic(user: &str, pw: &str) -> String {
     let b = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pw}"));
     format!("Basic {b}")

@@ -211,9 +211,10 @@ impl<S: Storage> Dav<'_, S> {
                 l.token.clear();
             }
         }
-        let stored = match dead {
-            true => self.dead_props_of(key).await,
-            false => Vec::new(),
+        let stored = if dead {
+            self.dead_props_of(key).await
+        } else {
+            Vec::new()
         };
         let me = self.resource(key, key.name().unwrap_or(""), meta, stored, quota, &nearby);
         me.write(&want, &mut text);
@@ -245,9 +246,10 @@ impl<S: Storage> Dav<'_, S> {
             }
             // A batch's dead properties are read a few at a time: on S3
             // each is a request of its own.
-            let keys: Vec<RelPath> = match dead {
-                true => members.iter().map(|(child, _)| child.clone()).collect(),
-                false => Vec::new(),
+            let keys: Vec<RelPath> = if dead {
+                members.iter().map(|(child, _)| child.clone()).collect()
+            } else {
+                Vec::new()
             };
             let this = self;
             let mut props = futures_util::stream::iter(keys)

@@ -177,13 +177,14 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
 
     /// 423 (or 412 for a failing `If` header) when a WebDAV lock covers
     /// `target` or its folder and the request does not submit it: checked
-    /// at creation and before every append (nothing is published meanwhile).
+    /// at creation, before every append, and (with what the completing
+    /// request submitted) right before publication.
     pub(super) async fn check_locks(
         &self,
         who: Principal,
         target: &RelPath,
         if_value: Option<&str>,
-    ) -> Result<(), Error> {
+    ) -> Result<crate::locks::Submitted, Error> {
         let targets = [(target, crate::locks::Reach::Member)];
         crate::locks::check_write(
             &self.cfg.locks,
@@ -194,7 +195,6 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             who,
         )
         .await
-        .map(drop)
     }
 
     /// Refuse a creation by an address (without a token) that holds
