@@ -18,13 +18,15 @@
 //!
 //! # Crypto provider
 //!
-//! The default is **aws-lc-rs** (feature `aws-lc`, also rustls' own
-//! default); `ring` is the alternative (`--no-default-features --features
-//! ring`). aws-lc-rs was ahead in bulk throughput of full 16 KiB records in 5
-//! of 6 runs, by 2–12% (`cargo run --release -p wirespeed-tls --features ring
-//! --example tls_bulk -- 4096`; table in `bench/RESULTS.md`).
-//! The price is build time (aws-lc-sys compiles a C library once); if it
-//! ever fails to build somewhere, `ring` is a feature switch away.
+//! The default is **ring** (feature `ring`); `aws-lc-rs` is the alternative
+//! (`--features aws-lc`, which wins when both are on). aws-lc-rs used to be
+//! the default for bulk throughput of full 16 KiB records (ahead in 5 of 6
+//! runs by 2–12%, about 2 GB/s per core for both, far above any NIC this
+//! server meets); a later side-by-side run found no difference in the noise
+//! (`bench/RESULTS.md`), and aws-lc was 1.8 MB of a 15.5 MB binary while ring
+//! is a fraction of that, so the shipped build uses ring, alone (the S3
+//! client's reqwest takes the same provider). Measure with
+//! `cargo run --release -p wirespeed-tls --features aws-lc --example tls_bulk -- 4096`.
 //!
 //! # Record size
 //!

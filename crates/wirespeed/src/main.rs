@@ -123,10 +123,7 @@ fn main() -> std::process::ExitCode {
 /// (`wirespeed_service::access_log`). The returned guard flushes `serve`'s
 /// buffered log lines when dropped.
 fn init_logging(command: &Command) -> Option<tracing_appender::non_blocking::WorkerGuard> {
-    let filter = |default| {
-        tracing_subscriber::EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
-    };
+    let filter = |default: &str| log_filter(std::env::var("RUST_LOG").ok().as_deref(), default);
     let Command::Serve(args) = command else {
         init_subscriber(filter("warn"), false, std::io::stderr);
         return None;
@@ -146,19 +143,40 @@ fn init_logging(command: &Command) -> Option<tracing_appender::non_blocking::Wor
     Some(guard)
 }
 
-fn init_subscriber<W>(filter: tracing_subscriber::EnvFilter, json: bool, writer: W)
+/// The log filter: `RUST_LOG` when it parses, else `default`. `Targets`
+/// takes what people write there (`debug`, `warn,wirespeed=debug`) without
+/// `EnvFilter`'s span and field matching, whose regex engine was 340 KiB of
+/// the binary (bench/RESULTS.md, issue 30).
+fn log_filter(env: Option<&str>, default: &str) -> tracing_subscriber::filter::Targets {
+    let fallback = || default.parse().unwrap_or_default();
+    match env.map(str::trim).filter(|v| !v.is_empty()) {
+        None => fallback(),
+        Some(v) => v.parse().unwrap_or_else(|e| {
+            eprintln!(
+                "warning: RUST_LOG={v:?} is not a filter ({e}); using {default:?}. \
+                 Write a level (error, warn, info, debug, trace) or TARGET=LEVEL pairs \
+                 separated by commas, e.g. RUST_LOG=warn,wirespeed=debug"
+            );
+            fallback()
+        }),
+    }
+}
+
+fn init_subscriber<W>(filter: tracing_subscriber::filter::Targets, json: bool, writer: W)
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     // Colour codes only for a person at a terminal, never into log files.
     let fmt = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_max_level(tracing::Level::TRACE)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(writer);
     if json {
-        fmt.json().flatten_event(true).init();
+        fmt.json().flatten_event(true).finish().with(filter).init();
     } else {
-        fmt.init();
+        fmt.finish().with(filter).init();
     }
 }
 
@@ -184,4 +202,36 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
         }
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_filter;
+    use tracing::Level;
+
+    #[test]
+    fn log_filter_reads_levels_and_target_pairs_and_falls_back_on_nonsense() {
+        let default = "warn,wirespeed::notice=info";
+        let f = log_filter(None, default);
+        assert!(f.would_enable("wirespeed::notice", &Level::INFO));
+        assert!(!f.would_enable("wirespeed::serve", &Level::INFO));
+        assert!(f.would_enable("wirespeed::serve", &Level::WARN));
+
+        let f = log_filter(Some("debug"), default);
+        assert!(f.would_enable("rustls", &Level::DEBUG));
+        assert!(!f.would_enable("rustls", &Level::TRACE));
+
+        let f = log_filter(Some("warn,wirespeed=debug"), default);
+        assert!(f.would_enable("wirespeed::serve", &Level::DEBUG));
+        assert!(!f.would_enable("hyper", &Level::INFO));
+
+        // Not a filter: the default, not silence and not everything.
+        let f = log_filter(Some("wirespeed=loud"), default);
+        assert!(f.would_enable("wirespeed::notice", &Level::INFO));
+        assert!(!f.would_enable("wirespeed::serve", &Level::INFO));
+        // Empty is unset.
+        let f = log_filter(Some("  "), default);
+        assert!(f.would_enable("x", &Level::WARN));
+        assert!(!f.would_enable("x", &Level::INFO));
+    }
 }

@@ -6,7 +6,7 @@
 //!
 //! Built on `object_store` (feature `aws`) rather than the AWS SDK: one
 //! small client with the multipart, paginated-list and conditional-put calls
-//! this needs, on reqwest + rustls (aws-lc-rs, as the server's TLS), with a
+//! this needs, on reqwest + rustls (ring, as the server's TLS), with a
 //! fraction of the SDK's build time.
 //!
 //! - [`S3Object`] (`object.rs`): `HEAD` at open, then one streamed ranged
@@ -129,6 +129,10 @@ impl std::fmt::Debug for S3Storage {
 impl S3Storage {
     /// A client for `cfg` (no request is made: see [`check`](Self::check)).
     pub fn new(cfg: &S3Config) -> Result<S3Storage, StorageError> {
+        // reqwest is built without a provider of its own (one crypto library
+        // in the binary, not two): it takes the process default, ring, the
+        // one the server's TLS uses. Installing twice is harmless.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let mut b = AmazonS3Builder::from_env().with_bucket_name(&cfg.bucket);
         if let Some((id, secret)) = &cfg.credentials {
             b = b.with_access_key_id(id).with_secret_access_key(secret);
