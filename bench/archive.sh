@@ -118,6 +118,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
         R[get-build$b]+="$(speed "${BUILD_BASE[$b]}one.bin") "
         R[tar-build$b]+="$(speed "${BUILD_BASE[$b]}folder/?archive=tar") "
         R[zip-build$b]+="$(speed "${BUILD_BASE[$b]}folder/?archive=zip") "
+        COLD=$(start_server "cold$b" "${BUILDS[$b]}")
+        R[zip-cold-build$b]+="$(speed "${COLD}folder/?archive=zip") "
+        kill "$(cat "$W/cold$b.pid")"
     done
     R[get]+="$(speed "${BASE}one.bin") "
     R[get-each]+="$(speed "${EACH[@]}") "
@@ -140,7 +143,7 @@ echo "| download | MB/s | vs get |"
 echo "|---|---|---|"
 for b in "${!BUILD_BASE[@]}"; do
     g=$(med "get-build$b")
-    for row in get tar zip; do
+    for row in get tar zip zip-cold; do
         m=$(med "$row-build$b")
         echo "| $row (build$b: ${BUILDS[$b]}) | $m | $(ratio "$m" "$g")x |"
     done

@@ -17,6 +17,22 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::storage::Meta;
+
+/// A strong ETag from size and modification time (nanoseconds): any
+/// completed upload renames a new inode in, with a new mtime.
+pub fn etag(meta: &Meta) -> String {
+    let nanos = meta
+        .modified
+        .and_then(|m| m.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    // Sized up front: `format!` would grow the string twice.
+    let mut tag = String::with_capacity(2 + 16 + 1 + 32);
+    use std::fmt::Write as _;
+    let _ = write!(tag, "\"{:x}-{:x}\"", meta.size, nanos);
+    tag
+}
+
 /// Request headers that influence the answer (raw values, `None` if absent).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Conditions<'a> {

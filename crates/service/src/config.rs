@@ -49,6 +49,9 @@ pub struct ServiceConfig {
     /// Entries one folder archive (`?archive=tar|zip`) may hold; more is
     /// answered 413. `None`: [`ARCHIVE_MAX_ENTRIES`].
     pub archive_max_entries: Option<usize>,
+    /// WebDAV locks, shared by every front that writes (a clone of the
+    /// config shares the table; `dav` takes locks, the others ask).
+    pub locks: std::sync::Arc<crate::locks::LockTable>,
 }
 
 /// Entries one folder archive may hold unless `--archive-max-entries` says

@@ -11,8 +11,9 @@ use wirespeed_net::{Error, Exchange, Handler};
 
 use crate::archive::{self, CrcCache};
 use crate::config::ServiceConfig;
-use crate::dav::{self, Dav, LockTable, Reach};
+use crate::dav::{self, Dav};
 use crate::files::Files;
+use crate::locks::check_write;
 use crate::metrics::RouteClass;
 use crate::path::{parse_request_path, RelPath};
 use crate::policy::Action;
@@ -47,8 +48,6 @@ pub struct FileRoutes<S> {
     files: Files<S>,
     /// zip CRC-32s computed for folder archives, kept across requests.
     crcs: CrcCache,
-    /// WebDAV locks, held across requests (`dav`).
-    locks: LockTable,
 }
 
 impl<S: Storage> FileRoutes<S> {
@@ -56,7 +55,6 @@ impl<S: Storage> FileRoutes<S> {
         FileRoutes {
             files: Files::new(storage, cfg),
             crcs: CrcCache::default(),
-            locks: LockTable::default(),
         }
     }
 
@@ -67,7 +65,7 @@ impl<S: Storage> FileRoutes<S> {
             storage,
             cfg,
             policy: self.files.policy(),
-            locks: &self.locks,
+            locks: &cfg.locks,
         }
     }
 }
@@ -98,7 +96,13 @@ impl<S: Storage> Handler for FileRoutes<S> {
         };
         let result = match ex.method() {
             "POST" => {
-                let guard = WriteGuard::new(policy, who, &key);
+                // WebDAV locks (PUT's are checked in `files`): the `If`
+                // header is rare here but honoured.
+                let if_value = ex.header_str("if").map(str::to_string);
+                // The form's files are checked as they come, each at its name.
+                let submitted =
+                    check_write(&cfg.locks, storage, if_value.as_deref(), &key, &[], who).await?;
+                let guard = WriteGuard::new(policy, who, &key).with_locks(&cfg.locks, submitted);
                 let r = crate::encoded::post(storage, cfg, &guard, ex, key).await;
                 r.map_err(|e| guard.explain(e))
             }
@@ -111,10 +115,6 @@ impl<S: Storage> Handler for FileRoutes<S> {
                     archive::send(storage, cfg, &self.crcs, ex, &key, wanted, may_read).await
                 }
                 _ => self.files.answer(ex, key, who).await,
-            },
-            "PUT" => match self.dav().check_locks(ex, &[(&key, Reach::Member)]).await {
-                Ok(()) => self.files.answer(ex, key, who).await,
-                Err(e) => Err(e),
             },
             _ => self.files.answer(ex, key, who).await,
         };

@@ -16,7 +16,9 @@
 //!   `Depth: 0` only an empty one).
 //! - WebDAV class 1 and 2 ([`dav`]): OPTIONS, PROPFIND (Depth 0 and 1),
 //!   PROPPATCH, MKCOL, DELETE of folders, COPY, MOVE, LOCK and UNLOCK,
-//!   under the same policy and token as PUT.
+//!   under the same policy and token as PUT; its locks ([`locks`]) hold
+//!   against every write (PUT, POSTs, resumable uploads), and on S3 are
+//!   shared by every server on the bucket.
 //! - `GET /-/health`; `GET /-/metrics` (Prometheus, [`metrics`]);
 //!   `GET /-/assets/<version>/<name>`: the browser page's script, styles and
 //!   icons ([`assets`]), and `/favicon.ico` when the folder has none.
@@ -46,8 +48,10 @@ mod front_door;
 pub mod access_log;
 pub mod conditional;
 pub mod config;
+pub(crate) mod content_type;
 pub mod digest;
 pub mod hash_gate;
+pub mod locks;
 pub mod metrics;
 pub mod mtime;
 pub mod page;

@@ -4,31 +4,21 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::UNIX_EPOCH;
 
 use wirespeed_net::{Error, Exchange, Response};
 
 use crate::conditional::write_allowed;
 use crate::config::ServiceConfig;
 use crate::digest::format_sha256;
+use crate::locks::{LockTable, Reach, Submitted};
 use crate::path::RelPath;
 use crate::policy::{sessions, Action, Decision, Policy, Principal};
 pub use crate::size::human_size;
 use crate::storage::{CommitCheck, Kind, Meta, Storage, StorageError, Upload, Written};
 
-/// A strong ETag from size and modification time (nanoseconds): any
-/// completed upload renames a new inode in, with a new mtime.
-pub fn etag(meta: &Meta) -> String {
-    let nanos = meta
-        .modified
-        .and_then(|m| m.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    // Sized up front: `format!` would grow the string twice.
-    let mut tag = String::with_capacity(2 + 16 + 1 + 32);
-    use std::fmt::Write as _;
-    let _ = write!(tag, "\"{:x}-{:x}\"", meta.size, nanos);
-    tag
-}
+/// The ETag every route answers (kept in `conditional`, with the other
+/// validators, so the lock check can use it too).
+pub use crate::conditional::etag;
 
 /// The answer to a stored single-file upload (PUT, and the single-file
 /// POSTs): 201 (with Location) or 204, `Repr-Digest` of the stored bytes
@@ -280,7 +270,9 @@ pub(crate) async fn admit_with(
 
 /// How one write request treats an existing name: a principal without the
 /// delete right may only create, checked before the body and again at
-/// commit (the name may appear meanwhile).
+/// commit (the name may appear meanwhile); and, given the lock table
+/// ([`WriteGuard::with_locks`]), each name it creates is refused (423) while
+/// a WebDAV lock the request did not submit covers it.
 #[derive(Clone)]
 pub(crate) struct WriteGuard {
     may_replace: bool,
@@ -288,6 +280,9 @@ pub(crate) struct WriteGuard {
     refused: Arc<AtomicBool>,
     /// The names the policy hides (a form's file names are checked).
     hidden: Arc<crate::policy::hidden::Hidden>,
+    locks: Option<(Arc<LockTable>, Submitted)>,
+    /// Why the commit was refused for a lock taken meanwhile (423).
+    locked: Arc<std::sync::OnceLock<String>>,
 }
 
 impl WriteGuard {
@@ -302,7 +297,17 @@ impl WriteGuard {
             refusal,
             refused: Arc::new(AtomicBool::new(false)),
             hidden: policy.hidden().clone(),
+            locks: None,
+            locked: Arc::new(std::sync::OnceLock::new()),
         }
+    }
+
+    /// The same guard, also refusing names under a lock `submitted` does
+    /// not hold: by [`create`](Self::create) before the body, and again
+    /// right before the commit (a lock taken while the body streamed).
+    pub(crate) fn with_locks(mut self, table: &Arc<LockTable>, submitted: Submitted) -> Self {
+        self.locks = Some((table.clone(), submitted));
+        self
     }
 
     /// The same guard, never replacing (its upload's creator lacked `d`).
@@ -341,18 +346,36 @@ impl WriteGuard {
     }
 
     /// `prev` (the request's own preconditions), plus "no file there" when
-    /// replacing is not allowed; run right before the upload is published.
-    pub(crate) fn commit_check(&self, prev: Option<CommitCheck>) -> Option<CommitCheck> {
-        if self.may_replace {
-            return prev;
-        }
-        let refused = self.refused.clone();
+    /// replacing is not allowed, plus "no lock the request does not hold
+    /// covers `key`" when the guard has the lock table; run right before the
+    /// upload is published.
+    pub(crate) fn commit_check(
+        &self,
+        key: &RelPath,
+        prev: Option<CommitCheck>,
+    ) -> Option<CommitCheck> {
+        let check = if self.may_replace {
+            prev
+        } else {
+            let refused = self.refused.clone();
+            Some(Box::new(move |meta: Option<&Meta>| {
+                if meta.is_some() {
+                    refused.store(true, Ordering::Relaxed);
+                    return false;
+                }
+                prev.as_ref().is_none_or(|p| p(meta))
+            }) as CommitCheck)
+        };
+        let Some((table, submitted)) = self.locks.clone() else {
+            return check;
+        };
+        let (key, locked) = (key.clone(), self.locked.clone());
         Some(Box::new(move |meta: Option<&Meta>| {
-            if meta.is_some() {
-                refused.store(true, Ordering::Relaxed);
+            if let Err(e) = submitted.cover(&table, &[(&key, Reach::Member)]) {
+                let _ = locked.set(e.to_string());
                 return false;
             }
-            prev.as_ref().is_none_or(|p| p(meta))
+            check.as_ref().is_none_or(|c| c(meta))
         }))
     }
 
@@ -368,9 +391,12 @@ impl WriteGuard {
         if self.hidden.hides(key) {
             return Err(Error::status(404, "not found"));
         }
+        if let Some((table, submitted)) = &self.locks {
+            submitted.cover(table, &[(key, Reach::Member)])?;
+        }
         self.check_now(storage, key).await?;
         let mut up = storage.create(key).await.map_err(|e| e.on_write(key))?;
-        if let Some(check) = self.commit_check(prev) {
+        if let Some(check) = self.commit_check(key, prev) {
             up.check_before_commit(check);
         }
         Ok(up)
@@ -379,7 +405,13 @@ impl WriteGuard {
     /// A commit refused by this guard (not by the request's preconditions)
     /// becomes the 403 that says why; other errors pass.
     pub(crate) fn explain(&self, e: Error) -> Error {
-        if self.refused.load(Ordering::Relaxed) && e.http_status() == 412 {
+        if e.http_status() != 412 {
+            return e;
+        }
+        if let Some(why) = self.locked.get() {
+            return Error::status(423, why.clone());
+        }
+        if self.refused.load(Ordering::Relaxed) {
             self.refusal()
         } else {
             e

@@ -104,9 +104,9 @@ fn litmus_passes_all_five_suites_signed_in_on_a_rules_server() {
 }
 
 #[test]
-fn litmus_on_s3_passes_all_but_dead_properties() {
-    // S3 keeps no dead properties (README, "Known limits"): props and the
-    // PROPPATCH steps of locks fail there; the rest must pass.
+fn litmus_passes_all_five_suites_on_s3() {
+    // Dead properties as object metadata (`storage/s3/props.rs`): props
+    // and the PROPPATCH steps of locks pass on S3 too.
     if !have_litmus() {
         return;
     }
@@ -122,7 +122,90 @@ fn litmus_on_s3_passes_all_but_dead_properties() {
         wirespeed_testkit::minio::PASSWORD.into(),
     ));
     let s = TestServer::on_storage(S3Storage::new(&c).unwrap(), ServiceConfig::default());
-    litmus(s.addr, &["basic", "copymove", "http"]);
+    litmus(s.addr, &["basic", "copymove", "props", "locks", "http"]);
+}
+
+/// A server on `bucket/p` of `m`.
+fn s3_server(m: &wirespeed_testkit::minio::Minio, bucket: &str) -> TestServer {
+    let mut c = S3Config::from_url(&format!("s3://{bucket}/p")).unwrap();
+    c.endpoint = Some(m.endpoint());
+    c.region = Some("us-east-1".into());
+    c.credentials = Some((
+        wirespeed_testkit::minio::USER.into(),
+        wirespeed_testkit::minio::PASSWORD.into(),
+    ));
+    TestServer::on_storage(S3Storage::new(&c).unwrap(), ServiceConfig::default())
+}
+
+#[test]
+fn s3_keeps_dead_properties_as_object_metadata() {
+    let Some(m) = wirespeed_testkit::minio::Minio::start() else {
+        return;
+    };
+    m.create_bucket("props");
+    let s = s3_server(&m, "props");
+    let set = |v: &str| {
+        format!(
+            "<D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop><x:color xmlns:x=\"urn:x\">{v}</x:color>\
+             </D:prop></D:set></D:propertyupdate>"
+        )
+    };
+    let get =
+        "<D:propfind xmlns:D=\"DAV:\"><D:prop><x:color xmlns:x=\"urn:x\"/></D:prop></D:propfind>";
+    // A file (its sha-256 record kept through the rewrite), a folder made
+    // by MKCOL, and one that exists only as a prefix.
+    let body = b"hello";
+    let sum = common::sha256_field(body);
+    let r = s.req("PUT", "/f.txt", &[("Repr-Digest", sum.as_str())], body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(s.req("MKCOL", "/made/", &[], b"").status, 201);
+    assert_eq!(s.put("/implicit/inner.txt", b"i").status, 201);
+    for (path, v) in [
+        ("/f.txt", "red"),
+        ("/made/", "green"),
+        ("/implicit/", "blue"),
+    ] {
+        let r = s.req("PROPPATCH", path, &[], set(v).as_bytes());
+        assert_eq!(r.status, 207, "{}", r.text());
+        assert!(r.text().contains("HTTP/1.1 200"), "{path}: {}", r.text());
+    }
+    assert_eq!(s.get("/f.txt").body, body);
+    let meta = m.metadata("props", "p/f.txt");
+    assert!(meta.get("wirespeed-dav").is_some(), "{meta}");
+    assert!(meta.get("sha256").is_some(), "{meta}");
+    assert!(m
+        .keys("props")
+        .contains(&"p/implicit/.wirespeed-folder".to_string()));
+
+    // Kept in the bucket: a fresh server on it reads them back.
+    drop(s);
+    let s = s3_server(&m, "props");
+    for (path, v) in [
+        ("/f.txt", "red"),
+        ("/made/", "green"),
+        ("/implicit/", "blue"),
+    ] {
+        let t = propfind(&s, path, "0", get).text();
+        assert!(t.contains(&format!(">{v}</")), "{path}: {t}");
+    }
+    // They follow a MOVE (Overwrite: F too), and a new upload starts bare.
+    let r = s.req(
+        "MOVE",
+        "/f.txt",
+        &[("Destination", "/g.txt"), ("Overwrite", "F")],
+        b"",
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert!(propfind(&s, "/g.txt", "0", get).text().contains(">red<"));
+    assert_eq!(s.put("/g.txt", b"new").status, 204);
+    assert!(!propfind(&s, "/g.txt", "0", get).text().contains(">red<"));
+
+    // More than S3's 2 KB of metadata: 507, nothing changed.
+    let big = "x".repeat(3000);
+    let r = s.req("PROPPATCH", "/made/", &[], set(&big).as_bytes());
+    assert_eq!(r.status, 207);
+    assert!(r.text().contains("HTTP/1.1 507"), "{}", r.text());
+    assert!(propfind(&s, "/made/", "0", get).text().contains(">green<"));
 }
 
 #[test]

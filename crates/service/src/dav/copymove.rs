@@ -6,7 +6,8 @@
 
 use wirespeed_net::{Error, Exchange, Response};
 
-use super::{decision, parent_of, send_multistatus, xml, Dav, Reach};
+use super::{decision, parent_of, send_multistatus, xml, Dav};
+use crate::locks::Reach;
 use crate::path::{parse_request_path, RelPath};
 use crate::policy::{Action, Principal};
 use crate::respond::{has_body, WriteGuard};
@@ -57,12 +58,17 @@ const COPY_CHUNK: usize = 1 << 20;
 impl<S: Storage> Dav<'_, S> {
     /// MKCOL: one folder, whose parent exists (409 otherwise, 405 if
     /// something is there, 415 with a body).
-    pub(super) async fn mkcol(&self, ex: &mut Exchange, key: &RelPath) -> Result<(), Error> {
+    pub(super) async fn mkcol(
+        &self,
+        ex: &mut Exchange,
+        key: &RelPath,
+        who: Principal,
+    ) -> Result<(), Error> {
         if has_body(ex) {
             ex.close_after_response();
             return Err(Error::status(415, "MKCOL takes no body"));
         }
-        self.check_locks(ex, &[(key, Reach::Member)]).await?;
+        self.check_locks(ex, &[(key, Reach::Member)], who).await?;
         match self.storage.mkdir(key).await.map_err(|e| e.on_write(key)) {
             Ok(()) => {
                 let resp = Response::new(201).header("Location", key.to_url(true));
@@ -99,7 +105,7 @@ impl<S: Storage> Dav<'_, S> {
             Some(_) => return Err(Error::status(400, "DELETE takes Depth infinity (or 0)")),
         };
         self.storage.stat(key).await?;
-        self.check_locks(ex, &[(key, Reach::Tree)]).await?;
+        self.check_locks(ex, &[(key, Reach::Tree)], who).await?;
         if only_empty {
             self.storage.delete(key).await.map_err(|e| match e {
                 StorageError::NotEmpty => Error::status(
@@ -109,11 +115,11 @@ impl<S: Storage> Dav<'_, S> {
                 ),
                 e => e.on_write(key).into(),
             })?;
-            self.locks.forget(key.segments());
+            self.forget_locks(key).await;
             return ex.send(Response::new(204), b"").await;
         }
         let failed = self.remove_tree(key, who).await?;
-        self.locks.forget(key.segments());
+        self.forget_locks(key).await;
         self.answer_failures(ex, failed, 204).await
     }
 
@@ -307,7 +313,7 @@ impl<S: Storage> Dav<'_, S> {
         if moving {
             targets.insert(0, (key, Reach::Tree));
         }
-        self.check_locks(ex, &targets).await?;
+        self.check_locks(ex, &targets, who).await?;
         // A file over a file is replaced atomically by the rename or the
         // copy's commit; anything else is removed first.
         if existing && !over_file {
@@ -315,14 +321,14 @@ impl<S: Storage> Dav<'_, S> {
             if !failed.is_empty() {
                 return self.answer_failures(ex, failed, 204).await;
             }
-            self.locks.forget(to.segments());
+            self.forget_locks(&to).await;
         }
         let dir = src.kind == Kind::Dir;
         let failed = if moving {
             match self.storage.rename(key, &to, over_file).await {
                 Ok(_) => {
-                    self.locks.forget(to.segments());
-                    self.locks.forget(key.segments());
+                    self.forget_locks(&to).await;
+                    self.forget_locks(key).await;
                     Vec::new()
                 }
                 Err(StorageError::Exists) => {

@@ -1,17 +1,20 @@
 //! WebDAV class 1 and 2 (RFC 4918) on any [`Storage`]: OPTIONS, PROPFIND,
 //! PROPPATCH, MKCOL, DELETE, COPY, MOVE, LOCK and UNLOCK. GET and PUT stay
-//! on the file routes (`files.rs`), which ask [`Dav::check_locks`] before a
-//! PUT. Every method passes `respond::admit` with its [`Action`] first.
+//! on the file routes (`files.rs`); every write front asks the lock table
+//! through `crate::locks`. Every method passes `respond::admit` with its
+//! [`Action`] first.
 //!
 //! - [`xml`]: request bodies in, multi-status out (bounded, no entities).
-//! - [`if_header`]: the `If` header, parsed and evaluated.
-//! - [`lock`]: the lock table; [`locking`]: LOCK/UNLOCK and the write check.
+//! - [`locking`]: LOCK/UNLOCK, and this front's writes' lock check (the
+//!   table and the `If` header are `crate::locks`').
 //! - [`propfind`]: live properties; [`dead`]: stored ones and PROPPATCH.
 //! - [`copymove`]: COPY, MOVE, recursive DELETE, MKCOL.
 
+use futures_util::StreamExt as _;
 use wirespeed_net::{Error, Exchange, Response};
 
 use crate::config::ServiceConfig;
+use crate::locks::{self, LockTable};
 use crate::metrics::RouteClass;
 use crate::path::{parse_request_path, RelPath};
 use crate::policy::{Action, Decision, Policy};
@@ -20,14 +23,9 @@ use crate::storage::{Kind, Storage, StorageError};
 
 mod copymove;
 pub mod dead;
-pub mod if_header;
-pub mod lock;
 mod locking;
 pub mod propfind;
 pub mod xml;
-
-pub use lock::LockTable;
-pub(crate) use locking::Reach;
 
 use xml::{MULTISTATUS_END, MULTISTATUS_START};
 
@@ -54,6 +52,8 @@ pub fn handles(method: &str) -> bool {
 }
 
 const XML: &str = "application/xml; charset=utf-8";
+/// Members whose dead properties a `Depth: 1` PROPFIND reads at once.
+const DEAD_PROPS_IN_FLIGHT: usize = 16;
 
 /// The WebDAV front over one storage, with the server's policy and locks.
 pub(crate) struct Dav<'a, S> {
@@ -161,13 +161,13 @@ impl<S: Storage> Dav<'_, S> {
                 ex.send(resp, b"").await
             }
             "PROPFIND" => self.propfind(ex, &key, who).await,
-            "PROPPATCH" => self.proppatch(ex, &key).await,
-            "MKCOL" => self.mkcol(ex, &key).await,
+            "PROPPATCH" => self.proppatch(ex, &key, who).await,
+            "MKCOL" => self.mkcol(ex, &key, who).await,
             "DELETE" => self.delete(ex, &key, who).await,
             "COPY" => self.copy_or_move(ex, &key, who, false).await,
             "MOVE" => self.copy_or_move(ex, &key, who, true).await,
-            "LOCK" => self.lock(ex, &key).await,
-            "UNLOCK" => self.unlock(ex, &key).await,
+            "LOCK" => self.lock(ex, &key, who).await,
+            "UNLOCK" => self.unlock(ex, &key, who).await,
             _ => Err(Error::status(405, "method not allowed")),
         }
     }
@@ -198,12 +198,25 @@ impl<S: Storage> Dav<'_, S> {
         };
         let dead = propfind::needs_dead(&want);
         let mut text = String::from(MULTISTATUS_START);
-        // The locks that can cover the folder or a member, looked up once.
+        // The locks that can cover the folder or a member, looked up once
+        // (this node's copy of shared records, if it cannot be refreshed).
+        if let Err(e) = self.locks.sync(self.storage, false).await {
+            tracing::debug!(error = %e, "lock records not refreshed for PROPFIND");
+        }
         let mut nearby = self.locks.covering(key.segments());
         nearby.extend(self.locks.below(key.segments()));
-        let me = self
-            .resource(key, key.name().unwrap_or(""), meta, dead, quota, &nearby)
-            .await;
+        // Another principal's lock shows without its token (RFC 4918 §15.8).
+        for l in &mut nearby {
+            if !l.usable_by(who) {
+                l.token.clear();
+            }
+        }
+        let stored = if dead {
+            self.dead_props_of(key).await
+        } else {
+            Vec::new()
+        };
+        let me = self.resource(key, key.name().unwrap_or(""), meta, stored, quota, &nearby);
         me.write(&want, &mut text);
         let resp = Response::new(207).header("Content-Type", XML);
         if !(depth_one && meta.kind == Kind::Dir) {
@@ -217,6 +230,7 @@ impl<S: Storage> Dav<'_, S> {
         let mut batch = listing.next_batch().await?;
         let mut w = ex.writer(resp)?;
         while let Some(entries) = batch {
+            let mut members = Vec::with_capacity(entries.len());
             for e in &entries {
                 if self.cfg.hidden.hides_name(&e.name) {
                     continue;
@@ -228,15 +242,29 @@ impl<S: Storage> Dav<'_, S> {
                 if !self.policy.rights(who, &child).may_read() {
                     continue;
                 }
-                let r = self
-                    .resource(&child, &e.name, e.meta, dead, quota, &nearby)
-                    .await;
+                members.push((child, e));
+            }
+            // A batch's dead properties are read a few at a time: on S3
+            // each is a request of its own.
+            let keys: Vec<RelPath> = if dead {
+                members.iter().map(|(child, _)| child.clone()).collect()
+            } else {
+                Vec::new()
+            };
+            let this = self;
+            let mut props = futures_util::stream::iter(keys)
+                .map(move |child| async move { this.dead_props_of(&child).await })
+                .buffered(DEAD_PROPS_IN_FLIGHT);
+            for (child, e) in &members {
+                let stored = props.next().await.unwrap_or_default();
+                let r = self.resource(child, &e.name, e.meta, stored, quota, &nearby);
                 r.write(&want, &mut text);
                 if text.len() >= crate::page::listing::FLUSH_AT {
                     w.write(text.as_bytes()).await?;
                     text.clear();
                 }
             }
+            drop(props);
             batch = listing.next_batch().await?;
         }
         text.push_str(MULTISTATUS_END);
@@ -244,21 +272,21 @@ impl<S: Storage> Dav<'_, S> {
         w.finish().await
     }
 
-    async fn resource<'n>(
+    /// The dead properties stored with `key` (none when unreadable).
+    async fn dead_props_of(&self, key: &RelPath) -> Vec<(xml::PropName, String)> {
+        dead::decode(self.storage.dead_props(key).await.ok().flatten().as_deref())
+    }
+
+    fn resource<'n>(
         &self,
         key: &RelPath,
         name: &'n str,
         meta: crate::storage::Meta,
-        dead: bool,
+        dead: Vec<(xml::PropName, String)>,
         quota: (Option<u64>, Option<u64>),
-        nearby: &[lock::Lock],
+        nearby: &[locks::Lock],
     ) -> propfind::Resource<'n> {
         let dir = meta.kind == Kind::Dir;
-        let dead = if dead {
-            dead::decode(self.storage.dead_props(key).await.ok().flatten().as_deref())
-        } else {
-            Vec::new()
-        };
         propfind::Resource {
             href: key.to_url(dir),
             name,
@@ -276,11 +304,17 @@ impl<S: Storage> Dav<'_, S> {
 
     /// PROPPATCH (RFC 4918 §9.2): dead properties, all or none, kept with
     /// the file by the storage; a set modification time is applied.
-    async fn proppatch(&self, ex: &mut Exchange, key: &RelPath) -> Result<(), Error> {
+    async fn proppatch(
+        &self,
+        ex: &mut Exchange,
+        key: &RelPath,
+        who: crate::policy::Principal,
+    ) -> Result<(), Error> {
         let body = read_xml_body(ex).await?;
         let patches = xml::parse_proppatch(&body).map_err(|e| Error::status(400, e.to_string()))?;
         let meta = self.storage.stat(key).await?;
-        self.check_locks(ex, &[(key, Reach::Own)]).await?;
+        self.check_locks(ex, &[(key, locks::Reach::Own)], who)
+            .await?;
         let current = dead::decode(self.storage.dead_props(key).await?.as_deref());
         let mut outcome = dead::apply(current, &patches);
         let mut failure = None;
@@ -300,7 +334,7 @@ impl<S: Storage> Dav<'_, S> {
         if let Some(e) = failure {
             tracing::debug!(error = %e, "PROPPATCH not stored");
             let status = match e {
-                StorageError::Full | StorageError::NoRoom { .. } => 507,
+                StorageError::Full | StorageError::NoRoom { .. } | StorageError::TooLarge(_) => 507,
                 _ => 403,
             };
             for s in &mut outcome.statuses {

@@ -1,11 +1,41 @@
 //! PROPFIND answers: one `DAV:response` per resource (sans-IO here; the
 //! route in `dav/mod.rs` streams a folder's in its listing's batches).
 
-use std::time::{Instant, SystemTime};
+use std::fmt::Write as _;
+use std::time::SystemTime;
 
-use super::lock::Lock;
 use super::xml::{escape_into, prop_element, PropName, Propfind, DAV};
+use crate::locks::Lock;
 use crate::storage::{Kind, Meta};
+
+/// `DAV:activelock` text of `l`; a lock whose token was blanked (another
+/// principal's, RFC 4918 §15.8) shows without `DAV:locktoken`.
+pub fn write_active(l: &Lock, now: SystemTime, out: &mut String) {
+    out.push_str("<D:activelock><D:locktype><D:write/></D:locktype><D:lockscope>");
+    out.push_str(if l.exclusive {
+        "<D:exclusive/>"
+    } else {
+        "<D:shared/>"
+    });
+    out.push_str("</D:lockscope><D:depth>");
+    out.push_str(if l.infinite { "infinity" } else { "0" });
+    out.push_str("</D:depth>");
+    if let Some(owner) = &l.owner {
+        out.push_str("<D:owner>");
+        out.push_str(owner);
+        out.push_str("</D:owner>");
+    }
+    let left = l.expires.duration_since(now).map_or(0, |d| d.as_secs());
+    let _ = write!(out, "<D:timeout>Second-{left}</D:timeout>");
+    if !l.token.is_empty() {
+        out.push_str("<D:locktoken><D:href>");
+        escape_into(&l.token, out);
+        out.push_str("</D:href></D:locktoken>");
+    }
+    out.push_str("<D:lockroot><D:href>");
+    escape_into(&l.root_url, out);
+    out.push_str("</D:href></D:lockroot></D:activelock>");
+}
 
 /// The live properties `allprop` and `propname` answer, in that order.
 pub const LIVE: [&str; 9] = [
@@ -47,7 +77,6 @@ impl Resource<'_> {
     /// Write a live property's value as XML into `out`; `false` (nothing
     /// written) where it does not apply.
     fn live(&self, local: &str, out: &mut String) -> bool {
-        use std::fmt::Write;
         let file = self.meta.kind == Kind::File;
         match local {
             "resourcetype" => {
@@ -81,9 +110,9 @@ impl Resource<'_> {
             "displayname" => escape_into(self.name, out),
             "supportedlock" => out.push_str(SUPPORTED_LOCK),
             "lockdiscovery" => {
-                let now = Instant::now();
+                let now = SystemTime::now();
                 for l in &self.locks {
-                    l.write_active(now, out);
+                    write_active(l, now, out);
                 }
             }
             "quota-available-bytes" if !file => match self.quota.0 {

@@ -336,7 +336,7 @@ pub(crate) async fn post<S: Storage>(
                 let status = e.status();
                 let guarded = form.guard.explain(Error::status(status, ""));
                 let (status, why) = match guarded.http_status() {
-                    403 => (403, guarded.to_string()),
+                    403 | 423 => (guarded.http_status(), guarded.to_string()),
                     _ if status >= 500 => (status, "storage error".to_string()),
                     _ => (status, e.to_string()),
                 };

@@ -10,6 +10,7 @@ use crate::conditional::{evaluate, Conditions, Outcome, Validators};
 use crate::config::ServiceConfig;
 use crate::digest::{asked_for, format_sha256};
 use crate::hash_gate::HashGate;
+use crate::locks::{check_write, Reach};
 use crate::metrics::RouteClass;
 use crate::page::listing::{page_csp, Format, Formatter, FLUSH_AT};
 use crate::path::RelPath;
@@ -176,9 +177,7 @@ impl<S: Storage> Files<S> {
         };
         let name = key.name().unwrap_or("");
         // The static name, not a parsed `Mime` (which allocates).
-        let essence = mime_guess::from_path(name)
-            .first_raw()
-            .unwrap_or("application/octet-stream");
+        let essence = crate::content_type::of(name);
         // A text file's start is read to sniff its charset; when that is the
         // whole file, the same bytes are the body (one read per request).
         let mut start = [0u8; SNIFF_BYTES];
@@ -339,7 +338,20 @@ impl<S: Storage> Files<S> {
         let expected = crate::digest::expected_from(ex)?;
         let hash = self.cfg.hash_for(ex, expected.as_ref());
         let check = write_preconditions(&self.storage, ex, &key).await?;
-        let guard = WriteGuard::new(&self.policy, who, &key);
+        // WebDAV locks: 412/423 before the body, checked again at commit.
+        let if_value = ex.header_str("if").map(str::to_string);
+        let targets = [(&key, Reach::Member)];
+        let locks = &self.cfg.locks;
+        let submitted = check_write(
+            locks,
+            &self.storage,
+            if_value.as_deref(),
+            &key,
+            &targets,
+            who,
+        )
+        .await?;
+        let guard = WriteGuard::new(&self.policy, who, &key).with_locks(locks, submitted);
         let mut up = guard.create(&self.storage, &key, check).await?;
         if let Some(sum) = expected {
             up.expect_sha256(sum);

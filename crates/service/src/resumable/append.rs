@@ -190,6 +190,8 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         let target = slot.snapshot().target;
         let key = parse_request_path(&target)
             .map_err(|_| Error::status(500, "an upload's target is not a valid path"))?;
+        let if_value = ex.header_str("if").map(str::to_string);
+        let submitted = self.check_locks(who, &key, if_value.as_deref()).await?;
         ensure_room(&self.storage, ex.content_length()).await?;
         // The request that completes the upload may carry `X-OC-Mtime`.
         let mtime = crate::mtime::requested(ex)?;
@@ -292,11 +294,12 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                     }) as CommitCheck),
                     (false, prev) => prev,
                 };
-                let mut guard = WriteGuard::new(&self.policy, who, &key);
+                let mut guard =
+                    WriteGuard::new(&self.policy, who, &key).with_locks(&self.cfg.locks, submitted);
                 if next.no_replace {
                     guard = guard.forbid_replace();
                 }
-                let check = guard.commit_check(check);
+                let check = guard.commit_check(&key, check);
                 *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = next;
                 if let (Some(t), Some(file)) = (mtime, data.as_file()) {
                     // Before the rename publishes it (metadata: one syscall).

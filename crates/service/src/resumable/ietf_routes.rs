@@ -34,7 +34,9 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             ));
         }
         let guard = WriteGuard::new(&self.policy, who, &key);
-        self.check_target(&guard, who, &key).await?;
+        let if_value = ex.header_str("if").map(str::to_string);
+        self.check_target(&guard, who, &key, if_value.as_deref())
+            .await?;
         // A malformed X-OC-Mtime is refused before an upload is created.
         crate::mtime::requested(ex)?;
         let if_none_match = ex

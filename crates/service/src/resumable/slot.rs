@@ -116,13 +116,15 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
 
     /// Everything that would make publishing `target` fail, refused at
     /// creation rather than after the last byte: the policy (`w` there,
-    /// and `d` if a file has the name), a folder at the name (409), a file
-    /// where a parent folder would be (409).
+    /// and `d` if a file has the name), a WebDAV lock the request does not
+    /// submit (423; `if_value` is its `If` header), a folder at the name
+    /// (409), a file where a parent folder would be (409).
     pub(super) async fn check_target(
         &self,
         guard: &WriteGuard,
         who: Principal,
         target: &RelPath,
+        if_value: Option<&str>,
     ) -> Result<(), Error> {
         match self.policy.decide(who, Action::Create, target) {
             Decision::Allow => {}
@@ -132,6 +134,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             Decision::Forbidden(why) => return Err(Error::status(403, why)),
         }
         self.cfg.hidden.refuse(target)?;
+        self.check_locks(who, target, if_value).await?;
         match self.storage.stat(target).await {
             Ok(meta) if meta.kind == Kind::Dir => {
                 return Err(Error::status(
@@ -170,6 +173,28 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             )),
             _ => Ok(()),
         }
+    }
+
+    /// 423 (or 412 for a failing `If` header) when a WebDAV lock covers
+    /// `target` or its folder and the request does not submit it: checked
+    /// at creation, before every append, and (with what the completing
+    /// request submitted) right before publication.
+    pub(super) async fn check_locks(
+        &self,
+        who: Principal,
+        target: &RelPath,
+        if_value: Option<&str>,
+    ) -> Result<crate::locks::Submitted, Error> {
+        let targets = [(target, crate::locks::Reach::Member)];
+        crate::locks::check_write(
+            &self.cfg.locks,
+            &self.storage,
+            if_value,
+            target,
+            &targets,
+            who,
+        )
+        .await
     }
 
     /// Refuse a creation by an address (without a token) that holds

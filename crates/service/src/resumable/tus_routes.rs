@@ -46,7 +46,9 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         };
         // Refused now, not after the last byte (publishing onto a folder fails).
         let guard = WriteGuard::new(&self.policy, who, &target);
-        self.check_target(&guard, who, &target).await?;
+        let if_value = ex.header_str("if").map(str::to_string);
+        self.check_target(&guard, who, &target, if_value.as_deref())
+            .await?;
         let client = (who, ex.peer_addr().ip());
         let (id, slot) = self
             .create(

@@ -81,6 +81,17 @@ pub enum Written {
     Replaced,
 }
 
+/// What [`Storage::load_locks`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockRecords {
+    /// The version the caller knows is still the current one.
+    Unchanged,
+    /// No records are kept (no lock was ever taken, or the store keeps none).
+    Absent,
+    /// The records and their version (for a conditional write).
+    Found { blob: Vec<u8>, version: String },
+}
+
 /// Storage failures, each with the HTTP status it maps to.
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
@@ -126,6 +137,10 @@ pub enum StorageError {
         crate::size::human_size(*available)
     )]
     NoRoom { needed: u64, available: u64 },
+    /// What was to be kept with a file exceeds what the backend can keep
+    /// there (S3's 2 KB of object metadata for WebDAV properties).
+    #[error("too large for this storage: {0}")]
+    TooLarge(&'static str),
     /// ENAMETOOLONG: a name or the whole path is too long for the filesystem.
     #[error("name too long for the server's filesystem (names up to 255 bytes)")]
     NameTooLong,
@@ -159,7 +174,7 @@ impl StorageError {
             | StorageError::Outside
             | StorageError::Denied
             | StorageError::WriteDenied => 403,
-            StorageError::Full | StorageError::NoRoom { .. } => 507,
+            StorageError::Full | StorageError::NoRoom { .. } | StorageError::TooLarge(_) => 507,
             StorageError::Busy => 503,
             // A long name is a bad request, not a long URI (RFC 9110 §15.5.15).
             StorageError::NameTooLong => 400,
@@ -289,6 +304,30 @@ pub trait Storage: Send + Sync + 'static {
         _blob: Option<&[u8]>,
     ) -> impl Future<Output = Result<(), StorageError>> + Send {
         async { Err(StorageError::Unsupported("WebDAV properties")) }
+    }
+    /// Whether WebDAV lock records are kept in the store, for every server
+    /// on it ([`load_locks`](Self::load_locks)); else each server keeps its
+    /// locks in memory.
+    fn shares_locks(&self) -> bool {
+        false
+    }
+    /// The lock records (the `locks` module's serialized table), unless
+    /// their version is still `known`.
+    fn load_locks(
+        &self,
+        _known: Option<String>,
+    ) -> impl Future<Output = Result<LockRecords, StorageError>> + Send {
+        async { Ok(LockRecords::Absent) }
+    }
+    /// Replace the lock records with `blob` if their version is still
+    /// `version` (`None`: if there are none), else
+    /// [`StorageError::PreconditionFailed`]; returns the new version.
+    fn save_locks(
+        &self,
+        _blob: Vec<u8>,
+        _version: Option<String>,
+    ) -> impl Future<Output = Result<String, StorageError>> + Send {
+        async { Err(StorageError::Unsupported("shared lock records")) }
     }
     /// Set the modification time of a file or folder (WebDAV clients set
     /// it with PROPPATCH after a save).

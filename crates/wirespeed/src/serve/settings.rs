@@ -97,6 +97,8 @@ pub(super) fn service(
         hidden: wirespeed_service::Hidden::new(&args.content.hidden).map_err(anyhow::Error::msg)?,
         index: args.content.index,
         allow_scripts: args.content.allow_scripts,
+        // WebDAV locks start empty; every route shares this table.
+        locks: Default::default(),
     })
 }
 

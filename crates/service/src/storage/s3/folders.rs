@@ -126,6 +126,15 @@ impl S3Storage {
                         "moving files over 5 GiB on S3 (a server-side copy stops there)",
                     ));
                 }
+                // CopyObject keeps the metadata; the multipart copy of
+                // copy-if-not-exists does not, so WebDAV properties are put
+                // back after.
+                let kept = if overwrite {
+                    None
+                } else {
+                    let o = super::object::S3Object::open(self, src.clone()).await?;
+                    Some((o.dav.clone(), crate::storage::Object::stored_sha256(&o)))
+                };
                 let copied = if overwrite {
                     self.store.copy(&src, &dst).await
                 } else {
@@ -137,6 +146,14 @@ impl S3Storage {
                         return Err(StorageError::Exists)
                     }
                     Err(e) => return Err(self.error(e)),
+                }
+                // Only for properties (a client's data): a lost sha-256
+                // record is recomputed when asked, not worth a rewrite.
+                if let Some((dav, sha256)) = kept.filter(|k| k.0.is_some()) {
+                    if let Err(e) = self.rewrite(dst.clone(), dav, sha256).await {
+                        // The bytes moved; only their properties or digest record are lost.
+                        tracing::warn!(path = %dst, error = %e, "S3 move: metadata not kept");
+                    }
                 }
                 self.store.delete(&src).await.map_err(|e| self.error(e))?;
                 Ok(written)

@@ -21,14 +21,20 @@
 //!   each, their records in `PREFIX/.wirespeed-uploads/`.
 //! - `folders.rs`: `MKCOL` (a hidden `.wirespeed-folder` marker) and
 //!   `MOVE` (server-side copy, then delete; bounded for folders).
+//! - `lock_records.rs`: the WebDAV locks of every server on the bucket, one
+//!   object written with conditional requests.
+//! - `props.rs`: WebDAV dead properties as object metadata
+//!   (`x-amz-meta-wirespeed-dav`; a folder's on its marker).
 //!
 //! Digests: a sha-256 known when the object is written is stored as the
 //! object's metadata `x-amz-meta-sha256` and read back by the `HEAD` at
 //! open (always the object's own, so never stale).
 
 mod folders;
+mod lock_records;
 mod object;
 mod partial;
+mod props;
 mod state;
 mod upload;
 
@@ -477,6 +483,33 @@ impl Storage for S3Storage {
         overwrite: bool,
     ) -> Result<Written, StorageError> {
         self.move_key(from, to, overwrite).await
+    }
+
+    async fn dead_props(&self, key: &RelPath) -> Result<Option<Vec<u8>>, StorageError> {
+        self.read_props(key).await
+    }
+
+    async fn set_dead_props(&self, key: &RelPath, blob: Option<&[u8]>) -> Result<(), StorageError> {
+        self.write_props(key, blob).await
+    }
+
+    fn shares_locks(&self) -> bool {
+        true
+    }
+
+    async fn load_locks(
+        &self,
+        known: Option<String>,
+    ) -> Result<crate::storage::LockRecords, StorageError> {
+        self.read_lock_records(known).await
+    }
+
+    async fn save_locks(
+        &self,
+        blob: Vec<u8>,
+        version: Option<String>,
+    ) -> Result<String, StorageError> {
+        self.write_lock_records(blob, version).await
     }
 }
 

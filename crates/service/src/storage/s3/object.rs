@@ -26,6 +26,8 @@ pub struct S3Object {
     meta: Meta,
     etag: Option<String>,
     sha256: Option<[u8; 32]>,
+    /// The WebDAV dead properties kept with it (`props.rs`), as stored.
+    pub(super) dav: Option<String>,
     reader: Option<Reader>,
 }
 
@@ -56,7 +58,12 @@ impl S3Object {
             .attributes
             .get(&Attribute::Metadata(SHA256_KEY.into()))
             .and_then(|v| parse_hex32(v.as_ref()));
+        let dav = got
+            .attributes
+            .get(&Attribute::Metadata(super::props::DAV_KEY.into()))
+            .map(|v| v.as_ref().to_string());
         Ok(S3Object {
+            dav,
             storage: storage.clone(),
             meta: file_meta(&got.meta),
             etag: got.meta.e_tag.clone(),

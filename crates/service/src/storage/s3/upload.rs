@@ -36,6 +36,8 @@ pub struct S3Upload {
     written: u64,
     check: Option<CommitCheck>,
     expected: Option<[u8; 32]>,
+    /// WebDAV dead properties to store with the object (`props.rs`).
+    pub(super) dav: Option<String>,
 }
 
 impl S3Upload {
@@ -52,13 +54,20 @@ impl S3Upload {
             written: 0,
             check: None,
             expected: None,
+            dav: None,
         }
     }
 
-    fn attributes(sum: Option<&[u8; 32]>) -> Attributes {
+    fn attributes(&self, sum: Option<&[u8; 32]>) -> Attributes {
         let mut a = Attributes::new();
         if let Some(sum) = sum {
             a.insert(Attribute::Metadata(SHA256_KEY.into()), to_hex(sum).into());
+        }
+        if let Some(dav) = &self.dav {
+            a.insert(
+                Attribute::Metadata(super::props::DAV_KEY.into()),
+                dav.clone().into(),
+            );
         }
         a
     }
@@ -86,7 +95,7 @@ impl S3Upload {
     async fn send_part(&mut self) -> Result<(), StorageError> {
         if self.multipart.is_none() {
             let opts = PutMultipartOptions {
-                attributes: Self::attributes(self.expected.as_ref()),
+                attributes: self.attributes(self.expected.as_ref()),
                 ..PutMultipartOptions::default()
             };
             let mp = self
@@ -139,7 +148,7 @@ impl S3Upload {
             };
             let opts = PutOptions {
                 mode,
-                attributes: Self::attributes(sha256.or(self.expected).as_ref()),
+                attributes: self.attributes(sha256.or(self.expected).as_ref()),
                 ..PutOptions::default()
             };
             let data = std::mem::take(&mut self.buf).freeze();

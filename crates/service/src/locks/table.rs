@@ -1,14 +1,14 @@
-//! WebDAV write locks (RFC 4918 §6–7): the server's table of active locks.
+//! The table of active locks (RFC 4918 §6–7), sans-IO: conflicts, cover,
+//! refresh, timeouts.
 //!
-//! In memory, per server process: a lock lives until UNLOCK, its timeout, or
-//! a restart (clients refresh or take a new one). An S3 deployment of several
-//! nodes would need the table in the bucket; this round it is per process.
+//! In memory: on a folder, per server process (a lock lives until UNLOCK,
+//! its timeout, or a restart); on a store that shares lock records (S3),
+//! this node's copy of the bucket's record (`shared`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
-use super::xml::escape_into;
+use std::time::{Duration, SystemTime};
 
 /// The longest lock granted; `Infinite` asks get this too (a forgotten
 /// lock must end some day).
@@ -32,39 +32,18 @@ pub struct Lock {
     pub exclusive: bool,
     /// The client's `DAV:owner` content (standalone XML).
     pub owner: Option<String>,
+    /// Who took it ([`super::creator`]): only they may submit its token,
+    /// refresh or remove it, and see the token in `lockdiscovery`. `None`:
+    /// taken without credentials, so the token alone is the proof.
+    pub creator: Option<String>,
     pub timeout: Duration,
-    pub expires: Instant,
+    pub expires: SystemTime,
 }
 
 impl Lock {
     /// Whether this lock covers `path`: its root, or below it with depth infinity.
     pub fn covers(&self, path: &[String]) -> bool {
         path.starts_with(&self.root) && (path.len() == self.root.len() || self.infinite)
-    }
-
-    /// `DAV:activelock` text.
-    pub fn write_active(&self, now: Instant, out: &mut String) {
-        out.push_str("<D:activelock><D:locktype><D:write/></D:locktype><D:lockscope>");
-        out.push_str(if self.exclusive {
-            "<D:exclusive/>"
-        } else {
-            "<D:shared/>"
-        });
-        out.push_str("</D:lockscope><D:depth>");
-        out.push_str(if self.infinite { "infinity" } else { "0" });
-        out.push_str("</D:depth>");
-        if let Some(owner) = &self.owner {
-            out.push_str("<D:owner>");
-            out.push_str(owner);
-            out.push_str("</D:owner>");
-        }
-        let left = self.expires.saturating_duration_since(now).as_secs();
-        out.push_str(&format!("<D:timeout>Second-{left}</D:timeout>"));
-        out.push_str("<D:locktoken><D:href>");
-        escape_into(&self.token, out);
-        out.push_str("</D:href></D:locktoken><D:lockroot><D:href>");
-        escape_into(&self.root_url, out);
-        out.push_str("</D:href></D:lockroot></D:activelock>");
     }
 }
 
@@ -81,14 +60,73 @@ pub enum LockRefused {
 #[derive(Debug, Default)]
 pub struct LockTable {
     locks: Mutex<HashMap<String, Lock>>,
+    /// Locks held, as of the last change (expired ones count until the
+    /// next look): read without the mutex, so a write on a server without
+    /// locks costs one atomic load.
+    held: AtomicUsize,
+    /// What this node knows of the records a shared store keeps.
+    pub(super) shared: super::shared::SharedState,
+}
+
+/// The table, locked, with its expired locks gone; the count follows it.
+struct Guard<'a> {
+    t: std::sync::MutexGuard<'a, HashMap<String, Lock>>,
+    held: &'a AtomicUsize,
+}
+
+impl std::ops::Deref for Guard<'_> {
+    type Target = HashMap<String, Lock>;
+    fn deref(&self) -> &Self::Target {
+        &self.t
+    }
+}
+
+impl std::ops::DerefMut for Guard<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.t
+    }
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        self.held.store(self.t.len(), Ordering::Relaxed);
+    }
 }
 
 impl LockTable {
-    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Lock>> {
+    fn table(&self) -> Guard<'_> {
         let mut t = self.locks.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
+        let now = SystemTime::now();
         t.retain(|_, l| l.expires > now);
-        t
+        Guard {
+            t,
+            held: &self.held,
+        }
+    }
+
+    /// Whether no lock is held (the early-out of every write's check).
+    pub fn is_empty(&self) -> bool {
+        self.held.load(Ordering::Relaxed) == 0
+    }
+
+    /// Every lock held, in token order.
+    pub fn all(&self) -> Vec<Lock> {
+        let mut v: Vec<Lock> = self.table().values().cloned().collect();
+        v.sort_by(|a, b| a.token.cmp(&b.token));
+        v
+    }
+
+    /// Hold exactly `locks` (the shared store's records, just read).
+    pub fn replace_all(&self, locks: Vec<Lock>) {
+        let mut t = self.table();
+        t.clear();
+        t.extend(locks.into_iter().map(|l| (l.token.clone(), l)));
+        t.retain(|_, l| l.expires > SystemTime::now());
+    }
+
+    /// The lock `token`, if held.
+    pub fn get(&self, token: &str) -> Option<Lock> {
+        self.table().get(token).cloned()
     }
 
     /// Locks covering `path`.
@@ -133,7 +171,7 @@ impl LockTable {
         let mut t = self.table();
         let l = t.get_mut(token).filter(|l| l.covers(path))?;
         l.timeout = timeout;
-        l.expires = Instant::now() + timeout;
+        l.expires = SystemTime::now() + timeout;
         Some(l.clone())
     }
 
@@ -211,8 +249,9 @@ mod tests {
             infinite,
             exclusive,
             owner: None,
+            creator: None,
             timeout: DEFAULT_TIMEOUT,
-            expires: Instant::now() + DEFAULT_TIMEOUT,
+            expires: SystemTime::now() + DEFAULT_TIMEOUT,
         }
     }
 
@@ -223,7 +262,10 @@ mod tests {
     #[test]
     fn conflicts_and_cover() {
         let t = LockTable::default();
+        assert!(t.is_empty());
         let a = t.lock(lock(&["a"], true, true)).unwrap();
+        assert!(!t.is_empty());
+        assert_eq!(t.get(&a.token), Some(a.clone()));
         assert_eq!(
             t.lock(lock(&["a", "b"], false, false)),
             Err(LockRefused::Conflict)
@@ -244,6 +286,8 @@ mod tests {
         assert!(t.covering(&p(&["c", "d"])).is_empty());
         t.forget(&p(&["c"]));
         assert!(!t.unlock(&s1.token, &p(&["c"])));
+        t.forget(&p(&[]));
+        assert!(t.is_empty());
     }
 
     #[test]
