@@ -15,11 +15,20 @@
   const here = location.pathname;
   const isDir = here.endsWith('/');
   const locked = doc.body.dataset.locked === '1';
+  // A server with users: the page signs in with its own form (a session
+  // cookie), never the browser's Basic dialog; data-user names who is in.
+  const users = doc.body.dataset.users === '1';
+  const user = doc.body.dataset.user || '';
   // What the server takes (listing.rs writes it from page.rs `page_rights`):
   // the page offers only those actions.
   const can = new Set((doc.body.dataset.can || '').split(' '));
   const canWrite = can.has('write');
   const canDelete = can.has('delete');
+  // "Share link…" on the rows (share links on, the asker may mint them).
+  const canShare = doc.body.dataset.share === '1';
+  // Opened through a share link: every URL of the page carries it on.
+  const shareToken = new URLSearchParams(location.search).get('share');
+  const withShare = (url) => (shareToken ? url + (url.includes('?') ? '&' : '?') + 'share=' + enc(shareToken) : url);
   const $ = (sel, el = doc) => el.querySelector(sel);
   const enc = (name) => encodeURIComponent(name);
   const encPath = (p) => p.split('/').map(enc).join('/');
@@ -123,12 +132,19 @@
   let token = sessionStorage.getItem(TOKEN_KEY) || '';
   let asking = null;
   function withAuth(headers) {
-    const out = Object.assign({}, headers);
+    // The marker: the server answers the page's 401s without a Basic
+    // challenge (session.rs, respond.rs).
+    const out = Object.assign({ 'X-Wirespeed-Page': '1' }, headers);
     if (token) out.Authorization = 'Bearer ' + token;
     return out;
   }
-  /** Ask for the token once for every request that got a 401 meanwhile. */
+  /** Ask for the token (or, with users, sign in) once for every request
+   * that got a 401 meanwhile. */
   function askToken() {
+    if (users) {
+      if (!asking) asking = signIn().then((ok) => ((asking = null), ok));
+      return asking;
+    }
     if (!asking) {
       const again = !!token;
       asking = ask({
@@ -146,6 +162,94 @@
     }
     return asking;
   }
+  // --- signing in (servers with users) -------------------------------------------
+  /** The sign-in form: resolves true once the server set the session
+   * cookie, false when cancelled. A refusal is shown in the form. */
+  function signIn() {
+    return new Promise((resolve) => {
+      const d = h('dialog', { 'aria-label': 'Sign in', id: 'signin' });
+      const name = h('input', { type: 'text', name: 'username', 'aria-label': 'User name', autocomplete: 'username', required: true });
+      const pw = h('input', { type: 'password', name: 'password', 'aria-label': 'Password', autocomplete: 'current-password', required: true });
+      const error = h('p', { class: 'error', id: 'signin-error', role: 'alert', hidden: true });
+      const cancel = h('button', { type: 'button' }, 'Cancel');
+      const okb = h('button', { type: 'submit', class: 'primary' }, 'Sign in');
+      const form = h(
+        'form',
+        { method: 'dialog' },
+        h('p', {}, h('strong', {}, 'Sign in')),
+        h('label', {}, 'User name ', name),
+        h('label', {}, 'Password ', pw),
+        error,
+        h('div', { class: 'row' }, cancel, okb),
+      );
+      d.append(form);
+      doc.body.append(d);
+      let result = false;
+      cancel.addEventListener('click', () => d.close());
+      form.addEventListener('submit', async (ev) => {
+        ev.preventDefault();
+        okb.disabled = true;
+        error.hidden = true;
+        try {
+          const r = await fetch('/-/session', {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json', 'X-Wirespeed-Page': '1' },
+            body: JSON.stringify({ name: name.value, password: pw.value }),
+            credentials: 'same-origin',
+          });
+          if (r.ok) {
+            result = true;
+            d.close();
+            return;
+          }
+          error.textContent = r.status === 401 ? 'Wrong user name or password.' : await failure(r, 'Could not sign in');
+        } catch (err) {
+          error.textContent = 'Could not sign in: ' + err.message;
+        }
+        error.hidden = false;
+        okb.disabled = false;
+        pw.select();
+      });
+      d.addEventListener('close', () => {
+        d.remove();
+        resolve(result);
+      });
+      d.showModal();
+      name.focus();
+    });
+  }
+
+  async function signOut() {
+    await fetch('/-/session', { method: 'DELETE', headers: { 'X-Wirespeed-Page': '1' }, credentials: 'same-origin' });
+    location.reload();
+  }
+
+  /** The header's corner: who is signed in and Sign out, or Sign in. */
+  function setupUser() {
+    if (!users) return;
+    const header = $('header');
+    if (!header) return;
+    const box = h('div', { id: 'who' });
+    if (user) {
+      box.append(
+        h('span', {}, 'Signed in as ', h('strong', { id: 'user-name' }, user)),
+        h('button', { type: 'button', id: 'signout-btn', onclick: signOut }, 'Sign out'),
+      );
+    } else {
+      box.append(
+        h('button', {
+          type: 'button',
+          id: 'signin-btn',
+          class: 'primary',
+          onclick: async () => {
+            if (await signIn()) location.reload();
+          },
+        }, 'Sign in'),
+      );
+    }
+    header.append(box);
+  }
+
   /** fetch with the token; a 401 asks for it and tries again. */
   async function api(url, opts = {}) {
     for (;;) {
@@ -183,7 +287,9 @@
   const selected = new Set();
   let selLink = null;
 
-  const link = (e) => here + enc(e.name) + (e.dir ? '/' : '');
+  const link = (e) => withShare(here + enc(e.name) + (e.dir ? '/' : ''));
+  /** A row's path on the server, without any share token. */
+  const pathOf = (e) => here + enc(e.name) + (e.dir ? '/' : '');
 
   function buildTable() {
     const main = $('main');
@@ -216,7 +322,7 @@
   }
 
   function makeRow(e) {
-    const a = h('a', { href: enc(e.name) + (e.dir ? '/' : '') }, e.name + (e.dir ? '/' : ''));
+    const a = h('a', { href: withShare(enc(e.name) + (e.dir ? '/' : '')) }, e.name + (e.dir ? '/' : ''));
     const tick = h('input', { type: 'checkbox', class: 'sel', 'aria-label': 'Select ' + e.name, checked: selected.has(e.name) });
     tick.addEventListener('change', () => {
       if (tick.checked) selected.add(e.name);
@@ -313,7 +419,7 @@
 
   async function load() {
     if (!isDir) return;
-    const r = await api(here + '?format=json', { headers: { Accept: 'application/json' }, cache: 'no-store' });
+    const r = await api(withShare(here + '?format=json'), { headers: { Accept: 'application/json' }, cache: 'no-store' });
     if (!r.ok) {
       toast(await failure(r, 'Could not read the folder'));
       return;
@@ -363,7 +469,8 @@
     const item = (label, fn, cls) =>
       h('button', { type: 'button', role: 'menuitem', class: cls || false, onclick: () => (closeMenu(true), fn()) }, label);
     items.push(item('Copy link', () => copyLink(new URL(link(e), location.href).href)));
-    if (e.dir) for (const f of ['zip', 'tar']) items.push(archiveLink(link(e), e.name, f, 'Download as ' + f, 'menuitem'));
+    if (canShare) items.push(item('Share link…', () => shareLink(e)));
+    if (e.dir) for (const f of ['zip', 'tar']) items.push(archiveLink(pathOf(e), e.name, f, 'Download as ' + f, 'menuitem'));
     // A rename is a MOVE: it takes both rights.
     if (canWrite && canDelete) items.push(item('Rename…', () => rename(e)));
     if (canDelete) items.push(item('Delete…', () => remove(e), 'danger'));
@@ -393,6 +500,87 @@
       // No clipboard (a plain-http origin, or denied): show the link to copy.
       await ask({ title: 'Copy this link', input: { value: url, label: 'Link', select: url.length }, ok: 'Done' });
     }
+  }
+
+  /** "Share link…": an expiry (and, for a folder one may write to,
+   * upload-only), minted by `POST /-/shares/PATH`, shown with Copy. */
+  async function shareLink(e) {
+    const choice = await new Promise((resolve) => {
+      const d = h('dialog', { 'aria-label': 'Share link', id: 'share' });
+      const expiry = h(
+        'select',
+        { 'aria-label': 'Expires after', name: 'expires' },
+        h('option', { value: String(86400) }, '1 day'),
+        h('option', { value: String(7 * 86400), selected: true }, '7 days'),
+        h('option', { value: String(30 * 86400) }, '30 days'),
+      );
+      const upload = h('input', { type: 'checkbox', name: 'upload' });
+      const cancel = h('button', { type: 'button' }, 'Cancel');
+      const okb = h('button', { type: 'submit', class: 'primary' }, 'Create link');
+      const form = h(
+        'form',
+        { method: 'dialog' },
+        h('p', {}, h('strong', {}, `Share "${e.name}${e.dir ? '/' : ''}"`)),
+        h('label', {}, 'Expires after ', expiry),
+      );
+      if (e.dir && canWrite) form.append(h('label', { class: 'check' }, upload, ' Upload only (others add files, nothing is read)'));
+      form.append(h('div', { class: 'row' }, cancel, okb));
+      d.append(form);
+      doc.body.append(d);
+      let result = null;
+      cancel.addEventListener('click', () => d.close());
+      form.addEventListener('submit', (ev) => {
+        ev.preventDefault();
+        result = { expires: expiry.value, upload: upload.checked };
+        d.close();
+      });
+      d.addEventListener('close', () => {
+        d.remove();
+        resolve(result);
+      });
+      d.showModal();
+      expiry.focus();
+    });
+    if (!choice) return;
+    const q = '?expires=' + choice.expires + (choice.upload ? '&upload' : '');
+    const r = await api('/-/shares' + pathOf(e) + q, { method: 'POST' });
+    if (r.status !== 201) return toast(await failure(r, 'Could not make a link'));
+    const j = await r.json();
+    const url = new URL(j.path + '?share=' + j.share, location.href).href;
+    await new Promise((resolve) => {
+      const d = h('dialog', { 'aria-label': 'Share link', id: 'share-made' });
+      const field = h('input', { type: 'text', id: 'share-link', readonly: true, value: url, 'aria-label': 'Link' });
+      const copy = h('button', { type: 'button', class: 'primary', id: 'share-copy' }, 'Copy');
+      const done = h('button', { type: 'button' }, 'Done');
+      const until = new Date(j.expires * 1000);
+      copy.addEventListener('click', async () => {
+        field.select();
+        try {
+          await navigator.clipboard.writeText(url);
+          copy.textContent = 'Copied';
+        } catch (_) {
+          // No clipboard (plain http, or denied): the text stays selected.
+          copy.textContent = doc.execCommand && doc.execCommand('copy') ? 'Copied' : 'Press Ctrl+C';
+        }
+      });
+      done.addEventListener('click', () => d.close());
+      d.append(
+        h(
+          'form',
+          { method: 'dialog' },
+          h('p', {}, h('strong', {}, choice.upload ? 'Upload link' : 'Share link'), ` until ${dtf.format(until)}`),
+          field,
+          h('div', { class: 'row' }, done, copy),
+        ),
+      );
+      doc.body.append(d);
+      d.addEventListener('close', () => {
+        d.remove();
+        resolve();
+      });
+      d.showModal();
+      field.select();
+    });
   }
 
   async function rename(e) {
@@ -438,7 +626,7 @@
 
   /** A folder as one archive the server builds (`?archive=zip|tar`). */
   function archiveLink(url, name, format, label, role) {
-    const href = url + '?archive=' + format;
+    const href = withShare(url + '?archive=' + format);
     const file = (name || 'files') + '.' + format;
     const a = h('a', { href, download: file, class: 'btn', role: role || false }, label);
     if (locked) a.addEventListener('click', (ev) => (ev.preventDefault(), saveWithToken(href, file)));
@@ -458,7 +646,7 @@
     if (!selLink) return;
     const names = Array.from(selected).sort(collator.compare);
     selLink.hidden = !names.length;
-    selLink.href = here + '?archive=zip' + names.map((n) => '&name=' + enc(n)).join('');
+    selLink.href = withShare(here + '?archive=zip' + names.map((n) => '&name=' + enc(n)).join(''));
     selLink.textContent = `Download ${names.length} selected (zip)`;
   }
 
@@ -935,6 +1123,13 @@
     setupTable();
     setupBar();
     if (canWrite) setupDrop();
+    setupUser();
+    if (locked && users) {
+      // A path that needs a user: sign in, then ask again with the cookie.
+      root.dataset.ready = '1';
+      if (await signIn()) location.reload();
+      return;
+    }
     if (locked) {
       // A private server answered the navigation without the listing.
       if (!token && !(await askToken())) return;

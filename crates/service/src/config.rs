@@ -19,6 +19,8 @@ pub struct ServiceConfig {
     pub users: Option<std::sync::Arc<crate::policy::Users>>,
     /// Share links (`/-/shares/…` mints them; `?share=` presents one).
     pub shares: Option<std::sync::Arc<crate::policy::Shares>>,
+    /// Browser sessions (`/-/session` signs in; its cookie presents one).
+    pub sessions: Option<std::sync::Arc<crate::policy::Sessions>>,
     /// Which writes are taken at all (checked before the token).
     pub writes: Writes,
     /// Largest accepted upload body in bytes (`None`: unlimited). Bigger
@@ -60,12 +62,16 @@ impl ServiceConfig {
     /// The policy its presets (`access`, `writes`), rules file (`users`)
     /// and share links make: every route asks it.
     pub fn policy(&self) -> Policy {
-        let mut policy = Policy::from_presets(&self.access, self.writes);
+        let mut policy =
+            Policy::from_presets(&self.access, self.writes).with_hidden(self.hidden.clone());
         if let Some(users) = &self.users {
             policy = policy.with_users(users.clone());
         }
         if let Some(shares) = &self.shares {
             policy = policy.with_shares(shares.clone());
+        }
+        if let Some(sessions) = &self.sessions {
+            policy = policy.with_sessions(sessions.clone());
         }
         policy
     }

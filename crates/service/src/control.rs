@@ -1,5 +1,5 @@
 //! The control routes under `/-/`: health, the page's assets, metrics,
-//! share links.
+//! share links, the page's sign-in.
 
 use wirespeed_net::{Error, Exchange, Handler, Response, Router};
 
@@ -20,7 +20,8 @@ impl Handler for Health {
 }
 
 /// The control routes every router starts with: `/-/health`, the page's
-/// `/-/assets/…`, `/-/shares/…` when share links are on, and `/-/metrics`
+/// `/-/assets/…`, `/-/shares/…` when share links are on, `/-/session` when
+/// users sign in, and `/-/metrics`
 /// when `cfg.metrics` is set.
 pub(crate) fn control_routes(cfg: &ServiceConfig) -> Router {
     let router = Router::new().route(&["GET"], "/-/health", Health).route(
@@ -41,6 +42,20 @@ pub(crate) fn control_routes(cfg: &ServiceConfig) -> Router {
                 .route(&methods, "/-/shares/*", routes())
         }
         None => router,
+    };
+    let router = match (&cfg.sessions, &cfg.users) {
+        (Some(sessions), Some(users)) => {
+            let routes = || crate::session::SessionRoutes {
+                cfg: cfg.clone(),
+                policy: cfg.policy(),
+                users: users.clone(),
+                sessions: sessions.clone(),
+            };
+            router
+                .route(&["GET", "POST", "DELETE"], crate::session::PATH, routes())
+                .route(&["POST"], crate::session::SIGN_OUT, routes())
+        }
+        _ => router,
     };
     match &cfg.metrics {
         Some(metrics) => {

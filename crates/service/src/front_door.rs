@@ -88,8 +88,8 @@ impl<S: Storage> Handler for FileRoutes<S> {
         let Some(who) = admit(cfg, policy, ex, method_action(ex.method()), at).await? else {
             return Ok(());
         };
+        // (A hidden path was answered 404 by `admit`: the policy hides it.)
         let key = parsed.map_err(|e| path_error(e, ex.method()))?;
-        cfg.hidden.refuse(&key)?;
         let _upload = match ex.method() {
             "PUT" | "POST" => cfg.metrics.as_ref().map(|m| m.upload_started()),
             _ => None,
@@ -109,8 +109,9 @@ impl<S: Storage> Handler for FileRoutes<S> {
             "GET" | "HEAD" if key.trailing_slash() => match archive::wanted(ex.query())? {
                 Some(wanted) if is_folder(storage, &key).await => {
                     RouteClass::Listing.set(ex);
-                    // Entries the principal may not read are left out.
-                    let may_read = move |k: &RelPath| policy.rights(who, k).may_read();
+                    // Entries the principal may not read, and hidden
+                    // names, are left out.
+                    let may_read = move |k: &RelPath| policy.reads(who, k);
                     archive::send(storage, cfg, &self.crcs, ex, &key, wanted, may_read).await
                 }
                 _ => self.files.answer(ex, key, who).await,

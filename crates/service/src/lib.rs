@@ -57,6 +57,8 @@ pub mod mtime;
 pub mod page;
 pub mod path;
 mod respond;
+pub mod revocations;
+pub mod session;
 mod shares;
 mod size;
 pub mod storage;
@@ -72,7 +74,7 @@ pub use page::{assets, listing};
 pub use policy::hidden::Hidden;
 pub use policy::origin;
 pub use policy::presets::{Access, Writes, WritesOff};
-pub use policy::{Action, Decision, Policy, Principal, Rights, Users, UsersError};
+pub use policy::{Action, Decision, Policy, Principal, Rights, Sessions, Users, UsersError};
 pub use resumable::{Uploads, UploadsConfig};
 pub use size::human_size;
 #[cfg(feature = "s3")]

@@ -488,9 +488,11 @@ impl Handler for MetricsPage {
             }
         }
         let authorization = ex.header("authorization").map(<[u8]>::to_vec);
+        let session =
+            crate::policy::sessions::from_cookie_header(ex.header_str("cookie")).map(str::to_owned);
         let who = self
             .policy
-            .authenticate(authorization.as_deref(), ex.client_ip())
+            .authenticate(authorization.as_deref(), session.as_deref(), ex.client_ip())
             .await;
         let root = crate::path::RelPath::root();
         if who.map(|who| {

@@ -12,7 +12,7 @@ use crate::config::ServiceConfig;
 use crate::digest::format_sha256;
 use crate::locks::{LockTable, Reach, Submitted};
 use crate::path::RelPath;
-use crate::policy::{Action, Decision, Policy, Principal};
+use crate::policy::{sessions, Action, Decision, Policy, Principal};
 pub use crate::size::human_size;
 use crate::storage::{CommitCheck, Kind, Meta, Storage, StorageError, Upload, Written};
 
@@ -153,7 +153,10 @@ pub(crate) async fn admit_with(
     // the same 404 as an unknown link, so it reveals nothing beyond itself.
     if let Some(token) = crate::policy::shares::from_query(ex.query()) {
         let who = policy.link(token, ex.client_ip());
-        return match who.filter(|w| policy.decide(*w, action, path) == Decision::Allow) {
+        let allowed = |w: &Principal| {
+            !policy.hides(path) && policy.decide(*w, action, path) == Decision::Allow
+        };
+        return match who.filter(allowed) {
             Some(who) => Ok(Some(who)),
             None => {
                 if who.is_some() {
@@ -166,19 +169,44 @@ pub(crate) async fn admit_with(
         };
     }
     let authorization = ex.header("authorization").map(<[u8]>::to_vec);
+    let session = sessions::from_cookie_header(ex.header_str("cookie")).map(str::to_owned);
+    // The page's own requests must never meet a Basic challenge: it would
+    // open the browser's dialog over the page's sign-in form.
+    let from_page = sessions::from_page(ex.header_str(sessions::PAGE_MARKER));
     let Ok(who) = policy
-        .authenticate(authorization.as_deref(), ex.client_ip())
+        .authenticate(authorization.as_deref(), session.as_deref(), ex.client_ip())
         .await
     else {
         close_if_body(ex);
         let mut resp = text(401);
-        for challenge in policy.challenges() {
+        for challenge in policy.challenges_for(from_page) {
             resp = resp.header("WWW-Authenticate", challenge);
         }
         ex.send(resp, b"wrong user name or password\n").await?;
         return Ok(None);
     };
+    // A cookie rides along whoever triggers the request: a write it signs
+    // must show where it comes from (browsers send `Origin` or
+    // `Sec-Fetch-Site` on every write; a match was checked above).
+    let by_cookie = authorization.is_none() && matches!(who, Principal::User(_));
+    if by_cookie
+        && action != Action::Read
+        && ex.header("origin").is_none()
+        && ex.header("sec-fetch-site").is_none()
+    {
+        close_if_body(ex);
+        return Err(Error::status(
+            403,
+            "a write signed in by a session cookie must come from the page (no Origin): refused",
+        ));
+    }
     match policy.decide(who, action, path) {
+        // A hidden name is missing, whoever asks and whatever they hold.
+        Decision::Allow if policy.hides(path) => {
+            close_if_body(ex);
+            ex.send(text(404), b"not found\n").await?;
+            Ok(None)
+        }
         Decision::Allow => Ok(Some(who)),
         Decision::Forbidden(why) => {
             close_if_body(ex);
@@ -188,13 +216,18 @@ pub(crate) async fn admit_with(
         Decision::NeedCredentials => {
             close_if_body(ex);
             // A browser navigation cannot send a bearer token: it gets the page
-            // without the listing, whose script asks for the token.
-            if let (Some(page), None) = (
-                crate::page::listing::locked_page(policy, ex),
-                policy.users(),
-            ) {
-                let resp = Response::new(401)
-                    .header("WWW-Authenticate", "Bearer realm=\"wirespeed\"")
+            // without the listing, whose script asks for the token. On a
+            // server with users, a navigation (one the browser marks as
+            // such) gets it too, whose script shows the sign-in form.
+            let navigation = policy.users().is_none()
+                || sessions::is_navigation(ex.header_str("sec-fetch-mode"));
+            let locked = crate::page::listing::locked_page(policy, ex).filter(|_| navigation);
+            if let Some(page) = locked {
+                let mut resp = Response::new(401);
+                for challenge in policy.challenges_for(true) {
+                    resp = resp.header("WWW-Authenticate", challenge);
+                }
+                let resp = resp
                     .header(
                         "Content-Type",
                         crate::page::listing::Format::Html.content_type(),
@@ -205,6 +238,20 @@ pub(crate) async fn admit_with(
                     )
                     .header("Cache-Control", "no-store");
                 ex.send(resp, &page).await?;
+                return Ok(None);
+            }
+            if from_page && policy.users().is_some() {
+                let mut resp = Response::new(401)
+                    .header("Content-Type", "application/json")
+                    .header("Cache-Control", "no-store");
+                for challenge in policy.challenges_for(true) {
+                    resp = resp.header("WWW-Authenticate", challenge);
+                }
+                for (name, value) in extra {
+                    resp = resp.header(name, value);
+                }
+                let body = b"{\"error\":\"sign in: this needs a user's rights\",\"signin\":true}\n";
+                ex.send(resp, body).await?;
                 return Ok(None);
             }
             let mut resp = text(401);
@@ -231,6 +278,8 @@ pub(crate) struct WriteGuard {
     may_replace: bool,
     refusal: &'static str,
     refused: Arc<AtomicBool>,
+    /// The names the policy hides (a form's file names are checked).
+    hidden: Arc<crate::policy::hidden::Hidden>,
     locks: Option<(Arc<LockTable>, Submitted)>,
     /// Why the commit was refused for a lock taken meanwhile (423).
     locked: Arc<std::sync::OnceLock<String>>,
@@ -247,6 +296,7 @@ impl WriteGuard {
             may_replace: policy.rights(who, path).may_delete(),
             refusal,
             refused: Arc::new(AtomicBool::new(false)),
+            hidden: policy.hidden().clone(),
             locks: None,
             locked: Arc::new(std::sync::OnceLock::new()),
         }
@@ -336,6 +386,11 @@ impl WriteGuard {
         key: &RelPath,
         prev: Option<CommitCheck>,
     ) -> Result<S::Upload, Error> {
+        // A hidden name is not taken (404, as if the folder had no room
+        // for it: nothing says it exists).
+        if self.hidden.hides(key) {
+            return Err(Error::status(404, "not found"));
+        }
         if let Some((table, submitted)) = &self.locks {
             submitted.cover(table, &[(key, Reach::Member)])?;
         }

@@ -198,3 +198,55 @@ fn listings_and_assets_are_gzipped_when_accepted_files_never() {
     let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(v.as_array().unwrap().len(), 2001);
 }
+
+/// Hidden names were folded into the policy: archives, which ask it per
+/// entry, leave them out too (they used to carry `.git/config`), and a
+/// share link of the folder reaches none of them.
+#[test]
+fn hidden_names_stay_out_of_archives_and_share_links() {
+    use std::sync::Arc;
+    use wirespeed_service::policy::shares::DEFAULT_MAX_EXPIRY;
+    use wirespeed_service::policy::Shares;
+    use wirespeed_service::Rights;
+    let shares = Arc::new(Shares::new([3; 32], DEFAULT_MAX_EXPIRY, None));
+    let s = TestServer::with(ServiceConfig {
+        hidden: Hidden::new([".git", "*.key"]).unwrap(),
+        shares: Some(shares.clone()),
+        ..Default::default()
+    });
+    std::fs::create_dir_all(s.root.join("proj/.git")).unwrap();
+    std::fs::write(s.root.join("proj/.git/config"), b"secret").unwrap();
+    std::fs::write(s.root.join("proj/id.key"), b"secret").unwrap();
+    std::fs::write(s.root.join("proj/main.rs"), b"fn main() {}").unwrap();
+    let tar = s.get("/proj/?archive=tar");
+    assert_eq!(tar.status, 200);
+    let names: Vec<String> = tar
+        .body
+        .chunks(512)
+        .filter(|b| b.len() == 512 && b[257..262] == *b"ustar")
+        .map(|b| {
+            String::from_utf8_lossy(&b[..100])
+                .trim_end_matches('\0')
+                .to_string()
+        })
+        .collect();
+    assert!(names.iter().any(|n| n.ends_with("main.rs")), "{names:?}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.contains(".git") || n.ends_with(".key")),
+        "{names:?}"
+    );
+    let zip = s.get("/proj/?archive=zip");
+    assert_eq!(zip.status, 200);
+    assert!(!String::from_utf8_lossy(&zip.body).contains("secret"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let (_, link) = shares.mint("/proj/", Rights::READ, 60, "t", now).unwrap();
+    assert_eq!(s.get(&format!("/proj/main.rs?share={link}")).status, 200);
+    for hidden in ["/proj/id.key", "/proj/.git/config"] {
+        assert_eq!(s.get(&format!("{hidden}?share={link}")).status, 404);
+    }
+}

@@ -131,6 +131,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             }
             Either::S3(s3) => {
                 tracing::info!(%addr, storage = s3.place(), max_connections = server_cfg.max_connections, ?fd_limit, "serving");
+                // Sign-outs and link revocations meet in the bucket: every
+                // node on it refuses them within --revocation-sync.
+                if cfg.shares.is_some() || cfg.sessions.is_some() {
+                    tokio::spawn(wirespeed_service::revocations::run_sync(
+                        s3.clone(),
+                        cfg.shares.clone(),
+                        cfg.sessions.clone(),
+                        std::time::Duration::from_secs(args.revocation_sync),
+                    ));
+                }
                 with_uploads(s3, cfg, ucfg)
             }
         };

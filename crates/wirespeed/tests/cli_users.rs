@@ -374,3 +374,110 @@ fn share_mints_lists_and_revokes_links() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("403"));
 }
+
+/// One request on its own connection to `addr`; (status, head as sent,
+/// body). The head keeps its case: a cookie's value is case-sensitive.
+fn raw(addr: std::net::SocketAddr, method: &str, path: &str, headers: &[&str]) -> (u16, String) {
+    use std::io::Read;
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let body = headers
+        .iter()
+        .find_map(|h| h.strip_prefix("BODY "))
+        .unwrap_or("");
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for h in headers.iter().filter(|h| !h.starts_with("BODY ")) {
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    head.push_str(body);
+    c.write_all(head.as_bytes()).unwrap();
+    let mut buf = String::new();
+    let _ = c.read_to_string(&mut buf);
+    let status = buf.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap();
+    (status, buf)
+}
+
+/// Two `serve` processes on one MinIO bucket, one rules file and one
+/// WIRESPEED_SHARE_KEY: a session and a link from the first work on the
+/// second; signed out and revoked on the first, the second refuses them
+/// within `--revocation-sync` (1 s here).
+#[test]
+fn two_nodes_on_one_bucket_share_sign_outs_and_revocations() {
+    let Some(m) = wirespeed_testkit::minio::Minio::start() else {
+        return;
+    };
+    m.create_bucket("nodes");
+    let tmp = tempfile::tempdir().unwrap();
+    let rules = rules_file(tmp.path(), "", PATHS);
+    let node = || {
+        let mut cmd = Serve::command(&tmp.path().join("unused"));
+        cmd.args(["--listen", "127.0.0.1:0", "--storage", "s3://nodes/pre"])
+            .args(["--s3-endpoint", &m.endpoint(), "--s3-region", "us-east-1"])
+            .arg("--auth")
+            .arg(&rules)
+            .args(["--revocation-sync", "1s"])
+            .env("AWS_ACCESS_KEY_ID", wirespeed_testkit::minio::USER)
+            .env("AWS_SECRET_ACCESS_KEY", wirespeed_testkit::minio::PASSWORD)
+            .env("WIRESPEED_SHARE_KEY", "5a".repeat(32));
+        Serve::spawn(cmd, 0)
+    };
+    let (a, b) = (node(), node());
+    // base64("alice:alice-pw")
+    let basic = "Authorization: Basic YWxpY2U6YWxpY2UtcHc=".to_string();
+    let (status, _) = raw(a.addr, "PUT", "/alice/a.txt", &[&basic, "BODY alice's"]);
+    assert_eq!(status, 201);
+    let (status, head) = raw(
+        a.addr,
+        "POST",
+        "/-/session",
+        &[
+            "Content-Type: application/json",
+            "Origin: http://localhost",
+            r#"BODY {"name":"alice","password":"alice-pw"}"#,
+        ],
+    );
+    assert_eq!(status, 200, "{head}");
+    let cookie = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Set-Cookie: "))
+        .and_then(|v| v.split(';').next())
+        .unwrap()
+        .to_string();
+    let cookie = format!("Cookie: {cookie}");
+    assert_eq!(raw(b.addr, "GET", "/alice/", &[&cookie]).0, 200);
+    let (status, body) = raw(a.addr, "POST", "/-/shares/alice/a.txt", &[&basic]);
+    assert_eq!(status, 201, "{body}");
+    let token = body
+        .split("\"share\":\"")
+        .nth(1)
+        .and_then(|t| t.split('"').next())
+        .unwrap()
+        .to_string();
+    let link = format!("/alice/a.txt?share={token}");
+    assert_eq!(raw(b.addr, "GET", &link, &[]).0, 200);
+
+    let origin = "Origin: http://localhost";
+    assert_eq!(
+        raw(a.addr, "DELETE", "/-/session", &[&cookie, origin]).0,
+        204
+    );
+    let revoke = format!("/-/shares/alice/?link={token}");
+    assert_eq!(raw(a.addr, "DELETE", &revoke, &[&basic]).0, 204);
+    let bound = std::time::Duration::from_secs(10);
+    wirespeed_testkit::fs::eventually_within("b refuses the session", bound, || {
+        raw(b.addr, "GET", "/alice/", &[&cookie]).0 == 401
+    });
+    wirespeed_testkit::fs::eventually_within("b refuses the link", bound, || {
+        raw(b.addr, "GET", &link, &[]).0 == 404
+    });
+    assert!(m
+        .keys("nodes")
+        .iter()
+        .any(|k| k.starts_with("pre/.wirespeed-state/revoked/s-")));
+}

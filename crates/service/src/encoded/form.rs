@@ -113,7 +113,6 @@ enum Current {
 struct Form<'a, S: Storage> {
     storage: &'a S,
     guard: &'a WriteGuard,
-    hidden: &'a crate::Hidden,
     dir: RelPath,
     files: Vec<FileSlot<S::Upload>>,
     fields: Map<String, Value>,
@@ -197,7 +196,7 @@ impl<S: Storage> Parts for Form<'_, S> {
             .dir
             .join(&name)
             .map_err(|e| Error::status(400, format!("file name {raw:?}: {e}")))?;
-        self.hidden.refuse(&key)?;
+        // The guard refuses a hidden name (the policy hides it).
         let up = self.guard.create(self.storage, &key, None).await?;
         self.files.push(FileSlot {
             name,
@@ -251,8 +250,6 @@ impl<S: Storage> Parts for Form<'_, S> {
 }
 
 /// `POST /dir/` with a multipart/form-data body.
-// Eight: `hidden` joins the policy (and leaves this list) with per-path rules.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn post<S: Storage>(
     storage: &S,
     guard: &WriteGuard,
@@ -261,7 +258,6 @@ pub(crate) async fn post<S: Storage>(
     boundary: &str,
     format: Format,
     checks: Checks,
-    hidden: &crate::Hidden,
 ) -> Result<(), Error> {
     if !dir.trailing_slash() {
         let hint = dir.to_url(true);
@@ -276,7 +272,6 @@ pub(crate) async fn post<S: Storage>(
     let mut form = Form {
         storage,
         guard,
-        hidden,
         dir: dir.clone(),
         files: Vec::new(),
         fields: Map::new(),

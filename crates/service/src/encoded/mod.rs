@@ -95,17 +95,7 @@ pub(crate) async fn post<S: Storage>(
                 }
             };
             query.only(&["format"])?;
-            form::post(
-                storage,
-                guard,
-                ex,
-                key,
-                &boundary,
-                format,
-                checks,
-                &cfg.hidden,
-            )
-            .await
+            form::post(storage, guard, ex, key, &boundary, format, checks).await
         }
         "text/xml" | "application/xml" | "application/soap+xml" => {
             let element = query.required("element", "the XML element holding the base64 data")?;

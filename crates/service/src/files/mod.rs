@@ -302,16 +302,15 @@ impl<S: Storage> Files<S> {
         if format == Format::Html {
             resp = resp.header("Content-Security-Policy", page_csp(ex.header_str("host")));
         }
-        let mut fmt =
-            Formatter::new(format).with_rights(crate::page::page_rights(&self.policy, who, key));
+        let mut fmt = Formatter::new(format)
+            .with_rights(crate::page::page_rights(&self.policy, who, key))
+            .with_user(crate::page::PageUser::of(&self.policy, who));
         let mut text = Vec::with_capacity(FLUSH_AT + 1024);
         fmt.begin(&mut text, key.segments(), false);
         let mut w = ex.writer(resp)?;
         while let Some(entries) = batch {
             for e in &entries {
-                if self.cfg.hidden.hides_name(&e.name)
-                    || !crate::page::may_see(&self.policy, who, key, &e.name)
-                {
+                if !crate::page::may_see(&self.policy, who, key, &e.name) {
                     continue;
                 }
                 fmt.entry(&mut text, e);

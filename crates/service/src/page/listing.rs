@@ -4,7 +4,7 @@
 
 use std::time::SystemTime;
 
-use crate::page::PageRights;
+use crate::page::{PageRights, PageUser};
 use crate::path::{encode_segment_into, RelPath};
 use crate::storage::{Entry, Kind};
 
@@ -17,8 +17,10 @@ pub const PAGE_CSP: &str = "default-src 'self'; img-src 'self' data:; object-src
 
 /// [`PAGE_CSP`] for a request to `host`, with scripts only from this
 /// host's `/-/assets/` (`'self'` would run an uploaded `.js` as a script of
-/// the page). A CSP source with a path needs the host; `http:` in it also
-/// matches `https:` (CSP3 §6.7.2.8). No usable host: no script at all.
+/// the page). A CSP source with a path needs the host; without a scheme it
+/// takes the page's own (CSP3 §6.7.2.8; Chromium blocks an `http://`
+/// source on an HTTPS page, which left the page without its script under
+/// TLS). No usable host: no script at all.
 pub fn page_csp(host: Option<&str>) -> String {
     let host = host.map(str::trim).filter(|h| {
         !h.is_empty()
@@ -26,7 +28,7 @@ pub fn page_csp(host: Option<&str>) -> String {
                 .all(|b| b.is_ascii_alphanumeric() || b"-._:[]".contains(&b))
     });
     match host {
-        Some(h) => format!("{PAGE_CSP}; script-src http://{h}/-/assets/"),
+        Some(h) => format!("{PAGE_CSP}; script-src {h}/-/assets/"),
         None => format!("{PAGE_CSP}; script-src 'none'"),
     }
 }
@@ -45,11 +47,11 @@ pub fn locked_page(policy: &crate::Policy, ex: &wirespeed_net::Exchange) -> Opti
     let key = crate::path::parse_request_path(ex.path()).unwrap_or_else(|_| RelPath::root());
     let segments = key.segments();
     let mut page = Vec::with_capacity(2048);
-    let mut fmt = Formatter::new(Format::Html).with_rights(crate::page::page_rights(
-        policy,
-        crate::policy::Principal::Anyone,
-        &key,
-    ));
+    let anyone = crate::policy::Principal::Anyone;
+    let mut fmt = Formatter::new(Format::Html)
+        .with_rights(crate::page::page_rights(policy, anyone, &key))
+        .with_user(crate::page::PageUser::of(policy, anyone))
+        .with_next(key.to_url(key.trailing_slash()));
     fmt.begin(&mut page, segments, true);
     fmt.end(&mut page);
     Some(page)
@@ -180,6 +182,9 @@ pub struct Formatter {
     format: Format,
     count: usize,
     rights: PageRights,
+    user: PageUser,
+    /// Where the no-script sign-in form returns (default: the folder).
+    next: Option<String>,
 }
 
 impl Formatter {
@@ -188,7 +193,22 @@ impl Formatter {
             format,
             count: 0,
             rights: PageRights::ALL,
+            user: PageUser::NoUsers,
+            next: None,
         }
+    }
+
+    /// Where the page's no-script sign-in form goes back to (a file's
+    /// locked page: the file).
+    pub fn with_next(mut self, next: String) -> Self {
+        self.next = Some(next);
+        self
+    }
+
+    /// Who the HTML page says is signed in (none by default).
+    pub fn with_user(mut self, user: PageUser) -> Self {
+        self.user = user;
+        self
     }
 
     /// The actions the HTML page offers (all by default).
@@ -204,7 +224,10 @@ impl Formatter {
     pub fn begin(&mut self, out: &mut Vec<u8>, segments: &[String], locked: bool) {
         match self.format {
             Format::Json => out.push(b'['),
-            Format::Html => html_begin(out, segments, locked, self.rights),
+            Format::Html => {
+                let next = self.next.as_deref();
+                html_begin(out, segments, locked, self.rights, self.user, next)
+            }
         }
     }
 
@@ -292,7 +315,14 @@ const HTML_END: &str = "</tbody></table></main>\n\
 /// lftp) read; with scripting on, the style sheet hides it (no layout of
 /// thousands of rows) and the page's script reads it and renders its own
 /// table, what is on screen first.
-fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool, rights: PageRights) {
+fn html_begin(
+    out: &mut Vec<u8>,
+    segments: &[String],
+    locked: bool,
+    rights: PageRights,
+    user: PageUser,
+    next: Option<&str>,
+) {
     let mut title = String::from("/");
     let mut crumbs = String::from("<a href=\"/\">Home</a>");
     let mut href = String::from("/");
@@ -317,7 +347,40 @@ fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool, rights: Page
         crate::page::assets::url("page.js"),
         crate::page::assets::url("icon.svg"),
     );
-    let state = if locked { " data-locked=\"1\"" } else { "" };
+    let mut state = String::from(if locked { " data-locked=\"1\"" } else { "" });
+    if rights.share {
+        state.push_str(" data-share=\"1\"");
+    }
+    // Without scripts, a plain form signs in (`/-/session` answers 303
+    // back here); with them, the script shows its own.
+    let mut signin = String::new();
+    if user == PageUser::SignedOut {
+        signin.push_str(
+            "<noscript><form id=\"signin-form\" method=\"post\" action=\"/-/session\">\
+<input name=\"name\" autocomplete=\"username\" aria-label=\"User name\" placeholder=\"User name\" required> \
+<input type=\"password\" name=\"password\" autocomplete=\"current-password\" aria-label=\"Password\" \
+placeholder=\"Password\" required><input type=\"hidden\" name=\"next\" value=\"",
+        );
+        escape_html(next.unwrap_or(&href), &mut signin);
+        signin.push_str("\"> <button type=\"submit\">Sign in</button></form></noscript>");
+    }
+    if let PageUser::SignedIn(name) = user {
+        signin.push_str(
+            "<noscript><form id=\"signout-form\" method=\"post\" action=\"/-/session/sign-out\">",
+        );
+        escape_html(name.as_str(), &mut signin);
+        signin.push_str(" <button type=\"submit\">Sign out</button></form></noscript>");
+    }
+    // The script shows a sign-in form, or the name and Sign out.
+    match user {
+        PageUser::NoUsers => {}
+        PageUser::SignedOut => state.push_str(" data-users=\"1\""),
+        PageUser::SignedIn(name) => {
+            state.push_str(" data-users=\"1\" data-user=\"");
+            escape_html(name.as_str(), &mut state);
+            state.push('"');
+        }
+    }
     let can = rights.attribute();
     // Without the right to upload, no form (the script adds no buttons either).
     let form = if rights.write {
@@ -334,7 +397,7 @@ fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool, rights: Page
 <link rel=\"icon\" href=\"{icon}\" type=\"image/svg+xml\"><link rel=\"stylesheet\" href=\"{css}\">\
 <script src=\"{js}\" defer></script></head><body{state} data-can=\"{can}\">\n\
 <header><nav class=\"crumbs\" aria-label=\"Folder\">{crumbs}<span class=\"sep\">/</span></nav>\
-<h1>Index of {title}</h1></header>\n\
+<h1>Index of {title}</h1>{signin}</header>\n\
 <div class=\"bar\" id=\"bar\">{form}</div>\n\
 <main><table id=\"rows\"><thead><tr><th class=\"n\">Name</th><th class=\"m\">Modified (UTC)</th>\
 <th class=\"s\">Size (bytes)</th></tr></thead><tbody>\n{up}"

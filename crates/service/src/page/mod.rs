@@ -6,7 +6,7 @@ pub mod listing;
 pub mod not_found;
 
 use crate::path::RelPath;
-use crate::policy::{Policy, Principal};
+use crate::policy::{Policy, Principal, UserName};
 
 /// The actions the folder page shows: only what the server would take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +17,9 @@ pub struct PageRights {
     pub write: bool,
     /// Delete (and, with `write`, Rename, a MOVE).
     pub delete: bool,
+    /// "Share link…": links are on and the asker may mint them (a user,
+    /// the token holder; on a token server the page asks for the token).
+    pub share: bool,
 }
 
 impl PageRights {
@@ -25,6 +28,7 @@ impl PageRights {
         read: true,
         write: true,
         delete: true,
+        share: false,
     };
 
     /// The `data-can` value of the page's `<body>`: the rights' names.
@@ -34,6 +38,28 @@ impl PageRights {
             (true, false) => "read write",
             (false, true) => "read delete",
             (false, false) => "read",
+        }
+    }
+}
+
+/// Who the page says is signed in (its sign-in form and Sign out button).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageUser {
+    /// No users on this server (tokens, or nothing): no sign-in form.
+    NoUsers,
+    /// Users sign in here; this browser has not.
+    SignedOut,
+    /// Signed in as this user.
+    SignedIn(UserName),
+}
+
+impl PageUser {
+    /// The page's user for `who` on a server with this policy.
+    pub fn of(policy: &Policy, who: Principal) -> PageUser {
+        match (policy.users(), who) {
+            (None, _) => PageUser::NoUsers,
+            (Some(_), Principal::User(name)) => PageUser::SignedIn(name),
+            (Some(_), _) => PageUser::SignedOut,
         }
     }
 }
@@ -49,17 +75,24 @@ pub fn page_rights(policy: &Policy, who: Principal, path: &RelPath) -> PageRight
         who => who,
     };
     let r = policy.rights(who, path);
+    let share =
+        policy.shares().is_some() && matches!(who, Principal::User(_) | Principal::TokenHolder);
     PageRights {
         read: true,
         write: r.may_write(),
         delete: r.may_delete(),
+        share,
     }
 }
 
-/// Whether a listing of `folder` shows `who` the entry `name`: with a
-/// rules file, only entries where `who` holds some right (other users'
-/// folders are not listed); without one, every entry.
+/// Whether a listing of `folder` shows `who` the entry `name`: never a
+/// hidden name (`--hidden`); with a rules file, only entries where `who`
+/// holds some right (other users' folders are not listed); without one,
+/// every other entry.
 pub fn may_see(policy: &Policy, who: Principal, folder: &RelPath, name: &str) -> bool {
+    if policy.hides_name(name) {
+        return false;
+    }
     if policy.users().is_none() {
         return true;
     }
@@ -79,6 +112,7 @@ mod tests {
             read: true,
             write: false,
             delete: false,
+            share: false,
         };
         assert_eq!(ro.attribute(), "read");
     }

@@ -19,7 +19,9 @@ pub mod hidden;
 pub mod origin;
 pub mod password;
 pub mod presets;
+pub mod revoked;
 pub mod rules;
+pub mod sessions;
 pub mod shares;
 pub mod users;
 
@@ -29,6 +31,7 @@ use std::sync::Arc;
 use crate::path::RelPath;
 use crate::policy::presets::{Access, Writes, WritesOff};
 pub use rules::UserName;
+pub use sessions::Sessions;
 pub use shares::{ShareId, Shares};
 pub use users::{Users, UsersError};
 
@@ -110,6 +113,13 @@ pub enum Principal {
     Link(ShareId),
 }
 
+/// Seconds since the Unix epoch (0 before it).
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// Credentials were presented and are wrong: 401, whatever the path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SignInFailed;
@@ -180,6 +190,10 @@ pub struct Policy {
     users: Option<Arc<Users>>,
     /// Share links, when they are on.
     shares: Option<Arc<Shares>>,
+    /// Browser sessions (the page's sign-in), when users sign in.
+    sessions: Option<Arc<Sessions>>,
+    /// Names nobody sees (`--hidden`): as if absent, for every principal.
+    hidden: Arc<hidden::Hidden>,
 }
 
 impl std::fmt::Debug for Policy {
@@ -234,6 +248,75 @@ impl Policy {
             allowed,
             users: None,
             shares: None,
+            sessions: None,
+            hidden: Arc::default(),
+        }
+    }
+
+    /// The policy plus hidden names (`--hidden`): no principal lists,
+    /// reads or writes them ([`Policy::hides`]; `respond::admit` answers
+    /// 404, as for a missing name).
+    pub fn with_hidden(mut self, hidden: hidden::Hidden) -> Self {
+        self.hidden = Arc::new(hidden);
+        self
+    }
+
+    /// The hidden names.
+    pub fn hidden(&self) -> &Arc<hidden::Hidden> {
+        &self.hidden
+    }
+
+    /// Whether `path` is, or is below, a hidden name.
+    pub fn hides(&self, path: &RelPath) -> bool {
+        self.hidden.hides(path)
+    }
+
+    /// Whether the one name `name` is hidden (a listing's entry).
+    pub fn hides_name(&self, name: &str) -> bool {
+        self.hidden.hides_name(name)
+    }
+
+    /// Whether `who` may read `path` and it is not hidden: what a listing
+    /// or an archive may show of an entry.
+    pub fn reads(&self, who: Principal, path: &RelPath) -> bool {
+        !self.hides(path) && self.rights(who, path).may_read()
+    }
+
+    /// The policy plus browser sessions: a valid session cookie signs its
+    /// user in as HTTP Basic does.
+    pub fn with_sessions(mut self, sessions: Arc<Sessions>) -> Self {
+        self.sessions = Some(sessions);
+        self
+    }
+
+    /// The browser sessions, if on.
+    pub fn sessions(&self) -> Option<&Arc<Sessions>> {
+        self.sessions.as_ref()
+    }
+
+    /// The user a session cookie value signs in: a valid, live session of
+    /// a user the rules file (as reloaded) still has with the same
+    /// password. Anything else is no sign-in at all (logged), never an
+    /// error: the cookie rides along on every request, so a stale one must
+    /// not shut its browser out of what anyone may read.
+    pub fn session_user(&self, token: &str, client: IpAddr) -> Option<Principal> {
+        let (sessions, users) = (self.sessions.as_ref()?, self.users.as_ref()?);
+        let session = match sessions.verify(token, unix_now()) {
+            Ok(s) => s,
+            Err(why) => {
+                tracing::debug!(target: "wirespeed::signin", client = %client, reason = ?why, "session cookie refused");
+                return None;
+            }
+        };
+        let rules = users.rules();
+        match rules.user(&session.user) {
+            Some((name, hash)) if sessions::stamp_of(hash) == session.stamp => {
+                Some(Principal::User(name))
+            }
+            _ => {
+                tracing::debug!(target: "wirespeed::signin", client = %client, user = %session.user, "session of a removed user or an old password refused");
+                None
+            }
         }
     }
 
@@ -252,10 +335,7 @@ impl Policy {
     /// (logged with its reason; the asker only ever sees 404).
     pub fn link(&self, token: &str, client: IpAddr) -> Option<Principal> {
         let shares = self.shares.as_ref()?;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        match shares.verify(token, now) {
+        match shares.verify(token, unix_now()) {
             Ok(grant) => {
                 shares.remember(&grant);
                 Some(Principal::Link(ShareId(grant.id)))
@@ -291,15 +371,22 @@ impl Policy {
         }
     }
 
-    /// Who presents this `Authorization` value: a token holder, a user
-    /// signed in by HTTP Basic (checked off the async workers), or anyone.
-    /// Wrong Basic credentials on a server with users are an error (401),
-    /// never a silent fall back to anyone.
+    /// Who presents this `Authorization` value or, without one, this
+    /// session cookie value: a token holder, a user signed in by HTTP Basic
+    /// (checked off the async workers) or by a session, or anyone. Wrong
+    /// Basic credentials on a server with users are an error (401), never a
+    /// silent fall back to anyone.
     pub async fn authenticate(
         &self,
         authorization: Option<&[u8]>,
+        session: Option<&str>,
         client: IpAddr,
     ) -> Result<Principal, SignInFailed> {
+        if let (None, Some(token)) = (authorization, session) {
+            return Ok(self
+                .session_user(token, client)
+                .unwrap_or(Principal::Anyone));
+        }
         let who = self.principal(authorization);
         let (Some(users), Some(value), Principal::Anyone) = (&self.users, authorization, who)
         else {
@@ -320,9 +407,21 @@ impl Policy {
     /// The `WWW-Authenticate` challenges of a 401: `Basic` where users
     /// sign in, `Bearer` where a token is configured (or nothing else is).
     pub fn challenges(&self) -> Vec<&'static str> {
+        self.challenges_for(false)
+    }
+
+    /// [`Policy::challenges`], for the browser page when `page`: there a
+    /// `Basic` challenge would open the browser's own sign-in dialog, so
+    /// the page gets `Session` (a scheme no browser acts on; the page
+    /// shows its sign-in form) in its place.
+    pub fn challenges_for(&self, page: bool) -> Vec<&'static str> {
         let mut out = Vec::new();
         if self.users.is_some() {
-            out.push("Basic realm=\"wirespeed\", charset=\"UTF-8\"");
+            out.push(if page {
+                "Session realm=\"wirespeed\", form=\"/-/session\""
+            } else {
+                "Basic realm=\"wirespeed\", charset=\"UTF-8\""
+            });
         }
         if self.access.has_tokens() || self.users.is_none() {
             out.push("Bearer realm=\"wirespeed\"");
@@ -505,9 +604,14 @@ impl Policy {
     fn describe_rules(&self, users: &Users) -> String {
         let rules = users.rules();
         let (n_users, n_paths) = rules.counts();
+        let how = if self.sessions.is_some() {
+            "HTTP Basic or the page's sign-in form"
+        } else {
+            "HTTP Basic"
+        };
         let mut line = format!(
             "mode: rights per folder from {} ({n_users} users, {n_paths} paths; users sign in \
-             with HTTP Basic)",
+             with {how})",
             users.path().display()
         );
         if self.access.private() {

@@ -8,13 +8,14 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+use super::revoked::{Kind, Outbox, Revocation};
 use super::Rights;
 use crate::path::RelPath;
 
@@ -83,6 +84,8 @@ pub struct Shares {
     pub max_expiry: u64,
     live: Mutex<HashMap<u64, Live>>,
     table_file: Option<PathBuf>,
+    /// Where revocations go for other nodes to learn (a shared bucket).
+    outbox: OnceLock<Arc<Outbox>>,
 }
 
 impl std::fmt::Debug for Shares {
@@ -117,32 +120,29 @@ impl Shares {
             max_expiry,
             live: Mutex::new(live),
             table_file,
+            outbox: OnceLock::new(),
         }
-    }
-
-    fn mac(&self) -> Hmac<Sha256> {
-        // HMAC takes a key of any length: this never fails.
-        <Hmac<Sha256> as Mac>::new_from_slice(&self.key).expect("HMAC accepts any key length")
     }
 
     /// The `share=` value of `grant`.
     pub fn sign(&self, grant: &Grant) -> String {
-        let payload = payload(grant);
-        let mut mac = self.mac();
-        mac.update(&payload);
-        let tag = mac.finalize().into_bytes();
-        format!("{}.{}", B64.encode(&payload), B64.encode(tag))
+        sign_payload(&self.key, &payload(grant))
+    }
+
+    /// The key session cookies are signed with: derived from the link key
+    /// (so every node holding that key accepts a session another minted),
+    /// but a different key, so a link can never pass for a session or a
+    /// session for a link.
+    pub fn session_key(&self) -> [u8; 32] {
+        let mut mac = mac_of(&self.key);
+        mac.update(b"wirespeed session cookies v1");
+        mac.finalize().into_bytes().into()
     }
 
     /// The grant of a presented `share=` value, checked: signature
     /// (constant time), expiry at `now`, revocation.
     pub fn verify(&self, token: &str, now: u64) -> Result<Grant, Refusal> {
-        let (p, t) = token.split_once('.').ok_or(Refusal::Malformed)?;
-        let payload = B64.decode(p).map_err(|_| Refusal::Malformed)?;
-        let tag = B64.decode(t).map_err(|_| Refusal::Malformed)?;
-        let mut mac = self.mac();
-        mac.update(&payload);
-        mac.verify_slice(&tag).map_err(|_| Refusal::BadSignature)?;
+        let payload = open_payload(&self.key, token)?;
         let grant = parse_payload(&payload).ok_or(Refusal::Malformed)?;
         if grant.expires <= now {
             return Err(Refusal::Expired);
@@ -156,11 +156,7 @@ impl Shares {
     /// The id of a link whose signature holds (expired or revoked alike):
     /// what a revocation names.
     pub fn id_of(&self, token: &str) -> Option<u64> {
-        let (p, t) = token.split_once('.')?;
-        let payload = B64.decode(p).ok()?;
-        let mut mac = self.mac();
-        mac.update(&payload);
-        mac.verify_slice(&B64.decode(t).ok()?).ok()?;
+        let payload = open_payload(&self.key, token).ok()?;
         parse_payload(&payload).map(|g| g.id)
     }
 
@@ -246,20 +242,62 @@ impl Shares {
 
     /// Revoke link `id` if `by` minted it (any: `None`); whether it was.
     pub fn revoke(&self, id: u64, by: Option<&str>) -> bool {
-        let done = {
+        let expires = {
             let mut live = lock(&self.live);
             match live.get_mut(&id) {
                 Some(l) if !l.revoked && by.is_none_or(|b| l.by == b) => {
                     l.revoked = true;
-                    true
+                    Some(l.grant.expires)
                 }
-                _ => false,
+                _ => None,
             }
         };
-        if done {
-            self.save();
+        let Some(expires) = expires else {
+            return false;
+        };
+        self.save();
+        if let Some(outbox) = self.outbox.get() {
+            outbox.push(Revocation {
+                kind: Kind::Link,
+                id,
+                expires,
+            });
         }
-        done
+        true
+    }
+
+    /// Send revocations to `outbox` from now on (set once).
+    pub fn publish_to(&self, outbox: Arc<Outbox>) {
+        let _ = self.outbox.set(outbox);
+    }
+
+    /// A revocation another node made: link `id` is refused here too.
+    pub fn apply_revoked(&self, id: u64, expires: u64, now: u64) {
+        if expires <= now {
+            return;
+        }
+        let mut live = lock(&self.live);
+        let room = live.len() < MAX_LIVE * 2;
+        match live.get_mut(&id) {
+            Some(l) => l.revoked = true,
+            None if room => {
+                // Known only as revoked: nothing to list, nothing to save.
+                live.insert(
+                    id,
+                    Live {
+                        grant: Grant {
+                            id,
+                            expires,
+                            rights: String::new(),
+                            path: String::new(),
+                        },
+                        by: String::new(),
+                        revoked: true,
+                    },
+                );
+            }
+            None => {}
+        }
     }
 
     /// Write the table (atomically: a temp file renamed over it).
@@ -285,6 +323,32 @@ impl Shares {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn mac_of(key: &[u8; 32]) -> Hmac<Sha256> {
+    // HMAC takes a key of any length: this never fails.
+    <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC accepts any key length")
+}
+
+/// `BASE64(payload).BASE64(HMAC-SHA256(key, payload))`: the signed form of
+/// share links and session cookies (URL- and cookie-safe characters only).
+pub(crate) fn sign_payload(key: &[u8; 32], payload: &[u8]) -> String {
+    let mut mac = mac_of(key);
+    mac.update(payload);
+    let tag = mac.finalize().into_bytes();
+    format!("{}.{}", B64.encode(payload), B64.encode(tag))
+}
+
+/// The payload of a [`sign_payload`] value whose tag holds under `key`
+/// (compared in constant time).
+pub(crate) fn open_payload(key: &[u8; 32], token: &str) -> Result<Vec<u8>, Refusal> {
+    let (p, t) = token.split_once('.').ok_or(Refusal::Malformed)?;
+    let payload = B64.decode(p).map_err(|_| Refusal::Malformed)?;
+    let tag = B64.decode(t).map_err(|_| Refusal::Malformed)?;
+    let mut mac = mac_of(key);
+    mac.update(&payload);
+    mac.verify_slice(&tag).map_err(|_| Refusal::BadSignature)?;
+    Ok(payload)
 }
 
 /// id, expiry, rights (one byte), path: what the MAC covers.

@@ -42,6 +42,7 @@ pub mod partial;
 pub mod resolve;
 #[cfg(feature = "s3")]
 pub mod s3;
+pub mod state;
 pub mod sweep;
 
 pub use local::{LocalListing, LocalObject, LocalPartial, LocalStorage, LocalUpload, LIST_BATCH};

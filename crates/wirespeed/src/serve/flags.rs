@@ -74,7 +74,8 @@ pub struct ServeArgs {
     /// argon2id hash (from `wirespeed passwd`), `[paths."/folder"]` name or
     /// "*" (everyone) = letters r (read), w (write new names), d (delete and
     /// replace); the longest configured path decides. Users sign in with
-    /// HTTP Basic. A bad file stops the start with its line; SIGHUP reloads
+    /// HTTP Basic, or in the browser page's sign-in form (a session cookie).
+    /// A bad file stops the start with its line; SIGHUP reloads
     /// it (a bad reload keeps the old rules). See README "Users and sharing".
     #[arg(
         long = "auth",
@@ -88,8 +89,22 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "30d", value_parser = super::shares::parse_duration)]
     pub share_max_expiry: u64,
 
+    /// How long a browser stays signed in after the page's sign-in form
+    /// (--auth): e.g. 12h, 7d. The server refuses the session afterwards,
+    /// whatever the browser keeps; Sign out ends it at once.
+    #[arg(long, value_name = "DURATION", default_value = "12h", value_parser = super::shares::parse_duration)]
+    pub session_expiry: u64,
+
+    /// On S3 storage, how often this node reads the sign-outs and link
+    /// revocations other nodes on the bucket made (kept in the bucket under
+    /// PREFIX/.wirespeed-state/revoked/): e.g. 30s, 1m. Its own are written
+    /// there at once.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = super::shares::parse_duration)]
+    pub revocation_sync: u64,
+
     /// Where serve keeps its state: the share links' key (share.key, mode
-    /// 0600) and their table (shares.json). Default: $XDG_STATE_HOME/wirespeed
+    /// 0600), their table (shares.json) and the signed-out browser sessions
+    /// (sessions.json). Default: $XDG_STATE_HOME/wirespeed
     /// or ~/.local/state/wirespeed. WIRESPEED_SHARE_KEY (64 hex digits)
     /// gives the key instead, the same on every node of a shared bucket.
     #[arg(long, value_name = "DIR")]

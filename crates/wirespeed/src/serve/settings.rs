@@ -39,14 +39,25 @@ pub(super) fn service(
     let listen = args.listen.addr;
     let auth = args.auth.as_deref().map(super::users::load).transpose()?;
     // Links are minted by someone who signs in: users or token holders.
+    let state = super::shares::state_dir(args.state_dir.as_deref());
     let share_links = if auth.is_some() || !tokens.is_empty() {
-        let state = super::shares::state_dir(args.state_dir.as_deref());
         Some(super::shares::open(
             state.as_deref(),
             args.share_max_expiry,
         )?)
     } else {
         None
+    };
+    // The page's sign-in: sessions signed with the links' key.
+    let tls = args.tls_cert.is_some() || args.tls_self_signed;
+    let sessions = match (&auth, &share_links) {
+        (Some(_), Some(links)) => Some(super::shares::sessions(
+            links,
+            state.as_deref(),
+            args.session_expiry,
+            tls,
+        )),
+        _ => None,
     };
     // A rules file says who may write, as a token does.
     let writes = write_mode(
@@ -65,6 +76,7 @@ pub(super) fn service(
         access: Access::new(tokens, args.private),
         users: auth,
         shares: share_links,
+        sessions,
         writes,
         max_body: args.max_body,
         archive_max_entries: Some(args.archive_max_entries),

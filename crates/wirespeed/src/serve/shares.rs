@@ -1,7 +1,8 @@
 //! Share links at start: the signing key (WIRESPEED_SHARE_KEY, 64 hex
 //! digits, so that every node on a shared bucket verifies every link; else
 //! a random key kept in a 0600 file under the state folder) and the table
-//! of live links beside it.
+//! of live links beside it; the browser sessions signed with a key derived
+//! from it, and their sign-outs.
 
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -9,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use wirespeed_service::policy::Shares;
+use wirespeed_service::policy::{Sessions, Shares};
 
 /// The state folder: `--state-dir`, else `$XDG_STATE_HOME/wirespeed`, else
 /// `~/.local/state/wirespeed`.
@@ -38,6 +39,14 @@ pub fn open(state: Option<&Path>, max_expiry: u64) -> anyhow::Result<Arc<Shares>
     )?;
     let key = key_file(&dir.join("share.key"))?;
     Ok(Arc::new(Shares::new(key, max_expiry, table)))
+}
+
+/// The browser sessions of this server: signed with a key derived from
+/// the links' key (so every node sharing it accepts them), sign-outs kept
+/// in `sessions.json` beside the links' table; cookies `Secure` under TLS.
+pub fn sessions(links: &Shares, state: Option<&Path>, lifetime: u64, tls: bool) -> Arc<Sessions> {
+    let table = state.map(|d| d.join("sessions.json"));
+    Arc::new(Sessions::new(links.session_key(), lifetime, tls, table))
 }
 
 fn parse_hex_key(hex: &str) -> anyhow::Result<[u8; 32]> {

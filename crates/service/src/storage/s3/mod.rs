@@ -35,6 +35,7 @@ mod lock_records;
 mod object;
 mod partial;
 mod props;
+mod state;
 mod upload;
 
 use std::sync::Arc;

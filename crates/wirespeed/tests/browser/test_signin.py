@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""The page's sign-in and share links in a real headless Chromium
+(Playwright), against `wirespeed serve --auth` processes that
+crates/wirespeed/tests/browser.rs starts (`signin_in_chromium`).
+
+Usage: test_signin.py --base URL --root DIR --work DIR [--tls-base URL] [--only NAME]
+
+bob has rw on /team (no d), alice rwd. Each check prints `ok NAME` or
+`FAIL NAME: why`; the exit code is the number of failures. The Rust test
+then checks the files on disk again.
+"""
+import argparse
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import requests
+from playwright.sync_api import sync_playwright, expect
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+TIMEOUT_MS = 20_000
+COOKIE = "wirespeed-session"
+
+args = None
+results = []
+CHECKS = []
+
+
+class Page:
+    """A page with its console errors and any Basic challenge collected."""
+
+    def __init__(self, browser, url=None, **ctx):
+        self.context = browser.new_context(**ctx)
+        self.context.set_default_timeout(TIMEOUT_MS)
+        self.page = self.context.new_page()
+        self.errors = []
+        self.basic = []
+        # The page must never meet a Basic challenge (the browser's dialog).
+        self.page.on("response", self._response)
+        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        self.page.on("console", self._console)
+        self.page.on("dialog", lambda d: (self.errors.append(f"native dialog: {d.message}"), d.dismiss()))
+        if url:
+            self.goto(url)
+
+    def _response(self, r):
+        challenge = r.headers.get("www-authenticate", "")
+        if "basic" in challenge.lower():
+            self.basic.append(f"{r.request.method} {r.url}: {challenge}")
+
+    def _console(self, msg):
+        # A 401 the page answers with its form is logged by Chromium as a
+        # failed resource; that is the point, not an error.
+        if msg.type == "error" and "401" not in msg.text:
+            self.errors.append(f"console: {msg.text}")
+
+    def goto(self, url):
+        self.page.goto(url)
+        self.page.wait_for_selector("html[data-ready='1']")
+
+    def names(self):
+        return self.page.eval_on_selector_all(
+            "#list tbody tr:not(.up) td.n a", "els => els.map(e => e.textContent)")
+
+    def session(self):
+        return next((c for c in self.context.cookies() if c["name"] == COOKIE), None)
+
+    def sign_in(self, name, password):
+        d = self.page.locator("dialog#signin")
+        expect(d).to_be_visible()
+        d.get_by_label("User name").fill(name)
+        d.get_by_label("Password").fill(password)
+        d.get_by_role("button", name="Sign in").click()
+
+    def close(self):
+        self.context.close()
+        assert not self.basic, "Basic challenges reached the page: " + "; ".join(self.basic)
+        assert not self.errors, "console errors: " + "; ".join(self.errors)
+
+
+def check(name):
+    def wrap(fn):
+        def run(browser):
+            if args.only and args.only not in name:
+                return
+            t0 = time.monotonic()
+            try:
+                fn(browser)
+                results.append((name, None))
+                print(f"ok {name} ({time.monotonic() - t0:.1f} s)", flush=True)
+            except Exception as e:  # noqa: BLE001 - every failure is reported
+                results.append((name, e))
+                print(f"FAIL {name}: {e}", flush=True)
+                traceback.print_exc()
+        run.__name__ = name
+        CHECKS.append(run)
+        return fn
+    return wrap
+
+
+def row_menu(p, name):
+    """Open a row's menu; the names of its items."""
+    row = p.page.locator("#list tbody tr").filter(has=p.page.locator("td.n a", has_text=name))
+    row.locator("button.act").click()
+    menu = p.page.locator(".menu[role=menu]")
+    expect(menu).to_be_visible()
+    return [t.strip() for t in menu.get_by_role("menuitem").all_text_contents()]
+
+
+@check("sign-in: a wrong password shows an error in the page's form, no Basic dialog")
+def wrong_password(browser):
+    p = Page(browser, args.base + "team/")
+    # /team needs a user: the navigation got the page with its form.
+    p.sign_in("bob", "not-bobs")
+    err = p.page.locator("#signin-error")
+    expect(err).to_be_visible()
+    expect(err).to_have_text("Wrong user name or password.")
+    assert p.session() is None
+    # An unknown user reads the same.
+    p.sign_in("mallory", "whatever")
+    expect(err).to_have_text("Wrong user name or password.")
+    p.close()
+
+
+@check("sign-in as bob: upload through the page, no Delete on /team, sign out ends the session")
+def bob(browser):
+    p = Page(browser, args.base)
+    # The public root offers Sign in and no upload to anyone.
+    expect(p.page.locator("#signin-btn")).to_be_visible()
+    expect(p.page.locator("#upload-btn")).to_have_count(0)
+    p.page.locator("#signin-btn").click()
+    p.sign_in("bob", "bob-pw")
+    p.page.wait_for_selector("#user-name")
+    p.page.wait_for_selector("html[data-ready='1']")
+    expect(p.page.locator("#user-name")).to_have_text("bob")
+    p.goto(args.base + "team/")
+    expect(p.page.locator("#user-name")).to_have_text("bob")
+    # The cookie's flags.
+    c = p.session()
+    assert c is not None, p.context.cookies()
+    assert c["httpOnly"] is True, c
+    assert c["sameSite"] == "Strict", c
+    assert c["path"] == "/", c
+    assert p.page.evaluate("document.cookie").find(COOKIE) < 0, "readable by scripts"
+    # Upload a file through the page.
+    p.page.set_input_files("#files", str(Path(args.work) / "from-bob.txt"))
+    p.page.wait_for_selector("#uploads li.done")
+    p.page.wait_for_function("() => [...document.querySelectorAll('#list td.n a')].some(a => a.textContent === 'from-bob.txt')")
+    assert (Path(args.root) / "team" / "from-bob.txt").read_bytes() == \
+        (Path(args.work) / "from-bob.txt").read_bytes()
+    # bob has no d on /team: no Delete (nor Rename, a MOVE) on any row.
+    items = row_menu(p, "t.txt")
+    assert "Delete…" not in items and "Rename…" not in items, items
+    assert "Download" in items, items
+    p.page.keyboard.press("Escape")
+    # Sign out: the cookie is gone, and its old value works no more.
+    old = c["value"]
+    jar = {COOKIE: old}
+    assert requests.get(args.base + "team/", cookies=jar, timeout=10).status_code == 200
+    p.page.locator("#signout-btn").click()
+    # /team needs a user: signed out, the page asks again.
+    expect(p.page.locator("dialog#signin")).to_be_visible()
+    assert p.session() is None, p.context.cookies()
+    r = requests.get(args.base + "team/", cookies=jar, timeout=10)
+    assert r.status_code == 401, r.status_code
+    r = requests.put(args.base + "team/replayed.txt", data=b"x", cookies=jar,
+                     headers={"Origin": args.base.rstrip("/")}, timeout=10)
+    assert r.status_code == 401, r.status_code
+    assert not (Path(args.root) / "team" / "replayed.txt").exists()
+    p.close()
+
+
+@check("sign-in as alice: the page offers Delete where she has d")
+def alice(browser):
+    p = Page(browser, args.base + "team/")
+    p.sign_in("alice", "alice-pw")
+    p.page.wait_for_selector("#user-name")
+    p.page.wait_for_selector("html[data-ready='1']")
+    items = row_menu(p, "t.txt")
+    assert "Delete…" in items and "Rename…" in items, items
+    p.close()
+
+
+@check("under TLS the session cookie is Secure")
+def secure(browser):
+    if not args.tls_base:
+        print("  (no TLS server given)")
+        return
+    p = Page(browser, args.tls_base, ignore_https_errors=True)
+    p.page.locator("#signin-btn").click()
+    p.sign_in("bob", "bob-pw")
+    p.page.wait_for_selector("#user-name")
+    c = p.session()
+    assert c is not None and c["secure"] is True and c["httpOnly"] is True, c
+    p.close()
+
+
+@check("without JavaScript plain forms sign in (back to the folder) and out")
+def no_js(browser):
+    p = Page(browser, None, java_script_enabled=False)
+    p.page.goto(args.base + "team/")
+    form = p.page.locator("#signin-form")
+    expect(form).to_be_visible()
+    form.get_by_label("User name").fill("bob")
+    form.get_by_label("Password").fill("bob-pw")
+    form.get_by_role("button", name="Sign in").click()
+    p.page.wait_for_url(args.base + "team/")
+    expect(p.page.locator("#rows td.n a", has_text="t.txt")).to_be_visible()
+    c = p.session()
+    assert c is not None and c["httpOnly"] and c["sameSite"] == "Strict", c
+    # And a plain form signs out: the session ends on the server.
+    out = p.page.locator("#signout-form")
+    expect(out).to_contain_text("bob")
+    out.get_by_role("button", name="Sign out").click()
+    p.page.wait_for_url(args.base)
+    assert p.session() is None, p.context.cookies()
+    r = requests.get(args.base + "team/", cookies={COOKIE: c["value"]}, timeout=10)
+    assert r.status_code == 401, r.status_code
+    p.close()
+
+
+def mint(p, row, days=None, upload=False):
+    """Share link… on a row: the link the page shows."""
+    items = row_menu(p, row)
+    assert "Share link…" in items, items
+    p.page.get_by_role("menuitem", name="Share link…").click()
+    d = p.page.locator("dialog#share")
+    expect(d).to_be_visible()
+    if days:
+        d.get_by_label("Expires after").select_option(str(days * 86400))
+    box = d.get_by_label("Upload only (others add files, nothing is read)")
+    if upload:
+        box.check()
+    d.get_by_role("button", name="Create link").click()
+    field = p.page.locator("#share-link")
+    expect(field).to_be_visible()
+    link = field.input_value()
+    p.page.locator("dialog#share-made").get_by_role("button", name="Done").click()
+    return link
+
+
+@check("Share link…: file and folder links read in a fresh browser, an upload link takes new names")
+def share_links(browser):
+    p = Page(browser, args.base + "team/")
+    p.sign_in("bob", "bob-pw")
+    p.page.wait_for_selector("#user-name")
+    p.page.wait_for_selector("html[data-ready='1']")
+    file_link = mint(p, "t.txt", days=1)
+    assert file_link.startswith(args.base + "team/t.txt?share="), file_link
+    # Upload-only is offered for folders only.
+    row_menu(p, "t.txt")
+    p.page.get_by_role("menuitem", name="Share link…").click()
+    expect(p.page.get_by_label("Upload only (others add files, nothing is read)")).to_have_count(0)
+    p.page.locator("dialog#share").get_by_role("button", name="Cancel").click()
+    folder_link = mint(p, "sub/")
+    upload_link = mint(p, "sub/", days=30, upload=True)
+    p.close()
+
+    # A fresh browser, no cookie: the file reads.
+    q = Page(browser)
+    assert not q.context.cookies()
+    r = q.page.request.get(file_link)
+    assert r.status == 200 and r.body() == b"team's\n", (r.status, r.body())
+    # The folder link's page lists the folder; its rows keep the link.
+    q.goto(folder_link)
+    assert q.names() == ["inner.txt"], q.names()
+    href = q.page.locator("#list td.n a", has_text="inner.txt").get_attribute("href")
+    r = q.page.request.get(args.base + "team/sub/" + href)
+    assert r.status == 200 and r.body() == b"in\n", (href, r.status)
+    # Nothing beside it: the parent through the same link is 404.
+    token = folder_link.split("share=", 1)[1]
+    r = q.page.request.get(args.base + "team/t.txt?share=" + token)
+    assert r.status == 404, r.status
+    q.close()
+    # The upload link writes new names and reads nothing.
+    token = upload_link.split("share=", 1)[1]
+    r = requests.put(args.base + "team/sub/via-link.txt?share=" + token, data=b"dropped\n", timeout=10)
+    assert r.status_code == 201, r.status_code
+    r = requests.get(args.base + "team/sub/inner.txt?share=" + token, timeout=10)
+    assert r.status_code == 404, r.status_code
+
+
+def main():
+    global args
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--base", required=True)
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--tls-base")
+    ap.add_argument("--only")
+    args = ap.parse_args()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        for run in CHECKS:
+            run(browser)
+        browser.close()
+    failed = [n for n, e in results if e]
+    print(f"{len(results) - len(failed)} passed, {len(failed)} failed", flush=True)
+    sys.exit(min(len(failed), 100))
+
+
+if __name__ == "__main__":
+    main()
