@@ -495,16 +495,25 @@ impl Handler for MetricsPage {
             .authenticate(authorization.as_deref(), session.as_deref(), ex.client_ip())
             .await;
         let root = crate::path::RelPath::root();
-        if who.map(|who| {
+        let decision = who.map(|who| {
             self.policy
                 .decide(who, crate::policy::Action::Metrics, &root)
-        }) != Ok(crate::policy::Decision::Allow)
-        {
-            let mut resp = Response::new(401).header("Content-Type", "text/plain; charset=utf-8");
-            for challenge in self.policy.challenges() {
-                resp = resp.header("WWW-Authenticate", challenge);
+        });
+        match decision {
+            Ok(crate::policy::Decision::Allow) => {}
+            Ok(crate::policy::Decision::Forbidden(why)) => {
+                let resp = Response::new(403).header("Content-Type", "text/plain; charset=utf-8");
+                return ex.send(resp, format!("{why}\n").as_bytes()).await;
             }
-            return ex.send(resp, b"a valid bearer token is required\n").await;
+            _ => {
+                let mut resp =
+                    Response::new(401).header("Content-Type", "text/plain; charset=utf-8");
+                for challenge in self.policy.challenges() {
+                    resp = resp.header("WWW-Authenticate", challenge);
+                }
+                let says = format!("{}\n", self.policy.sign_in_hint());
+                return ex.send(resp, says.as_bytes()).await;
+            }
         }
         let body = self.metrics.encode();
         let resp = Response::new(200)

@@ -258,11 +258,8 @@ pub(crate) async fn admit_with(
             for challenge in policy.challenges() {
                 resp = resp.header("WWW-Authenticate", challenge);
             }
-            let says: &[u8] = match policy.users() {
-                Some(_) => b"sign in: this needs a user's rights (HTTP Basic) or a valid token\n",
-                None => b"a valid bearer token is required\n",
-            };
-            ex.send(resp, says).await?;
+            let says = format!("{}\n", policy.sign_in_hint());
+            ex.send(resp, says.as_bytes()).await?;
             Ok(None)
         }
     }

@@ -707,6 +707,22 @@ fn wrong_credentials_are_401_with_both_challenges() {
         ]
     );
     assert!(!s.root.join("alice/x").exists());
+    // Every 401 names what this server takes: users (Basic) or the token,
+    // the metrics and resumable routes included.
+    for (m, p) in [
+        ("PUT", "/alice/x"),
+        ("GET", "/-/metrics"),
+        ("POST", "/alice/"),
+    ] {
+        let extra: &[(&str, &str)] = if m == "POST" {
+            &[("Tus-Resumable", "1.0.0"), ("Upload-Length", "1")]
+        } else {
+            &[]
+        };
+        let r = s.req(m, p, extra, b"");
+        assert_eq!(r.status, 401, "{m} {p}");
+        assert!(r.text().contains("sign in"), "{m} {p}: {}", r.text());
+    }
 }
 
 #[test]

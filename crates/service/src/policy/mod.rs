@@ -463,6 +463,14 @@ impl Policy {
         self.holder.union(self.anyone).may_write()
     }
 
+    /// What a 401 says: which credentials this server takes.
+    pub fn sign_in_hint(&self) -> &'static str {
+        match self.users {
+            Some(_) => "sign in: this needs a user's rights (HTTP Basic) or a valid token",
+            None => "a valid bearer token is required",
+        }
+    }
+
     /// May `who` do `action` at `path`?
     pub fn decide(&self, who: Principal, action: Action, path: &RelPath) -> Decision {
         if action == Action::Metrics {

@@ -129,7 +129,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         match self.policy.decide(who, Action::Create, target) {
             Decision::Allow => {}
             Decision::NeedCredentials => {
-                return Err(Error::status(401, "a valid bearer token is required"))
+                return Err(Error::status(401, self.policy.sign_in_hint()))
             }
             Decision::Forbidden(why) => return Err(Error::status(403, why)),
         }
