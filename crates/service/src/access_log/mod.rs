@@ -47,6 +47,11 @@ struct Shared {
     wake: Condvar,
     stop: AtomicBool,
     dropped: AtomicU64,
+    /// Held for a whole drain: a buffer taken by the writer thread is
+    /// written before another drain (`flush` at exit) can see the buffers
+    /// empty and return. Without it, a stop racing the interval's sweep
+    /// lost the lines being written (the process exited under them).
+    draining: Mutex<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -65,6 +70,7 @@ impl Shared {
 
     /// Write every full batch, then (`sweep`) every thread's partial buffer.
     fn drain(&self, sweep: bool) {
+        let _draining = lock(&self.draining);
         loop {
             let batch = lock(&self.full).pop_front();
             match batch {
@@ -170,6 +176,7 @@ impl AccessLog {
             wake: Condvar::new(),
             stop: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
+            draining: Mutex::new(()),
         });
         let s = shared.clone();
         let writer = std::thread::Builder::new()
@@ -270,6 +277,64 @@ mod tests {
             client: None,
             user_agent: None,
         }
+    }
+
+    /// A sink whose writes wait for the test's go-ahead, announcing each.
+    struct Gated {
+        out: Captured,
+        started: std::sync::mpsc::Sender<()>,
+        go: Arc<(Mutex<bool>, Condvar)>,
+    }
+
+    impl Write for Gated {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            let _ = self.started.send(());
+            let (open, cv) = &*self.go;
+            let mut open = lock(open);
+            while !*open {
+                open = cv.wait(open).unwrap_or_else(|e| e.into_inner());
+            }
+            drop(open);
+            self.out.write(b)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// `flush` returns only once every recorded line is written, even while
+    /// the writer thread is in the middle of writing them (the stop at exit
+    /// used to lose that line: CI's `the_json_log_is_json_from_the_first_line`).
+    #[test]
+    fn flush_waits_for_a_sweep_in_progress() {
+        let out = Captured::default();
+        let (started, writing) = std::sync::mpsc::channel();
+        let go = Arc::new((Mutex::new(false), Condvar::new()));
+        let sink = Gated {
+            out: out.clone(),
+            started,
+            go: go.clone(),
+        };
+        let log = Arc::new(AccessLog::new(Format::Text, Box::new(sink)).unwrap());
+        log.record(&entry("/a"));
+        // The writer's interval sweep took the line and is writing it.
+        writing.recv_timeout(Duration::from_secs(5)).unwrap();
+        let flusher = {
+            let log = log.clone();
+            std::thread::spawn(move || log.flush())
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        let returned_early = flusher.is_finished();
+        // Open the gate before asserting: a failing test must not leave the
+        // writer thread blocked (the log's drop joins it).
+        *lock(&go.0) = true;
+        go.1.notify_all();
+        flusher.join().unwrap();
+        assert!(
+            !returned_early,
+            "flush returned while a line was still being written"
+        );
+        assert_eq!(lines(&out), 1);
     }
 
     fn lines(s: &Captured) -> usize {
