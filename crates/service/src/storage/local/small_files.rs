@@ -17,9 +17,11 @@
 //! symlinks are never kept. Any event drops every entry: changes are rare
 //! next to reads, and precise invalidation is not worth its bookkeeping.
 //!
-//! Writes through a shared writable mmap are not reported by inotify, so an
-//! entry is also checked against the file's stat once a second
-//! ([`RECHECK`]). A file is kept from its second request on, so a tree read
+//! Writes through a shared writable mmap, and a filesystem mounted over a
+//! folder on the way, make no inotify event, so an entry is also checked
+//! against the file's stat once a second ([`RECHECK`]). Files on network
+//! and FUSE filesystems (where another machine's changes make no event
+//! here) are never kept. A file is kept from its second request on, so a tree read
 //! once (a mirror, an archive) does not churn the cache.
 
 use std::collections::{HashMap, HashSet};
@@ -288,6 +290,25 @@ fn watch(queue: &OwnedFd, fd: BorrowedFd<'_>, events: WatchFlags) -> rustix::io:
     inotify::add_watch(queue, link.as_str(), events).map(|_| ())
 }
 
+/// Whether inotify sees every change to files on `fd`'s filesystem: on
+/// network and FUSE filesystems another machine's (or the daemon's) changes
+/// make no event here, so their files are never kept.
+// The f_type field's integer type differs between targets.
+#[allow(clippy::unnecessary_cast)]
+fn reports_every_change(fd: BorrowedFd<'_>) -> bool {
+    const LOCAL: [u64; 8] = [
+        0xEF53,      // ext2/3/4
+        0x5846_5342, // xfs
+        0x9123_683E, // btrfs
+        0x0102_1994, // tmpfs
+        0x2FC1_2FC1, // zfs
+        0xF2F5_2010, // f2fs
+        0x794C_7630, // overlayfs (changes made through the mount)
+        0xCA45_1A4E, // bcachefs
+    ];
+    rustix::fs::fstatfs(fd).is_ok_and(|fs| LOCAL.contains(&(fs.f_type as u64)))
+}
+
 /// Walk to the file without following symlinks, watching each folder before
 /// looking in it and the file before reading it; then read it whole.
 fn load(queue: &OwnedFd, root: &Root, segments: &[String], now_ms: u64) -> Option<SmallFile> {
@@ -314,6 +335,9 @@ fn load(queue: &OwnedFd, root: &Root, segments: &[String], now_ms: u64) -> Optio
     )
     .ok()?;
     watch(queue, fd.as_fd(), FILE_EVENTS).ok()?;
+    if !reports_every_change(fd.as_fd()) {
+        return None;
+    }
     let st = rustix::fs::fstat(&fd).ok()?;
     let meta = meta_of(&st)?;
     if meta.kind != Kind::File || meta.size > MAX_FILE {
