@@ -67,13 +67,12 @@ impl Exchange {
 
     /// The request target's path part (still percent-encoded).
     pub fn path(&self) -> &str {
-        let t = self.head.target();
-        t.split_once('?').map_or(t, |(p, _)| p)
+        self.head.path()
     }
 
     /// The query string after `?`, if any (still percent-encoded).
     pub fn query(&self) -> Option<&str> {
-        self.head.target().split_once('?').map(|(_, q)| q)
+        self.head.query()
     }
 
     pub fn header(&self, name: &str) -> Option<&[u8]> {
