@@ -295,6 +295,15 @@ impl S3Storage {
         }
     }
 
+    /// Delete the object at `path`; one already gone is deleted too (a
+    /// sweep or another node got there first).
+    pub(crate) async fn delete_if_present(&self, path: &ObjPath) -> Result<(), StorageError> {
+        match self.store.delete(path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.error(e)),
+        }
+    }
+
     /// An object_store failure as a storage error saying which part failed.
     pub(crate) fn error(&self, e: object_store::Error) -> StorageError {
         error_at(&self.place, e)

@@ -164,10 +164,7 @@ impl S3Storage {
         let record = self.record_path(id)?;
         // The record last: until it goes, a sweep can still find the rest.
         for p in names.iter().filter(|p| **p != record).chain([&record]) {
-            match self.store.delete(p).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(self.error(e)),
-            }
+            self.delete_if_present(p).await?;
         }
         Ok(())
     }

@@ -36,9 +36,7 @@ impl SharedState for S3Storage {
     }
 
     async fn remove_marker(&self, folder: &str, name: &str) -> Result<(), StorageError> {
-        match self.store.delete(&self.state_path(folder, name)?).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(self.error(e)),
-        }
+        self.delete_if_present(&self.state_path(folder, name)?)
+            .await
     }
 }
