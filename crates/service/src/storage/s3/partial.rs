@@ -171,13 +171,7 @@ impl S3Storage {
 
     /// Names of the objects in the uploads folder.
     async fn upload_names(&self) -> Result<Vec<String>, StorageError> {
-        let dir = self.uploads_path("")?;
-        self.store
-            .list(Some(&dir))
-            .map_ok(|o| o.location.filename().unwrap_or_default().to_string())
-            .try_collect()
-            .await
-            .map_err(|e| self.list_error(e))
+        self.names_under(&self.uploads_path("")?).await
     }
 }
 
