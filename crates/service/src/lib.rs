@@ -77,6 +77,7 @@ pub use policy::presets::{Access, Writes, WritesOff};
 pub use policy::{Action, Decision, Policy, Principal, Rights, Sessions, Users, UsersError};
 pub use resumable::{Uploads, UploadsConfig};
 pub use size::human_size;
+pub use storage::local::SMALL_FILE_RECHECK;
 #[cfg(feature = "s3")]
 pub use storage::s3::{S3Config, S3Storage};
 pub use storage::{LocalStorage, PartialUploads, Storage, StorageError};

@@ -91,7 +91,7 @@ impl<S: Storage> Files<S> {
 
 impl<S: Storage> Files<S> {
     async fn get(&self, ex: &mut Exchange, key: RelPath, who: Principal) -> Result<(), Error> {
-        match self.storage.open(&key).await {
+        match self.storage.open_for_download(&key).await {
             Ok(obj) => {
                 if key.trailing_slash() {
                     return Err(Error::status(404, "not a directory"));
@@ -107,7 +107,7 @@ impl<S: Storage> Files<S> {
                         && Format::choose(None, ex.header_str("accept")) == Format::Html;
                     if self.cfg.index && page {
                         if let Ok(index) = key.join("index.html") {
-                            if let Ok(obj) = self.storage.open(&index).await {
+                            if let Ok(obj) = self.storage.open_for_download(&index).await {
                                 return self.send_object(ex, &index, obj, who).await;
                             }
                         }
@@ -213,6 +213,15 @@ impl<S: Storage> Files<S> {
             );
         }
         let head_only = ex.method() == "HEAD";
+        if let Some(all) = obj.in_memory() {
+            // Kept in memory: head and body in one write, no read at all.
+            let body = usize::try_from(offset)
+                .ok()
+                .and_then(|o| all.get(o..o.checked_add(len as usize)?));
+            if let Some(body) = body {
+                return ex.send(resp, body).await;
+            }
+        }
         if let Some(n) = whole {
             // Already read whole: head and body in one write, no second read.
             let body = usize::try_from(offset)

@@ -242,6 +242,15 @@ pub trait Storage: Send + Sync + 'static {
         &self,
         key: &RelPath,
     ) -> impl Future<Output = Result<Self::Object, StorageError>> + Send;
+    /// Open a file to answer a GET or HEAD: as [`open`](Self::open), but a
+    /// backend may answer small files it keeps in memory
+    /// ([`Object::in_memory`]), never changed since they were read.
+    fn open_for_download(
+        &self,
+        key: &RelPath,
+    ) -> impl Future<Output = Result<Self::Object, StorageError>> + Send {
+        self.open(key)
+    }
     /// Start writing a file; nothing is visible at `key` until
     /// [`Upload::commit`]. Missing parent directories are created.
     fn create(
@@ -351,6 +360,11 @@ pub trait Object: Send {
     ) -> impl Future<Output = Result<usize, StorageError>> + Send;
     /// The local file behind this object, for sendfile(2).
     fn as_file(&self) -> Option<&File> {
+        None
+    }
+    /// All of this object's bytes, where the backend holds them in memory
+    /// (sent with the head in one write).
+    fn in_memory(&self) -> Option<&[u8]> {
         None
     }
     /// The sha-256 recorded for exactly these bytes, if one was recorded

@@ -17,10 +17,12 @@ mod listing;
 mod meta;
 mod partial;
 mod props;
+mod small_files;
 mod upload;
 
 pub use listing::{LocalListing, LIST_BATCH};
 pub use partial::LocalPartial;
+pub use small_files::{SmallFiles, MAX_FILE as SMALL_FILE_MAX, RECHECK as SMALL_FILE_RECHECK};
 pub use upload::LocalUpload;
 
 use listing::ListState;
@@ -43,6 +45,8 @@ pub struct LocalStorage {
     root: Arc<Root>,
     fsync: bool,
     digests: DigestStore,
+    /// Small files kept in memory for GET/HEAD (`None`: opened every time).
+    small: Option<Arc<SmallFiles>>,
 }
 
 impl LocalStorage {
@@ -59,10 +63,12 @@ impl LocalStorage {
             }
         })?;
         let digests = digest_store::probe(root.fd());
+        let small = SmallFiles::new(&root, digests).map(Arc::new);
         Ok(LocalStorage {
             root: Arc::new(root),
             fsync: true,
             digests,
+            small,
         })
     }
 
@@ -85,7 +91,26 @@ impl LocalStorage {
     /// (tests use it to exercise the sidecar on filesystems with xattrs).
     pub fn with_digest_store(mut self, store: DigestStore) -> Self {
         self.digests = store;
+        if store != DigestStore::Xattr {
+            self.small = None;
+        }
         self
+    }
+
+    /// Whether small files are kept in memory for GET/HEAD (default on
+    /// where it can be exact: see [`SmallFiles`]).
+    pub fn with_small_files(mut self, on: bool) -> Self {
+        self.small = if on {
+            SmallFiles::new(&self.root, self.digests).map(Arc::new)
+        } else {
+            None
+        };
+        self
+    }
+
+    /// The small files kept in memory, if that is on.
+    pub fn small_files(&self) -> Option<&SmallFiles> {
+        self.small.as_deref()
     }
 
     /// Where digests are kept.
@@ -95,8 +120,9 @@ impl LocalStorage {
 
     /// Resolve paths by canonicalize-then-check instead of openat2 (the
     /// fallback for kernels without it; tests use it to cover that path).
-    pub fn with_path_checks(self) -> Self {
+    pub fn with_path_checks(mut self) -> Self {
         self.root.force_checks();
+        self.small = None;
         self
     }
 
@@ -251,12 +277,30 @@ impl Storage for LocalStorage {
             return Err(StorageError::IsDir);
         }
         Ok(LocalObject {
-            file: File::from(fd),
+            body: Body::File(File::from(fd)),
             meta,
             id: Identity::of(&st),
             root: self.root.clone(),
             digests: self.digests,
         })
+    }
+
+    async fn open_for_download(&self, key: &RelPath) -> Result<LocalObject, StorageError> {
+        let Some(small) = &self.small else {
+            return self.open(key).await;
+        };
+        if let Some(kept) = small.get(&self.root, key.segments()) {
+            return Ok(LocalObject {
+                meta: kept.meta,
+                id: kept.id,
+                body: Body::Memory(kept),
+                root: self.root.clone(),
+                digests: self.digests,
+            });
+        }
+        let obj = self.open(key).await?;
+        small.offer(&self.root, key.segments(), obj.meta.size);
+        Ok(obj)
     }
 
     async fn create(&self, key: &RelPath) -> Result<LocalUpload, StorageError> {
@@ -459,11 +503,18 @@ impl Storage for LocalStorage {
 
 /// An open local file.
 pub struct LocalObject {
-    file: File,
+    body: Body,
     meta: Meta,
     id: Identity,
     root: Arc<Root>,
     digests: DigestStore,
+}
+
+/// Where a [`LocalObject`]'s bytes are.
+enum Body {
+    File(File),
+    /// Kept in memory by [`SmallFiles`] (read with its digest record).
+    Memory(Arc<small_files::SmallFile>),
 }
 
 impl Object for LocalObject {
@@ -473,15 +524,39 @@ impl Object for LocalObject {
 
     async fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, StorageError> {
         use std::os::unix::fs::FileExt;
-        Ok(self.file.read_at(buf, offset)?)
+        match &self.body {
+            Body::File(f) => Ok(f.read_at(buf, offset)?),
+            Body::Memory(m) => {
+                let rest = usize::try_from(offset)
+                    .ok()
+                    .and_then(|o| m.bytes.get(o..))
+                    .unwrap_or_default();
+                let n = rest.len().min(buf.len());
+                buf[..n].copy_from_slice(&rest[..n]);
+                Ok(n)
+            }
+        }
     }
 
     fn as_file(&self) -> Option<&File> {
-        Some(&self.file)
+        match &self.body {
+            Body::File(f) => Some(f),
+            Body::Memory(_) => None,
+        }
+    }
+
+    fn in_memory(&self) -> Option<&[u8]> {
+        match &self.body {
+            Body::File(_) => None,
+            Body::Memory(m) => Some(&m.bytes),
+        }
     }
 
     fn stored_sha256(&self) -> Option<[u8; 32]> {
-        digest_store::read(self.digests, self.root.fd(), self.file.as_fd(), &self.id)
+        match &self.body {
+            Body::File(f) => digest_store::read(self.digests, self.root.fd(), f.as_fd(), &self.id),
+            Body::Memory(m) => m.sha256,
+        }
     }
 
     fn records_sha256(&self) -> bool {
@@ -489,16 +564,23 @@ impl Object for LocalObject {
     }
 
     async fn store_sha256(&mut self, sum: &[u8; 32]) -> Result<bool, StorageError> {
-        if digest_store::identity(&self.file)? != self.id {
+        // A kept file is opened again to record on; the identity check
+        // below refuses it if that is no longer the same file.
+        let reopened;
+        let file = match &self.body {
+            Body::File(f) => f,
+            Body::Memory(m) => {
+                reopened = File::from(
+                    self.root
+                        .open_at(&m.segments, OFlags::RDONLY | OFlags::NONBLOCK)?,
+                );
+                &reopened
+            }
+        };
+        if digest_store::identity(file)? != self.id {
             return Ok(false);
         }
-        match digest_store::write(
-            self.digests,
-            self.root.fd(),
-            self.file.as_fd(),
-            &self.id,
-            sum,
-        ) {
+        match digest_store::write(self.digests, self.root.fd(), file.as_fd(), &self.id, sum) {
             Ok(()) => Ok(true),
             Err(e) => {
                 // A file the server may read but not annotate (another
