@@ -93,17 +93,11 @@ pub(crate) fn check_host(
     hosts: Option<&crate::policy::origin::AllowedHosts>,
     ex: &mut Exchange,
 ) -> Result<(), Error> {
-    let Some(hosts) = hosts else {
-        return Ok(());
-    };
-    if ex.header_str("host").is_some_and(|h| hosts.allows(h)) {
-        return Ok(());
+    let refused = hosts.map_or(Ok(()), |h| h.refuse(ex.header_str("host")));
+    if refused.is_err() {
+        close_if_body(ex);
     }
-    close_if_body(ex);
-    Err(Error::status(
-        421,
-        crate::policy::origin::MISDIRECTED.trim_end(),
-    ))
+    refused
 }
 
 /// 403 when the request comes from a page on another site
