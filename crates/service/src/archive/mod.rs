@@ -3,8 +3,8 @@
 //! `ETag` of the plan, and single `Range`s (`If-Range`), so a cut download
 //! resumes.
 //!
-//! One walk of `Storage::list` plans it (names, sizes, mtimes: memory is
-//! the plan, bounded by `--archive-max-entries`); `wirespeed-archive` lays
+//! One walk of `Storage::list` plans it (`plan.rs`: names, sizes, mtimes;
+//! memory is the plan, bounded by `--archive-max-entries`); `wirespeed-archive` lays
 //! it out; the pieces of the requested range are then rendered (headers)
 //! or moved zero-copy (`BodyWriter::send_file_range`, sendfile on plain
 //! TCP). Listings leave out what GET would refuse: symlinks leading out of
@@ -15,7 +15,7 @@
 //! (a second read of the page cache on another core); a descriptor or
 //! central record whose file was not streamed in this response (a `Range`
 //! that starts late) reads that file once, and every CRC is kept in a
-//! bounded in-memory cache keyed by path, size and mtime, so resuming
+//! bounded in-memory cache keyed by path, size and mtime (`crc.rs`), so resuming
 //! again never rereads. Recording them with the file (like the sha-256
 //! xattr) would survive restarts; the cache was the smaller change.
 //!
