@@ -84,26 +84,11 @@
     toastTimer = setTimeout(() => (t.hidden = true), 5000);
   }
 
-  /** A modal asking for a value (or a yes): resolves to it, or null. */
-  function ask({ title, input, ok, danger }) {
+  /** Show dialog `d` holding `form`, with Cancel and `okb` as its last
+   * row: resolves to `value()` when the form is sent, null when closed. */
+  function modal(d, form, okb, value, focus) {
     return new Promise((resolve) => {
-      const d = h('dialog', { 'aria-label': title });
-      const form = h('form', { method: 'dialog' });
-      form.append(h('p', {}, h('strong', {}, title)));
-      let field = null;
-      if (input) {
-        field = h('input', {
-          type: input.type || 'text',
-          'aria-label': input.label,
-          name: 'value',
-          value: input.value || '',
-          autocomplete: input.autocomplete || 'off',
-          required: true,
-        });
-        form.append(field);
-      }
       const cancel = h('button', { type: 'button' }, 'Cancel');
-      const okb = h('button', { type: 'submit', class: danger ? 'danger' : 'primary' }, ok);
       form.append(h('div', { class: 'row' }, cancel, okb));
       d.append(form);
       doc.body.append(d);
@@ -111,7 +96,7 @@
       cancel.addEventListener('click', () => d.close());
       form.addEventListener('submit', (ev) => {
         ev.preventDefault();
-        result = field ? field.value : true;
+        result = value();
         d.close();
       });
       d.addEventListener('close', () => {
@@ -119,13 +104,42 @@
         resolve(result);
       });
       d.showModal();
-      if (field) {
-        field.focus();
-        if (input.select != null) field.setSelectionRange(0, input.select);
-      } else {
-        okb.focus();
-      }
+      focus();
     });
+  }
+
+  /** A modal asking for a value (or a yes): resolves to it, or null. */
+  function ask({ title, input, ok, danger }) {
+    const d = h('dialog', { 'aria-label': title });
+    const form = h('form', { method: 'dialog' });
+    form.append(h('p', {}, h('strong', {}, title)));
+    let field = null;
+    if (input) {
+      field = h('input', {
+        type: input.type || 'text',
+        'aria-label': input.label,
+        name: 'value',
+        value: input.value || '',
+        autocomplete: input.autocomplete || 'off',
+        required: true,
+      });
+      form.append(field);
+    }
+    const okb = h('button', { type: 'submit', class: danger ? 'danger' : 'primary' }, ok);
+    return modal(
+      d,
+      form,
+      okb,
+      () => (field ? field.value : true),
+      () => {
+        if (field) {
+          field.focus();
+          if (input.select != null) field.setSelectionRange(0, input.select);
+        } else {
+          okb.focus();
+        }
+      },
+    );
   }
 
   // --- the token ----------------------------------------------------------------
@@ -505,42 +519,30 @@
   /** "Share link…": an expiry (and, for a folder one may write to,
    * upload-only), minted by `POST /-/shares/PATH`, shown with Copy. */
   async function shareLink(e) {
-    const choice = await new Promise((resolve) => {
-      const d = h('dialog', { 'aria-label': 'Share link', id: 'share' });
-      const expiry = h(
-        'select',
-        { 'aria-label': 'Expires after', name: 'expires' },
-        h('option', { value: String(86400) }, '1 day'),
-        h('option', { value: String(7 * 86400), selected: true }, '7 days'),
-        h('option', { value: String(30 * 86400) }, '30 days'),
-      );
-      const upload = h('input', { type: 'checkbox', name: 'upload' });
-      const cancel = h('button', { type: 'button' }, 'Cancel');
-      const okb = h('button', { type: 'submit', class: 'primary' }, 'Create link');
-      const form = h(
-        'form',
-        { method: 'dialog' },
-        h('p', {}, h('strong', {}, `Share "${e.name}${e.dir ? '/' : ''}"`)),
-        h('label', {}, 'Expires after ', expiry),
-      );
-      if (e.dir && canWrite) form.append(h('label', { class: 'check' }, upload, ' Upload only (others add files, nothing is read)'));
-      form.append(h('div', { class: 'row' }, cancel, okb));
-      d.append(form);
-      doc.body.append(d);
-      let result = null;
-      cancel.addEventListener('click', () => d.close());
-      form.addEventListener('submit', (ev) => {
-        ev.preventDefault();
-        result = { expires: expiry.value, upload: upload.checked };
-        d.close();
-      });
-      d.addEventListener('close', () => {
-        d.remove();
-        resolve(result);
-      });
-      d.showModal();
-      expiry.focus();
-    });
+    const d = h('dialog', { 'aria-label': 'Share link', id: 'share' });
+    const expiry = h(
+      'select',
+      { 'aria-label': 'Expires after', name: 'expires' },
+      h('option', { value: String(86400) }, '1 day'),
+      h('option', { value: String(7 * 86400), selected: true }, '7 days'),
+      h('option', { value: String(30 * 86400) }, '30 days'),
+    );
+    const upload = h('input', { type: 'checkbox', name: 'upload' });
+    const okb = h('button', { type: 'submit', class: 'primary' }, 'Create link');
+    const form = h(
+      'form',
+      { method: 'dialog' },
+      h('p', {}, h('strong', {}, `Share "${e.name}${e.dir ? '/' : ''}"`)),
+      h('label', {}, 'Expires after ', expiry),
+    );
+    if (e.dir && canWrite) form.append(h('label', { class: 'check' }, upload, ' Upload only (others add files, nothing is read)'));
+    const choice = await modal(
+      d,
+      form,
+      okb,
+      () => ({ expires: expiry.value, upload: upload.checked }),
+      () => expiry.focus(),
+    );
     if (!choice) return;
     const q = '?expires=' + choice.expires + (choice.upload ? '&upload' : '');
     const r = await api('/-/shares' + pathOf(e) + q, { method: 'POST' });

@@ -480,12 +480,7 @@ impl Handler for MetricsPage {
     async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
         RouteClass::Metrics.set(ex);
         if let Some(hosts) = &self.allowed_hosts {
-            if !ex.header_str("host").is_some_and(|h| hosts.allows(h)) {
-                return Err(Error::status(
-                    421,
-                    crate::policy::origin::MISDIRECTED.trim_end(),
-                ));
-            }
+            hosts.refuse(ex.header_str("host"))?;
         }
         let authorization = ex.header("authorization").map(<[u8]>::to_vec);
         let session =

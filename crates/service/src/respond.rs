@@ -87,6 +87,37 @@ pub(crate) fn close_if_body(ex: &mut Exchange) {
     }
 }
 
+/// 421 unless the request's `Host` is a name this server answers
+/// (`hosts`: the DNS-rebinding guard; `None`: every name is).
+pub(crate) fn check_host(
+    hosts: Option<&crate::policy::origin::AllowedHosts>,
+    ex: &mut Exchange,
+) -> Result<(), Error> {
+    let refused = hosts.map_or(Ok(()), |h| h.refuse(ex.header_str("host")));
+    if refused.is_err() {
+        close_if_body(ex);
+    }
+    refused
+}
+
+/// 403 when the request comes from a page on another site
+/// ([`is_cross_origin`](crate::policy::origin::is_cross_origin)); callers
+/// ask it for requests that change state, and `refusal` says what a page
+/// elsewhere may not do.
+pub(crate) fn refuse_cross_origin(ex: &mut Exchange, refusal: &'static str) -> Result<(), Error> {
+    let cross = crate::policy::origin::is_cross_origin(
+        ex.header_str("sec-fetch-site"),
+        ex.header_str("origin"),
+        ex.header_str("host"),
+        ex.forwarded_proto(),
+    );
+    if cross {
+        close_if_body(ex);
+        return Err(Error::status(403, refusal));
+    }
+    Ok(())
+}
+
 /// The request carries body bytes (chunked, or a nonzero Content-Length).
 pub(crate) fn has_body(ex: &Exchange) -> bool {
     !matches!(
@@ -135,19 +166,11 @@ pub(crate) async fn admit_with(
             return Ok(None);
         }
     }
-    if action != Action::Read
-        && crate::policy::origin::is_cross_origin(
-            ex.header_str("sec-fetch-site"),
-            ex.header_str("origin"),
-            ex.header_str("host"),
-            ex.forwarded_proto(),
-        )
-    {
-        close_if_body(ex);
-        return Err(Error::status(
-            403,
+    if action != Action::Read {
+        refuse_cross_origin(
+            ex,
             "cross-origin write refused: a page on another site may not change files here",
-        ));
+        )?;
     }
     // A share link is its own principal: anything it does not cover is
     // the same 404 as an unknown link, so it reveals nothing beyond itself.

@@ -107,28 +107,12 @@ pub fn parse_form(content_type: Option<&str>, body: &[u8]) -> Result<SignInForm,
 
 impl Handler for SessionRoutes {
     async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
-        if let Some(hosts) = &self.cfg.allowed_hosts {
-            if !ex.header_str("host").is_some_and(|h| hosts.allows(h)) {
-                crate::respond::close_if_body(ex);
-                return Err(Error::status(
-                    421,
-                    crate::policy::origin::MISDIRECTED.trim_end(),
-                ));
-            }
-        }
-        if ex.method() != "GET"
-            && crate::policy::origin::is_cross_origin(
-                ex.header_str("sec-fetch-site"),
-                ex.header_str("origin"),
-                ex.header_str("host"),
-                ex.forwarded_proto(),
-            )
-        {
-            crate::respond::close_if_body(ex);
-            return Err(Error::status(
-                403,
+        crate::respond::check_host(self.cfg.allowed_hosts.as_ref(), ex)?;
+        if ex.method() != "GET" {
+            crate::respond::refuse_cross_origin(
+                ex,
                 "cross-origin sign-in refused: a page on another site may not sign you in or out",
-            ));
+            )?;
         }
         let secure = ex.forwarded_proto() == Some("https");
         let cookie = sessions::from_cookie_header(ex.header_str("cookie")).map(str::to_owned);

@@ -85,19 +85,11 @@ impl Handler for ShareRoutes {
         };
         // Minting and revoking change state: never for a page elsewhere
         // (a session cookie would sign it).
-        if ex.method() != "GET"
-            && crate::policy::origin::is_cross_origin(
-                ex.header_str("sec-fetch-site"),
-                ex.header_str("origin"),
-                ex.header_str("host"),
-                ex.forwarded_proto(),
-            )
-        {
-            crate::respond::close_if_body(ex);
-            return Err(Error::status(
-                403,
+        if ex.method() != "GET" {
+            crate::respond::refuse_cross_origin(
+                ex,
                 "cross-origin sharing refused: a page on another site may not mint or revoke links",
-            ));
+            )?;
         }
         // A link never shares (nor lists): only users and token holders.
         if crate::policy::shares::from_query(ex.query()).is_some() {

@@ -116,6 +116,24 @@ fn foreign_host_on_loopback_is_421_and_the_connection_stays_usable() {
     );
 }
 
+/// The control routes outside the front door check the `Host` too.
+#[test]
+fn foreign_host_is_421_on_the_metrics_page() {
+    let s = TestServer::with(ServiceConfig {
+        allowed_hosts: Some(AllowedHosts::loopback(&[])),
+        metrics: Some(std::sync::Arc::new(wirespeed_service::Metrics::new(false))),
+        ..ServiceConfig::default()
+    });
+    let r = s.get("/-/metrics");
+    assert_eq!(r.status, 421, "Host: test is not a loopback name");
+    assert!(r.text().contains("--allow-host"), "{}", r.text());
+    let ok = s.raw(
+        b"GET /-/metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        false,
+    );
+    assert_eq!(ok.status, 200, "{}", ok.text());
+}
+
 #[test]
 fn names_with_control_characters_are_refused_on_every_route() {
     let s = TestServer::start();

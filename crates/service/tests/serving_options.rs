@@ -6,7 +6,7 @@ mod common;
 
 use common::TestServer;
 use wirespeed_net::ServerConfig;
-use wirespeed_service::{Hidden, ServiceConfig};
+use wirespeed_service::{Hidden, ServiceConfig, UploadsConfig};
 
 fn hiding(patterns: &[&str]) -> TestServer {
     TestServer::with(ServiceConfig {
@@ -67,6 +67,78 @@ fn hidden_names_are_neither_listed_nor_served_nor_taken() {
     assert!(s.root.join("proj/main.rs").exists());
     // Look-alikes are served.
     assert_eq!(s.get("/proj/.gitignore").body, b"target");
+}
+
+/// The WebDAV and resumable fronts refuse hidden names as the plain routes
+/// do: described, changed, copied onto, locked, or named by an upload's
+/// creation (a tus creation in a folder names its file in its metadata,
+/// which only the upload's target check sees).
+#[test]
+fn hidden_names_stay_refused_by_webdav_and_resumable_uploads() {
+    let s = TestServer::with_uploads(
+        ServiceConfig {
+            hidden: Hidden::new([".git/", ".env*"]).unwrap(),
+            ..Default::default()
+        },
+        UploadsConfig::default(),
+    );
+    std::fs::create_dir_all(s.root.join("proj/.git")).unwrap();
+    std::fs::write(s.root.join("proj/.env.local"), b"KEY=1").unwrap();
+    std::fs::write(s.root.join("proj/main.rs"), b"fn main() {}").unwrap();
+
+    let listed = s.req("PROPFIND", "/proj/", &[("Depth", "1")], b"");
+    assert_eq!(listed.status, 207);
+    let t = listed.text();
+    assert!(
+        t.contains("main.rs") && !t.contains(".env") && !t.contains(".git"),
+        "{t}"
+    );
+    let depth0 = [("Depth", "0")];
+    assert_eq!(
+        s.req("PROPFIND", "/proj/.env.local", &depth0, b"").status,
+        404
+    );
+    assert_eq!(s.req("PROPFIND", "/proj/.git/", &depth0, b"").status, 404);
+    let patch = br#"<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:" xmlns:Z="urn:z"><D:set><D:prop><Z:a>1</Z:a></D:prop></D:set></D:propertyupdate>"#;
+    assert_eq!(
+        s.req("PROPPATCH", "/proj/.env.local", &[], patch).status,
+        404
+    );
+    let lock = br#"<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>"#;
+    assert_eq!(s.req("LOCK", "/proj/.env.new", &[], lock).status, 404);
+    let copied = s.req(
+        "COPY",
+        "/proj/main.rs",
+        &[("Destination", "/proj/.env.copy")],
+        b"",
+    );
+    assert_eq!(copied.status, 404);
+
+    let tus = [
+        ("Tus-Resumable", "1.0.0"),
+        ("Upload-Length", "1"),
+        ("Upload-Metadata", "filename LmVudg=="), // ".env"
+    ];
+    let r = s.req("POST", "/-/uploads/proj/", &tus, b"");
+    assert_eq!(r.status, 404, "{}", r.text());
+    let r = s.req("POST", "/-/uploads/proj/.env.x", &tus[..2], b"");
+    assert_eq!(r.status, 404, "{}", r.text());
+    let ietf = [
+        ("Upload-Draft-Interop-Version", "8"),
+        ("Upload-Complete", "?1"),
+    ];
+    assert_eq!(s.req("PUT", "/proj/.env", &ietf, b"x").status, 404);
+
+    assert_eq!(
+        std::fs::read(s.root.join("proj/.env.local")).unwrap(),
+        b"KEY=1"
+    );
+    for made in [".env", ".env.copy", ".env.new", ".env.x"] {
+        assert!(!s.root.join("proj").join(made).exists(), "{made}");
+    }
+    assert!(
+        !s.root.join(".wirespeed-uploads").exists() || s.names(".wirespeed-uploads").is_empty()
+    );
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use wirespeed_testkit::server::ThreadServer;
 
 mod common;
-use common::{Serve, BIN};
+use common::{files_below, Serve, BIN};
 
 /// Run the client with a bounded time; returns (status, stdout, stderr).
 fn run(args: &[&str], envs: &[(&str, &str)]) -> (Option<i32>, String, String) {
@@ -693,20 +693,13 @@ fn folder_round_trip_of_a_thousand_files() {
 
 /// Every file below `dir`, by relative path, with its bytes.
 fn read_tree(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
-    let mut out = std::collections::BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().to_str().unwrap().to_string();
-                out.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
+    files_below(dir)
+        .into_iter()
+        .map(|rel| {
+            let bytes = std::fs::read(dir.join(&rel)).unwrap();
+            (rel.to_str().unwrap().to_string(), bytes)
+        })
+        .collect()
 }
 
 /// stdin streams up (chunked), `-o -` streams down to stdout, several files

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
 use common::routes::{Reply, Req, Routes};
-use common::{Serve, BIN};
+use common::{files_below, Serve, BIN};
 use wirespeed_testkit::fs::eventually;
 use wirespeed_testkit::proxy::CuttingProxy;
 
@@ -41,24 +41,6 @@ fn data(len: usize, salt: u8) -> Vec<u8> {
         *b ^= salt.wrapping_add(i as u8);
     }
     v
-}
-
-/// Every file below `dir`, relative, sorted.
-fn files(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p.strip_prefix(dir).unwrap().to_str().unwrap().to_string());
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 fn sigint(child: &Child) {
@@ -133,8 +115,8 @@ fn get_r_rerun_continues_the_interrupted_tree() {
     );
     assert!(std::fs::read(tree.join("big.bin")).unwrap() == big);
     assert_eq!(
-        files(&vback),
-        ["vids/a.txt", "vids/big.bin", "vids/sub/b.txt"]
+        files_below(&vback),
+        ["vids/a.txt", "vids/big.bin", "vids/sub/b.txt"].map(PathBuf::from)
     );
 
     let before = proxy.bytes_down();
@@ -145,8 +127,8 @@ fn get_r_rerun_continues_the_interrupted_tree() {
     assert!(stdout.contains("0 of 0 files saved"), "{stdout}");
     assert!(proxy.bytes_down() - before < 64 * 1024, "only listings");
     assert_eq!(
-        files(&vback),
-        ["vids/a.txt", "vids/big.bin", "vids/sub/b.txt"]
+        files_below(&vback),
+        ["vids/a.txt", "vids/big.bin", "vids/sub/b.txt"].map(PathBuf::from)
     );
 
     // The server's file changes after a partial of it was written: the

@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{run_bounded as run, Serve};
+use common::{files_below, run_bounded as run, Serve};
 
 /// The tree every check reads: names with spaces, Unicode and HTML
 /// characters, a sub-folder, an empty file.
@@ -121,19 +121,10 @@ fn wget_mirrors_without_stray_files() {
         .args(["-q", "-r", "-np", "-nH", "-e", "robots=off"])
         .arg(format!("{}/docs/", s.base()))
         .current_dir(&out_dir));
-    let mut saved = Vec::new();
-    let mut stack = vec![out_dir.clone()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(&out_dir).unwrap();
-                saved.push(rel.to_string_lossy().into_owned());
-            }
-        }
-    }
+    let mut saved: Vec<String> = files_below(&out_dir)
+        .iter()
+        .map(|rel| rel.to_string_lossy().into_owned())
+        .collect();
     saved.sort();
     let mut want: Vec<String> = FILES.iter().map(|(n, _)| format!("docs/{n}")).collect();
     want.extend(["docs/index.html".into(), "docs/sub/index.html".into()]);

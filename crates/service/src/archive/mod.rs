@@ -3,8 +3,8 @@
 //! `ETag` of the plan, and single `Range`s (`If-Range`), so a cut download
 //! resumes.
 //!
-//! One walk of `Storage::list` plans it (names, sizes, mtimes: memory is
-//! the plan, bounded by `--archive-max-entries`); `wirespeed-archive` lays
+//! One walk of `Storage::list` plans it (`plan.rs`: names, sizes, mtimes;
+//! memory is the plan, bounded by `--archive-max-entries`); `wirespeed-archive` lays
 //! it out; the pieces of the requested range are then rendered (headers)
 //! or moved zero-copy (`BodyWriter::send_file_range`, sendfile on plain
 //! TCP). Listings leave out what GET would refuse: symlinks leading out of
@@ -15,7 +15,7 @@
 //! (a second read of the page cache on another core); a descriptor or
 //! central record whose file was not streamed in this response (a `Range`
 //! that starts late) reads that file once, and every CRC is kept in a
-//! bounded in-memory cache keyed by path, size and mtime, so resuming
+//! bounded in-memory cache keyed by path, size and mtime (`crc.rs`), so resuming
 //! again never rereads. Recording them with the file (like the sha-256
 //! xattr) would survive restarts; the cache was the smaller change.
 //!
@@ -26,7 +26,6 @@
 //! A file whose size or mtime no longer matches the plan cuts the response
 //! (never padded): the connection closes, and the event is logged.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::UNIX_EPOCH;
 
@@ -36,14 +35,14 @@ use wirespeed_net::{BodyWriter, Error, Exchange, Response};
 use crate::conditional::{evaluate, Conditions, Outcome, Validators};
 use crate::config::ServiceConfig;
 use crate::path::{check_segment, percent_decode, RelPath};
-use crate::storage::{self, Listing, Meta, Object, Storage, StorageError};
+use crate::storage::{self, Meta, Object, Storage, StorageError};
 
-/// Archive names longer than this are left out: only a symlink loop inside
-/// the root nests that deep (each turn lists the same folder again).
-const MAX_NAME_BYTES: usize = 4096;
+mod crc;
+mod plan;
 
-/// CRC-32s remembered across requests (about 100 bytes each).
-const CRC_CACHE_MAX: usize = 200_000;
+use crc::crc_of_file;
+pub(crate) use crc::CrcCache;
+use plan::{entry_key, mtime_of, plan, top_name};
 
 /// What `?archive=` asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,171 +94,6 @@ pub(crate) fn wanted(query: Option<&str>) -> Result<Option<Wanted>, Error> {
             "name= selects entries for ?archive=tar|zip",
         )),
     }
-}
-
-/// CRC-32s of files by (path, size, mtime seconds, nanoseconds).
-#[derive(Default)]
-pub(crate) struct CrcCache {
-    map: Mutex<HashMap<(String, u64, i64, u32), u32>>,
-}
-
-impl CrcCache {
-    fn get(&self, key: &(String, u64, i64, u32)) -> Option<u32> {
-        self.map.lock().ok()?.get(key).copied()
-    }
-
-    fn put(&self, key: (String, u64, i64, u32), crc: u32) {
-        if let Ok(mut map) = self.map.lock() {
-            if map.len() >= CRC_CACHE_MAX {
-                map.clear();
-            }
-            map.insert(key, crc);
-        }
-    }
-}
-
-fn mtime_of(meta: &Meta) -> (i64, u32) {
-    match meta.modified.map(|m| m.duration_since(UNIX_EPOCH)) {
-        Some(Ok(d)) => (d.as_secs() as i64, d.subsec_nanos()),
-        _ => (0, 0),
-    }
-}
-
-/// The archive's top folder: the folder's own name (`files` for the root).
-fn top_name(key: &RelPath) -> &str {
-    key.name().unwrap_or("files")
-}
-
-/// Every entry of the folder at `key`, in name order, refusing more than
-/// `room` (413 with the limit).
-async fn list_all<S: Storage>(
-    storage: &S,
-    key: &RelPath,
-    room: usize,
-    max: usize,
-) -> Result<Vec<storage::Entry>, Error> {
-    let mut listing = storage.list(key).await?;
-    let mut all = Vec::new();
-    while let Some(batch) = listing.next_batch().await? {
-        if all.len() + batch.len() > room {
-            return Err(too_many(max));
-        }
-        all.extend(batch);
-    }
-    Ok(all)
-}
-
-fn too_many(max: usize) -> Error {
-    Error::status(
-        413,
-        format!(
-            "the folder has more than {max} entries, the limit of one archive \
-             (serve --archive-max-entries); download its subfolders separately"
-        ),
-    )
-}
-
-/// A folder whose listing is walked next.
-struct Frame {
-    key: RelPath,
-    /// Its archive name.
-    name: String,
-    entries: std::vec::IntoIter<storage::Entry>,
-}
-
-/// One walk: the entries, depth first in name order, each folder before
-/// its contents.
-async fn plan<S: Storage>(
-    storage: &S,
-    may_read: impl Fn(&RelPath) -> bool + Send + Sync,
-    key: &RelPath,
-    names: &[String],
-    max: usize,
-) -> Result<Vec<Entry>, Error> {
-    let top = top_name(key).to_string();
-    let mut out = vec![Entry {
-        name: top.clone(),
-        kind: Kind::Dir,
-        size: 0,
-        mtime: 0,
-        mtime_nsec: 0,
-        mode: 0o755,
-    }];
-    if let Ok(meta) = storage.stat(key).await {
-        (out[0].mtime, out[0].mtime_nsec) = mtime_of(&meta);
-    }
-    let mut first = list_all(storage, key, max, max).await?;
-    if !names.is_empty() {
-        if let Some(missing) = names.iter().find(|n| !first.iter().any(|e| &e.name == *n)) {
-            return Err(Error::status(
-                404,
-                format!("not found: {missing:?} is not in this folder"),
-            ));
-        }
-        first.retain(|e| names.contains(&e.name));
-    }
-    let mut stack = vec![Frame {
-        key: key.clone(),
-        name: top,
-        entries: first.into_iter(),
-    }];
-    while let Some(frame) = stack.last_mut() {
-        let Some(e) = frame.entries.next() else {
-            stack.pop();
-            continue;
-        };
-        let name = format!("{}/{}", frame.name, e.name);
-        let Ok(child) = frame.key.join(&e.name) else {
-            continue;
-        };
-        if name.len() > MAX_NAME_BYTES {
-            tracing::warn!(path = %child, "archive leaves out a path nested too deep (a symlink loop?)");
-            continue;
-        }
-        if !may_read(&child) {
-            continue;
-        }
-        if out.len() >= max {
-            return Err(too_many(max));
-        }
-        let (mtime, mtime_nsec) = mtime_of(&e.meta);
-        let (kind, mode) = match e.meta.kind {
-            storage::Kind::File => (Kind::File, 0o644),
-            storage::Kind::Dir => (Kind::Dir, 0o755),
-        };
-        out.push(Entry {
-            name: name.clone(),
-            kind,
-            size: e.meta.size,
-            mtime,
-            mtime_nsec,
-            mode,
-        });
-        if kind == Kind::Dir {
-            match list_all(storage, &child, max - out.len(), max).await {
-                Ok(entries) => stack.push(Frame {
-                    key: child,
-                    name,
-                    entries: entries.into_iter(),
-                }),
-                // Gone or unreadable since it was listed: an empty folder.
-                Err(e) if matches!(e.http_status(), 403 | 404) => {}
-                Err(e) => return Err(e),
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// The storage key of planned entry `e` of the archive of `key`.
-fn entry_key(key: &RelPath, e: &Entry) -> Option<RelPath> {
-    let top = top_name(key);
-    let rel = e.name.strip_prefix(top)?.strip_prefix('/')?;
-    let mut k = key.clone();
-    for seg in rel.split('/') {
-        k = k.join(seg).ok()?;
-    }
-    Some(k)
 }
 
 /// Answer `GET /dir/?archive=…` (also HEAD).
@@ -656,65 +490,6 @@ fn changed(e: &Entry, what: &str) -> Error {
     )
 }
 
-/// CRC-32 of the first `size` bytes of `file`: data read positionally,
-/// 1 MiB at a time; holes of a sparse file (SEEK_HOLE) combined in
-/// arithmetically, never read (a sparse disk image costs its data only).
-fn crc_of_file(file: &std::fs::File, size: u64, buf: &mut Vec<u8>) -> std::io::Result<u32> {
-    use rustix::fs::{seek, SeekFrom};
-    use std::os::unix::fs::FileExt;
-    // A hole reads as zeros: a file shorter than the plan must not.
-    if file.metadata()?.len() < size {
-        return Err(std::io::ErrorKind::UnexpectedEof.into());
-    }
-    let mut h = crc32fast::Hasher::new();
-    let want_len = (size as usize).clamp(1, 1 << 20);
-    if buf.len() < want_len {
-        buf.resize(want_len, 0);
-    }
-    let mut pos = 0;
-    while pos < size {
-        // Where data starts again (ENXIO: none before the end; an error
-        // where holes are unknown: read everything).
-        let data = match seek(file, SeekFrom::Data(pos)) {
-            Ok(d) => d.min(size),
-            Err(rustix::io::Errno::NXIO) => size,
-            Err(_) => pos,
-        };
-        if data > pos {
-            h.combine(&zeros(data - pos));
-            pos = data;
-            continue;
-        }
-        let hole = seek(file, SeekFrom::Hole(pos)).map_or(size, |h| h.clamp(pos + 1, size));
-        while pos < hole {
-            let want = ((hole - pos) as usize).min(buf.len());
-            let n = file.read_at(&mut buf[..want], pos)?;
-            if n == 0 {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            h.update(&buf[..n]);
-            pos += n as u64;
-        }
-    }
-    Ok(h.finalize())
-}
-
-/// The CRC-32 state of `n` zero bytes, by doubling (O(log n) combines).
-fn zeros(mut n: u64) -> crc32fast::Hasher {
-    let mut out = crc32fast::Hasher::new();
-    let mut block = crc32fast::Hasher::new();
-    block.update(&[0]);
-    while n > 0 {
-        if n & 1 == 1 {
-            out.combine(&block);
-        }
-        let copy = block.clone();
-        block.combine(&copy);
-        n >>= 1;
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -741,43 +516,6 @@ mod tests {
         ] {
             assert!(wanted(Some(bad)).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn crc_of_sparse_files_equals_reading_them() {
-        use std::io::{Seek, SeekFrom, Write};
-        let dir = wirespeed_testkit::fs::tempdir();
-        let path = dir.path().join("sparse");
-        let mut f = std::fs::File::create(&path).unwrap();
-        // hole, data, hole, data, trailing hole
-        f.seek(SeekFrom::Start(3 << 20)).unwrap();
-        f.write_all(&[7u8; 5000]).unwrap();
-        f.seek(SeekFrom::Start(9 << 20)).unwrap();
-        f.write_all(b"tail").unwrap();
-        f.set_len((12 << 20) + 3).unwrap();
-        let all = std::fs::read(&path).unwrap();
-        let f = std::fs::File::open(&path).unwrap();
-        assert_eq!(
-            crc_of_file(&f, all.len() as u64, &mut Vec::new()).unwrap(),
-            crc32fast::hash(&all)
-        );
-        // A prefix that ends inside a hole and one inside data.
-        for cut in [(1 << 20) + 1, (3 << 20) + 10] {
-            assert_eq!(
-                crc_of_file(&f, cut as u64, &mut Vec::new()).unwrap(),
-                crc32fast::hash(&all[..cut])
-            );
-        }
-        for n in [0u64, 1, 2, 3, 1000, 65_537] {
-            let mut h = zeros(n);
-            h.update(b"x");
-            assert_eq!(
-                h.finalize(),
-                crc32fast::hash(&[vec![0; n as usize], b"x".to_vec()].concat())
-            );
-        }
-        // Shorter than promised: an error, never a CRC.
-        assert!(crc_of_file(&f, all.len() as u64 + 1, &mut Vec::new()).is_err());
     }
 
     #[test]

@@ -205,7 +205,7 @@ impl<S: Storage> Dav<'_, S> {
                     let Ok(child) = dir.join(&e.name) else {
                         continue;
                     };
-                    if self.cfg.hidden.hides_name(&e.name) {
+                    if self.policy.hides_name(&e.name) {
                         // As if absent, so kept: its folder stays, reported
                         // without naming it.
                         if !failed_below.contains(&dir) {
@@ -245,7 +245,8 @@ impl<S: Storage> Dav<'_, S> {
         moving: bool,
     ) -> Result<(), Error> {
         let to = destination(ex.header_str("destination"), ex.header_str("host"))?;
-        self.cfg.hidden.refuse(&to)?;
+        // Admitted at the source: the destination's name is asked here.
+        self.policy.hidden().refuse(&to)?;
         let overwrite = match ex.header_str("overwrite").map(str::trim) {
             None | Some("T") | Some("t") => true,
             Some("F") | Some("f") => false,
@@ -381,7 +382,7 @@ impl<S: Storage> Dav<'_, S> {
             };
             while let Some(batch) = listing.next_batch().await.map_err(Error::from)? {
                 for e in batch {
-                    if self.cfg.hidden.hides_name(&e.name) {
+                    if self.policy.hides_name(&e.name) {
                         continue;
                     }
                     let (Ok(s), Ok(d)) = (src.join(&e.name), dst.join(&e.name)) else {

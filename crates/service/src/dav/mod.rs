@@ -151,7 +151,6 @@ impl<S: Storage> Dav<'_, S> {
                 Error::status(e.status(), e.to_string())
             }
         })?;
-        self.cfg.hidden.refuse(&key)?;
         match method.as_str() {
             "OPTIONS" => {
                 let resp = Response::new(200)
@@ -232,7 +231,7 @@ impl<S: Storage> Dav<'_, S> {
         while let Some(entries) = batch {
             let mut members = Vec::with_capacity(entries.len());
             for e in &entries {
-                if self.cfg.hidden.hides_name(&e.name) {
+                if self.policy.hides_name(&e.name) {
                     continue;
                 }
                 let Ok(child) = key.join(&e.name) else {

@@ -23,6 +23,7 @@ pub mod revoked;
 pub mod rules;
 pub mod sessions;
 pub mod shares;
+mod signed_table;
 pub mod users;
 
 use std::net::IpAddr;

@@ -164,6 +164,15 @@ impl AllowedHosts {
         }
         !name.is_empty() && self.names.iter().any(|n| n.eq_ignore_ascii_case(name))
     }
+
+    /// The 421 ([`MISDIRECTED`]) for a request whose `Host` (absent: `None`)
+    /// is not one of them.
+    pub fn refuse(&self, host: Option<&str>) -> Result<(), wirespeed_net::Error> {
+        if host.is_some_and(|h| self.allows(h)) {
+            return Ok(());
+        }
+        Err(wirespeed_net::Error::status(421, MISDIRECTED.trim_end()))
+    }
 }
 
 #[cfg(test)]

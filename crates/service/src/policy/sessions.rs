@@ -8,12 +8,11 @@
 //! given) until the session would have expired anyway. Token format,
 //! cookie parsing and the `Set-Cookie` values are sans-IO.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
-use super::revoked::{Kind, Outbox, Revocation};
-use super::shares::{open_payload, sign_payload, Refusal};
+use super::revoked::{Kind, Outbox};
+use super::signed_table::{new_id, Refusal, Row, SignedTable};
 
 /// The cookie's name.
 pub const COOKIE: &str = "wirespeed-session";
@@ -48,36 +47,29 @@ pub fn stamp_of(hash: &str) -> u64 {
     u64::from_be_bytes(d[..8].try_into().unwrap_or_default())
 }
 
-/// The session key, the lifetime, and the revoked sessions.
+/// The session key, the lifetime, the revoked sessions, and where
+/// sign-outs go for other nodes to learn (a shared bucket).
+#[derive(Debug)]
 pub struct Sessions {
-    key: [u8; 32],
     /// Seconds a new session lives.
     pub lifetime: u64,
     /// Cookies get `Secure` (the server speaks TLS).
     pub secure: bool,
     /// Revoked session ids and when each would have expired.
-    revoked: Mutex<HashMap<u64, u64>>,
-    table_file: Option<PathBuf>,
-    /// Where sign-outs go for other nodes to learn (a shared bucket).
-    outbox: OnceLock<Arc<Outbox>>,
+    revoked: SignedTable<Revoked>,
 }
 
-impl std::fmt::Debug for Sessions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never the key.
-        f.debug_struct("Sessions")
-            .field("lifetime", &self.lifetime)
-            .field("secure", &self.secure)
-            .field("table_file", &self.table_file)
-            .finish_non_exhaustive()
-    }
-}
-
-/// One revoked session as the table file keeps it.
+/// One revoked session, in memory and in the table file.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Revoked {
     id: u64,
     expires: u64,
+}
+
+impl Row for Revoked {
+    fn id(&self) -> u64 {
+        self.id
+    }
 }
 
 impl Sessions {
@@ -85,48 +77,35 @@ impl Sessions {
     /// `lifetime` seconds; revocations kept in `table_file` (read now if
     /// it exists) when given.
     pub fn new(key: [u8; 32], lifetime: u64, secure: bool, table_file: Option<PathBuf>) -> Self {
-        let revoked = table_file
-            .as_ref()
-            .and_then(|f| std::fs::read(f).ok())
-            .and_then(|bytes| serde_json::from_slice::<Vec<Revoked>>(&bytes).ok())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|r| (r.id, r.expires))
-            .collect();
         Sessions {
-            key,
             lifetime,
             secure,
-            revoked: Mutex::new(revoked),
-            table_file,
-            outbox: OnceLock::new(),
+            revoked: SignedTable::new(key, Kind::Session, table_file),
         }
     }
 
     /// A new session for `user` (whose password hash has `stamp`) from
     /// `now`: it and its cookie value.
     pub fn mint(&self, user: &str, stamp: u64, now: u64) -> Result<(Session, String), String> {
-        let mut id = [0u8; 8];
-        getrandom::getrandom(&mut id).map_err(|e| format!("no randomness: {e}"))?;
         let session = Session {
-            id: u64::from_le_bytes(id),
+            id: new_id()?,
             expires: now.saturating_add(self.lifetime),
             stamp,
             user: user.to_string(),
         };
-        let token = sign_payload(&self.key, &payload(&session));
+        let token = self.revoked.sign(&payload(&session));
         Ok((session, token))
     }
 
     /// The session of a presented cookie value, checked: signature
     /// (constant time), expiry at `now`, revocation.
     pub fn verify(&self, token: &str, now: u64) -> Result<Session, Refusal> {
-        let bytes = open_payload(&self.key, token)?;
+        let bytes = self.revoked.open(token)?;
         let session = parse_payload(&bytes).ok_or(Refusal::Malformed)?;
         if session.expires <= now {
             return Err(Refusal::Expired);
         }
-        if lock(&self.revoked).contains_key(&session.id) {
+        if self.revoked.rows().contains_key(&session.id) {
             return Err(Refusal::Revoked);
         }
         Ok(session)
@@ -137,45 +116,38 @@ impl Sessions {
     /// bucket.
     pub fn revoke(&self, session: &Session, now: u64) {
         self.insert_revoked(session.id, session.expires, now);
-        self.save(now);
-        if let Some(outbox) = self.outbox.get() {
-            outbox.push(Revocation {
-                kind: Kind::Session,
-                id: session.id,
-                expires: session.expires,
-            });
-        }
+        // The revocations still in force.
+        self.revoked.save(|r| r.expires > now);
+        self.revoked.announce(session.id, session.expires);
     }
 
     /// Send sign-outs to `outbox` from now on (set once).
     pub fn publish_to(&self, outbox: Arc<Outbox>) {
-        let _ = self.outbox.set(outbox);
+        self.revoked.publish_to(outbox);
     }
 
     /// A sign-out another node made: session `id` is refused here too.
     pub fn apply_revoked(&self, id: u64, expires: u64, now: u64) {
-        if expires > now && !lock(&self.revoked).contains_key(&id) {
+        if expires > now && !self.revoked.rows().contains_key(&id) {
             self.insert_revoked(id, expires, now);
         }
     }
 
     fn insert_revoked(&self, id: u64, expires: u64, now: u64) {
-        {
-            let mut revoked = lock(&self.revoked);
-            if revoked.len() >= MAX_REVOKED {
-                revoked.retain(|_, expires| *expires > now);
-            }
-            if revoked.len() >= MAX_REVOKED {
-                // Still full of live sessions: the soonest to expire go.
-                let mut by_expiry: Vec<(u64, u64)> =
-                    revoked.iter().map(|(id, e)| (*e, *id)).collect();
-                by_expiry.sort_unstable();
-                for (_, id) in by_expiry.iter().take(MAX_REVOKED / 10) {
-                    revoked.remove(id);
-                }
-            }
-            revoked.insert(id, expires);
+        let mut revoked = self.revoked.rows();
+        if revoked.len() >= MAX_REVOKED {
+            revoked.retain(|_, r| r.expires > now);
         }
+        if revoked.len() >= MAX_REVOKED {
+            // Still full of live sessions: the soonest to expire go.
+            let mut by_expiry: Vec<(u64, u64)> =
+                revoked.values().map(|r| (r.expires, r.id)).collect();
+            by_expiry.sort_unstable();
+            for (_, id) in by_expiry.iter().take(MAX_REVOKED / 10) {
+                revoked.remove(id);
+            }
+        }
+        revoked.insert(id, Revoked { id, expires });
     }
 
     /// The `Set-Cookie` value that signs a browser in with `token`. No
@@ -203,34 +175,6 @@ impl Sessions {
             }
         )
     }
-
-    /// Write the revocations still in force (atomically: a temp file
-    /// renamed over the table).
-    fn save(&self, now: u64) {
-        let Some(file) = &self.table_file else {
-            return;
-        };
-        let all: Vec<Revoked> = lock(&self.revoked)
-            .iter()
-            .filter(|(_, expires)| **expires > now)
-            .map(|(id, expires)| Revoked {
-                id: *id,
-                expires: *expires,
-            })
-            .collect();
-        let Ok(bytes) = serde_json::to_vec(&all) else {
-            return;
-        };
-        let tmp = file.with_extension("json.tmp");
-        let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, file));
-        if let Err(e) = written {
-            tracing::warn!(target: "wirespeed::signin", error = %e, file = %file.display(), "cannot save the sign-out table");
-        }
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// id, expiry, stamp, user: what the MAC covers.

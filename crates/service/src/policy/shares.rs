@@ -6,16 +6,11 @@
 //! be listed and revoked. Token format and checks are sans-IO; the table is
 //! kept in a JSON file beside the key when one is given.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
-use base64::Engine as _;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-
-use super::revoked::{Kind, Outbox, Revocation};
+use super::revoked::{Kind, Outbox};
+use super::signed_table::{new_id, Row, SignedTable};
 use super::Rights;
 use crate::path::RelPath;
 
@@ -64,38 +59,26 @@ pub struct Live {
     pub revoked: bool,
 }
 
-/// Why a presented link is refused (logged; the client sees only 404).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
-    Malformed,
-    BadSignature,
-    Expired,
-    Revoked,
+impl Row for Live {
+    fn id(&self) -> u64 {
+        self.grant.id
+    }
 }
+
+/// Why a presented link is refused (logged; the client sees only 404).
+pub use super::signed_table::Refusal;
 
 /// Links at most in the table (beyond: the expired go first, then minting
 /// is refused).
 pub const MAX_LIVE: usize = 10_000;
 
-/// The key, the live links, and where they are kept.
+/// The key, the live links, where they are kept, and where their
+/// revocations go for other nodes to learn (a shared bucket).
+#[derive(Debug)]
 pub struct Shares {
-    key: [u8; 32],
     /// Longest expiry a link may ask for, in seconds.
     pub max_expiry: u64,
-    live: Mutex<HashMap<u64, Live>>,
-    table_file: Option<PathBuf>,
-    /// Where revocations go for other nodes to learn (a shared bucket).
-    outbox: OnceLock<Arc<Outbox>>,
-}
-
-impl std::fmt::Debug for Shares {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never the key.
-        f.debug_struct("Shares")
-            .field("max_expiry", &self.max_expiry)
-            .field("table_file", &self.table_file)
-            .finish_non_exhaustive()
-    }
+    live: SignedTable<Live>,
 }
 
 /// Seven days, the default expiry of a link.
@@ -107,26 +90,15 @@ impl Shares {
     /// Links signed with `key`; the table kept in `table_file` (read now
     /// if it exists) when given.
     pub fn new(key: [u8; 32], max_expiry: u64, table_file: Option<PathBuf>) -> Self {
-        let live = table_file
-            .as_ref()
-            .and_then(|f| std::fs::read(f).ok())
-            .and_then(|bytes| serde_json::from_slice::<Vec<Live>>(&bytes).ok())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|l| (l.grant.id, l))
-            .collect();
         Shares {
-            key,
             max_expiry,
-            live: Mutex::new(live),
-            table_file,
-            outbox: OnceLock::new(),
+            live: SignedTable::new(key, Kind::Link, table_file),
         }
     }
 
     /// The `share=` value of `grant`.
     pub fn sign(&self, grant: &Grant) -> String {
-        sign_payload(&self.key, &payload(grant))
+        self.live.sign(&payload(grant))
     }
 
     /// The key session cookies are signed with: derived from the link key
@@ -134,20 +106,18 @@ impl Shares {
     /// but a different key, so a link can never pass for a session or a
     /// session for a link.
     pub fn session_key(&self) -> [u8; 32] {
-        let mut mac = mac_of(&self.key);
-        mac.update(b"wirespeed session cookies v1");
-        mac.finalize().into_bytes().into()
+        self.live.derive_key(b"wirespeed session cookies v1")
     }
 
     /// The grant of a presented `share=` value, checked: signature
     /// (constant time), expiry at `now`, revocation.
     pub fn verify(&self, token: &str, now: u64) -> Result<Grant, Refusal> {
-        let payload = open_payload(&self.key, token)?;
+        let payload = self.live.open(token)?;
         let grant = parse_payload(&payload).ok_or(Refusal::Malformed)?;
         if grant.expires <= now {
             return Err(Refusal::Expired);
         }
-        if lock(&self.live).get(&grant.id).is_some_and(|l| l.revoked) {
+        if self.live.rows().get(&grant.id).is_some_and(|l| l.revoked) {
             return Err(Refusal::Revoked);
         }
         Ok(grant)
@@ -156,18 +126,18 @@ impl Shares {
     /// The id of a link whose signature holds (expired or revoked alike):
     /// what a revocation names.
     pub fn id_of(&self, token: &str) -> Option<u64> {
-        let payload = open_payload(&self.key, token).ok()?;
+        let payload = self.live.open(token).ok()?;
         parse_payload(&payload).map(|g| g.id)
     }
 
     /// A verified grant by id (what a `Principal::Link` stands for).
     pub fn grant(&self, id: ShareId) -> Option<Grant> {
-        lock(&self.live).get(&id.0).map(|l| l.grant.clone())
+        self.live.rows().get(&id.0).map(|l| l.grant.clone())
     }
 
     /// Remember a verified grant (a link another server minted included).
     pub fn remember(&self, grant: &Grant) {
-        let mut live = lock(&self.live);
+        let mut live = self.live.rows();
         if !live.contains_key(&grant.id) && live.len() < MAX_LIVE * 2 {
             live.insert(
                 grant.id,
@@ -189,16 +159,14 @@ impl Shares {
         by: &str,
         now: u64,
     ) -> Result<(Grant, String), String> {
-        let mut id = [0u8; 8];
-        getrandom::getrandom(&mut id).map_err(|e| format!("no randomness: {e}"))?;
         let grant = Grant {
-            id: u64::from_le_bytes(id),
+            id: new_id()?,
             expires: now.saturating_add(secs.min(self.max_expiry)),
             rights: rights.letters(),
             path: path.to_string(),
         };
         {
-            let mut live = lock(&self.live);
+            let mut live = self.live.rows();
             if live.len() >= MAX_LIVE {
                 live.retain(|_, l| l.grant.expires > now);
             }
@@ -221,7 +189,9 @@ impl Shares {
 
     /// The live links under `path` minted by `by` (every minter's: `None`).
     pub fn list(&self, under: &RelPath, by: Option<&str>, now: u64) -> Vec<Live> {
-        let mut out: Vec<Live> = lock(&self.live)
+        let mut out: Vec<Live> = self
+            .live
+            .rows()
             .values()
             .filter(|l| !l.revoked && l.grant.expires > now && !l.by.is_empty())
             .filter(|l| by.is_none_or(|b| l.by == b))
@@ -243,7 +213,7 @@ impl Shares {
     /// Revoke link `id` if `by` minted it (any: `None`); whether it was.
     pub fn revoke(&self, id: u64, by: Option<&str>) -> bool {
         let expires = {
-            let mut live = lock(&self.live);
+            let mut live = self.live.rows();
             match live.get_mut(&id) {
                 Some(l) if !l.revoked && by.is_none_or(|b| l.by == b) => {
                     l.revoked = true;
@@ -256,19 +226,13 @@ impl Shares {
             return false;
         };
         self.save();
-        if let Some(outbox) = self.outbox.get() {
-            outbox.push(Revocation {
-                kind: Kind::Link,
-                id,
-                expires,
-            });
-        }
+        self.live.announce(id, expires);
         true
     }
 
     /// Send revocations to `outbox` from now on (set once).
     pub fn publish_to(&self, outbox: Arc<Outbox>) {
-        let _ = self.outbox.set(outbox);
+        self.live.publish_to(outbox);
     }
 
     /// A revocation another node made: link `id` is refused here too.
@@ -276,7 +240,7 @@ impl Shares {
         if expires <= now {
             return;
         }
-        let mut live = lock(&self.live);
+        let mut live = self.live.rows();
         let room = live.len() < MAX_LIVE * 2;
         match live.get_mut(&id) {
             Some(l) => l.revoked = true,
@@ -300,55 +264,11 @@ impl Shares {
         }
     }
 
-    /// Write the table (atomically: a temp file renamed over it).
+    /// Write the minted links (a link known only from another node, or
+    /// only as revoked there, has no minter and stays out).
     fn save(&self) {
-        let Some(file) = &self.table_file else {
-            return;
-        };
-        let all: Vec<Live> = lock(&self.live)
-            .values()
-            .filter(|l| !l.by.is_empty())
-            .cloned()
-            .collect();
-        let Ok(bytes) = serde_json::to_vec(&all) else {
-            return;
-        };
-        let tmp = file.with_extension("json.tmp");
-        let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, file));
-        if let Err(e) = written {
-            tracing::warn!(target: "wirespeed::share", error = %e, file = %file.display(), "cannot save the share links table");
-        }
+        self.live.save(|l| !l.by.is_empty());
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn mac_of(key: &[u8; 32]) -> Hmac<Sha256> {
-    // HMAC takes a key of any length: this never fails.
-    <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC accepts any key length")
-}
-
-/// `BASE64(payload).BASE64(HMAC-SHA256(key, payload))`: the signed form of
-/// share links and session cookies (URL- and cookie-safe characters only).
-pub(crate) fn sign_payload(key: &[u8; 32], payload: &[u8]) -> String {
-    let mut mac = mac_of(key);
-    mac.update(payload);
-    let tag = mac.finalize().into_bytes();
-    format!("{}.{}", B64.encode(payload), B64.encode(tag))
-}
-
-/// The payload of a [`sign_payload`] value whose tag holds under `key`
-/// (compared in constant time).
-pub(crate) fn open_payload(key: &[u8; 32], token: &str) -> Result<Vec<u8>, Refusal> {
-    let (p, t) = token.split_once('.').ok_or(Refusal::Malformed)?;
-    let payload = B64.decode(p).map_err(|_| Refusal::Malformed)?;
-    let tag = B64.decode(t).map_err(|_| Refusal::Malformed)?;
-    let mut mac = mac_of(key);
-    mac.update(&payload);
-    mac.verify_slice(&tag).map_err(|_| Refusal::BadSignature)?;
-    Ok(payload)
 }
 
 /// id, expiry, rights (one byte), path: what the MAC covers.
@@ -387,6 +307,8 @@ pub fn from_query(query: Option<&str>) -> Option<&str> {
 mod tests {
     use super::*;
     use crate::path::parse_request_path as p;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+    use base64::Engine as _;
 
     fn shares() -> Shares {
         Shares::new([7; 32], DEFAULT_MAX_EXPIRY, None)

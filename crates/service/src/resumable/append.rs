@@ -156,6 +156,34 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             .map_err(|_| Error::status(409, "another request is appending to this upload"))
     }
 
+    /// The append `decide` plans for this request, with the state it was
+    /// planned on and the slot's append lock. Decided first against the
+    /// acknowledged state, so that a request refused anyway is answered
+    /// without cutting a running append (only one that could continue
+    /// takes over), then again under the lock. `None`: refused, and the
+    /// answer sent (`tus`: with `Tus-Resumable`).
+    pub(super) async fn plan_append<'s>(
+        &self,
+        ex: &mut Exchange,
+        slot: &'s Slot,
+        tus: bool,
+        decide: impl Fn(&Exchange, &UploadState) -> Result<Append, Refusal>,
+    ) -> Result<Option<(Append, UploadState, tokio::sync::MutexGuard<'s, ()>)>, Error> {
+        if let Err(r) = decide(ex, &slot.snapshot()) {
+            refuse(ex, r, tus).await?;
+            return Ok(None);
+        }
+        let lock = self.take_append(slot).await?;
+        let state = slot.snapshot();
+        match decide(ex, &state) {
+            Ok(plan) => Ok(Some((plan, state, lock))),
+            Err(r) => {
+                refuse(ex, r, tus).await?;
+                Ok(None)
+            }
+        }
+    }
+
     /// Receive one append into upload `id` under its append lock, then
     /// count what arrived, acknowledge it durably, and publish a complete
     /// upload.

@@ -148,15 +148,11 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         who: Principal,
     ) -> Result<(), Error> {
         let slot = self.slot(id).await?;
-        // As for tus: a request refused anyway does not cut a running append.
-        if let Err(r) = ietf::append(&ietf_fields(ex), &slot.snapshot(), &self.ucfg.limits) {
-            return refuse(ex, r, false).await;
-        }
-        let _lock = self.take_append(&slot).await?;
-        let state = slot.snapshot();
-        let plan = match ietf::append(&ietf_fields(ex), &state, &self.ucfg.limits) {
-            Ok(p) => p,
-            Err(r) => return refuse(ex, r, false).await,
+        let limits = &self.ucfg.limits;
+        let decide =
+            |ex: &Exchange, state: &UploadState| ietf::append(&ietf_fields(ex), state, limits);
+        let Some((plan, state, _lock)) = self.plan_append(ex, &slot, false, decide).await? else {
+            return Ok(());
         };
         let key = parse_request_path(&state.target)
             .map_err(|_| Error::status(500, "an upload's target is not a valid path"))?;

@@ -133,7 +133,9 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             }
             Decision::Forbidden(why) => return Err(Error::status(403, why)),
         }
-        self.cfg.hidden.refuse(target)?;
+        // A tus creation in a folder names its file in its metadata: the
+        // folder was admitted, the name is asked here.
+        self.policy.hidden().refuse(target)?;
         self.check_locks(who, target, if_value).await?;
         match self.storage.stat(target).await {
             Ok(meta) if meta.kind == Kind::Dir => {

@@ -122,15 +122,11 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         who: Principal,
     ) -> Result<(), Error> {
         let slot = self.slot(id).await?;
-        // Refused against the acknowledged state: answered without cutting
-        // a running append (only a request that could continue takes over).
-        if let Err(r) = tus::append(&tus_fields(ex), &slot.snapshot(), &self.ucfg.limits) {
-            return refuse(ex, r, true).await;
-        }
-        let _lock = self.take_append(&slot).await?;
-        let plan = match tus::append(&tus_fields(ex), &slot.snapshot(), &self.ucfg.limits) {
-            Ok(p) => p,
-            Err(r) => return refuse(ex, r, true).await,
+        let limits = &self.ucfg.limits;
+        let decide =
+            |ex: &Exchange, state: &UploadState| tus::append(&tus_fields(ex), state, limits);
+        let Some((plan, _, _lock)) = self.plan_append(ex, &slot, true, decide).await? else {
+            return Ok(());
         };
         let done = self.append(ex, id, &slot, plan, None, who).await?;
         if let Some(e) = done.body_error {

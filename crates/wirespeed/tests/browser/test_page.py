@@ -6,84 +6,37 @@ Usage: test_page.py --base URL --root DIR --work DIR --token-base URL
        --private-base URL --readonly-base URL --token TOKEN [--screenshots DIR]
        [--only NAME]
 
-Each check prints `ok NAME` or `FAIL NAME: why`; the exit code is the number
+Each check (run by chromium_checks.py, shared with test_signin.py) prints
+`ok NAME` or `FAIL NAME: why`; the exit code is the number
 of failures. The Rust test then checks the files on disk again.
 """
 import argparse
 import hashlib
-import os
-import sys
 import time
-import traceback
 from pathlib import Path
 
-from playwright.sync_api import sync_playwright, expect
+from playwright.sync_api import expect
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-TIMEOUT_MS = 20_000
+import chromium_checks
+from chromium_checks import Checks
 
 args = None
-results = []
+check = Checks()
 
 
 def digest(p):
     return hashlib.sha256(Path(p).read_bytes()).hexdigest()
 
 
-class Page:
-    """A page with its console errors collected."""
+class Page(chromium_checks.Page):
+    """A page whose console errors containing one of `allowed` are expected."""
 
     def __init__(self, browser, url, allowed=(), **ctx):
-        self.context = browser.new_context(**ctx)
-        self.context.set_default_timeout(TIMEOUT_MS)
-        self.page = self.context.new_page()
-        self.errors = []
         self.allowed = allowed
-        self.page.on("console", self._console)
-        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        # A name that ran as markup would pop this up.
-        self.page.on("dialog", lambda d: (self.errors.append(f"native dialog: {d.message}"), d.dismiss()))
-        if url:
-            self.goto(url)
+        super().__init__(browser, url, **ctx)
 
-    def _console(self, msg):
-        if msg.type == "error" and not any(a in msg.text for a in self.allowed):
-            self.errors.append(f"console: {msg.text}")
-
-    def goto(self, url):
-        self.page.goto(url)
-        self.page.wait_for_selector("html[data-ready='1']")
-
-    def names(self):
-        return self.page.eval_on_selector_all(
-            "#list tbody tr:not(.up) td.n a", "els => els.map(e => e.textContent)")
-
-    def close(self):
-        self.context.close()
-        assert not self.errors, "console errors: " + "; ".join(self.errors)
-
-
-def check(name):
-    def wrap(fn):
-        def run(browser):
-            if args.only and args.only not in name:
-                return
-            t0 = time.monotonic()
-            try:
-                fn(browser)
-                results.append((name, None))
-                print(f"ok {name} ({time.monotonic() - t0:.1f} s)", flush=True)
-            except Exception as e:  # noqa: BLE001 - every failure is reported
-                results.append((name, e))
-                print(f"FAIL {name}: {e}", flush=True)
-                traceback.print_exc()
-        run.__name__ = name
-        CHECKS.append(run)
-        return fn
-    return wrap
-
-
-CHECKS = []
+    def console_allowed(self, text):
+        return any(a in text for a in self.allowed)
 
 
 def row_action(p, name, action):
@@ -586,14 +539,7 @@ def main():
     ap.add_argument("--only")
     ap.add_argument("--expect-tus", action="store_true")
     args = ap.parse_args()
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        for run in CHECKS:
-            run(browser)
-        browser.close()
-    failed = [n for n, e in results if e]
-    print(f"{len(results) - len(failed)} passed, {len(failed)} failed", flush=True)
-    sys.exit(min(len(failed), 100))
+    check.run(args.only)
 
 
 if __name__ == "__main__":

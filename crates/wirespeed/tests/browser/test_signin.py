@@ -10,38 +10,28 @@ bob has rw on /team (no d), alice rwd. Each check prints `ok NAME` or
 then checks the files on disk again.
 """
 import argparse
-import os
-import sys
-import time
-import traceback
 from pathlib import Path
 
 import requests
-from playwright.sync_api import sync_playwright, expect
+from playwright.sync_api import expect
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-TIMEOUT_MS = 20_000
+import chromium_checks
+from chromium_checks import Checks
+
 COOKIE = "wirespeed-session"
 
 args = None
-results = []
-CHECKS = []
+check = Checks()
 
 
-class Page:
-    """A page with its console errors and any Basic challenge collected."""
+class Page(chromium_checks.Page):
+    """A page that also collects any Basic challenge it meets."""
 
     def __init__(self, browser, url=None, **ctx):
-        self.context = browser.new_context(**ctx)
-        self.context.set_default_timeout(TIMEOUT_MS)
-        self.page = self.context.new_page()
-        self.errors = []
+        super().__init__(browser, None, **ctx)
         self.basic = []
         # The page must never meet a Basic challenge (the browser's dialog).
         self.page.on("response", self._response)
-        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        self.page.on("console", self._console)
-        self.page.on("dialog", lambda d: (self.errors.append(f"native dialog: {d.message}"), d.dismiss()))
         if url:
             self.goto(url)
 
@@ -50,19 +40,10 @@ class Page:
         if "basic" in challenge.lower():
             self.basic.append(f"{r.request.method} {r.url}: {challenge}")
 
-    def _console(self, msg):
+    def console_allowed(self, text):
         # A 401 the page answers with its form is logged by Chromium as a
         # failed resource; that is the point, not an error.
-        if msg.type == "error" and "401" not in msg.text:
-            self.errors.append(f"console: {msg.text}")
-
-    def goto(self, url):
-        self.page.goto(url)
-        self.page.wait_for_selector("html[data-ready='1']")
-
-    def names(self):
-        return self.page.eval_on_selector_all(
-            "#list tbody tr:not(.up) td.n a", "els => els.map(e => e.textContent)")
+        return "401" in text
 
     def session(self):
         return next((c for c in self.context.cookies() if c["name"] == COOKIE), None)
@@ -74,30 +55,9 @@ class Page:
         d.get_by_label("Password").fill(password)
         d.get_by_role("button", name="Sign in").click()
 
-    def close(self):
-        self.context.close()
+    def assert_clean(self):
         assert not self.basic, "Basic challenges reached the page: " + "; ".join(self.basic)
-        assert not self.errors, "console errors: " + "; ".join(self.errors)
-
-
-def check(name):
-    def wrap(fn):
-        def run(browser):
-            if args.only and args.only not in name:
-                return
-            t0 = time.monotonic()
-            try:
-                fn(browser)
-                results.append((name, None))
-                print(f"ok {name} ({time.monotonic() - t0:.1f} s)", flush=True)
-            except Exception as e:  # noqa: BLE001 - every failure is reported
-                results.append((name, e))
-                print(f"FAIL {name}: {e}", flush=True)
-                traceback.print_exc()
-        run.__name__ = name
-        CHECKS.append(run)
-        return fn
-    return wrap
+        super().assert_clean()
 
 
 def row_menu(p, name):
@@ -291,14 +251,7 @@ def main():
     ap.add_argument("--tls-base")
     ap.add_argument("--only")
     args = ap.parse_args()
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        for run in CHECKS:
-            run(browser)
-        browser.close()
-    failed = [n for n, e in results if e]
-    print(f"{len(results) - len(failed)} passed, {len(failed)} failed", flush=True)
-    sys.exit(min(len(failed), 100))
+    check.run(args.only)
 
 
 if __name__ == "__main__":

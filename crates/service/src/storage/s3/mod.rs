@@ -295,6 +295,28 @@ impl S3Storage {
         }
     }
 
+    /// The names (last segments) of the objects below `dir`, recursively:
+    /// a flat folder of records or markers.
+    pub(crate) async fn names_under(&self, dir: &ObjPath) -> Result<Vec<String>, StorageError> {
+        use futures_util::TryStreamExt as _;
+        use object_store::ObjectStore as _;
+        self.store
+            .list(Some(dir))
+            .map_ok(|o| o.location.filename().unwrap_or_default().to_string())
+            .try_collect()
+            .await
+            .map_err(|e| self.list_error(e))
+    }
+
+    /// Delete the object at `path`; one already gone is deleted too (a
+    /// sweep or another node got there first).
+    pub(crate) async fn delete_if_present(&self, path: &ObjPath) -> Result<(), StorageError> {
+        match self.store.delete(path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.error(e)),
+        }
+    }
+
     /// An object_store failure as a storage error saying which part failed.
     pub(crate) fn error(&self, e: object_store::Error) -> StorageError {
         error_at(&self.place, e)

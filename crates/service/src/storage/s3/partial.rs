@@ -164,23 +164,14 @@ impl S3Storage {
         let record = self.record_path(id)?;
         // The record last: until it goes, a sweep can still find the rest.
         for p in names.iter().filter(|p| **p != record).chain([&record]) {
-            match self.store.delete(p).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(self.error(e)),
-            }
+            self.delete_if_present(p).await?;
         }
         Ok(())
     }
 
     /// Names of the objects in the uploads folder.
     async fn upload_names(&self) -> Result<Vec<String>, StorageError> {
-        let dir = self.uploads_path("")?;
-        self.store
-            .list(Some(&dir))
-            .map_ok(|o| o.location.filename().unwrap_or_default().to_string())
-            .try_collect()
-            .await
-            .map_err(|e| self.list_error(e))
+        self.names_under(&self.uploads_path("")?).await
     }
 }
 

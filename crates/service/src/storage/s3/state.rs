@@ -1,9 +1,8 @@
 //! [`SharedState`] in the bucket: empty objects under
 //! `PREFIX/.wirespeed-state/FOLDER/`, beside the resumable uploads' records.
 
-use futures_util::TryStreamExt;
 use object_store::path::Path as ObjPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ObjectStoreExt, PutPayload};
 
 use super::S3Storage;
 use crate::storage::state::{SharedState, STATE_DIR};
@@ -26,19 +25,11 @@ impl SharedState for S3Storage {
     }
 
     async fn list_markers(&self, folder: &str) -> Result<Vec<String>, StorageError> {
-        let dir = self.state_path(folder, "")?;
-        self.store
-            .list(Some(&dir))
-            .map_ok(|o| o.location.filename().unwrap_or_default().to_string())
-            .try_collect()
-            .await
-            .map_err(|e| self.list_error(e))
+        self.names_under(&self.state_path(folder, "")?).await
     }
 
     async fn remove_marker(&self, folder: &str, name: &str) -> Result<(), StorageError> {
-        match self.store.delete(&self.state_path(folder, name)?).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(self.error(e)),
-        }
+        self.delete_if_present(&self.state_path(folder, name)?)
+            .await
     }
 }
