@@ -8,6 +8,9 @@
 #   bash bench/smallget.sh                              # this tree's release build
 #   BINS="/tmp/ws-before target/release/wirespeed" ROUNDS=7 bash bench/smallget.sh
 #   SECS=5 ROUNDS=5 …                                   # defaults
+#   NGINX_CACHE=1 …   nginx with open_file_cache (descriptors and stat kept
+#                     60 s: it may answer a replaced file's old bytes that
+#                     long; wirespeed's kept small files never are)
 #
 # After the run, each log is checked: lines written = requests answered
 # (wrk's count, plus a few in flight when it stopped), so nothing was lost.
@@ -49,6 +52,9 @@ for lg in off on; do
     port=$(free_port)
     mkdir -p "$W/ngtmp-$name"
     if [[ $lg == on ]]; then al="access_log $W/$name.access;"; else al="access_log off;"; fi
+    if [[ ${NGINX_CACHE:-0} == 1 ]]; then
+        al="$al open_file_cache max=1000 inactive=60s; open_file_cache_valid 60s;"
+    fi
     cat >"$W/$name.conf" <<EOF
 user root;
 worker_processes 1;
