@@ -66,3 +66,8 @@ for t in get20 get1g put puthash smallget; do
     b=$(printf '%s' "${R[after,$t]}" | median)
     echo "| $t | $a | $b | $(ratio "$b" "$a") |"
 done
+echo
+echo "Samples, round by round (before / after):"
+for t in get20 get1g put puthash smallget; do
+    echo "$t: $(printf '%s' "${R[before,$t]}" | tr '\n' ' ')/ $(printf '%s' "${R[after,$t]}" | tr '\n' ' ')"
+done
