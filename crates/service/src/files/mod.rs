@@ -64,11 +64,23 @@ fn base_headers(resp: Response, tag: &str, modified: Option<SystemTime>) -> Resp
     }
 }
 
-/// An IMF-fixdate (always 29 bytes) formatted on the stack, not in a String.
+/// An IMF-fixdate (always 29 bytes) formatted on the stack, not in a String;
+/// the last one is remembered per thread, as the same file is often asked
+/// for again (httpdate's conversion is ~350 instructions of a small GET).
 fn http_date(t: SystemTime) -> [u8; 29] {
+    use std::cell::Cell;
     use std::io::Write as _;
+    thread_local! {
+        static LAST: Cell<Option<(SystemTime, [u8; 29])>> = const { Cell::new(None) };
+    }
+    if let Some((at, text)) = LAST.get() {
+        if at == t {
+            return text;
+        }
+    }
     let mut out = [b' '; 29];
     let _ = write!(&mut out[..], "{}", httpdate::HttpDate::from(t));
+    LAST.set(Some((t, out)));
     out
 }
 
@@ -507,7 +519,17 @@ async fn hash_object<O: Object>(obj: &mut O) -> Result<[u8; 32], Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::is_utf8_prefix;
+    use super::{http_date, is_utf8_prefix};
+    use std::time::SystemTime;
+
+    #[test]
+    fn http_dates_are_remembered_only_for_the_same_time() {
+        let a = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        let b = a + std::time::Duration::from_secs(1);
+        for t in [a, a, b, a, b, b] {
+            assert_eq!(&http_date(t)[..], httpdate::fmt_http_date(t).as_bytes());
+        }
+    }
 
     #[test]
     fn utf8_sniffing() {
