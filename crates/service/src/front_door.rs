@@ -75,9 +75,9 @@ impl<S: Storage> Handler for FileRoutes<S> {
         // WebDAV's methods (DELETE, MKCOL and MOVE among them) admit each
         // path with its own action.
         // Every front but the plain GET is boxed: their futures (4.6 KiB,
-        // 32-byte aligned by a SIMD searcher) would otherwise size the one
-        // the router allocates per request, and an over-aligned allocation
-        // takes malloc's slow path (~700 instructions of a small GET's 24k).
+        // 32-byte aligned) would otherwise size the one the router allocates
+        // per request, and an over-aligned allocation takes malloc's slow
+        // path (~700 instructions of a small GET's 24k).
         if dav::handles(ex.method()) {
             return Box::pin(self.dav().handle(ex)).await;
         }
