@@ -27,8 +27,7 @@ bob   = "rw"
 "#;
 
 const KEY: [u8; 32] = [11; 32];
-/// The request's own origin (the test client sends `Host: test`).
-const SAME: (&str, &str) = ("Origin", "http://test");
+const SAME: (&str, &str) = SAME_ORIGIN;
 
 fn rules_text(bob_pw: &[u8]) -> String {
     format!(
@@ -39,13 +38,7 @@ fn rules_text(bob_pw: &[u8]) -> String {
 }
 
 fn config(users: Arc<Users>) -> ServiceConfig {
-    let shares = Arc::new(Shares::new(KEY, DEFAULT_MAX_EXPIRY, None));
-    let sessions = Arc::new(Sessions::new(
-        shares.session_key(),
-        DEFAULT_LIFETIME,
-        false,
-        None,
-    ));
+    let (shares, sessions) = signed_tables(KEY);
     ServiceConfig {
         users: Some(users),
         shares: Some(shares),
@@ -61,22 +54,6 @@ fn server() -> TestServer {
     std::fs::write(s.root.join("team/t.txt"), "team's").unwrap();
     std::fs::write(s.root.join("pub.txt"), "public").unwrap();
     s
-}
-
-/// Sign in with JSON; the cookie's `name=value` for later requests.
-fn sign_in(s: &TestServer, name: &str, pw: &str) -> (Resp, Option<String>) {
-    let body = serde_json::json!({ "name": name, "password": pw }).to_string();
-    let r = s.req(
-        "POST",
-        "/-/session",
-        &[("Content-Type", "application/json"), SAME],
-        body.as_bytes(),
-    );
-    let cookie = r
-        .header("set-cookie")
-        .and_then(|c| c.split(';').next())
-        .map(str::to_owned);
-    (r, cookie)
 }
 
 #[test]

@@ -17,15 +17,13 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use common::*;
-use wirespeed_service::policy::sessions::{Sessions, DEFAULT_LIFETIME};
-use wirespeed_service::policy::shares::DEFAULT_MAX_EXPIRY;
-use wirespeed_service::policy::{password, Shares};
+use wirespeed_service::policy::password;
 use wirespeed_service::{S3Config, S3Storage, ServiceConfig, Users};
 use wirespeed_testkit::fs::eventually_within;
 use wirespeed_testkit::minio::{Minio, PASSWORD, USER};
 
 const KEY: [u8; 32] = [21; 32];
-const SAME: (&str, &str) = ("Origin", "http://test");
+const SAME: (&str, &str) = SAME_ORIGIN;
 /// How often each node reads the others' revocations in this test.
 const EVERY: Duration = Duration::from_secs(1);
 
@@ -52,13 +50,7 @@ fn users() -> Arc<Users> {
 
 /// A node: its server on the bucket, and its sync on `rt`.
 fn node(m: &Minio, rt: &tokio::runtime::Runtime) -> TestServer {
-    let shares = Arc::new(Shares::new(KEY, DEFAULT_MAX_EXPIRY, None));
-    let sessions = Arc::new(Sessions::new(
-        shares.session_key(),
-        DEFAULT_LIFETIME,
-        false,
-        None,
-    ));
+    let (shares, sessions) = signed_tables(KEY);
     rt.spawn(wirespeed_service::revocations::run_sync(
         s3(m),
         Some(shares.clone()),
@@ -92,20 +84,9 @@ fn sign_outs_and_revocations_reach_every_node_on_the_bucket() {
     assert_eq!(a.req("PUT", "/team/t.txt", &[al], b"team's").status, 201);
 
     // A session and a link minted on a, used on b.
-    let r = a.req(
-        "POST",
-        "/-/session",
-        &[("Content-Type", "application/json"), SAME],
-        br#"{"name":"alice","password":"alice-pw"}"#,
-    );
+    let (r, cookie) = sign_in(&a, "alice", "alice-pw");
     assert_eq!(r.status, 200, "{}", r.text());
-    let cookie = r
-        .header("set-cookie")
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
+    let cookie = cookie.expect("a session cookie");
     let c = ("Cookie", cookie.as_str());
     assert_eq!(b.req("GET", "/team/", &[c], b"").status, 200);
     let r = a.req("POST", "/-/shares/team/t.txt", &[al], b"");
@@ -153,19 +134,8 @@ fn sign_outs_and_revocations_reach_every_node_on_the_bucket() {
         c3.req("GET", "/team/", &[c], b"").status == 401 && c3.get(&link).status == 404
     });
     // And still takes what is live: a new sign-in on a works on it.
-    let r = a.req(
-        "POST",
-        "/-/session",
-        &[("Content-Type", "application/json"), SAME],
-        br#"{"name":"alice","password":"alice-pw"}"#,
-    );
-    let fresh = r
-        .header("set-cookie")
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
+    let (_, fresh) = sign_in(&a, "alice", "alice-pw");
+    let fresh = fresh.expect("a session cookie");
     assert_eq!(
         c3.req("GET", "/team/", &[("Cookie", &fresh)], b"").status,
         200

@@ -447,6 +447,11 @@ async fn utf8_text<O: Object>(
     buf: &mut [u8; SNIFF_BYTES],
     whole: &mut Option<usize>,
 ) -> bool {
+    // Kept in memory: sniffed where it is, not copied first.
+    if let Some(all) = obj.in_memory() {
+        let n = all.len().min(SNIFF_BYTES);
+        return is_utf8_prefix(&all[..n], all.len() <= SNIFF_BYTES);
+    }
     let want = (size as usize).min(SNIFF_BYTES);
     let mut got = 0;
     while got < want {

@@ -254,3 +254,47 @@ where
         self.inner.delete(key).await
     }
 }
+
+/// The request's own origin, as a browser names it on a write (the test
+/// client sends `Host: test`).
+pub const SAME_ORIGIN: (&str, &str) = ("Origin", "http://test");
+
+/// Share links and browser sessions under one key, as `serve` makes them.
+pub fn signed_tables(
+    key: [u8; 32],
+) -> (
+    Arc<wirespeed_service::policy::Shares>,
+    Arc<wirespeed_service::policy::sessions::Sessions>,
+) {
+    use wirespeed_service::policy::sessions::{Sessions, DEFAULT_LIFETIME};
+    use wirespeed_service::policy::shares::DEFAULT_MAX_EXPIRY;
+    let shares = Arc::new(wirespeed_service::policy::Shares::new(
+        key,
+        DEFAULT_MAX_EXPIRY,
+        None,
+    ));
+    let sessions = Arc::new(Sessions::new(
+        shares.session_key(),
+        DEFAULT_LIFETIME,
+        false,
+        None,
+    ));
+    (shares, sessions)
+}
+
+/// Sign in on the page's route with JSON; the answer, and the cookie's
+/// `name=value` a browser would send back.
+pub fn sign_in(s: &TestServer, name: &str, pw: &str) -> (Resp, Option<String>) {
+    let body = serde_json::json!({ "name": name, "password": pw }).to_string();
+    let r = s.req(
+        "POST",
+        "/-/session",
+        &[("Content-Type", "application/json"), SAME_ORIGIN],
+        body.as_bytes(),
+    );
+    let cookie = r
+        .header("set-cookie")
+        .and_then(|c| c.split(';').next())
+        .map(str::to_owned);
+    (r, cookie)
+}

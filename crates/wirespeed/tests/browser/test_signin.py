@@ -55,6 +55,12 @@ class Page(chromium_checks.Page):
         d.get_by_label("Password").fill(password)
         d.get_by_role("button", name="Sign in").click()
 
+    def signed_in(self, name, password):
+        """Sign in and wait until the page shows the user and is ready."""
+        self.sign_in(name, password)
+        self.page.wait_for_selector("#user-name")
+        self.page.wait_for_selector("html[data-ready='1']")
+
     def assert_clean(self):
         assert not self.basic, "Basic challenges reached the page: " + "; ".join(self.basic)
         super().assert_clean()
@@ -91,9 +97,7 @@ def bob(browser):
     expect(p.page.locator("#signin-btn")).to_be_visible()
     expect(p.page.locator("#upload-btn")).to_have_count(0)
     p.page.locator("#signin-btn").click()
-    p.sign_in("bob", "bob-pw")
-    p.page.wait_for_selector("#user-name")
-    p.page.wait_for_selector("html[data-ready='1']")
+    p.signed_in("bob", "bob-pw")
     expect(p.page.locator("#user-name")).to_have_text("bob")
     p.goto(args.base + "team/")
     expect(p.page.locator("#user-name")).to_have_text("bob")
@@ -135,9 +139,7 @@ def bob(browser):
 @check("sign-in as alice: the page offers Delete where she has d")
 def alice(browser):
     p = Page(browser, args.base + "team/")
-    p.sign_in("alice", "alice-pw")
-    p.page.wait_for_selector("#user-name")
-    p.page.wait_for_selector("html[data-ready='1']")
+    p.signed_in("alice", "alice-pw")
     items = row_menu(p, "t.txt")
     assert "Delete…" in items and "Rename…" in items, items
     p.close()
@@ -204,9 +206,7 @@ def mint(p, row, days=None, upload=False):
 @check("Share link…: file and folder links read in a fresh browser, an upload link takes new names")
 def share_links(browser):
     p = Page(browser, args.base + "team/")
-    p.sign_in("bob", "bob-pw")
-    p.page.wait_for_selector("#user-name")
-    p.page.wait_for_selector("html[data-ready='1']")
+    p.signed_in("bob", "bob-pw")
     file_link = mint(p, "t.txt", days=1)
     assert file_link.startswith(args.base + "team/t.txt?share="), file_link
     # Upload-only is offered for folders only.

@@ -22,7 +22,7 @@ mod upload;
 
 pub use listing::{LocalListing, LIST_BATCH};
 pub use partial::LocalPartial;
-pub use small_files::{SmallFiles, MAX_FILE as SMALL_FILE_MAX, RECHECK as SMALL_FILE_RECHECK};
+pub use small_files::{SmallFiles, RECHECK as SMALL_FILE_RECHECK};
 pub use upload::LocalUpload;
 
 use listing::ListState;

@@ -41,7 +41,7 @@ use crate::storage::resolve::Root;
 use crate::storage::{Kind, Meta};
 
 /// Files up to this size are kept (a page's scripts, icons, JSON answers).
-pub const MAX_FILE: u64 = 64 * 1024;
+pub(crate) const MAX_FILE: u64 = 64 * 1024;
 /// At most this many bytes are kept in all.
 const MAX_BYTES: usize = 32 << 20;
 /// At most this many files are kept.
