@@ -123,6 +123,11 @@ impl RelPath {
         }
     }
 
+    /// The path of `segments` (each checked as [`RelPath::join`] does).
+    pub fn from_segments(segments: &[String]) -> Result<RelPath, PathError> {
+        segments.iter().try_fold(RelPath::root(), |p, s| p.join(s))
+    }
+
     /// This path with one more name appended (used for listings' links).
     pub fn join(&self, name: &str) -> Result<RelPath, PathError> {
         check_segment(name)?;

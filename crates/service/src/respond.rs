@@ -288,6 +288,57 @@ pub(crate) async fn admit_with(
     }
 }
 
+/// Rights follow the bytes: when `path` leads through a symlink elsewhere
+/// in the served tree, `who` must be allowed `action` there too (and the
+/// place must not be hidden). Reads follow the last name; writes, deletes
+/// and moves act on a link itself, so only the folders on the way count.
+/// Free where every path holds the same rights for `who`.
+pub(crate) async fn check_real<S: Storage>(
+    storage: &S,
+    policy: &Policy,
+    who: Principal,
+    action: Action,
+    path: &RelPath,
+) -> Result<(), Error> {
+    if policy.uniform_for(who) {
+        return Ok(());
+    }
+    let real = match storage.real_path(path, action == Action::Read).await {
+        Ok(None) => return Ok(()),
+        Ok(Some(real)) => real,
+        Err(e) => return Err(e.into()),
+    };
+    if policy.hides(&real) || matches!(who, Principal::Link(_)) {
+        if !policy.hides(&real) && policy.decide(who, action, &real) == Decision::Allow {
+            return Ok(());
+        }
+        // A link reveals nothing beyond itself, as anywhere it does not reach.
+        return Err(Error::status(404, "not found"));
+    }
+    match policy.decide(who, action, &real) {
+        Decision::Allow => Ok(()),
+        _ => Err(Error::status(
+            403,
+            "this path leads through a symlink into a folder where the rules file does not \
+             give you this right (rights follow where the files are)",
+        )),
+    }
+}
+
+/// Whether `who` may read `path` where it really is (see [`check_real`]):
+/// what a walk (an archive, a COPY) asks of each member it reaches.
+pub(crate) async fn reads_real<S: Storage>(
+    storage: &S,
+    policy: &Policy,
+    who: Principal,
+    path: &RelPath,
+) -> bool {
+    policy.reads(who, path)
+        && check_real(storage, policy, who, Action::Read, path)
+            .await
+            .is_ok()
+}
+
 /// How one write request treats an existing name: a principal without the
 /// delete right may only create, checked before the body and again at
 /// commit (the name may appear meanwhile); and, given the lock table
@@ -303,6 +354,11 @@ pub(crate) struct WriteGuard {
     locks: Option<(Arc<LockTable>, Submitted)>,
     /// Why the commit was refused for a lock taken meanwhile (423).
     locked: Arc<std::sync::OnceLock<String>>,
+    /// The path written (for [`WriteGuard::with_locks`]).
+    at: RelPath,
+    /// The request fills the empty file its principal's own LOCK made
+    /// there: that one existing name may be written without `d`.
+    fill_own: bool,
 }
 
 impl WriteGuard {
@@ -319,6 +375,8 @@ impl WriteGuard {
             hidden: policy.hidden().clone(),
             locks: None,
             locked: Arc::new(std::sync::OnceLock::new()),
+            at: path.clone(),
+            fill_own: false,
         }
     }
 
@@ -326,8 +384,15 @@ impl WriteGuard {
     /// not hold: by [`create`](Self::create) before the body, and again
     /// right before the commit (a lock taken while the body streamed).
     pub(crate) fn with_locks(mut self, table: &Arc<LockTable>, submitted: Submitted) -> Self {
+        self.fill_own = !self.may_replace && submitted.made_by_own_lock(table, &self.at);
         self.locks = Some((table.clone(), submitted));
         self
+    }
+
+    /// Whether the guard lets `meta` (what exists at the name) be written
+    /// over without `d`: only the still empty file its own lock made.
+    fn may_fill(fill_own: bool, meta: &Meta) -> bool {
+        fill_own && meta.kind == Kind::File && meta.size == 0
     }
 
     /// The same guard, never replacing (its upload's creator lacked `d`).
@@ -360,6 +425,7 @@ impl WriteGuard {
             return Ok(());
         }
         match storage.stat(key).await {
+            Ok(meta) if Self::may_fill(self.fill_own && *key == self.at, &meta) => Ok(()),
             Ok(meta) if meta.kind == Kind::File => Err(self.refusal()),
             _ => Ok(()),
         }
@@ -378,8 +444,9 @@ impl WriteGuard {
             prev
         } else {
             let refused = self.refused.clone();
+            let fill_own = self.fill_own && *key == self.at;
             Some(Box::new(move |meta: Option<&Meta>| {
-                if meta.is_some() {
+                if meta.is_some_and(|m| !Self::may_fill(fill_own, m)) {
                     refused.store(true, Ordering::Relaxed);
                     return false;
                 }

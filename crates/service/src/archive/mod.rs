@@ -105,11 +105,12 @@ pub(crate) async fn send<S: Storage>(
     key: &RelPath,
     wanted: Wanted,
     may_read: impl Fn(&RelPath) -> bool + Send + Sync,
+    follow: bool,
 ) -> Result<(), Error> {
     let max = cfg
         .archive_max_entries
         .unwrap_or(crate::config::ARCHIVE_MAX_ENTRIES);
-    let entries = plan(storage, may_read, key, &wanted.names, max).await?;
+    let entries = plan(storage, may_read, follow, key, &wanted.names, max).await?;
     let archive = Archive::plan(wanted.format, entries)
         .map_err(|e| Error::status(409, format!("this folder cannot be archived: {e}")))?;
     let tag = archive.etag();

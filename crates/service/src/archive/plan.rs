@@ -63,10 +63,12 @@ struct Frame {
 }
 
 /// One walk: the entries, depth first in name order, each folder before
-/// its contents.
+/// its contents. With `follow`, an entry reached through a symlink must be
+/// readable where it really is, too.
 pub(super) async fn plan<S: Storage>(
     storage: &S,
     may_read: impl Fn(&RelPath) -> bool + Send + Sync,
+    follow: bool,
     key: &RelPath,
     names: &[String],
     max: usize,
@@ -113,6 +115,13 @@ pub(super) async fn plan<S: Storage>(
         }
         if !may_read(&child) {
             continue;
+        }
+        if follow {
+            match storage.real_path(&child, true).await {
+                Ok(None) => {}
+                Ok(Some(real)) if may_read(&real) => {}
+                _ => continue,
+            }
         }
         if out.len() >= max {
             return Err(too_many(max));

@@ -247,6 +247,7 @@ impl<S: Storage> Dav<'_, S> {
         let to = destination(ex.header_str("destination"), ex.header_str("host"))?;
         // Admitted at the source: the destination's name is asked here.
         self.policy.hidden().refuse(&to)?;
+        crate::respond::check_real(self.storage, self.policy, who, Action::Create, &to).await?;
         let overwrite = match ex.header_str("overwrite").map(str::trim) {
             None | Some("T") | Some("t") => true,
             Some("F") | Some("f") => false,
@@ -284,6 +285,26 @@ impl<S: Storage> Dav<'_, S> {
         }
         // The destination is a new name (w), or a replaced one (w and d).
         decision(self.policy.decide(who, Action::Create, &to))?;
+        if moving && src.kind == Kind::Dir {
+            // A folder's MOVE takes every member away from where it is and
+            // puts it where it lands: `d` on each at the source, `w` on each
+            // at the destination. The rules answer for a whole tree at once
+            // (`Policy::rights_within`); a refusal changes nothing.
+            if !self.policy.rights_within(who, key).may_delete() {
+                return Err(Error::status(
+                    403,
+                    "moving this folder needs the d right on everything in it, and a folder \
+                     inside it gives you less; nothing was moved",
+                ));
+            }
+            if !self.policy.rights_within(who, &to).may_write() {
+                return Err(Error::status(
+                    403,
+                    "the Destination has folders below it where you may not write, so this \
+                     folder cannot land there; nothing was moved",
+                ));
+            }
+        }
         let guard = WriteGuard::new(self.policy, who, &to);
         let parent = parent_of(&to);
         match self.storage.stat(&parent).await {
@@ -388,8 +409,9 @@ impl<S: Storage> Dav<'_, S> {
                     let (Ok(s), Ok(d)) = (src.join(&e.name), dst.join(&e.name)) else {
                         continue;
                     };
-                    // Unreadable members are left out; unwritable ones fail.
-                    if !self.policy.rights(who, &s).may_read() {
+                    // Unreadable members are left out (where a symlink leads
+                    // too); unwritable ones fail.
+                    if !crate::respond::reads_real(self.storage, self.policy, who, &s).await {
                         continue;
                     }
                     if !self.policy.rights(who, &d).may_write() {

@@ -8,6 +8,7 @@ use wirespeed_net::{Error, Exchange, Response};
 use super::{parent_of, read_xml_body, xml, Dav, XML};
 use crate::locks::{
     check_write, creator, evaluate_if, new_token, parse_timeout, Lock, LockRefused, Reach,
+    Submitted, DEFAULT_TIMEOUT,
 };
 use crate::path::RelPath;
 use crate::policy::Principal;
@@ -23,6 +24,16 @@ impl<S: Storage> Dav<'_, S> {
         targets: &[(&RelPath, Reach)],
         who: Principal,
     ) -> Result<(), Error> {
+        self.check_locks_submitted(ex, targets, who).await.map(drop)
+    }
+
+    /// [`Self::check_locks`], returning what the request submitted.
+    pub(crate) async fn check_locks_submitted(
+        &self,
+        ex: &mut Exchange,
+        targets: &[(&RelPath, Reach)],
+        who: Principal,
+    ) -> Result<Submitted, Error> {
         let value = if_value(ex);
         check_write(
             self.locks,
@@ -33,7 +44,6 @@ impl<S: Storage> Dav<'_, S> {
             who,
         )
         .await
-        .map(drop)
     }
 
     /// The resource at `key` is gone (DELETE, a MOVE's source, a replaced
@@ -53,7 +63,7 @@ impl<S: Storage> Dav<'_, S> {
         key: &RelPath,
         who: Principal,
     ) -> Result<(), Error> {
-        let timeout = parse_timeout(ex.header_str("timeout"));
+        let mut timeout = parse_timeout(ex.header_str("timeout"));
         let body = read_xml_body(ex).await?;
         self.locks.sync(self.storage, false).await?;
         if body.iter().all(u8::is_ascii_whitespace) {
@@ -116,8 +126,35 @@ impl<S: Storage> Dav<'_, S> {
             }
             self.check_locks(ex, &[(key, Reach::Member)], who).await?;
         } else {
+            // A lock keeps everyone else from changing what it covers: on
+            // what exists, that is the right to change it, `d`, held at
+            // every member a `Depth: infinity` lock covers (`w` alone only
+            // locks the new name it creates).
+            let dir = meta.is_some_and(|m| m.kind == Kind::Dir);
+            let rights = if infinite && dir {
+                self.policy.rights_within(who, key)
+            } else {
+                self.policy.rights(who, key)
+            };
+            if !rights.may_delete() {
+                return Err(Error::status(
+                    403,
+                    if infinite && dir {
+                        "locking an existing folder needs the d right on it and on everything \
+                         in it (a lock keeps others from changing it); nothing was locked"
+                    } else {
+                        "locking an existing name needs the d right (a lock keeps others from \
+                         changing it); nothing was locked"
+                    },
+                ));
+            }
             let value = if_value(ex);
             evaluate_if(self.locks, self.storage, value.as_deref(), key).await?;
+        }
+        // Without `d` here a lock is only ever on the new name it made:
+        // kept short (refreshed by a client that is still writing).
+        if !self.policy.rights(who, key).may_delete() {
+            timeout = timeout.min(DEFAULT_TIMEOUT);
         }
         let dir = meta.is_some_and(|m| m.kind == Kind::Dir);
         let lock = Lock {
@@ -130,6 +167,7 @@ impl<S: Storage> Dav<'_, S> {
             creator: creator(who),
             timeout,
             expires: SystemTime::now() + timeout,
+            created: meta.is_none(),
         };
         let taken = self
             .locks
@@ -184,10 +222,19 @@ impl<S: Storage> Dav<'_, S> {
             .filter(|t| !t.is_empty())
             .ok_or_else(|| Error::status(400, "UNLOCK needs a Lock-Token header"))?;
         self.locks.sync(self.storage, false).await?;
+        // Whoever may change what a lock covers may lift it (the token
+        // holder anywhere, a user with `d` at its root): a lock must never
+        // shut the owner out of their own folder.
+        let lifts_any = |l: &Lock| {
+            who == Principal::TokenHolder || {
+                let root = RelPath::from_segments(&l.root);
+                root.is_ok_and(|r| self.policy.rights(who, &r).may_delete())
+            }
+        };
         if self
             .locks
             .get(&token)
-            .is_some_and(|l| l.covers(key.segments()) && !l.usable_by(who))
+            .is_some_and(|l| l.covers(key.segments()) && !l.usable_by(who) && !lifts_any(&l))
         {
             return Err(not_yours());
         }

@@ -151,6 +151,7 @@ impl<S: Storage> Dav<'_, S> {
                 Error::status(e.status(), e.to_string())
             }
         })?;
+        crate::respond::check_real(self.storage, self.policy, who, action(&method), &key).await?;
         match method.as_str() {
             "OPTIONS" => {
                 let resp = Response::new(200)
@@ -312,8 +313,21 @@ impl<S: Storage> Dav<'_, S> {
         let body = read_xml_body(ex).await?;
         let patches = xml::parse_proppatch(&body).map_err(|e| Error::status(400, e.to_string()))?;
         let meta = self.storage.stat(key).await?;
-        self.check_locks(ex, &[(key, locks::Reach::Own)], who)
+        let submitted = self
+            .check_locks_submitted(ex, &[(key, locks::Reach::Own)], who)
             .await?;
+        // Changing what is recorded of an existing resource (its dead
+        // properties, its mtime) is a change to it: `d`, as replacing it is,
+        // unless it is the empty file the asker's own lock just made.
+        if !self.policy.rights(who, key).may_delete()
+            && !submitted.made_by_own_lock(self.locks, key)
+        {
+            return Err(Error::status(
+                403,
+                "changing the properties of an existing file or folder needs the d right \
+                 (the one replacing it needs); nothing was changed",
+            ));
+        }
         let current = dead::decode(self.storage.dead_props(key).await?.as_deref());
         let mut outcome = dead::apply(current, &patches);
         let mut failure = None;

@@ -131,6 +131,21 @@ pub(crate) struct Submitted {
 }
 
 impl Submitted {
+    /// Whether the request submits a lock its principal took that made the
+    /// resource at `key` (a LOCK of an unmapped name, which creates it
+    /// empty): drives such as davfs2, Finder and Explorer LOCK a new name,
+    /// then PUT its bytes, so whoever may create a name may fill the empty
+    /// file their own lock made.
+    pub(crate) fn made_by_own_lock(&self, table: &LockTable, key: &RelPath) -> bool {
+        !table.is_empty()
+            && table.covering(key.segments()).iter().any(|l| {
+                l.created
+                    && l.root == key.segments()
+                    && l.usable_by(self.who)
+                    && self.tokens.contains(&l.token)
+            })
+    }
+
     /// 423 when a lock on what writing each of `targets` changes was not
     /// submitted (or was, by someone other than its creator).
     pub(crate) fn cover(
@@ -228,6 +243,7 @@ mod tests {
                 creator: creator(who),
                 timeout: Duration::from_secs(60),
                 expires: SystemTime::now() + Duration::from_secs(60),
+                created: false,
             })
             .unwrap()
     }

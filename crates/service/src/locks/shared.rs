@@ -38,6 +38,8 @@ struct Record {
     creator: Option<String>,
     timeout_secs: u64,
     expires_ms: u64,
+    #[serde(default)]
+    created: bool,
 }
 
 fn to_ms(t: SystemTime) -> u64 {
@@ -59,6 +61,7 @@ pub fn encode(locks: &[Lock]) -> Vec<u8> {
             creator: l.creator.clone(),
             timeout_secs: l.timeout.as_secs(),
             expires_ms: to_ms(l.expires),
+            created: l.created,
         })
         .collect();
     serde_json::to_vec(&records).unwrap_or_default()
@@ -86,6 +89,7 @@ pub fn decode(blob: &[u8]) -> Vec<Lock> {
             creator: r.creator,
             timeout: Duration::from_secs(r.timeout_secs),
             expires: UNIX_EPOCH + Duration::from_millis(r.expires_ms),
+            created: r.created,
         })
         .collect()
 }
@@ -206,6 +210,7 @@ mod tests {
             creator: Some("user:alice".into()),
             timeout: Duration::from_secs(60),
             expires: UNIX_EPOCH + Duration::from_millis(1_900_000_000_123),
+            created: true,
         };
         let blob = encode(std::slice::from_ref(&l));
         assert_eq!(decode(&blob), vec![l]);

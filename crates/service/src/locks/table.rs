@@ -38,6 +38,9 @@ pub struct Lock {
     pub creator: Option<String>,
     pub timeout: Duration,
     pub expires: SystemTime,
+    /// The LOCK made its resource (an empty file at an unmapped name): its
+    /// creator may fill that file even without the right to replace.
+    pub created: bool,
 }
 
 impl Lock {
@@ -252,6 +255,7 @@ mod tests {
             creator: None,
             timeout: DEFAULT_TIMEOUT,
             expires: SystemTime::now() + DEFAULT_TIMEOUT,
+            created: false,
         }
     }
 

@@ -24,6 +24,7 @@ pub mod rules;
 pub mod sessions;
 pub mod shares;
 mod signed_table;
+mod trees;
 pub mod users;
 
 use std::net::IpAddr;
@@ -434,9 +435,11 @@ impl Policy {
     pub fn rights(&self, who: Principal, path: &RelPath) -> Rights {
         if let Principal::Link(id) = who {
             let grant = self.shares.as_ref().and_then(|s| s.grant(id));
-            return grant
-                .filter(|g| g.covers(path))
-                .map_or(Rights::NONE, |g| g.rights().intersect(self.allowed));
+            return grant.filter(|g| g.covers(path)).map_or(Rights::NONE, |g| {
+                g.rights()
+                    .intersect(self.allowed)
+                    .intersect(self.minters_rights(&g.by, |m| self.rights(m, path)))
+            });
         }
         let Some(users) = &self.users else {
             return match who {

@@ -187,6 +187,20 @@ impl Rules {
         own.union(entry.anyone)
     }
 
+    /// The rights of `who` at every configured path strictly below `path`,
+    /// intersected (all rights when none is configured below).
+    pub fn rights_below(&self, who: Option<UserName>, path: &[String]) -> Rights {
+        self.entries
+            .iter()
+            .filter(|e| e.segments.len() > path.len() && e.segments.starts_with(path))
+            .fold(Rights::ALL, |acc, e| {
+                let own = who
+                    .and_then(|u| e.users.iter().find(|(n, _)| *n == u))
+                    .map_or(Rights::NONE, |(_, r)| *r);
+                acc.intersect(own.union(e.anyone))
+            })
+    }
+
     /// Whether some configured user holds `needs` at `path` (so signing in
     /// could help: a 401 rather than a 403).
     pub fn some_user_has(&self, needs: Rights, path: &[String]) -> bool {

@@ -29,7 +29,17 @@ pub struct Grant {
     /// The shared path as a URL path: `/a/b.txt` (a file) or `/a/` (a
     /// folder and everything below).
     pub path: String,
+    /// Who minted it: a user's name, or [`TOKEN_MINTER`]. Signed with the
+    /// rest, so every node knows for whom a link acts: at each use it holds
+    /// at most its letters intersected with its minter's rights *then*, at
+    /// each path. Empty only for a link signed before minters were signed,
+    /// whose minter the table may still know (else it acts for nobody).
+    #[serde(default)]
+    pub by: String,
 }
+
+/// The minter of a link made with the `--token`: it keeps the server-wide cap.
+pub const TOKEN_MINTER: &str = "--token";
 
 impl Grant {
     /// Whether `path` is reachable through this link: the file itself, or
@@ -113,12 +123,18 @@ impl Shares {
     /// (constant time), expiry at `now`, revocation.
     pub fn verify(&self, token: &str, now: u64) -> Result<Grant, Refusal> {
         let payload = self.live.open(token)?;
-        let grant = parse_payload(&payload).ok_or(Refusal::Malformed)?;
+        let mut grant = parse_payload(&payload).ok_or(Refusal::Malformed)?;
         if grant.expires <= now {
             return Err(Refusal::Expired);
         }
-        if self.live.rows().get(&grant.id).is_some_and(|l| l.revoked) {
+        let rows = self.live.rows();
+        let row = rows.get(&grant.id);
+        if row.is_some_and(|l| l.revoked) {
             return Err(Refusal::Revoked);
+        }
+        if grant.by.is_empty() {
+            // Signed before minters were: the table that minted it knows.
+            grant.by = row.map(|l| l.by.clone()).unwrap_or_default();
         }
         Ok(grant)
     }
@@ -132,7 +148,13 @@ impl Shares {
 
     /// A verified grant by id (what a `Principal::Link` stands for).
     pub fn grant(&self, id: ShareId) -> Option<Grant> {
-        self.live.rows().get(&id.0).map(|l| l.grant.clone())
+        self.live.rows().get(&id.0).map(|l| {
+            let mut g = l.grant.clone();
+            if g.by.is_empty() {
+                g.by = l.by.clone();
+            }
+            g
+        })
     }
 
     /// Remember a verified grant (a link another server minted included).
@@ -143,6 +165,8 @@ impl Shares {
                 grant.id,
                 Live {
                     grant: grant.clone(),
+                    // Known from its signature, not minted here: listed and
+                    // saved only where it was minted.
                     by: String::new(),
                     revoked: false,
                 },
@@ -164,6 +188,7 @@ impl Shares {
             expires: now.saturating_add(secs.min(self.max_expiry)),
             rights: rights.letters(),
             path: path.to_string(),
+            by: by.to_string(),
         };
         {
             let mut live = self.live.rows();
@@ -254,6 +279,7 @@ impl Shares {
                             expires,
                             rights: String::new(),
                             path: String::new(),
+                            by: String::new(),
                         },
                         by: String::new(),
                         revoked: true,
@@ -271,12 +297,21 @@ impl Shares {
     }
 }
 
-/// id, expiry, rights (one byte), path: what the MAC covers.
+/// Marks a payload that names its minter (byte 17; a path, which the
+/// first format put there, always starts with `/`).
+const WITH_MINTER: u8 = 0;
+
+/// id, expiry, rights (one byte), then [`WITH_MINTER`], the minter's
+/// length (one byte) and name, then the path: what the MAC covers.
 fn payload(g: &Grant) -> Vec<u8> {
-    let mut out = Vec::with_capacity(17 + g.path.len());
+    let by = &g.by.as_bytes()[..g.by.len().min(255)];
+    let mut out = Vec::with_capacity(19 + by.len() + g.path.len());
     out.extend_from_slice(&g.id.to_be_bytes());
     out.extend_from_slice(&g.expires.to_be_bytes());
     out.push(super::rules::parse_letters(&g.rights).map_or(0, |r| r.bits()));
+    out.push(WITH_MINTER);
+    out.push(by.len() as u8);
+    out.extend_from_slice(by);
     out.extend_from_slice(g.path.as_bytes());
     out
 }
@@ -288,13 +323,21 @@ fn parse_payload(p: &[u8]) -> Option<Grant> {
     let id = u64::from_be_bytes(p[..8].try_into().ok()?);
     let expires = u64::from_be_bytes(p[8..16].try_into().ok()?);
     let rights = Rights::from_bits(p[16])?;
-    let path = std::str::from_utf8(&p[17..]).ok()?.to_string();
+    let (by, path) = if p[17] == WITH_MINTER {
+        let len = usize::from(*p.get(18)?);
+        let by = p.get(19..19 + len)?;
+        (std::str::from_utf8(by).ok()?, p.get(19 + len..)?)
+    } else {
+        ("", &p[17..])
+    };
+    let path = std::str::from_utf8(path).ok()?.to_string();
     crate::path::parse_request_path(&path).ok()?;
     Some(Grant {
         id,
         expires,
         rights: rights.letters(),
         path,
+        by: by.to_string(),
     })
 }
 
@@ -342,12 +385,40 @@ mod tests {
     }
 
     #[test]
+    fn the_minter_is_signed_and_old_links_find_theirs_in_the_table() {
+        let s = shares();
+        let (g, token) = s.mint("/team/", Rights::READ, 100, "alice", 1000).unwrap();
+        assert_eq!(s.verify(&token, 1001).unwrap().by, "alice");
+        // Another node with the key knows the minter from the link alone.
+        let other = shares();
+        assert_eq!(other.verify(&token, 1001).unwrap().by, "alice");
+        // A link signed in the first format (no minter after the rights)
+        // acts for whoever the minting table says, and for nobody elsewhere.
+        let mut old = Vec::new();
+        old.extend_from_slice(&g.id.to_be_bytes());
+        old.extend_from_slice(&g.expires.to_be_bytes());
+        old.push(Rights::READ.bits());
+        old.extend_from_slice(b"/team/");
+        let old_token = s.live.sign(&old);
+        let here = s.verify(&old_token, 1001).unwrap();
+        assert_eq!((here.by.as_str(), here.path.as_str()), ("alice", "/team/"));
+        assert_eq!(other.verify(&old_token, 1001).unwrap().by, "");
+        // A minter's name cannot be altered without breaking the signature.
+        let (payload, tag) = token.split_once('.').unwrap();
+        let mut raw = B64.decode(payload).unwrap();
+        raw[19] = b'b';
+        let forged = format!("{}.{tag}", B64.encode(&raw));
+        assert_eq!(s.verify(&forged, 1001), Err(Refusal::BadSignature));
+    }
+
+    #[test]
     fn what_a_link_covers() {
         let g = |path: &str| Grant {
             id: 1,
             expires: 9,
             rights: "r".into(),
             path: path.into(),
+            by: "alice".into(),
         };
         assert!(g("/team/").covers(&p("/team/").unwrap()));
         assert!(g("/team/").covers(&p("/team/a/b.txt").unwrap()));

@@ -287,6 +287,19 @@ pub trait Storage: Send + Sync + 'static {
     fn available(&self) -> impl Future<Output = Option<u64>> + Send {
         async { None }
     }
+    /// Where `key` really is when a symlink on the way leads elsewhere in
+    /// the served tree (the last name followed only when `follow_last`:
+    /// writes, deletes and moves act on a link itself, reads on its
+    /// target); `None` when it is where it is named. Rights follow the
+    /// bytes: the policy asks here before a path through a link is used.
+    /// An error when it leads to a place no path names (a reserved name).
+    fn real_path(
+        &self,
+        _key: &RelPath,
+        _follow_last: bool,
+    ) -> impl Future<Output = Result<Option<RelPath>, StorageError>> + Send {
+        async { Ok(None) }
+    }
     /// Whether `key` is a symbolic link (a COPY does not descend into a
     /// linked folder: a link to an ancestor would copy forever).
     fn is_symlink(&self, _key: &RelPath) -> impl Future<Output = bool> + Send {

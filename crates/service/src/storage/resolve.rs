@@ -160,6 +160,73 @@ impl Root {
         Ok(rustix::fs::open(&canon, flags, Mode::empty())?)
     }
 
+    /// Where `segments` lead once the symlinks on the way are followed, as
+    /// segments below the root; `None` when no symlink is on the way (the
+    /// common case: one `openat2` that refuses symlinks), when the path
+    /// leads out of the root (`--allow-symlink`: the operator's choice), or
+    /// when nothing on the way exists. A missing tail is appended as named
+    /// (a new name in a linked folder lands in the link's target).
+    pub fn real_segments(&self, segments: &[String]) -> Option<Vec<String>> {
+        for n in (0..=segments.len()).rev() {
+            let prefix = &segments[..n];
+            match self.probe_no_symlinks(prefix) {
+                Probe::Plain => return None,
+                Probe::Missing => continue,
+                Probe::Linked => {
+                    let mut real = self.canonical_segments(prefix)?;
+                    real.extend(segments[n..].iter().cloned());
+                    return (real != segments).then_some(real);
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether `prefix` resolves without following any symlink.
+    fn probe_no_symlinks(&self, prefix: &[String]) -> Probe {
+        if self.uses_openat2() {
+            let rel = if prefix.is_empty() {
+                ".".to_string()
+            } else {
+                prefix.join("/")
+            };
+            let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
+            for _ in 0..4 {
+                let flags = OFlags::PATH | OFlags::CLOEXEC;
+                return match rustix::fs::openat2(&self.fd, rel.as_str(), flags, Mode::empty(), how)
+                {
+                    Ok(_) => Probe::Plain,
+                    Err(Errno::AGAIN) | Err(Errno::INTR) => continue,
+                    Err(Errno::LOOP) | Err(Errno::XDEV) => Probe::Linked,
+                    Err(Errno::NOENT) | Err(Errno::NOTDIR) => Probe::Missing,
+                    // Unknown: judged as linked, so the caller asks where it
+                    // leads (and finds nothing if it cannot tell).
+                    Err(_) => Probe::Linked,
+                };
+            }
+            return Probe::Linked;
+        }
+        let mut p = self.path.clone();
+        p.extend(prefix);
+        match std::fs::canonicalize(&p) {
+            Ok(c) if c == p => Probe::Plain,
+            Ok(_) => Probe::Linked,
+            Err(_) => Probe::Missing,
+        }
+    }
+
+    /// The canonical place of `prefix` as segments below the root (`None`
+    /// outside it, or when it cannot be told).
+    fn canonical_segments(&self, prefix: &[String]) -> Option<Vec<String>> {
+        let mut p = self.path.clone();
+        p.extend(prefix);
+        let canon = std::fs::canonicalize(p).ok()?;
+        let rel = canon.strip_prefix(&self.path).ok()?;
+        rel.components()
+            .map(|c| c.as_os_str().to_str().map(str::to_owned))
+            .collect()
+    }
+
     /// The fallback's check: canonicalize, then require the result inside
     /// the root and free of reserved names.
     fn checked(&self, segments: &[String]) -> Result<PathBuf, StorageError> {
@@ -180,6 +247,13 @@ impl Root {
         }
         Ok(canon)
     }
+}
+
+/// What a walk that refuses symlinks found.
+enum Probe {
+    Plain,
+    Linked,
+    Missing,
 }
 
 /// `segments` joined by `/` (`.` for none) and NUL-terminated in `buf`, if

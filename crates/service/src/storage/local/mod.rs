@@ -488,6 +488,28 @@ impl Storage for LocalStorage {
         self.link_at(key)
     }
 
+    async fn real_path(
+        &self,
+        key: &RelPath,
+        follow_last: bool,
+    ) -> Result<Option<RelPath>, StorageError> {
+        let segments = key.segments();
+        let (walk, last) = match (follow_last, segments.split_last()) {
+            (false, Some((last, parent))) => (parent, Some(last)),
+            _ => (segments, None),
+        };
+        let Some(mut real) = self.root.real_segments(walk) else {
+            return Ok(None);
+        };
+        real.extend(last.cloned());
+        let path = RelPath::from_segments(&real).map_err(|_| StorageError::Forbidden)?;
+        Ok(Some(if key.trailing_slash() && !path.is_root() {
+            crate::path::parse_request_path(&path.to_url(true)).unwrap_or(path)
+        } else {
+            path
+        }))
+    }
+
     async fn dead_props(&self, key: &RelPath) -> Result<Option<Vec<u8>>, StorageError> {
         self.read_props(key)
     }
