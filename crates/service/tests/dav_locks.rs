@@ -15,10 +15,14 @@ const OCTETS: (&str, &str) = ("Content-Type", "application/offset+octet-stream")
 const INTEROP: (&str, &str) = ("Upload-Draft-Interop-Version", "8");
 const B: &str = "----wirespeedLockBoundary";
 
+/// An exclusive write lock's request body.
+const LOCKINFO: &str = "<?xml version=\"1.0\"?><D:lockinfo xmlns:D=\"DAV:\"><D:lockscope>\
+    <D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner>tests</D:owner>\
+    </D:lockinfo>";
+
 /// LOCK `path` (exclusive, `depth`) with `headers`, returning the token.
 fn lock(s: &TestServer, path: &str, depth: &str, headers: &[(&str, &str)]) -> String {
-    let body = "<?xml version=\"1.0\"?><D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/>\
-        </D:lockscope><D:locktype><D:write/></D:locktype><D:owner>tests</D:owner></D:lockinfo>";
+    let body = LOCKINFO;
     let mut h = vec![("Depth", depth), ("Timeout", "Second-120")];
     h.extend_from_slice(headers);
     let r = s.req("LOCK", path, &h, body.as_bytes());
@@ -268,10 +272,8 @@ fn a_lock_belongs_to_who_took_it() {
     let r = s.req("DELETE", "/f.txt", &[bob, if_tok], b"");
     assert_eq!(r.status, 423, "{}", r.text());
     assert_eq!(std::fs::read(s.root.join("f.txt")).unwrap(), b"v1");
-    // Nor may he refresh or remove it.
+    // Nor may he refresh it.
     let r = s.req("LOCK", "/f.txt", &[bob, if_tok], b"");
-    assert_eq!(r.status, 403, "{}", r.text());
-    let r = unlock(&s, "/f.txt", &tok, &[bob]);
     assert_eq!(r.status, 403, "{}", r.text());
 
     // lockdiscovery: bob sees the lock, not its token; alice sees both.
@@ -297,6 +299,45 @@ fn a_lock_belongs_to_who_took_it() {
     // Then bob writes without any token.
     assert_eq!(s.req("PUT", "/f.txt", &[bob], b"bob").status, 204);
     assert_eq!(std::fs::read(s.root.join("f.txt")).unwrap(), b"bob");
+
+    // Whoever may change what a lock covers (d there) may lift it: a lock
+    // never shuts the owner out. carol, with only r and w, may not.
+    let tok = lock(&s, "/f.txt", "0", &[alice]);
+    assert_eq!(unlock(&s, "/f.txt", &tok, &[bob]).status, 204);
+    assert_eq!(s.req("PUT", "/f.txt", &[bob], b"free").status, 204);
+}
+
+#[test]
+fn only_d_lifts_a_lock_that_is_not_yours() {
+    let alice_hash = wirespeed_service::policy::password::hash(b"alice-pw").unwrap();
+    let carol_hash = wirespeed_service::policy::password::hash(b"carol-pw").unwrap();
+    let rules = format!(
+        "[users]\nalice = \"{alice_hash}\"\ncarol = \"{carol_hash}\"\n\
+         [paths.\"/\"]\nalice = \"rwd\"\ncarol = \"rw\"\n"
+    );
+    let users = wirespeed_service::Users::from_text("users.toml", &rules).unwrap();
+    let s = TestServer::with(ServiceConfig {
+        users: Some(std::sync::Arc::new(users)),
+        ..ServiceConfig::default()
+    });
+    let alice_auth = basic("alice", "alice-pw");
+    let carol_auth = basic("carol", "carol-pw");
+    let alice = ("Authorization", alice_auth.as_str());
+    let carol = ("Authorization", carol_auth.as_str());
+    std::fs::write(s.root.join("f.txt"), b"v1").unwrap();
+    let tok = lock(&s, "/f.txt", "0", &[alice]);
+    let r = unlock(&s, "/f.txt", &tok, &[carol]);
+    assert_eq!(r.status, 403, "{}", r.text());
+    // Nor may carol (no d) lock the existing file herself.
+    assert_eq!(unlock(&s, "/f.txt", &tok, &[alice]).status, 204);
+    let r = s.req(
+        "LOCK",
+        "/f.txt",
+        &[carol, ("Depth", "0")],
+        LOCKINFO.as_bytes(),
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert!(r.text().contains("d right"), "{}", r.text());
 }
 
 /// A server on `bucket/p` of MinIO `m` (each its own process state).

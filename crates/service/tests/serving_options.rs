@@ -316,7 +316,8 @@ fn hidden_names_stay_out_of_archives_and_share_links() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    let (_, link) = shares.mint("/proj/", Rights::READ, 60, "t", now).unwrap();
+    let by = wirespeed_service::policy::shares::TOKEN_MINTER;
+    let (_, link) = shares.mint("/proj/", Rights::READ, 60, by, now).unwrap();
     assert_eq!(s.get(&format!("/proj/main.rs?share={link}")).status, 200);
     for hidden in ["/proj/id.key", "/proj/.git/config"] {
         assert_eq!(s.get(&format!("{hidden}?share={link}")).status, 404);
