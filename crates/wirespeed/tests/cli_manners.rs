@@ -107,7 +107,7 @@ fn get_and_get_r_take_last_modified() {
         dest.to_str().unwrap(),
     ]);
     assert_eq!(code, Some(0), "{err}");
-    // `get -r URL/d/ DEST` writes DEST/d/ (README, "Where `get` writes").
+    // `get -r URL/d/ DEST` writes DEST/d/ (docs/client.md, "Where `get` writes").
     assert_eq!(secs(&dest.join("d/a.txt")), T);
     assert_eq!(secs(&dest.join("d/sub/b.txt")), T + 5);
 

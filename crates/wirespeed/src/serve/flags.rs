@@ -21,7 +21,7 @@ PUT /path          upload (atomic: temp file, fsync, rename); 201 new, 204 repla
 If-None-Match: * creates only, If-Match: ETAG replaces only that version (412)\n  \
 DELETE /path       a file, or a folder with everything in it (207 lists what could not go)\n  \
 WebDAV class 1, 2  OPTIONS (DAV: 1, 2), PROPFIND (Depth 0 and 1), PROPPATCH, MKCOL, COPY, MOVE, \
-LOCK, UNLOCK: mount the server as a drive (README: \"Mount as a drive\")\n  \
+LOCK, UNLOCK: mount the server as a drive (docs/mounting.md)\n  \
 GET /-/health      200 while serving\n  \
 GET /-/metrics     Prometheus metrics (needs the token on a server with --token; --metrics off)\n  \
 POST /dir/         multipart/form-data upload of one or more files\n  \
@@ -76,7 +76,7 @@ pub struct ServeArgs {
     /// replace); the longest configured path decides. Users sign in with
     /// HTTP Basic, or in the browser page's sign-in form (a session cookie).
     /// A bad file stops the start with its line; SIGHUP reloads
-    /// it (a bad reload keeps the old rules). See README "Users and sharing".
+    /// it (a bad reload keeps the old rules). See docs/users-and-sharing.md.
     #[arg(
         long = "auth",
         value_name = "FILE",

@@ -22,7 +22,7 @@
 //!
 //! Appends to one upload are serialised per process (the routes' lock);
 //! two nodes appending to the same upload at the same time are not (the
-//! last record written wins): the README says so.
+//! last record written wins): docs/resumable-uploads.md says so.
 
 use bytes::{Bytes, BytesMut};
 use futures_util::TryStreamExt;
