@@ -119,7 +119,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             {
                 crate::notice::say(warning);
             }
-            users::reload_on_sighup(auth).context("listening for SIGHUP")?;
+            let root = match &storage {
+                Either::Folder(s) => Some(s.root().to_path_buf()),
+                _ => None,
+            };
+            if let Some(root) = &root {
+                for w in users::missing_entries(&auth, root) {
+                    crate::notice::say(&w);
+                }
+            }
+            users::reload_on_sighup(auth, root).context("listening for SIGHUP")?;
         }
         let router = match storage {
             Either::Folder(storage) => {

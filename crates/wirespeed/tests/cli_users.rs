@@ -481,3 +481,24 @@ fn two_nodes_on_one_bucket_share_sign_outs_and_revocations() {
         .iter()
         .any(|k| k.starts_with("pre/.wirespeed-state/revoked/s-")));
 }
+
+#[test]
+fn entries_naming_nothing_are_warned_and_url_spellings_govern_their_folder() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(root.join("Private")).unwrap();
+    std::fs::create_dir_all(root.join("My Docs")).unwrap();
+    std::fs::write(root.join("Private/p.txt"), b"p").unwrap();
+    std::fs::write(root.join("My Docs/d.txt"), b"d").unwrap();
+    let paths = "[paths.\"/\"]\n\"*\" = \"r\"\n[paths.\"/private\"]\nalice = \"rwd\"\n\
+                 [paths.\"/My%20Docs\"]\nalice = \"rwd\"\n";
+    let file = rules_file(tmp.path(), "", paths);
+    let serve = Serve::start(&root, &["--auth", file.to_str().unwrap()]);
+    let w = serve.wait_stderr("names nothing in the served folder");
+    assert!(w.contains("did you mean \"/Private\""), "{w}");
+    assert!(!w.contains("My Docs\"] names nothing"), "{w}");
+    // The URL spelling governs the folder: anyone no longer reads it.
+    assert_eq!(serve.req("GET", "/My%20Docs/d.txt", &[], b"").0, 401);
+    let alice = "Authorization: Basic YWxpY2U6YWxpY2UtcHc="; // alice:alice-pw
+    assert_eq!(serve.req("GET", "/My%20Docs/d.txt", &[alice], b"").0, 200);
+}

@@ -170,10 +170,17 @@ impl Rules {
 
     /// The entry deciding `path`: the longest configured path containing it.
     fn deciding(&self, path: &[String]) -> Option<&Entry> {
+        let path = nfc_path(path);
         self.entries
             .iter()
             .filter(|e| path.starts_with(&e.segments))
             .max_by_key(|e| e.segments.len())
+    }
+
+    /// Each configured folder's segments (decoded, in NFC): what `serve`
+    /// checks names a folder that exists.
+    pub fn entry_paths(&self) -> impl Iterator<Item = &[String]> {
+        self.entries.iter().map(|e| e.segments.as_slice())
     }
 
     /// The rights of `who` (`None`: not signed in) at `path`.
@@ -190,6 +197,8 @@ impl Rules {
     /// The rights of `who` at every configured path strictly below `path`,
     /// intersected (all rights when none is configured below).
     pub fn rights_below(&self, who: Option<UserName>, path: &[String]) -> Rights {
+        let path = nfc_path(path);
+        let path = &path[..];
         self.entries
             .iter()
             .filter(|e| e.segments.len() > path.len() && e.segments.starts_with(path))
@@ -218,22 +227,55 @@ impl Rules {
     }
 }
 
+/// `s` in Unicode NFC (borrowed when it already is, as ASCII always is).
+fn nfc(s: &str) -> std::borrow::Cow<'_, str> {
+    use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
+    if s.is_ascii() || is_nfc_quick(s.chars()) == IsNormalized::Yes {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(s.nfc().collect())
+}
+
+/// A request's segments in NFC, as the entries are kept (borrowed, with no
+/// work beyond an ASCII check, for the usual names).
+fn nfc_path(path: &[String]) -> std::borrow::Cow<'_, [String]> {
+    if path
+        .iter()
+        .all(|s| matches!(nfc(s), std::borrow::Cow::Borrowed(_)))
+    {
+        return std::borrow::Cow::Borrowed(path);
+    }
+    std::borrow::Cow::Owned(path.iter().map(|s| nfc(s).into_owned()).collect())
+}
+
 fn join(segments: &[String]) -> String {
     format!("/{}", segments.join("/"))
 }
 
-/// `"/team/docs/"` → `["team", "docs"]`.
+/// `"/team/docs/"` → `["team", "docs"]`; `"/My%20Docs"` (as the URL shows
+/// it) → `["My Docs"]`, in NFC: an entry must govern the folder it names
+/// however the admin spelled it, never fail open to the parent's rights.
 fn path_segments(p: &str) -> Result<Vec<String>, String> {
     if !p.starts_with('/') {
         return Err(format!(
             "the path {p:?} must start with / (paths are as in the URL: \"/\" is the served folder)"
         ));
     }
-    let segments: Vec<String> = p
-        .split('/')
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect();
+    let mut segments = Vec::new();
+    for raw in p.split('/').filter(|s| !s.is_empty()) {
+        let decoded = match crate::path::percent_decode(raw).map(String::from_utf8) {
+            Ok(Ok(d)) => d,
+            // A `%` that starts no escape is a `%` in the name.
+            _ => raw.to_string(),
+        };
+        if decoded.contains('/') || decoded.contains('\0') {
+            return Err(format!(
+                "the path {p:?} has an escaped / or NUL in a folder name: write each folder \
+                 between slashes"
+            ));
+        }
+        segments.push(nfc(&decoded).into_owned());
+    }
     if segments
         .iter()
         .any(|s| s == "." || s == ".." || s.contains('\\'))
@@ -296,6 +338,32 @@ mod tests {
 
     fn file(body: &str) -> String {
         format!("[users]\nalice = \"{HASH}\"\nbob = \"{HASH}\"\n{body}")
+    }
+
+    #[test]
+    fn entries_govern_the_folder_however_it_is_spelled() {
+        // As the URL shows it, in NFD as a Mac writes it, or in NFC.
+        let text = file(
+            "[paths.\"/\"]\n\"*\" = \"r\"\n[paths.\"/My%20Docs\"]\nalice = \"rwd\"\n\
+             [paths.\"/Cafe\u{301}\"]\nbob = \"rwd\"\n",
+        );
+        let rules = Rules::parse(&text).unwrap();
+        let (alice, bob) = (rules.user("alice").unwrap().0, rules.user("bob").unwrap().0);
+        let seg = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            rules.rights(None, &seg(&["My Docs", "a.txt"])),
+            Rights::NONE
+        );
+        assert_eq!(rules.rights(Some(alice), &seg(&["My Docs"])), Rights::ALL);
+        assert_eq!(rules.rights(None, &seg(&["Caf\u{e9}", "x"])), Rights::NONE);
+        assert_eq!(rules.rights(Some(bob), &seg(&["Caf\u{e9}"])), Rights::ALL);
+        assert_eq!(rules.rights(Some(bob), &seg(&["Cafe\u{301}"])), Rights::ALL);
+        assert_eq!(rules.rights_below(None, &[]), Rights::NONE);
+        // A % that starts no escape is a % in the name; an escaped / is refused.
+        let rules = Rules::parse(&file("[paths.\"/50%\"]\nalice = \"r\"\n")).unwrap();
+        assert_eq!(rules.entry_paths().next().unwrap(), &seg(&["50%"])[..]);
+        let e = Rules::parse(&file("[paths.\"/a%2Fb\"]\nalice = \"r\"\n")).unwrap_err();
+        assert!(e.reason.contains("escaped /"), "{e}");
     }
 
     fn segs(p: &str) -> Vec<String> {
