@@ -166,7 +166,10 @@ pub(crate) async fn admit_with(
             return Ok(None);
         }
     }
-    if action != Action::Read {
+    // A COPY is admitted as a read of its source, but it writes: its
+    // origin is checked as any write's.
+    let writes = action != Action::Read || ex.method() == "COPY";
+    if writes {
         refuse_cross_origin(
             ex,
             "cross-origin write refused: a page on another site may not change files here",
@@ -212,10 +215,7 @@ pub(crate) async fn admit_with(
     // must show where it comes from (browsers send `Origin` or
     // `Sec-Fetch-Site` on every write; a match was checked above).
     let by_cookie = authorization.is_none() && matches!(who, Principal::User(_));
-    if by_cookie
-        && action != Action::Read
-        && ex.header("origin").is_none()
-        && ex.header("sec-fetch-site").is_none()
+    if by_cookie && writes && ex.header("origin").is_none() && ex.header("sec-fetch-site").is_none()
     {
         close_if_body(ex);
         return Err(Error::status(

@@ -653,3 +653,19 @@ fn webdav_follows_the_policy_and_token() {
     );
     assert!(s.root.join("g").is_file());
 }
+
+#[test]
+fn a_copy_keeps_the_upload_size_limit() {
+    let s = TestServer::with(ServiceConfig {
+        max_body: Some(10),
+        ..ServiceConfig::default()
+    });
+    std::fs::write(s.root.join("big.bin"), [7u8; 11]).unwrap();
+    std::fs::write(s.root.join("small.bin"), [7u8; 10]).unwrap();
+    let r = s.req("COPY", "/big.bin", &[("Destination", "/big2.bin")], b"");
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert!(r.text().contains("--max-body"), "{}", r.text());
+    assert!(!s.root.join("big2.bin").exists());
+    let r = s.req("COPY", "/small.bin", &[("Destination", "/small2.bin")], b"");
+    assert_eq!(r.status, 201, "{}", r.text());
+}

@@ -132,7 +132,13 @@ fn cookie_writes_from_another_origin_are_refused() {
         assert_eq!(r.status, 403, "{extra:?}: {}", r.text());
         let r = s.req("MKCOL", "/team/csrf-dir/", &h, b"");
         assert_eq!(r.status, 403, "{extra:?}: {}", r.text());
+        // A COPY reads its source but writes its destination: a write.
+        let mut copy = h.clone();
+        copy.push(("Destination", "/team/csrf-copy.txt"));
+        let r = s.req("COPY", "/team/t.txt", &copy, b"");
+        assert_eq!(r.status, 403, "{extra:?}: {}", r.text());
     }
+    assert!(!s.root.join("team/csrf-copy.txt").exists());
     assert!(!s.root.join("team/csrf.txt").exists());
     assert!(!s.root.join("team/csrf-dir").exists());
     // With Sec-Fetch-Site: same-origin alone it goes through.

@@ -446,6 +446,17 @@ impl<S: Storage> Dav<'_, S> {
     async fn copy_file(&self, from: &RelPath, to: &RelPath) -> Result<(), Error> {
         let mut obj = self.storage.open(from).await?;
         let size = obj.meta().size;
+        // A copy writes as an upload does: the same size limit and room.
+        if let Some(max) = self.cfg.max_body.filter(|&max| size > max) {
+            return Err(Error::status(
+                413,
+                format!(
+                    "{from} is {size} bytes, more than the limit of {max} for one file \
+                     (serve --max-body); it was not copied"
+                ),
+            ));
+        }
+        crate::respond::ensure_room(self.storage, Some(size)).await?;
         let mut up = self.storage.create(to).await.map_err(|e| e.on_write(to))?;
         let mut buf = vec![0u8; (size as usize).clamp(1, COPY_CHUNK)];
         let mut pos = 0u64;
