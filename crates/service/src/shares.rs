@@ -104,14 +104,23 @@ impl Handler for ShareRoutes {
                 "sign in to share: a user (HTTP Basic, --user) or the --token",
             ));
         };
-        // The token holder sees and revokes every link; a user their own.
-        let only = (who != Principal::TokenHolder).then_some(by.as_str());
+        // The token holder sees and revokes every link; a user their own,
+        // and any link to where they hold `d` (they could delete what it
+        // shares anyway): so the owner of a folder finds and ends the links
+        // into it, a removed user's included, without the token.
+        let policy = &self.policy;
+        let manages = |l: &Live| {
+            who == Principal::TokenHolder
+                || l.by == by
+                || parse_request_path(&l.grant.path)
+                    .is_ok_and(|p| policy.rights(who, &p).may_delete())
+        };
         match ex.method() {
             "POST" => self.mint(ex, &key, needs, upload, &by).await,
             "GET" => {
                 let list: Vec<serde_json::Value> = self
                     .shares
-                    .list(&key, only, now())
+                    .list_where(&key, manages, now())
                     .iter()
                     .map(|l| json_of(l, &self.shares.sign(&l.grant)))
                     .collect();
@@ -121,7 +130,7 @@ impl Handler for ShareRoutes {
                 let token = query_value(ex.query(), "link").unwrap_or("");
                 let id = self.shares.id_of(token);
                 match id {
-                    Some(id) if self.shares.revoke(id, only) => {
+                    Some(id) if self.shares.revoke_if(id, manages) => {
                         tracing::info!(target: "wirespeed::share", id = %format!("{id:016x}"), by = %by, "share link revoked");
                         ex.send(Response::new(204), b"").await
                     }

@@ -870,3 +870,41 @@ fn the_shares_api_shares_only_what_one_holds() {
     assert_eq!(s.get(&format!("/alice/a.txt?share={token}")).status, 404);
     assert_eq!(revoke(&as_(&alice)), 404, "once");
 }
+
+/// The owner of a folder (`d` there) finds and ends the links into it that
+/// others minted, without the token; someone with less sees none of them.
+#[test]
+fn the_owner_of_a_folder_lists_and_revokes_links_into_it() {
+    let s = server();
+    std::fs::create_dir_all(s.root.join("team")).unwrap();
+    std::fs::write(s.root.join("team/t.txt"), b"team's").unwrap();
+    let (alice, bob) = (basic("alice", "alice-pw"), basic("bob", "bob-pw"));
+    let r = s.req(
+        "POST",
+        "/-/shares/team/t.txt",
+        &[("Authorization", &bob), SAME_ORIGIN],
+        b"",
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let minted: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    let link = minted["share"].as_str().unwrap().to_string();
+    assert_eq!(s.get(&format!("/team/t.txt?share={link}")).status, 200);
+    // bob (rw, no d) sees his own link only; alice (d on /team) sees it too.
+    let listed = |who: &str| {
+        let r = s.req("GET", "/-/shares/team/", &[("Authorization", who)], b"");
+        assert_eq!(r.status, 200, "{}", r.text());
+        serde_json::from_slice::<Vec<serde_json::Value>>(&r.body).unwrap()
+    };
+    assert_eq!(listed(&alice).len(), 1);
+    assert_eq!(listed(&alice)[0]["by"], "bob");
+    let revoke = format!("/-/shares/team/?link={link}");
+    let r = s.req(
+        "DELETE",
+        &revoke,
+        &[("Authorization", &alice), SAME_ORIGIN],
+        b"",
+    );
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(s.get(&format!("/team/t.txt?share={link}")).status, 404);
+    assert!(listed(&bob).is_empty());
+}

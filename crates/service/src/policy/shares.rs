@@ -214,12 +214,17 @@ impl Shares {
 
     /// The live links under `path` minted by `by` (every minter's: `None`).
     pub fn list(&self, under: &RelPath, by: Option<&str>, now: u64) -> Vec<Live> {
+        self.list_where(under, |l| by.is_none_or(|b| l.by == b), now)
+    }
+
+    /// The live links under `path` that `keep` keeps.
+    pub fn list_where(&self, under: &RelPath, keep: impl Fn(&Live) -> bool, now: u64) -> Vec<Live> {
         let mut out: Vec<Live> = self
             .live
             .rows()
             .values()
             .filter(|l| !l.revoked && l.grant.expires > now && !l.by.is_empty())
-            .filter(|l| by.is_none_or(|b| l.by == b))
+            .filter(|l| keep(l))
             .filter(|l| {
                 crate::path::parse_request_path(&l.grant.path)
                     .is_ok_and(|p| p.segments().starts_with(under.segments()))
@@ -237,10 +242,15 @@ impl Shares {
 
     /// Revoke link `id` if `by` minted it (any: `None`); whether it was.
     pub fn revoke(&self, id: u64, by: Option<&str>) -> bool {
+        self.revoke_if(id, |l| by.is_none_or(|b| l.by == b))
+    }
+
+    /// Revoke link `id` if `may` allows it; whether it was.
+    pub fn revoke_if(&self, id: u64, may: impl Fn(&Live) -> bool) -> bool {
         let expires = {
             let mut live = self.live.rows();
             match live.get_mut(&id) {
-                Some(l) if !l.revoked && by.is_none_or(|b| l.by == b) => {
+                Some(l) if !l.revoked && may(l) => {
                     l.revoked = true;
                     Some(l.grant.expires)
                 }
