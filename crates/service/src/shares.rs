@@ -116,6 +116,11 @@ impl Handler for ShareRoutes {
                     .is_ok_and(|p| policy.rights(who, &p).may_delete())
         };
         match ex.method() {
+            "POST" if !self.policy.may_share(who, needs, &key) => Err(Error::status(
+                403,
+                "sharing here needs the s right (or d) in the rules file (serve --auth): \
+                 reading a folder does not make one its publisher",
+            )),
             "POST" => self.mint(ex, &key, needs, upload, &by).await,
             "GET" => {
                 let list: Vec<serde_json::Value> = self

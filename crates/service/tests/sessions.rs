@@ -23,7 +23,7 @@ const RULES: &str = r#"
 alice = "rwd"
 [paths."/team"]
 alice = "rwd"
-bob   = "rw"
+bob   = "rws"
 "#;
 
 const KEY: [u8; 32] = [11; 32];
@@ -377,14 +377,19 @@ fn a_session_shares_from_the_page_and_never_for_another_origin() {
     let (_, cookie) = sign_in(&s, "bob", "bob-pw");
     let cookie = cookie.unwrap();
     let c = ("Cookie", cookie.as_str());
-    // The page offers "Share link…" to a signed-in user only.
-    let page = |h: &[(&str, &str)]| {
+    // The page offers "Share link…" to a signed-in user who may share
+    // there (`s` on /team), not where they only read (the root).
+    let page = |at: &str, h: &[(&str, &str)]| {
         let mut h = h.to_vec();
         h.push(("Accept", "text/html"));
-        s.req("GET", "/", &h, b"").text()
+        s.req("GET", at, &h, b"").text()
     };
-    assert!(page(&[c]).contains("data-share=\"1\""));
-    assert!(!page(&[]).contains("data-share"));
+    assert!(page("/team/", &[c]).contains("data-share=\"1\""));
+    assert!(!page("/", &[c]).contains("data-share=\"1\""));
+    assert!(!page("/team/", &[]).contains("data-share"));
+    let r = s.req("POST", "/-/shares/pub.txt", &[c, SAME], b"");
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert!(r.text().contains("s right"), "{}", r.text());
     let r = s.req(
         "POST",
         "/-/shares/team/t.txt?expires=86400",

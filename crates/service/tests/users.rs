@@ -28,7 +28,9 @@ alice = "rwd"
 "*" = "w"
 [paths."/team"]
 alice = "rwd"
-bob   = "rw"
+bob   = "rws"
+[paths."/bobs"]
+bob   = "rws"
 "#;
 
 const TOKEN: &str = "tok-3141";
@@ -817,7 +819,11 @@ fn the_shares_api_shares_only_what_one_holds() {
     let post = |path: &str, who: &[(&str, &str)]| s.req("POST", path, who, b"");
     assert_eq!(post("/-/shares/alice/a.txt", &[]).status, 401);
     assert_eq!(post("/-/shares/alice/a.txt", &as_(&bob)).status, 403);
-    assert_eq!(post("/-/shares/drop/?upload", &as_(&bob)).status, 201);
+    // Writing into the public drop box does not make bob its publisher:
+    // sharing is a right of its own (`s`, which bob holds in /bobs).
+    let r = post("/-/shares/drop/?upload", &as_(&bob));
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(post("/-/shares/bobs/?upload", &as_(&bob)).status, 201);
     assert_eq!(
         post("/-/shares/drop/", &as_(&bob)).status,
         403,

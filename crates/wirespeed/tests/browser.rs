@@ -204,13 +204,13 @@ fn run_script(mut cmd: Command) -> std::process::ExitStatus {
     }
 }
 
-/// The rules of the sign-in run: bob adds to /team, alice also deletes.
+/// The rules of the sign-in run: bob adds to /team and shares it, alice also deletes.
 fn signin_rules(dir: &Path) -> PathBuf {
     use wirespeed_service::policy::password::hash;
     let file = dir.join("users.toml");
     let text = format!(
         "[users]\nalice = \"{}\"\nbob = \"{}\"\n\
-         [paths.\"/\"]\n\"*\" = \"r\"\n[paths.\"/team\"]\nalice = \"rwd\"\nbob = \"rw\"\n",
+         [paths.\"/\"]\n\"*\" = \"r\"\n[paths.\"/team\"]\nalice = \"rwd\"\nbob = \"rws\"\n",
         hash(b"alice-pw").unwrap(),
         hash(b"bob-pw").unwrap()
     );

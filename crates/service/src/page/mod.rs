@@ -6,7 +6,7 @@ pub mod listing;
 pub mod not_found;
 
 use crate::path::RelPath;
-use crate::policy::{Policy, Principal, UserName};
+use crate::policy::{Policy, Principal, Rights, UserName};
 
 /// The actions the folder page shows: only what the server would take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,8 +75,7 @@ pub fn page_rights(policy: &Policy, who: Principal, path: &RelPath) -> PageRight
         who => who,
     };
     let r = policy.rights(who, path);
-    let share =
-        policy.shares().is_some() && matches!(who, Principal::User(_) | Principal::TokenHolder);
+    let share = policy.shares().is_some() && policy.may_share(who, Rights::READ, path);
     PageRights {
         read: true,
         write: r.may_write(),

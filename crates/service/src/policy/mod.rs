@@ -49,7 +49,11 @@ impl Rights {
     pub const WRITE: Rights = Rights(2);
     /// Delete, and replace existing names.
     pub const DELETE: Rights = Rights(4);
+    /// `r`, `w` and `d`: everything a path's content can be asked for.
     pub const ALL: Rights = Rights(7);
+    /// Mint share links (`s`, in the rules file only): a reader who may
+    /// publish what they read. `d` implies it (an owner shares their own).
+    pub const SHARE: Rights = Rights(8);
 
     /// Whether every right of `other` is in `self`.
     pub fn contains(self, other: Rights) -> bool {
@@ -80,6 +84,7 @@ impl Rights {
             (Rights::READ, 'r'),
             (Rights::WRITE, 'w'),
             (Rights::DELETE, 'd'),
+            (Rights::SHARE, 's'),
         ]
         .iter()
         .filter(|(r, _)| self.contains(*r))

@@ -295,10 +295,12 @@ pub fn parse_letters(s: &str) -> Result<Rights, String> {
             'r' => Rights::READ,
             'w' => Rights::WRITE,
             'd' => Rights::DELETE,
+            's' => Rights::SHARE,
             other => {
                 return Err(format!(
-                    "unknown right {other:?} in {s:?}: rights are r (read), w (write new names) \
-                     and d (delete and replace)"
+                    "unknown right {other:?} in {s:?}: rights are r (read), w (write new names), \
+                     d (delete and replace) and s (share links to what one reads or writes; \
+                     d includes it)"
                 ))
             }
         });

@@ -54,6 +54,25 @@ impl Policy {
         here.intersect(below)
     }
 
+    /// Whether `who` may mint a link granting `grant` at `path`: it must
+    /// hold those rights there, and publishing them is a right of its own
+    /// in the rules file (`s`, or `d`: an owner shares their own). A
+    /// `--token` holder shares anything; nobody else mints.
+    pub fn may_share(&self, who: Principal, grant: Rights, path: &RelPath) -> bool {
+        let holds = self.rights(who, path).contains(grant);
+        match who {
+            Principal::TokenHolder => holds,
+            Principal::User(name) => {
+                let letters = self
+                    .users
+                    .as_ref()
+                    .map_or(Rights::NONE, |u| u.rules().rights(Some(name), path.segments()));
+                holds && (letters.contains(Rights::SHARE) || letters.may_delete())
+            }
+            Principal::Anyone | Principal::Link(_) => false,
+        }
+    }
+
     /// Whether `who` holds the same rights at every path (no rules file,
     /// not a link): then where a symlink leads cannot change a decision
     /// but for hidden names.
