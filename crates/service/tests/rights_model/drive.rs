@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use base64::Engine as _;
 use wirespeed_service::policy::shares::DEFAULT_MAX_EXPIRY;
 use wirespeed_service::policy::{password, Shares};
-use wirespeed_service::{Access, ServiceConfig, Users};
+use wirespeed_service::{Access, S3Config, S3Storage, ServiceConfig, Users};
 
 use super::model::{Node, Tree};
 use crate::common::{Resp, TestServer};
@@ -53,6 +53,9 @@ pub struct Site {
     pub users: Arc<Users>,
     pub shares: Arc<Shares>,
     pub rules_file: PathBuf,
+    /// The bucket when the storage is S3 (each restart takes a new prefix).
+    s3: Option<S3Config>,
+    restarts: u32,
     _dir: tempfile::TempDir,
 }
 
@@ -65,9 +68,28 @@ fn config(users: &Arc<Users>, shares: &Arc<Shares>) -> ServiceConfig {
     }
 }
 
+/// The server over a temporary folder, or over `s3`'s bucket below a
+/// prefix of its own (`n`).
+fn serve(users: &Arc<Users>, shares: &Arc<Shares>, s3: Option<&S3Config>, n: u32) -> TestServer {
+    let cfg = config(users, shares);
+    match s3 {
+        None => TestServer::with(cfg),
+        Some(s3) => {
+            let mut c = s3.clone();
+            c.prefix = format!("{}-{n}", s3.prefix);
+            TestServer::on_storage(S3Storage::new(&c).unwrap(), cfg)
+        }
+    }
+}
+
 impl Site {
     /// A server over an empty root with the rules file `text`.
     pub fn start(text: &str) -> Site {
+        Site::start_on(text, None)
+    }
+
+    /// [`Site::start`] over `s3`'s bucket when given.
+    pub fn start_on(text: &str, s3: Option<S3Config>) -> Site {
         let dir = wirespeed_testkit::fs::tempdir();
         let rules_file = dir.path().join("users.toml");
         std::fs::write(&rules_file, text).unwrap();
@@ -75,19 +97,120 @@ impl Site {
             Users::load(&rules_file).unwrap_or_else(|e| panic!("rules refused: {e}\n{text}")),
         );
         let shares = Arc::new(Shares::new(KEY, DEFAULT_MAX_EXPIRY, None));
-        let server = TestServer::with(config(&users, &shares));
+        let server = serve(&users, &shares, s3.as_ref(), 0);
         Site {
             server,
             users,
             shares,
             rules_file,
+            s3,
+            restarts: 0,
             _dir: dir,
         }
     }
 
-    /// A new server (fresh locks) with the same rules, links and table.
+    /// A new server (fresh locks; on S3 a new prefix, since locks are
+    /// kept in the bucket) with the same rules, links and table.
     pub fn restart(&mut self) {
-        self.server = TestServer::with(config(&self.users, &self.shares));
+        self.restarts += 1;
+        self.server = serve(&self.users, &self.shares, self.s3.as_ref(), self.restarts);
+    }
+
+    pub fn on_s3(&self) -> bool {
+        self.s3.is_some()
+    }
+
+    /// Empty the storage, then make `tree` there: on the folder directly,
+    /// on S3 through the server as the token holder.
+    pub fn reset(&self, tree: &Tree) {
+        if !self.on_s3() {
+            return reset(self.root(), tree);
+        }
+        for (name, dir) in self.list_as_token("/") {
+            let p = if dir {
+                format!("/{name}/")
+            } else {
+                format!("/{name}")
+            };
+            let r = self.send(&As::Token, "DELETE", &p, &[], b"");
+            assert!(
+                r.status == 204 || r.status == 404,
+                "reset: DELETE {p}: {} {}",
+                r.status,
+                r.text()
+            );
+        }
+        for (k, n) in tree {
+            let r = match n {
+                Node::Dir => self.send(&As::Token, "MKCOL", &format!("/{k}/"), &[], b""),
+                Node::File(c) => self.send(&As::Token, "PUT", &format!("/{k}"), &[], c.as_bytes()),
+                Node::Link(_) => panic!("no symlinks on S3"),
+            };
+            assert!(
+                (200..300).contains(&r.status),
+                "reset: {k}: {} {}",
+                r.status,
+                r.text()
+            );
+        }
+    }
+
+    /// What is stored: the folder walked directly, or S3 listed and read
+    /// through the server as the token holder.
+    pub fn walk(&self) -> Tree {
+        if !self.on_s3() {
+            return walk(self.root());
+        }
+        let mut out = Tree::new();
+        let mut stack = vec![String::new()];
+        while let Some(k) = stack.pop() {
+            let folder = if k.is_empty() {
+                "/".to_string()
+            } else {
+                format!("/{k}/")
+            };
+            for (name, dir) in self.list_as_token(&folder) {
+                let key = if k.is_empty() {
+                    name
+                } else {
+                    format!("{k}/{name}")
+                };
+                if dir {
+                    out.insert(key.clone(), Node::Dir);
+                    stack.push(key);
+                } else {
+                    let r = self.send(&As::Token, "GET", &format!("/{key}"), &[], b"");
+                    assert_eq!(r.status, 200, "walk: GET /{key}: {}", r.text());
+                    out.insert(key, Node::File(r.text()));
+                }
+            }
+        }
+        out
+    }
+
+    /// `(name, is a folder)` of a folder's listing, as the token holder.
+    fn list_as_token(&self, folder: &str) -> Vec<(String, bool)> {
+        let r = self.send(
+            &As::Token,
+            "GET",
+            folder,
+            &[("Accept", "application/json")],
+            b"",
+        );
+        assert_eq!(r.status, 200, "listing {folder}: {}", r.text());
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let name = e["name"]
+                    .as_str()
+                    .unwrap()
+                    .trim_end_matches('/')
+                    .to_string();
+                (name, e["type"] == "dir")
+            })
+            .collect()
     }
 
     /// Rewrite the rules file and reload it, as `kill -HUP` does.

@@ -109,6 +109,24 @@ pub fn catalogue() -> Vec<Op> {
     ops
 }
 
+impl Op {
+    /// The paths the request names.
+    pub fn paths(&self) -> Vec<&'static str> {
+        match self {
+            Op::Move(a, b) | Op::Copy(a, b) => vec![a, b],
+            Op::GetFile(p)
+            | Op::List(p)
+            | Op::Propfind(p)
+            | Op::Archive(p)
+            | Op::PutNew(p)
+            | Op::PutOver(p)
+            | Op::Delete(p)
+            | Op::Lock(p, _)
+            | Op::Proppatch(p) => vec![p],
+        }
+    }
+}
+
 /// `/a/b/` → `/a/b`; the root stays `/`.
 pub fn trim(p: &str) -> String {
     match p.strip_suffix('/') {
@@ -308,16 +326,16 @@ pub fn expect(j: &Judge, tree: &Tree, op: &Op) -> Expected {
             } else {
                 vec![key(&real)]
             };
-            let mut checks: Vec<_> = members
+            let checks: Vec<_> = members
                 .iter()
                 .map(|k| with(j.name(&format!("{f}{}", &k[key(&real).len()..])), D))
                 .collect();
-            Expected::new(lenient_write(j, &f, &mut checks), same)
+            Expected::new(lenient_write(j, &f, &checks), same)
         }
         Op::Proppatch(p) => {
             let f = trim(p);
-            let mut checks = vec![with(j.name(&f), D)];
-            Expected::new(lenient_write(j, &f, &mut checks), same)
+            let checks = vec![with(j.name(&f), D)];
+            Expected::new(lenient_write(j, &f, &checks), same)
         }
     }
 }
@@ -325,7 +343,7 @@ pub fn expect(j: &Judge, tree: &Tree, op: &Op) -> Expected {
 /// LOCK and PROPPATCH of an existing name need `d` (the name's owner's
 /// right); whether `w` is needed too is the server's choice: without it
 /// either answer passes.
-fn lenient_write(j: &Judge, f: &str, checks: &mut Vec<(u8, bool, u8)>) -> Exp {
+fn lenient_write(j: &Judge, f: &str, checks: &[(u8, bool, u8)]) -> Exp {
     match judge(checks) {
         Exp::Yes if j.name(f).0 & W == 0 => Exp::Either,
         e => e,

@@ -8,7 +8,7 @@ use super::ops::{self, Expected, Op};
 /// Send `op` as `who` on a freshly made `initial` tree; the differences
 /// from `exp` (empty: the server did what the model allows).
 pub fn run(site: &mut Site, who: &As, op: &Op, exp: &Expected, initial: &Tree) -> Vec<String> {
-    drive::reset(site.root(), initial);
+    site.reset(initial);
     let send = |m: &str, p: &str, h: &[(&str, &str)], b: &[u8]| site.send(who, m, p, h, b);
     let r = match op {
         Op::GetFile(p) => send("GET", p, &[], b""),
@@ -48,7 +48,7 @@ pub fn run(site: &mut Site, who: &As, op: &Op, exp: &Expected, initial: &Tree) -
         (Exp::No, true) => problems.push(format!("expected a refusal, got {got}")),
         _ => {}
     }
-    let disk = drive::walk(site.root());
+    let disk = site.walk();
     let want = if ok { &exp.after } else { initial };
     if disk != *want {
         let what = if ok {
