@@ -58,14 +58,23 @@ fn principals(
         out.push((Who::User(u), As::User(u.into()), format!("user {u}")));
     }
     for _ in 0..2 {
-        let minter = USERS[rng.below(2)];
+        // One link in five is the token holder's.
+        let minter = [USERS[0], USERS[1], USERS[0], USERS[1], model::TOKEN_MINTER][rng.below(5)];
+        let asker = if minter == model::TOKEN_MINTER {
+            As::Token
+        } else {
+            As::User(minter.into())
+        };
         let (path, rights) = match rng.below(3) {
             0 => (LINK_FOLDERS[rng.below(5)], R),
             1 => (LINK_FOLDERS[rng.below(5)], W),
             _ => (LINK_FILES[rng.below(4)], R),
         };
-        let (r, token) = site.mint(minter, path, rights == W);
-        let held = Who::User(minter).rights(rules, &ops::trim(path));
+        let (r, token) = site.mint_as(&asker, path, rights == W);
+        let held = match asker {
+            As::Token => Who::Token.rights(rules, path),
+            _ => Who::User(minter).rights(rules, &ops::trim(path)),
+        };
         let may = held & rights == rights;
         if may != token.is_some() {
             failures.push(format!(
@@ -130,7 +139,7 @@ fn run_cases(s3: Option<S3Config>, seed: u64, cases: u64, per: usize) -> (Vec<St
             .collect();
         let mut rules = first.clone();
         let mut change = "";
-        if let Some(l) = links.first() {
+        if let Some(l) = links.iter().find(|l| l.minter != model::TOKEN_MINTER) {
             match rng.below(3) {
                 1 => {
                     rules = first.lowered(&mut rng, l.minter, false);
@@ -166,8 +175,9 @@ fn run_cases(s3: Option<S3Config>, seed: u64, cases: u64, per: usize) -> (Vec<St
                 let problems = run::run(&mut site, a, op, &exp, &tree);
                 if !problems.is_empty() {
                     case_failures.push(format!(
-                        "  as {name}: {op:?} (model: {:?})\n    {}",
+                        "  as {name}: {op:?} (model: {:?}; {})\n    {}",
                         exp.class,
+                        ops::explain(&judge, op),
                         problems.join("\n    ")
                     ));
                 }
@@ -178,7 +188,7 @@ fn run_cases(s3: Option<S3Config>, seed: u64, cases: u64, per: usize) -> (Vec<St
                 String::new()
             } else {
                 format!(
-                    "\nthen the first link's minter {change}, reloaded:\n{}",
+                    "\nthen the first user-minted link's minter {change}, reloaded:\n{}",
                     rules.show()
                 )
             };

@@ -253,14 +253,13 @@ impl Site {
     /// Mint a link for `path` as `user` (`upload`: a drop-box link); the
     /// answer, and the `share=` value when minted.
     pub fn mint(&self, user: &str, path: &str, upload: bool) -> (Resp, Option<String>) {
+        self.mint_as(&As::User(user.into()), path, upload)
+    }
+
+    /// [`Site::mint`] as any principal.
+    pub fn mint_as(&self, who: &As, path: &str, upload: bool) -> (Resp, Option<String>) {
         let q = if upload { "?upload" } else { "" };
-        let r = self.send(
-            &As::User(user.into()),
-            "POST",
-            &format!("/-/shares{path}{q}"),
-            &[],
-            b"",
-        );
+        let r = self.send(who, "POST", &format!("/-/shares{path}{q}"), &[], b"");
         let token = (r.status == 201).then(|| {
             let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
             v["share"].as_str().unwrap().to_string()

@@ -215,7 +215,10 @@ pub fn target(path: &str) -> String {
     p
 }
 
-/// A share link: minted by a user for a folder (`r` or an upload link,
+/// The minter of a link the `--token` holder minted.
+pub const TOKEN_MINTER: &str = "--token";
+
+/// A share link: minted by a user (or the token holder) for a folder (`r` or an upload link,
 /// `w`) or a file (`r`).
 #[derive(Clone, Debug)]
 pub struct Link {
@@ -250,6 +253,8 @@ impl Who {
             Who::Anyone => rules.rights(None, path),
             Who::User(u) => rules.rights(Some(u), path),
             Who::Token => R | W | D,
+            // A link the token holder minted keeps the server-wide rights.
+            Who::Link(l) if l.covers(path) && l.minter == TOKEN_MINTER => l.rights,
             Who::Link(l) if l.covers(path) => l.rights & rules.rights(Some(l.minter), path),
             Who::Link(_) => 0,
         }

@@ -127,6 +127,26 @@ impl Op {
     }
 }
 
+/// The principal's letters at each path the request names, and where a
+/// symlink takes it: the first thing to read in a failure.
+pub fn explain(j: &Judge, op: &Op) -> String {
+    let mut out = Vec::new();
+    for p in op.paths() {
+        let p = trim(p);
+        let mut s = format!(
+            "holds {:?} at {p}",
+            model::letters(j.who.rights(j.rules, &p))
+        );
+        let there = model::target(&p);
+        if there != p {
+            let r = model::letters(j.who.rights(j.rules, &there));
+            s.push_str(&format!(" (a symlink: {r:?} at {there})"));
+        }
+        out.push(s);
+    }
+    out.join(", ")
+}
+
 /// `/a/b/` → `/a/b`; the root stays `/`.
 pub fn trim(p: &str) -> String {
     match p.strip_suffix('/') {
