@@ -30,7 +30,7 @@ mod run;
 use drive::{As, Site};
 use model::{Judge, Link, Rules, Who, R, USERS, W};
 use wirespeed_service::S3Config;
-use wirespeed_testkit::minio::{Minio, PASSWORD, USER};
+use wirespeed_testkit::minio::Minio;
 use wirespeed_testkit::Rng;
 
 fn env_or(name: &str, default: u64) -> u64 {
@@ -235,10 +235,7 @@ fn the_model_holds_on_s3_too() {
         return;
     };
     m.create_bucket("rights");
-    let mut cfg = S3Config::from_url("s3://rights/model").unwrap();
-    cfg.endpoint = Some(m.endpoint());
-    cfg.region = Some("us-east-1".into());
-    cfg.credentials = Some((USER.into(), PASSWORD.into()));
+    let cfg = drive::s3_config(&m, "rights", "model");
     let cases = env_or("RIGHTS_MODEL_S3_CASES", 2);
     let per = env_or("RIGHTS_MODEL_S3_OPS", 6) as usize;
     let (failures, tally) = run_cases(Some(cfg), seed(), cases, per);

@@ -188,6 +188,36 @@ impl Site {
         out
     }
 
+    /// Store `body` at `rel` (folders made as needed): on the folder
+    /// directly, on S3 as the token holder.
+    pub fn put_file(&self, rel: &str, body: &str) {
+        if !self.on_s3() {
+            let p = self.root().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            return std::fs::write(p, body).unwrap();
+        }
+        let r = self.send(&As::Token, "PUT", &format!("/{rel}"), &[], body.as_bytes());
+        assert!((200..300).contains(&r.status), "PUT /{rel}: {}", r.text());
+    }
+
+    /// An empty folder at `rel`.
+    pub fn mkdir(&self, rel: &str) {
+        if !self.on_s3() {
+            return std::fs::create_dir_all(self.root().join(rel)).unwrap();
+        }
+        let r = self.send(&As::Token, "MKCOL", &format!("/{rel}/"), &[], b"");
+        assert_eq!(r.status, 201, "MKCOL /{rel}/: {}", r.text());
+    }
+
+    /// The file at `rel`, if there is one.
+    pub fn read_file(&self, rel: &str) -> Option<String> {
+        if !self.on_s3() {
+            return std::fs::read_to_string(self.root().join(rel)).ok();
+        }
+        let r = self.send(&As::Token, "GET", &format!("/{rel}"), &[], b"");
+        (r.status == 200).then(|| r.text())
+    }
+
     /// `(name, is a folder)` of a folder's listing, as the token holder.
     fn list_as_token(&self, folder: &str) -> Vec<(String, bool)> {
         let r = self.send(
@@ -266,6 +296,16 @@ impl Site {
         });
         (r, token)
     }
+}
+
+/// A bucket's configuration for the S3 backend on `m` (keys below `prefix`).
+pub fn s3_config(m: &wirespeed_testkit::minio::Minio, bucket: &str, prefix: &str) -> S3Config {
+    use wirespeed_testkit::minio::{PASSWORD, USER};
+    let mut cfg = S3Config::from_url(&format!("s3://{bucket}/{prefix}")).unwrap();
+    cfg.endpoint = Some(m.endpoint());
+    cfg.region = Some("us-east-1".into());
+    cfg.credentials = Some((USER.into(), PASSWORD.into()));
+    cfg
 }
 
 /// Empty `root`, then make `tree` there.

@@ -45,11 +45,21 @@ impl Checks {
     }
 
     fn file(&mut self, site: &Site, rel: &str, want: Option<&str>) {
-        let got = std::fs::read_to_string(site.root().join(rel)).ok();
+        let got = site.read_file(rel);
         if got.as_deref() != want {
             self.0
                 .push(format!("on disk {rel}: {got:?}, expected {want:?}"));
         }
+    }
+
+    /// [`Checks::done`] for the same scenario on each backend.
+    fn all_done(runs: Vec<(&str, Checks)>) {
+        let mut all = Checks::default();
+        for (backend, c) in runs {
+            all.0
+                .extend(c.0.into_iter().map(|d| format!("[{backend}] {d}")));
+        }
+        all.done()
     }
 
     fn done(self) {
@@ -74,10 +84,20 @@ fn rules(users: &[&str], paths: &str) -> String {
 
 fn write(site: &Site, files: &[(&str, &str)]) {
     for (rel, body) in files {
-        let p = site.root().join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, body).unwrap();
+        site.put_file(rel, body);
     }
+}
+
+/// `scenario` on a server over a folder and, where MinIO is, over a bucket
+/// (skipped loudly without it outside CI, as the S3 tests are).
+fn on_both(text: &str, scenario: impl Fn(&Site) -> Checks) {
+    let mut runs = vec![("folder", scenario(&Site::start(text)))];
+    if let Some(m) = wirespeed_testkit::minio::Minio::start() {
+        m.create_bucket("regress");
+        let site = Site::start_on(text, Some(drive::s3_config(&m, "regress", "r")));
+        runs.push(("S3", scenario(&site)));
+    }
+    Checks::all_done(runs);
 }
 
 fn symlink(site: &Site, rel: &str, target: &str) {
@@ -286,77 +306,80 @@ alice = "rwd"
 [paths."/team/records"]
 alice = "r"
 "#;
-    let site = Site::start(&rules(&["alice", "bob"], paths));
-    write(
-        &site,
-        &[
-            ("home/h.txt", "home"),
-            ("home/bob/secret.txt", "bob's"),
-            ("team/t.txt", "team's"),
-            ("team/records/2025.txt", "kept"),
-        ],
-    );
-    std::fs::create_dir_all(site.root().join("alice")).unwrap();
-    let before = drive::walk(site.root());
-    let mut c = Checks::default();
-    let alice = user("alice");
-    let mv = |from: &str, to: &str| site.send(&alice, "MOVE", from, &[("Destination", to)], b"");
-    c.refused(
-        "alice MOVE /home/ to /alice/home/",
-        &mv("/home/", "/alice/home/"),
-    );
-    c.refused(
-        "alice MOVE /team/ to /alice/team/",
-        &mv("/team/", "/alice/team/"),
-    );
-    let after = drive::walk(site.root());
-    c.that(
-        &format!(
-            "refused moves changed the disk:\n{}",
-            drive::diff(&before, &after)
-        ),
-        after == before,
-    );
-    c.refused(
-        "alice reading bob's file after the move",
-        &site.send(&alice, "GET", "/alice/home/bob/secret.txt", &[], b""),
-    );
-    // A move back cannot follow: nothing was moved. A file she may delete
-    // still moves.
-    c.ok("alice MOVE /home/h.txt", &mv("/home/h.txt", "/alice/h.txt"));
-    c.file(&site, "alice/h.txt", Some("home"));
-    c.done();
+    on_both(&rules(&["alice", "bob"], paths), |site| {
+        write(
+            site,
+            &[
+                ("home/h.txt", "home"),
+                ("home/bob/secret.txt", "bob's"),
+                ("team/t.txt", "team's"),
+                ("team/records/2025.txt", "kept"),
+            ],
+        );
+        site.mkdir("alice");
+        let before = site.walk();
+        let mut c = Checks::default();
+        let alice = user("alice");
+        let mv =
+            |from: &str, to: &str| site.send(&alice, "MOVE", from, &[("Destination", to)], b"");
+        c.refused(
+            "alice MOVE /home/ to /alice/home/",
+            &mv("/home/", "/alice/home/"),
+        );
+        c.refused(
+            "alice MOVE /team/ to /alice/team/",
+            &mv("/team/", "/alice/team/"),
+        );
+        let after = site.walk();
+        c.that(
+            &format!(
+                "refused moves changed the disk:\n{}",
+                drive::diff(&before, &after)
+            ),
+            after == before,
+        );
+        c.refused(
+            "alice reading bob's file after the move",
+            &site.send(&alice, "GET", "/alice/home/bob/secret.txt", &[], b""),
+        );
+        // A move back cannot follow: nothing was moved. A file she may delete
+        // still moves.
+        c.ok("alice MOVE /home/h.txt", &mv("/home/h.txt", "/alice/h.txt"));
+        c.file(site, "alice/h.txt", Some("home"));
+        c
+    });
 }
 
 #[test]
 fn a_depth_infinity_lock_needs_delete_on_every_member() {
-    let site = Site::start(&rules(&["alice", "bob"], TEAM_RECORDS));
-    write(
-        &site,
-        &[("team/t.txt", "team's"), ("team/records/2025.txt", "kept")],
-    );
-    let mut c = Checks::default();
-    let alice = user("alice");
-    let h = [("Depth", "infinity"), ("Timeout", "Second-600")];
-    let r = site.send(&alice, "LOCK", "/team/", &h, drive::LOCKINFO);
-    c.refused(
-        "alice LOCK /team/ Depth: infinity (records/ is read-only to her)",
-        &r,
-    );
-    // Bob still writes where he could.
-    let r = site.send(&user("bob"), "PUT", "/team/records/2026.txt", &[], b"bob's");
-    c.ok("bob PUT /team/records/2026.txt after alice's LOCK", &r);
-    c.file(&site, "team/records/2026.txt", Some("bob's"));
-    // A lock on what she may delete is hers to take.
-    let r = site.send(
-        &alice,
-        "LOCK",
-        "/team/t.txt",
-        &[("Depth", "0")],
-        drive::LOCKINFO,
-    );
-    c.ok("alice LOCK /team/t.txt", &r);
-    c.done();
+    on_both(&rules(&["alice", "bob"], TEAM_RECORDS), |site| {
+        write(
+            site,
+            &[("team/t.txt", "team's"), ("team/records/2025.txt", "kept")],
+        );
+        let mut c = Checks::default();
+        let alice = user("alice");
+        let h = [("Depth", "infinity"), ("Timeout", "Second-600")];
+        let r = site.send(&alice, "LOCK", "/team/", &h, drive::LOCKINFO);
+        c.refused(
+            "alice LOCK /team/ Depth: infinity (records/ is read-only to her)",
+            &r,
+        );
+        // Bob still writes where he could.
+        let r = site.send(&user("bob"), "PUT", "/team/records/2026.txt", &[], b"bob's");
+        c.ok("bob PUT /team/records/2026.txt after alice's LOCK", &r);
+        c.file(site, "team/records/2026.txt", Some("bob's"));
+        // A lock on what she may delete is hers to take.
+        let r = site.send(
+            &alice,
+            "LOCK",
+            "/team/t.txt",
+            &[("Depth", "0")],
+            drive::LOCKINFO,
+        );
+        c.ok("alice LOCK /team/t.txt", &r);
+        c
+    });
 }
 
 #[test]
