@@ -1,0 +1,130 @@
+//! One operation against the real server, compared with the model: the
+//! answer's class, what a read showed, and the disk afterwards.
+
+use super::drive::{self, As, Site};
+use super::model::{self, Exp, Node, Tree};
+use super::ops::{self, Expected, Op};
+
+/// Send `op` as `who` on a freshly made `initial` tree; the differences
+/// from `exp` (empty: the server did what the model allows).
+pub fn run(site: &mut Site, who: &As, op: &Op, exp: &Expected, initial: &Tree) -> Vec<String> {
+    site.reset(initial);
+    let send = |m: &str, p: &str, h: &[(&str, &str)], b: &[u8]| site.send(who, m, p, h, b);
+    let r = match op {
+        Op::GetFile(p) => send("GET", p, &[], b""),
+        Op::List(p) => send("GET", p, &[("Accept", "application/json")], b""),
+        Op::Propfind(p) => send("PROPFIND", p, &[("Depth", "1")], b""),
+        Op::Archive(p) => send("GET", &format!("{p}?archive=tar"), &[], b""),
+        Op::PutNew(p) => send("PUT", p, &[], b"new"),
+        Op::PutOver(p) => send("PUT", p, &[], b"over"),
+        Op::Delete(p) => send("DELETE", p, &[], b""),
+        Op::Move(a, b) => send("MOVE", a, &[("Destination", b)], b""),
+        Op::Copy(a, b) => send("COPY", a, &[("Destination", b)], b""),
+        Op::Lock(p, deep) => {
+            let depth = if *deep { "infinity" } else { "0" };
+            let h = [
+                ("Depth", depth),
+                ("Timeout", "Second-60"),
+                ("Content-Type", "application/xml"),
+            ];
+            send("LOCK", p, &h, drive::LOCKINFO)
+        }
+        Op::Proppatch(p) => send(
+            "PROPPATCH",
+            p,
+            &[("Content-Type", "application/xml")],
+            drive::PROPPATCH,
+        ),
+    };
+    let mut problems = Vec::new();
+    let ok = (200..300).contains(&r.status);
+    let refused = (400..500).contains(&r.status);
+    let got = format!("{} {}", r.status, drive::snippet(&r));
+    if !ok && !refused {
+        problems.push(format!("neither a success nor a refusal: {got}"));
+    }
+    match (exp.class, ok) {
+        (Exp::Yes, false) => problems.push(format!("expected a success, got {got}")),
+        (Exp::No, true) => problems.push(format!("expected a refusal, got {got}")),
+        _ => {}
+    }
+    let disk = site.walk();
+    let want = if ok { &exp.after } else { initial };
+    if disk != *want {
+        let what = if ok {
+            "after the success"
+        } else {
+            "after the refusal"
+        };
+        problems.push(format!(
+            "disk {what} is not the model's:\n{}",
+            drive::diff(want, &disk)
+        ));
+    }
+    if ok {
+        problems.extend(check_read(op, exp, &r, initial));
+    }
+    if let (Op::Lock(p, _), true) = (op, ok) {
+        let token = drive::lock_token(&r).unwrap_or_default();
+        let u = site.send(
+            who,
+            "UNLOCK",
+            p,
+            &[("Lock-Token", &format!("<{token}>"))],
+            b"",
+        );
+        if u.status != 204 {
+            problems.push(format!(
+                "UNLOCK of the granted lock: {} {} (server restarted)",
+                u.status,
+                drive::snippet(&u)
+            ));
+            site.restart();
+        }
+    }
+    problems
+}
+
+/// What a successful read showed, against the model's bounds.
+fn check_read(op: &Op, exp: &Expected, r: &wirespeed_testkit::Resp, tree: &Tree) -> Vec<String> {
+    let mut problems = Vec::new();
+    let shown = match op {
+        Op::GetFile(_) => {
+            if let Some(body) = &exp.body {
+                if r.body != body.as_bytes() {
+                    problems.push(format!("GET body {:?}, expected {body:?}", r.text()));
+                }
+            }
+            return problems;
+        }
+        Op::List(_) => drive::listed(r),
+        Op::Propfind(p) => drive::propfound(r, p),
+        Op::Archive(p) => {
+            let entries = drive::tar_entries(&r.body);
+            for (rel, bytes) in &entries {
+                let named = format!("{}/{rel}", ops::trim(p).trim_end_matches('/'));
+                let real = ops::key(&model::target(&named));
+                if let (Some(b), Some(Node::File(c))) = (bytes, tree.get(&real)) {
+                    if b != c.as_bytes() {
+                        problems.push(format!("archive entry {rel}: wrong bytes"));
+                    }
+                }
+            }
+            entries.into_iter().map(|(n, _)| n).collect()
+        }
+        _ => return problems,
+    };
+    let extra: Vec<_> = shown.difference(&exp.may_show).collect();
+    if !extra.is_empty() {
+        problems.push(format!(
+            "shows names it holds no right to see: {extra:?} (shown {shown:?})"
+        ));
+    }
+    let missing: Vec<_> = exp.must_show.difference(&shown).collect();
+    if !missing.is_empty() {
+        problems.push(format!(
+            "leaves out readable names: {missing:?} (shown {shown:?})"
+        ));
+    }
+    problems
+}
