@@ -63,10 +63,9 @@ impl Policy {
         match who {
             Principal::TokenHolder => holds,
             Principal::User(name) => {
-                let letters = self
-                    .users
-                    .as_ref()
-                    .map_or(Rights::NONE, |u| u.rules().rights(Some(name), path.segments()));
+                let letters = self.users.as_ref().map_or(Rights::NONE, |u| {
+                    u.rules().rights(Some(name), path.segments())
+                });
                 holds && (letters.contains(Rights::SHARE) || letters.may_delete())
             }
             Principal::Anyone | Principal::Link(_) => false,

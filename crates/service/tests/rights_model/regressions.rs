@@ -153,7 +153,19 @@ fn archived(site: &Site, who: &As, path: &str) -> (Resp, Vec<String>) {
 
 #[test]
 fn the_readme_example_a_link_bob_mints_for_the_root_reads_only_what_bob_may() {
+    // As the README has it, bob only reads the root: he may not publish it.
     let site = Site::start(&readme_rules());
+    let (r, token) = site.mint("bob", "/", false);
+    assert!(
+        token.is_none() && r.status == 403,
+        "a reader minted a link for / without s: {} {}",
+        r.status,
+        r.text()
+    );
+    drop(site);
+    // Given s there, his link still reads only what he may.
+    let rules = readme_rules().replacen("[paths.\"/\"]", "[paths.\"/\"]\nbob = \"rs\"", 1);
+    let site = Site::start(&rules);
     write(
         &site,
         &[
@@ -521,7 +533,7 @@ const DROP: &str = r#"
 "*" = "w"
 carol = "rwd"
 [paths."/team"]
-alice = "rw"
+alice = "rws"
 carol = "rwd"
 "#;
 
