@@ -178,6 +178,12 @@ impl<S: Storage> Dav<'_, S> {
             Err(LockRefused::Conflict) => {
                 return super::send_condition(ex, 423, "no-conflicting-lock").await
             }
+            Err(LockRefused::TooManyOfYours) => {
+                return Err(Error::status(
+                    503,
+                    "you hold too many locks already; unlock some (or let them time out) first",
+                ))
+            }
             Err(LockRefused::Full) => {
                 return Err(Error::status(
                     503,

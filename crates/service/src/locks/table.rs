@@ -5,7 +5,7 @@
 //! its timeout, or a restart); on a store that shares lock records (S3),
 //! this node's copy of the bucket's record (`shared`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
@@ -17,6 +17,9 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3600);
 /// The most locks held at once (each is a few hundred bytes).
 pub const MAX_LOCKS: usize = 100_000;
+/// The most locks one principal holds at once (every anonymous client
+/// counts as one): no one fills the table for everyone else.
+pub const MAX_LOCKS_EACH: usize = 1_000;
 
 /// One active lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,12 +60,14 @@ pub enum LockRefused {
     Conflict,
     /// [`MAX_LOCKS`] are held (503).
     Full,
+    /// The asker already holds [`MAX_LOCKS_EACH`] (503).
+    TooManyOfYours,
 }
 
 /// The active locks.
 #[derive(Debug, Default)]
 pub struct LockTable {
-    locks: Mutex<HashMap<String, Lock>>,
+    locks: Mutex<Held>,
     /// Locks held, as of the last change (expired ones count until the
     /// next look): read without the mutex, so a write on a server without
     /// locks costs one atomic load.
@@ -71,14 +76,107 @@ pub struct LockTable {
     pub(super) shared: super::shared::SharedState,
 }
 
+/// The locks, indexed so that every question is answered without a scan
+/// of the whole table: by token, by root (a sorted map, so a folder's
+/// subtree is one range), and counted per creator (each principal's
+/// share of [`MAX_LOCKS`]). Expired locks are dropped in one pass when the
+/// earliest expiry has passed, not on every look.
+#[derive(Debug, Default)]
+struct Held {
+    by_token: HashMap<String, Lock>,
+    by_root: BTreeMap<Vec<String>, Vec<String>>,
+    per_creator: HashMap<Option<String>, usize>,
+    /// No lock expires before this (`None`: no lock).
+    next_expiry: Option<SystemTime>,
+}
+
+impl Held {
+    fn insert(&mut self, l: Lock) {
+        self.next_expiry = Some(self.next_expiry.map_or(l.expires, |e| e.min(l.expires)));
+        self.by_root
+            .entry(l.root.clone())
+            .or_default()
+            .push(l.token.clone());
+        *self.per_creator.entry(l.creator.clone()).or_default() += 1;
+        if let Some(old) = self.by_token.insert(l.token.clone(), l) {
+            self.unindex(&old);
+        }
+    }
+
+    fn remove(&mut self, token: &str) -> Option<Lock> {
+        let l = self.by_token.remove(token)?;
+        self.unindex(&l);
+        Some(l)
+    }
+
+    fn unindex(&mut self, l: &Lock) {
+        if let Some(tokens) = self.by_root.get_mut(&l.root) {
+            tokens.retain(|t| *t != l.token);
+            if tokens.is_empty() {
+                self.by_root.remove(&l.root);
+            }
+        }
+        if let Some(n) = self.per_creator.get_mut(&l.creator) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_creator.remove(&l.creator);
+            }
+        }
+    }
+
+    /// Drop the expired locks, when some may have expired.
+    fn expire(&mut self, now: SystemTime) {
+        if self.next_expiry.is_none_or(|e| e > now) {
+            return;
+        }
+        let gone: Vec<String> = self
+            .by_token
+            .values()
+            .filter(|l| l.expires <= now)
+            .map(|l| l.token.clone())
+            .collect();
+        for t in gone {
+            self.remove(&t);
+        }
+        self.next_expiry = self.by_token.values().map(|l| l.expires).min();
+    }
+
+    fn rooted_at(&self, root: &[String]) -> impl Iterator<Item = &Lock> {
+        self.by_root
+            .get(root)
+            .into_iter()
+            .flatten()
+            .filter_map(|t| self.by_token.get(t))
+    }
+
+    /// Locks covering `path`: rooted at it, or at an ancestor with depth
+    /// infinity (one look-up per segment).
+    fn covering(&self, path: &[String]) -> Vec<&Lock> {
+        (0..=path.len())
+            .flat_map(|n| self.rooted_at(&path[..n]))
+            .filter(|l| l.covers(path))
+            .collect()
+    }
+
+    /// Locks rooted strictly below `path` (one range of the sorted roots).
+    fn below(&self, path: &[String]) -> Vec<&Lock> {
+        self.by_root
+            .range(path.to_vec()..)
+            .skip_while(|(root, _)| root.len() == path.len())
+            .take_while(|(root, _)| root.starts_with(path))
+            .flat_map(|(_, tokens)| tokens.iter().filter_map(|t| self.by_token.get(t)))
+            .collect()
+    }
+}
+
 /// The table, locked, with its expired locks gone; the count follows it.
 struct Guard<'a> {
-    t: std::sync::MutexGuard<'a, HashMap<String, Lock>>,
+    t: std::sync::MutexGuard<'a, Held>,
     held: &'a AtomicUsize,
 }
 
 impl std::ops::Deref for Guard<'_> {
-    type Target = HashMap<String, Lock>;
+    type Target = Held;
     fn deref(&self) -> &Self::Target {
         &self.t
     }
@@ -92,15 +190,14 @@ impl std::ops::DerefMut for Guard<'_> {
 
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
-        self.held.store(self.t.len(), Ordering::Relaxed);
+        self.held.store(self.t.by_token.len(), Ordering::Relaxed);
     }
 }
 
 impl LockTable {
     fn table(&self) -> Guard<'_> {
         let mut t = self.locks.lock().unwrap_or_else(|p| p.into_inner());
-        let now = SystemTime::now();
-        t.retain(|_, l| l.expires > now);
+        t.expire(SystemTime::now());
         Guard {
             t,
             held: &self.held,
@@ -114,7 +211,7 @@ impl LockTable {
 
     /// Every lock held, in token order.
     pub fn all(&self) -> Vec<Lock> {
-        let mut v: Vec<Lock> = self.table().values().cloned().collect();
+        let mut v: Vec<Lock> = self.table().by_token.values().cloned().collect();
         v.sort_by(|a, b| a.token.cmp(&b.token));
         v
     }
@@ -122,38 +219,37 @@ impl LockTable {
     /// Hold exactly `locks` (the shared store's records, just read).
     pub fn replace_all(&self, locks: Vec<Lock>) {
         let mut t = self.table();
-        t.clear();
-        t.extend(locks.into_iter().map(|l| (l.token.clone(), l)));
-        t.retain(|_, l| l.expires > SystemTime::now());
+        *t = Held::default();
+        let now = SystemTime::now();
+        for l in locks.into_iter().filter(|l| l.expires > now) {
+            t.insert(l);
+        }
     }
 
     /// The lock `token`, if held.
     pub fn get(&self, token: &str) -> Option<Lock> {
-        self.table().get(token).cloned()
+        self.table().by_token.get(token).cloned()
     }
 
     /// Locks covering `path`.
     pub fn covering(&self, path: &[String]) -> Vec<Lock> {
-        self.table()
-            .values()
-            .filter(|l| l.covers(path))
-            .cloned()
-            .collect()
+        self.table().covering(path).into_iter().cloned().collect()
     }
 
     /// Locks rooted strictly below `path`.
     pub fn below(&self, path: &[String]) -> Vec<Lock> {
-        self.table()
-            .values()
-            .filter(|l| l.root.len() > path.len() && l.root.starts_with(path))
-            .cloned()
-            .collect()
+        self.table().below(path).into_iter().cloned().collect()
     }
 
-    /// Take a new lock, unless it conflicts with one held.
+    /// Take a new lock, unless it conflicts with one held, or its creator
+    /// already holds [`MAX_LOCKS_EACH`], or the table is full.
     pub fn lock(&self, new: Lock) -> Result<Lock, LockRefused> {
         let mut t = self.table();
-        let clash = t.values().any(|l| {
+        let mut near = t.covering(&new.root);
+        if new.infinite {
+            near.extend(t.below(&new.root));
+        }
+        let clash = near.iter().any(|l| {
             let overlap = l.covers(&new.root)
                 || (new.infinite && l.root.starts_with(&new.root))
                 || new.covers(&l.root);
@@ -162,26 +258,31 @@ impl LockTable {
         if clash {
             return Err(LockRefused::Conflict);
         }
-        if t.len() >= MAX_LOCKS {
+        if t.per_creator.get(&new.creator).copied().unwrap_or(0) >= MAX_LOCKS_EACH {
+            return Err(LockRefused::TooManyOfYours);
+        }
+        if t.by_token.len() >= MAX_LOCKS {
             return Err(LockRefused::Full);
         }
-        t.insert(new.token.clone(), new.clone());
+        t.insert(new.clone());
         Ok(new)
     }
 
     /// Extend the lock `token` if it covers `path`.
     pub fn refresh(&self, token: &str, path: &[String], timeout: Duration) -> Option<Lock> {
         let mut t = self.table();
-        let l = t.get_mut(token).filter(|l| l.covers(path))?;
+        let l = t.by_token.get_mut(token).filter(|l| l.covers(path))?;
         l.timeout = timeout;
         l.expires = SystemTime::now() + timeout;
-        Some(l.clone())
+        let l = l.clone();
+        // A later expiry only: the earliest one the table knows still holds.
+        Some(l)
     }
 
     /// Remove the lock `token` if it covers `path`.
     pub fn unlock(&self, token: &str, path: &[String]) -> bool {
         let mut t = self.table();
-        if t.get(token).is_some_and(|l| l.covers(path)) {
+        if t.by_token.get(token).is_some_and(|l| l.covers(path)) {
             t.remove(token);
             true
         } else {
@@ -192,7 +293,15 @@ impl LockTable {
     /// The resource at `path` is gone (DELETE, the source of a MOVE): its
     /// locks and those below go too.
     pub fn forget(&self, path: &[String]) {
-        self.table().retain(|_, l| !l.root.starts_with(path));
+        let mut t = self.table();
+        let gone: Vec<String> = t
+            .rooted_at(path)
+            .chain(t.below(path))
+            .map(|l| l.token.clone())
+            .collect();
+        for token in gone {
+            t.remove(&token);
+        }
     }
 }
 
@@ -306,5 +415,88 @@ mod tests {
         assert_eq!(parse_timeout(Some("junk")), DEFAULT_TIMEOUT);
         assert!(new_token().starts_with("urn:uuid:"));
         assert_eq!(new_token().len(), 9 + 36);
+    }
+
+    use proptest::prelude::*;
+
+    fn root() -> impl Strategy<Value = Vec<String>> {
+        prop::collection::vec(prop::sample::select(vec!["a", "b"]), 0..4)
+            .prop_map(|v| v.into_iter().map(str::to_owned).collect())
+    }
+
+    proptest! {
+        /// The indexed table answers as a scan of every lock would: what
+        /// covers a path, what lies below it, and which new lock clashes.
+        #[test]
+        fn the_index_answers_as_a_scan(
+            taken in prop::collection::vec((root(), any::<bool>(), any::<bool>(), 0u8..3), 0..24),
+            probe in root(),
+        ) {
+            let t = LockTable::default();
+            let mut held: Vec<Lock> = Vec::new();
+            for (root, infinite, exclusive, who) in taken {
+                let mut l = lock(&[], infinite, exclusive);
+                l.root = root;
+                l.creator = Some(format!("user:{who}"));
+                let scan_clash = held.iter().any(|h| {
+                    (h.covers(&l.root) || (l.infinite && h.root.starts_with(&l.root)) || l.covers(&h.root))
+                        && (h.exclusive || l.exclusive)
+                });
+                match t.lock(l.clone()) {
+                    Ok(_) => { prop_assert!(!scan_clash); held.push(l); }
+                    Err(LockRefused::Conflict) => prop_assert!(scan_clash),
+                    Err(e) => prop_assert!(false, "{e:?}"),
+                }
+            }
+            let tokens = |v: Vec<Lock>| {
+                let mut v: Vec<String> = v.into_iter().map(|l| l.token).collect();
+                v.sort();
+                v
+            };
+            let scan_cover: Vec<Lock> = held.iter().filter(|l| l.covers(&probe)).cloned().collect();
+            prop_assert_eq!(tokens(t.covering(&probe)), tokens(scan_cover));
+            let scan_below: Vec<Lock> = held
+                .iter()
+                .filter(|l| l.root.len() > probe.len() && l.root.starts_with(&probe))
+                .cloned()
+                .collect();
+            prop_assert_eq!(tokens(t.below(&probe)), tokens(scan_below));
+            t.forget(&probe);
+            let kept: Vec<Lock> = held.into_iter().filter(|l| !l.root.starts_with(&probe)).collect();
+            prop_assert_eq!(tokens(t.all()), tokens(kept));
+        }
+    }
+
+    #[test]
+    fn one_principal_fills_only_its_share() {
+        let t = LockTable::default();
+        for i in 0..MAX_LOCKS_EACH {
+            let mut l = lock(&["f", &i.to_string()], false, true);
+            l.creator = Some("user:mallory".into());
+            t.lock(l).unwrap();
+        }
+        let mut l = lock(&["f", "one-more"], false, true);
+        l.creator = Some("user:mallory".into());
+        assert_eq!(t.lock(l), Err(LockRefused::TooManyOfYours));
+        let mut l = lock(&["f", "alice's"], false, true);
+        l.creator = Some("user:alice".into());
+        t.lock(l.clone()).unwrap();
+        // Unlocking gives the share back.
+        let first = t.covering(&p(&["f", "0"])).pop().unwrap();
+        assert!(t.unlock(&first.token, &first.root));
+        let mut l = lock(&["f", "again"], false, true);
+        l.creator = Some("user:mallory".into());
+        t.lock(l).unwrap();
+    }
+
+    #[test]
+    fn expired_locks_leave_the_index() {
+        let t = LockTable::default();
+        let mut l = lock(&["x"], true, true);
+        l.expires = SystemTime::now() - Duration::from_secs(1);
+        t.lock(l).unwrap();
+        assert!(t.covering(&p(&["x", "y"])).is_empty());
+        assert!(t.all().is_empty());
+        t.lock(lock(&["x"], true, true)).unwrap();
     }
 }
