@@ -239,7 +239,7 @@ fn the_server_grants_exactly_what_the_per_path_model_allows() {
 
 /// The same on S3 (MinIO), fewer cases (each reset is requests there):
 /// `RIGHTS_MODEL_S3_CASES` (default 2) and `RIGHTS_MODEL_S3_OPS` per
-/// principal (default 6).
+/// principal (default 8).
 #[test]
 fn the_model_holds_on_s3_too() {
     let Some(m) = Minio::start() else {
@@ -248,7 +248,7 @@ fn the_model_holds_on_s3_too() {
     m.create_bucket("rights");
     let cfg = drive::s3_config(&m, "rights", "model");
     let cases = env_or("RIGHTS_MODEL_S3_CASES", 2);
-    let per = env_or("RIGHTS_MODEL_S3_OPS", 6) as usize;
+    let per = env_or("RIGHTS_MODEL_S3_OPS", 8) as usize;
     let (failures, tally) = run_cases(Some(cfg), seed(), cases, per);
     assert!(failures.is_empty(), "on S3: {}", failures.join("\n\n"));
     eprintln!("rights model on S3: {cases} cases, {tally:?}");
