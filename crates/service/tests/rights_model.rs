@@ -12,7 +12,8 @@
 //! The model test runs `RIGHTS_MODEL_CASES` generated rules files (default
 //! 10) from `RIGHTS_MODEL_SEED` (default fixed), `RIGHTS_MODEL_OPS`
 //! operations per principal (default 25); a failure prints the seed, the
-//! rules file, the principal, the operation and what differed.
+//! rules file, the principal, the operation and what differed, and how to
+//! run that case alone (`RIGHTS_MODEL_ONLY`).
 
 mod common;
 
@@ -117,6 +118,11 @@ struct Tally {
 /// the folder backend or on `s3` (no symlinks there: the tree has none and
 /// the operations through them are left out). The failures, described.
 fn run_cases(s3: Option<S3Config>, seed: u64, cases: u64, per: usize) -> (Vec<String>, Tally) {
+    let ops_var = if s3.is_some() {
+        "RIGHTS_MODEL_S3_OPS"
+    } else {
+        "RIGHTS_MODEL_OPS"
+    };
     let mut tree = model::initial_tree();
     let mut catalogue = ops::catalogue();
     if s3.is_some() {
@@ -125,7 +131,12 @@ fn run_cases(s3: Option<S3Config>, seed: u64, cases: u64, per: usize) -> (Vec<St
     }
     let mut failures: Vec<String> = Vec::new();
     let mut tally = Tally::default();
-    for case in 0..cases {
+    // One case alone, to reproduce it: its choices depend on the seed and
+    // its number only.
+    let only = std::env::var("RIGHTS_MODEL_ONLY")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
+    for case in (0..cases).filter(|c| only.is_none_or(|o| o == *c)) {
         let mut rng = Rng(seed.wrapping_add(case.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1);
         let first = Rules::generate(&mut rng);
         let mut site = Site::start_on(&first.text(&drive::hash_of), s3.clone());
@@ -195,7 +206,7 @@ fn run_cases(s3: Option<S3Config>, seed: u64, cases: u64, per: usize) -> (Vec<St
                 )
             };
             failures.push(format!(
-                "case {case} (the last one run with RIGHTS_MODEL_SEED={seed} RIGHTS_MODEL_CASES={}): rules file\n{}{then}\n{}",
+                "case {case} (alone: RIGHTS_MODEL_SEED={seed} RIGHTS_MODEL_ONLY={case} RIGHTS_MODEL_CASES={} {ops_var}={per}): rules file\n{}{then}\n{}",
                 case + 1,
                 first.show(),
                 case_failures.join("\n")
@@ -230,7 +241,7 @@ fn the_server_grants_exactly_what_the_per_path_model_allows() {
 
 /// The same on S3 (MinIO), fewer cases (each reset is requests there):
 /// `RIGHTS_MODEL_S3_CASES` (default 2) and `RIGHTS_MODEL_S3_OPS` per
-/// principal (default 6).
+/// principal (default 8).
 #[test]
 fn the_model_holds_on_s3_too() {
     let Some(m) = Minio::start() else {
@@ -239,7 +250,7 @@ fn the_model_holds_on_s3_too() {
     m.create_bucket("rights");
     let cfg = drive::s3_config(&m, "rights", "model");
     let cases = env_or("RIGHTS_MODEL_S3_CASES", 2);
-    let per = env_or("RIGHTS_MODEL_S3_OPS", 6) as usize;
+    let per = env_or("RIGHTS_MODEL_S3_OPS", 8) as usize;
     let (failures, tally) = run_cases(Some(cfg), seed(), cases, per);
     assert!(failures.is_empty(), "on S3: {}", failures.join("\n\n"));
     eprintln!("rights model on S3: {cases} cases, {tally:?}");

@@ -56,6 +56,10 @@ pub struct Site {
     /// The bucket when the storage is S3 (each restart takes a new prefix).
     s3: Option<S3Config>,
     restarts: u32,
+    /// The storage was last seen holding the tree every operation starts
+    /// from (so the next one need not make it again: on S3 that is many
+    /// requests).
+    pub clean: bool,
     _dir: tempfile::TempDir,
 }
 
@@ -105,6 +109,7 @@ impl Site {
             rules_file,
             s3,
             restarts: 0,
+            clean: false,
             _dir: dir,
         }
     }
@@ -113,6 +118,7 @@ impl Site {
     /// kept in the bucket) with the same rules, links and table.
     pub fn restart(&mut self) {
         self.restarts += 1;
+        self.clean = false;
         self.server = serve(&self.users, &self.shares, self.s3.as_ref(), self.restarts);
     }
 

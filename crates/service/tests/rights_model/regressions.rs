@@ -613,3 +613,56 @@ fn write_alone_saves_a_new_file_by_lock_then_put_and_nothing_more() {
     c.file(&site, "drop/d.txt", Some("dropped"));
     c.done();
 }
+
+#[test]
+fn a_symlink_carries_no_lock_or_proppatch_past_the_rules_entry_of_its_target() {
+    // alice may delete in /pub, not in /priv: what she may not do to
+    // /priv/p.txt by its own name she may not do through /pub/link either.
+    let paths = r#"
+[paths."/pub"]
+alice = "rwd"
+[paths."/priv"]
+alice = "rw"
+bob = "rwd"
+"#;
+    let site = Site::start(&rules(&["alice", "bob"], paths));
+    write(&site, &[("priv/p.txt", "private"), ("pub/own.txt", "hers")]);
+    symlink(&site, "pub/link", "../priv");
+    let real = site.root().join("priv/p.txt");
+    let mtime = || std::fs::metadata(&real).unwrap().modified().unwrap();
+    let before = mtime();
+    let mut c = Checks::default();
+    let alice = user("alice");
+    let xml = [("Content-Type", "application/xml")];
+    let touch = b"<?xml version=\"1.0\" encoding=\"utf-8\"?>\
+<D:propertyupdate xmlns:D=\"DAV:\" xmlns:Z=\"urn:schemas-microsoft-com:\"><D:set><D:prop>\
+<Z:Win32LastModifiedTime>Wed, 01 Jan 2020 00:00:00 GMT</Z:Win32LastModifiedTime>\
+</D:prop></D:set></D:propertyupdate>";
+    c.refused(
+        "alice PROPPATCH /pub/link/p.txt (link -> ../priv)",
+        &site.send(&alice, "PROPPATCH", "/pub/link/p.txt", &xml, touch),
+    );
+    c.that(
+        "a PROPPATCH through the link set /priv/p.txt's time",
+        mtime() == before,
+    );
+    c.refused(
+        "alice PROPPATCH /priv/p.txt by its name",
+        &site.send(&alice, "PROPPATCH", "/priv/p.txt", &xml, touch),
+    );
+    let lock0 = [("Depth", "0"), ("Timeout", "Second-600")];
+    c.refused(
+        "alice LOCK /pub/link/p.txt (link -> ../priv)",
+        &site.send(&alice, "LOCK", "/pub/link/p.txt", &lock0, drive::LOCKINFO),
+    );
+    // Where she holds d, both are hers.
+    c.ok(
+        "alice PROPPATCH /pub/own.txt",
+        &site.send(&alice, "PROPPATCH", "/pub/own.txt", &xml, touch),
+    );
+    c.ok(
+        "alice LOCK /pub/own.txt",
+        &site.send(&alice, "LOCK", "/pub/own.txt", &lock0, drive::LOCKINFO),
+    );
+    c.done();
+}
