@@ -315,7 +315,25 @@ pub(crate) async fn check_real<S: Storage>(
         // A link reveals nothing beyond itself, as anywhere it does not reach.
         return Err(Error::status(404, "not found"));
     }
-    match policy.decide(who, action, &real) {
+    let decided = policy.decide(who, action, &real);
+    // A write over a name that exists where the path leads replaces it
+    // there: `d` there, not only where it is named (the guard at commit
+    // judges the name; the gap is a file created there meanwhile).
+    if decided == Decision::Allow
+        && action == Action::Create
+        && !policy.rights(who, &real).may_delete()
+        && storage
+            .stat(&real)
+            .await
+            .is_ok_and(|m| m.kind == Kind::File)
+    {
+        return Err(Error::status(
+            403,
+            "this path leads through a symlink to an existing file you may not replace there \
+             (replacing needs the d right where the file is); nothing was changed",
+        ));
+    }
+    match decided {
         Decision::Allow => Ok(()),
         _ => Err(Error::status(
             403,

@@ -669,3 +669,15 @@ fn a_copy_keeps_the_upload_size_limit() {
     let r = s.req("COPY", "/small.bin", &[("Destination", "/small2.bin")], b"");
     assert_eq!(r.status, 201, "{}", r.text());
 }
+
+#[test]
+fn a_folder_with_a_link_to_its_own_file_is_deleted_whole() {
+    let s = TestServer::start();
+    std::fs::create_dir(s.root.join("d")).unwrap();
+    std::fs::write(s.root.join("d/a.txt"), b"a").unwrap();
+    // "a.txt" sorts before "z-link": the target goes first, the link dangles.
+    std::os::unix::fs::symlink("a.txt", s.root.join("d/z-link")).unwrap();
+    let r = s.req("DELETE", "/d/", &[], b"");
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert!(!s.root.join("d").exists());
+}

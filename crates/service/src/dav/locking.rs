@@ -46,6 +46,33 @@ impl<S: Storage> Dav<'_, S> {
         .await
     }
 
+    /// What `who` holds at `key` and, when a symlink on the way leads
+    /// elsewhere, there too (`within`: at every member below as well): a
+    /// PROPPATCH or a LOCK changes what the path really is.
+    pub(crate) async fn rights_here_and_there(
+        &self,
+        who: Principal,
+        key: &RelPath,
+        within: bool,
+    ) -> crate::policy::Rights {
+        let at = |k: &RelPath| {
+            if within {
+                self.policy.rights_within(who, k)
+            } else {
+                self.policy.rights(who, k)
+            }
+        };
+        let here = at(key);
+        if self.policy.uniform_for(who) {
+            return here;
+        }
+        match self.storage.real_path(key, true).await {
+            Ok(None) => here,
+            Ok(Some(real)) => here.intersect(at(&real)),
+            Err(_) => crate::policy::Rights::NONE,
+        }
+    }
+
     /// The resource at `key` is gone (DELETE, a MOVE's source, a replaced
     /// destination): its locks and those below go too.
     pub(crate) async fn forget_locks(&self, key: &RelPath) {
@@ -131,11 +158,7 @@ impl<S: Storage> Dav<'_, S> {
             // every member a `Depth: infinity` lock covers (`w` alone only
             // locks the new name it creates).
             let dir = meta.is_some_and(|m| m.kind == Kind::Dir);
-            let rights = if infinite && dir {
-                self.policy.rights_within(who, key)
-            } else {
-                self.policy.rights(who, key)
-            };
+            let rights = self.rights_here_and_there(who, key, infinite && dir).await;
             if !rights.may_delete() {
                 return Err(Error::status(
                     403,

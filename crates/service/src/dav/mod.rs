@@ -319,7 +319,10 @@ impl<S: Storage> Dav<'_, S> {
         // Changing what is recorded of an existing resource (its dead
         // properties, its mtime) is a change to it: `d`, as replacing it is,
         // unless it is the empty file the asker's own lock just made.
-        if !self.policy.rights(who, key).may_delete()
+        if !self
+            .rights_here_and_there(who, key, false)
+            .await
+            .may_delete()
             && !submitted.made_by_own_lock(self.locks, key)
         {
             return Err(Error::status(

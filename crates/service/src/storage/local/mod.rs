@@ -388,7 +388,13 @@ impl Storage for LocalStorage {
             }
             ft => {
                 if ft == FileType::Symlink {
-                    self.check_link(key.segments())?;
+                    // A dangling link (its target deleted first, as a
+                    // folder's DELETE may do) is removed like any name; a
+                    // link out of the root stays refused as everywhere.
+                    match self.root.open_at(key.segments(), OFlags::PATH) {
+                        Ok(_) | Err(StorageError::NotFound) => {}
+                        Err(_) => return Err(StorageError::Forbidden),
+                    }
                 }
                 // A symlink is removed itself, never its target.
                 rustix::fs::unlinkat(&parent, name, AtFlags::empty())?;
