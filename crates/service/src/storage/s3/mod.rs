@@ -356,6 +356,15 @@ pub(crate) fn error_at(place: &str, e: object_store::Error) -> StorageError {
         _ if text.contains("ParentIsObject") || text.contains("XMinioObjectExistsAsDirectory") => {
             StorageError::Conflict("a file is in the way of this path")
         }
+        // Without keys object_store asks the instance-metadata service
+        // (IMDS) for credentials: its silence is no sign of the endpoint's.
+        _ if text.contains("/latest/api/token") || text.contains("/latest/meta-data") => {
+            StorageError::Backend(format!(
+                "{place}: no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY \
+                 (without them the instance-metadata service was asked for credentials, and it \
+                 did not answer)"
+            ))
+        }
         _ if text.contains("error sending request")
             || text.contains("onnect")
             || text.contains("timed out")
@@ -601,5 +610,31 @@ impl Listing for S3Listing {
         self.token = page.page_token;
         self.done = self.token.is_none();
         Ok(Some(entries))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn generic(text: &str) -> object_store::Error {
+        object_store::Error::Generic {
+            store: "S3",
+            source: text.to_string().into(),
+        }
+    }
+
+    #[test]
+    fn missing_credentials_are_not_an_unreachable_endpoint() {
+        let imds = generic(
+            "Error performing PUT http://169.254.169.254/latest/api/token in 248ms, after 2 \
+             retries - HTTP error: error sending request",
+        );
+        let said = error_at("s3://b", imds).to_string();
+        assert!(said.contains("no S3 credentials"), "{said}");
+        assert!(said.contains("AWS_ACCESS_KEY_ID"), "{said}");
+        let down = generic("Error performing GET http://127.0.0.1:9000/b - error sending request");
+        let said = error_at("s3://b", down).to_string();
+        assert!(said.contains("cannot be reached"), "{said}");
     }
 }
