@@ -176,6 +176,51 @@ fn archives_read_back_identical_with_independent_readers() {
     }
 }
 
+/// The CRC cache knows a file version by its inode and change time too: a
+/// same-size replacement whose mtime was set back (as a PROPPATCH or
+/// `touch -r` does) is zipped with its own CRC-32, not the old one's.
+#[test]
+fn a_same_size_replacement_with_its_mtime_set_back_gets_its_own_crc() {
+    let s = TestServer::start();
+    std::fs::create_dir(s.root.join("d")).unwrap();
+    let f = s.root.join("d/f.bin");
+    std::fs::write(&f, bytes(100_000, 1)).unwrap();
+    let mtime = std::fs::metadata(&f).unwrap().modified().unwrap();
+    let zip_ok = |body: &[u8]| {
+        let file = s.tmp.path().join("d.zip");
+        std::fs::write(&file, body).unwrap();
+        let out = Command::new("python3")
+            .args([
+                "-c",
+                "import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).testzip())",
+            ])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let r = s.get("/d/?archive=zip");
+    assert_eq!(r.status, 200);
+    assert_eq!(zip_ok(&r.body), "None", "every CRC-32 right");
+    let new = s.tmp.path().join("new.bin");
+    std::fs::write(&new, bytes(100_000, 2)).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&new)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    std::fs::rename(&new, &f).unwrap();
+    let r = s.get("/d/?archive=zip");
+    assert_eq!(r.status, 200);
+    assert_eq!(zip_ok(&r.body), "None", "the replacement's own CRC-32");
+}
+
 #[test]
 fn ranges_at_random_offsets_equal_the_whole() {
     let s = TestServer::start();

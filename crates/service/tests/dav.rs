@@ -272,6 +272,17 @@ fn options_say_class_2_and_propfind_answers_depth_0_and_1() {
         assert!(r.text().contains("propfind-finite-depth"), "{}", r.text());
     }
     assert_eq!(propfind(&s, "/missing", "0", "").status, 404);
+    // Only a folder needs the refusal: a file has no members (infinity is
+    // depth 0 there) and a missing name is 404, as Apache answers.
+    for r in [
+        propfind(&s, "/a%20b.txt", "infinity", ""),
+        s.req("PROPFIND", "/a%20b.txt", &[], b""),
+    ] {
+        assert_eq!(r.status, 207, "{}", r.text());
+        assert!(r.text().contains("<D:getcontentlength>"), "{}", r.text());
+    }
+    assert_eq!(propfind(&s, "/missing", "infinity", "").status, 404);
+    assert_eq!(s.req("PROPFIND", "/missing", &[], b"").status, 404);
 
     // Hidden names are neither listed nor described.
     let s2 = TestServer::with(ServiceConfig {

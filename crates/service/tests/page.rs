@@ -65,8 +65,9 @@ fn listing_html_links_the_assets_under_a_strict_policy() {
     let csp = r.header("content-security-policy").unwrap();
     assert!(csp.starts_with("default-src 'self'"), "{csp}");
     let html = r.text();
+    let nonce = csp.split("'nonce-").nth(1).unwrap().trim_end_matches('\'');
     assert!(html.contains(&format!(
-        "<script src=\"{}\" defer>",
+        "<script src=\"{}\" nonce=\"{nonce}\" defer>",
         assets::url("page.js")
     )));
     assert!(html.contains(&assets::url("page.css")));

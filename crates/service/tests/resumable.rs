@@ -126,7 +126,42 @@ fn tus_create_patch_in_three_parts_then_head_byte_identical() {
         Vec::<String>::new(),
         "the partial is gone"
     );
-    assert_eq!(srv.req("HEAD", &loc, &[TUS], b"").status, 404);
+    // Completed, and still answerable until it would have expired (tus
+    // core: the offset "even if the upload is already considered
+    // completed"): a client that lost the last answer asks and is done.
+    let r = tus_offset(&srv, &loc);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("upload-offset"), Some(len.as_str()));
+    assert_eq!(r.header("upload-length"), Some(len.as_str()));
+    assert!(r.header("upload-expires").is_some());
+}
+
+/// The draft's offset retrieval of a completed upload: its length, and
+/// `Upload-Complete: ?1`.
+#[test]
+fn ietf_completed_upload_still_answers_head() {
+    let srv = server();
+    let r = srv.req(
+        "POST",
+        "/done.bin",
+        &[INTEROP, ("Upload-Complete", "?0"), ("Upload-Length", "6")],
+        b"abc",
+    );
+    assert_eq!(r.status, 201);
+    let loc = r.header("location").unwrap().to_string();
+    let r = srv.req(
+        "PATCH",
+        &loc,
+        &[PARTIAL, ("Upload-Offset", "3"), ("Upload-Complete", "?1")],
+        b"def",
+    );
+    assert_eq!(r.status, 201);
+    assert_eq!(std::fs::read(srv.root.join("done.bin")).unwrap(), b"abcdef");
+    let r = srv.req("HEAD", &loc, &[INTEROP], b"");
+    assert_eq!(r.status, 204);
+    assert_eq!(r.header("upload-offset"), Some("6"));
+    assert_eq!(r.header("upload-complete"), Some("?1"));
+    assert_eq!(r.header("upload-length"), Some("6"));
 }
 
 #[test]
@@ -543,6 +578,69 @@ fn ietf_wrong_offset_is_409_with_problem_details() {
     assert_eq!(std::fs::read(srv.root.join("p.bin")).unwrap(), b"abcdef");
 }
 
+/// An empty creation (how our client begins an upload) has no body to
+/// resume: no 104, only the final answer with the upload's Location.
+/// Proxies such as nginx take an upstream's 1xx for the final answer.
+#[test]
+fn ietf_empty_creation_gets_no_interim_answer() {
+    let srv = server();
+    for length in [None, Some("0")] {
+        let mut headers = vec![INTEROP, ("Upload-Complete", "?0"), ("Upload-Length", "10")];
+        if let Some(n) = length {
+            headers.push(("Content-Length", n));
+        }
+        let raw = wirespeed_testkit::http::request_bytes("PUT", "/empty.bin", &headers, b"");
+        let out = wirespeed_testkit::http::send_blocking(srv.addr, &raw);
+        let text = String::from_utf8_lossy(&out);
+        assert!(text.starts_with("HTTP/1.1 201 "), "{text}");
+        assert!(!text.contains(" 104 "), "{text}");
+        let lower = text.to_ascii_lowercase();
+        assert!(lower.contains("\r\nlocation: /-/uploads/"), "{text}");
+    }
+}
+
+/// A client killed mid-append and resuming at once: the offset HEAD
+/// reports is where an append is taken. HEAD waits for the cut append to
+/// be counted; it used to answer the offset before it, and the PATCH at
+/// that offset then met the counted bytes: 409 (every round, here).
+#[test]
+fn head_right_after_a_cut_append_reports_an_offset_a_patch_may_use() {
+    let srv = server();
+    let chunk = bytes(1 << 20, 3);
+    for round in 0..6 {
+        let total = 64 << 20;
+        let len = total.to_string();
+        let loc = tus_create(
+            &srv,
+            &format!("/-/uploads/cut{round}.bin"),
+            &[("Upload-Length", &len)],
+        );
+        let mut s = TcpStream::connect(srv.addr).unwrap();
+        let head = format!(
+            "PATCH {loc} HTTP/1.1\r\nHost: t\r\nTus-Resumable: 1.0.0\r\n\
+             Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\n\
+             Content-Length: {total}\r\n\r\n"
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        for _ in 0..16 {
+            s.write_all(&chunk).unwrap();
+        }
+        drop(s); // as a kill -9 leaves it: the rest never comes
+        let r = tus_offset(&srv, &loc);
+        assert_eq!(r.status, 200, "round {round}");
+        let offset: u64 = r.header("upload-offset").unwrap().parse().unwrap();
+        let r = tus_patch(&srv, &loc, offset, b"more", &[]);
+        assert_eq!(
+            r.status,
+            204,
+            "round {round}: HEAD said {offset}; PATCH: {}",
+            r.text()
+        );
+        let want = (offset + 4).to_string();
+        assert_eq!(r.header("upload-offset"), Some(want.as_str()));
+    }
+}
+
 /// Reads from `s` until `needle` has arrived; returns everything read.
 fn read_until(s: &mut TcpStream, needle: &[u8]) -> Vec<u8> {
     let mut buf = Vec::new();
@@ -654,14 +752,18 @@ fn concurrent_appends_one_wins() {
          Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\nContent-Length: {len}\r\n\r\n"
     );
     let mut first = start_append(&srv, &loc, &head, &data, 50_000);
-    // HEAD during the append: the acknowledged offset, and no takeover.
-    assert_eq!(tus_offset(&srv, &loc).header("upload-offset"), Some("0"));
+    // HEAD during the append: the running append gives way (its
+    // connection closes) and HEAD reports what it stored, an offset the
+    // next append is sure to be taken at (as tusd does).
+    assert_eq!(
+        tus_offset(&srv, &loc).header("upload-offset"),
+        Some("50000")
+    );
+    let mut rest = Vec::new();
+    let _ = first.read_to_end(&mut rest);
     let second = tus_patch(&srv, &loc, 0, &data, &[]);
     assert_eq!(second.status, 409, "{}", second.text());
     assert_eq!(second.header("upload-offset"), Some("50000"));
-    // The first request was cut: its connection closes.
-    let mut rest = Vec::new();
-    let _ = first.read_to_end(&mut rest);
     let r = tus_offset(&srv, &loc);
     assert_eq!(r.header("upload-offset"), Some("50000"));
     assert_eq!(

@@ -675,7 +675,13 @@ mod resumable {
             let r = s.get("/docs/big.bin");
             assert_eq!(r.body.len(), data.len());
             assert!(r.body == data, "the file differs");
-            assert_eq!(s.req("HEAD", &loc, &[TUS], b"").status, 404);
+            // Completed: still answerable, at its length, until it expires.
+            let r = s.req("HEAD", &loc, &[TUS], b"");
+            assert_eq!(r.status, 200);
+            assert_eq!(
+                r.header("upload-offset"),
+                Some(data.len().to_string().as_str())
+            );
         });
         if let Some(m) = m {
             nothing_left(&m, "both", &["pre/docs/big.bin"]);
@@ -909,7 +915,13 @@ mod resumable {
         assert_eq!(patch(&a, &loc, 0, b"stale").status, 409);
         send_in(&a, &loc, &data, at, &[0]);
         assert!(b.get("/n.bin").body == data, "n.bin differs");
-        assert_eq!(b.req("HEAD", &loc, &[TUS], b"").status, 404);
+        // Completed by `a`: answerable there until it expires.
+        let r = a.req("HEAD", &loc, &[TUS], b"");
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            r.header("upload-offset"),
+            Some(data.len().to_string().as_str())
+        );
         nothing_left(&m, "nodes", &["p/n.bin"]);
     }
 

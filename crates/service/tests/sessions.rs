@@ -276,10 +276,30 @@ fn wrong_passwords_and_page_requests_never_get_a_basic_challenge() {
         b"",
     );
     assert!(r.text().contains("name=\"next\" value=\"/team/t.txt\""));
-    // curl (no marker, no Sec-Fetch-Mode) keeps its challenge.
-    let r = s.req("GET", "/team/", &[("Accept", "text/html")], b"");
+    // A browser on plain HTTP to a LAN address (not a secure context)
+    // sends no Sec-Fetch-* at all: still a navigation, still no Basic.
+    let r = s.req(
+        "GET",
+        "/team/",
+        &[
+            ("Accept", "text/html,application/xhtml+xml,*/*;q=0.8"),
+            ("Upgrade-Insecure-Requests", "1"),
+        ],
+        b"",
+    );
     assert_eq!(r.status, 401);
-    assert!(r.header("www-authenticate").unwrap().starts_with("Basic"));
+    assert!(!r.header("www-authenticate").unwrap().contains("Basic"));
+    assert!(r.text().contains("<form id=\"signin-form\""));
+    // curl and wget (no marker, no preference for HTML) keep their challenge,
+    // as does a browser's fetch that is not a navigation.
+    for headers in [
+        &[("Accept", "*/*")][..],
+        &[("Accept", "text/html"), ("Sec-Fetch-Mode", "cors")][..],
+    ] {
+        let r = s.req("GET", "/team/", headers, b"");
+        assert_eq!(r.status, 401);
+        assert!(r.header("www-authenticate").unwrap().starts_with("Basic"));
+    }
     // A public folder's page offers signing in.
     let r = s.req("GET", "/", &[("Accept", "text/html")], b"");
     assert_eq!(r.status, 200);

@@ -273,3 +273,90 @@ fn tuspy_uploads_in_several_patches_through_a_cut() {
         data.len()
     );
 }
+
+/// A script using tuspy killed (SIGKILL) in the middle of an upload and
+/// run again the moment it dies resumes: its HEAD waits until the killed
+/// request's append has been counted, so the PATCH at the offset it
+/// reports is taken (it was refused with 409 when the killed append was
+/// counted between the two). The rerun is loaded beforehand so that it
+/// starts at once; repeated, as the kill lands at a different moment each
+/// time.
+#[test]
+fn tuspy_killed_and_rerun_at_once_resumes_every_time() {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let probe = Command::new("python3")
+        .args(["-c", "import tusclient"])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        return missing("python3 with tuspy (import tusclient)");
+    }
+    let served = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let (source, data) = interop_file(work.path(), 64 << 20);
+    let mut cmd = Serve::command(served.path());
+    cmd.args(["--listen", "127.0.0.1:0", "--token", "sesame"]);
+    let srv = Serve::spawn(cmd, 0);
+    let endpoint = format!("{}/-/uploads/py/", srv.base());
+    let script = interop_dir().join("tuspy_resume.py");
+    let target = served.path().join("py/resumed.bin");
+    let uploads = served.path().join(".wirespeed-uploads");
+    let received = || -> u64 {
+        std::fs::read_dir(&uploads)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".part"))
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0)
+    };
+    let tuspy = |storage: &Path| {
+        let mut c = Command::new("timeout");
+        c.args(["120", "python3"])
+            .arg(&script)
+            .args([&endpoint, source.to_str().unwrap(), "sesame"])
+            .arg(storage);
+        c
+    };
+    for round in 0..8 {
+        let _ = std::fs::remove_file(&target);
+        let storage = work.path().join(format!("urls-{round}.json"));
+        let mut rerun = tuspy(&storage)
+            .arg("--wait")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Not under timeout(1): the kill must reach python itself.
+        let mut first = Command::new("python3")
+            .arg(&script)
+            .args([&endpoint, source.to_str().unwrap(), "sesame"])
+            .arg(&storage)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Killed once the server holds some of its bytes: its one PATCH
+        // is then running, with more on the way.
+        let until = Instant::now() + Duration::from_secs(60);
+        while received() < (1 << 20) && !target.exists() {
+            assert!(Instant::now() < until, "round {round}: no bytes arrived");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        first.kill().unwrap();
+        first.wait().unwrap();
+        rerun.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        let out = rerun.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stdout.contains("done"),
+            "round {round}: the rerun failed: {stdout}\n{stderr}"
+        );
+        let stored = std::fs::read(&target).unwrap();
+        assert!(stored == data, "round {round}: byte-identical");
+    }
+}

@@ -9,7 +9,7 @@ mod common;
 
 use std::process::Command;
 
-use common::Serve;
+use common::{run_client, Serve};
 use wirespeed_testkit::nginx::Nginx;
 
 /// A refused body big enough that closing after the old 1 MiB/2 s drain
@@ -213,4 +213,38 @@ fn nginx_proxy_cache_sees_a_replaced_file_at_once() {
     assert!(!list().contains("g.txt"));
     std::fs::write(dir.path().join("g.txt"), b"new").unwrap();
     assert!(list().contains("g.txt"));
+}
+
+/// The client's default upload of a large file is resumable (the IETF
+/// draft). nginx takes an upstream's 1xx for its final answer: an
+/// interim answer to the empty creation left the client waiting for a
+/// response nginx never passes back. Both request-buffering modes, each
+/// with the default `put`.
+#[test]
+fn default_put_of_a_large_file_through_nginx_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let file = big_file(dir.path());
+    let srv = Serve::start(&root, &[]);
+    for buffering in ["on", "off"] {
+        let Some(nginx) = Nginx::proxy(
+            srv.addr,
+            "",
+            &format!("proxy_request_buffering {buffering};"),
+        ) else {
+            return;
+        };
+        let name = format!("up-{buffering}.bin");
+        let url = format!("{}/{name}", nginx.base());
+        let (code, out, err) = run_client(&["put", "--retries", "0", file.to_str().unwrap(), &url]);
+        assert_eq!(
+            code,
+            Some(0),
+            "buffering {buffering}: {out}{err}\nnginx: {}",
+            nginx.error_log()
+        );
+        let stored = std::fs::read(root.join(&name)).unwrap();
+        assert!(stored == wirespeed_testkit::bytes(BIG, 7), "byte-identical");
+    }
 }

@@ -7,18 +7,53 @@ use std::sync::Mutex;
 /// CRC-32s remembered across requests (about 100 bytes each).
 const CRC_CACHE_MAX: usize = 200_000;
 
-/// CRC-32s of files by (path, size, mtime seconds, nanoseconds).
+/// One version of a file as the CRC cache knows it: the path, size and
+/// mtime the plan saw and, for a local file, its identity. The mtime alone
+/// can be set back (PROPPATCH, `touch -r`): a same-size replacement would
+/// then be zipped with the old CRC.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct CrcKey {
+    pub(super) path: String,
+    pub(super) size: u64,
+    pub(super) mtime: (i64, u32),
+    pub(super) file: Option<FileId>,
+}
+
+/// Device, inode and change time of an open file: a replacement is
+/// another inode, and a rewrite in place moves the change time, which no
+/// client can set back.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct FileId {
+    dev: u64,
+    ino: u64,
+    ctime: (i64, i64),
+}
+
+impl FileId {
+    /// `file`'s identity (one fstat), if it can be asked.
+    pub(super) fn of(file: &std::fs::File) -> Option<FileId> {
+        use std::os::unix::fs::MetadataExt;
+        let md = file.metadata().ok()?;
+        Some(FileId {
+            dev: md.dev(),
+            ino: md.ino(),
+            ctime: (md.ctime(), md.ctime_nsec()),
+        })
+    }
+}
+
+/// CRC-32s of file versions ([`CrcKey`]).
 #[derive(Default)]
 pub(crate) struct CrcCache {
-    map: Mutex<HashMap<(String, u64, i64, u32), u32>>,
+    map: Mutex<HashMap<CrcKey, u32>>,
 }
 
 impl CrcCache {
-    pub(super) fn get(&self, key: &(String, u64, i64, u32)) -> Option<u32> {
+    pub(super) fn get(&self, key: &CrcKey) -> Option<u32> {
         self.map.lock().ok()?.get(key).copied()
     }
 
-    pub(super) fn put(&self, key: (String, u64, i64, u32), crc: u32) {
+    pub(super) fn put(&self, key: CrcKey, crc: u32) {
         if let Ok(mut map) = self.map.lock() {
             if map.len() >= CRC_CACHE_MAX {
                 map.clear();

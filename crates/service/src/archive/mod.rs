@@ -42,6 +42,7 @@ mod plan;
 
 use crc::crc_of_file;
 pub(crate) use crc::CrcCache;
+use crc::{CrcKey, FileId};
 use plan::{entry_key, mtime_of, plan, top_name};
 
 /// What `?archive=` asked for.
@@ -250,10 +251,17 @@ struct Ahead<O> {
 type CrcTask = tokio::task::JoinHandle<(std::io::Result<u32>, Vec<u8>)>;
 
 impl<S: Storage> Streamer<'_, S> {
-    fn cache_key(&self, i: usize) -> Option<(String, u64, i64, u32)> {
+    /// Entry `i`'s key in the CRC cache, with the identity of its open
+    /// file where the store has one.
+    fn cache_key(&self, i: usize, file: Option<FileId>) -> Option<CrcKey> {
         let e = &self.archive.entries()[i];
         let k = entry_key(self.key, e)?;
-        Some((k.to_url(false), e.size, e.mtime, e.mtime_nsec))
+        Some(CrcKey {
+            path: k.to_url(false),
+            size: e.size,
+            mtime: (e.mtime, e.mtime_nsec),
+            file,
+        })
     }
 
     /// Open planned entry `i`, refusing it if it no longer matches the plan.
@@ -292,9 +300,10 @@ impl<S: Storage> Streamer<'_, S> {
         };
         let e = &self.archive.entries()[i];
         let whole = skip == 0 && len == e.size;
-        let want_crc = whole
-            && self.known.get(i) == Some(&None)
-            && match self.cache_key(i).and_then(|k| self.crcs.get(&k)) {
+        let unknown = whole && self.known.get(i) == Some(&None);
+        let id = obj.as_file().filter(|_| unknown).and_then(FileId::of);
+        let want_crc = unknown
+            && match self.cache_key(i, id).and_then(|k| self.crcs.get(&k)) {
                 Some(crc) => {
                     self.known[i] = Some(crc);
                     false
@@ -329,7 +338,7 @@ impl<S: Storage> Streamer<'_, S> {
                     .finish_crc(task)
                     .await?
                     .map_err(|_| changed(e, "it shrank"))?;
-                self.learn(i, crc);
+                self.learn(i, crc, id);
             }
             // Written to while it was sent: what went out may mix versions.
             // The open file is asked (one fstat), not its path again: these
@@ -355,7 +364,7 @@ impl<S: Storage> Streamer<'_, S> {
                 pos += n as u64;
             }
             if let Some(h) = h {
-                self.learn(i, h.finalize());
+                self.learn(i, h.finalize(), id);
             }
         }
         // Changed while it was sent: what went out may mix versions.
@@ -397,10 +406,6 @@ impl<S: Storage> Streamer<'_, S> {
         }) else {
             return;
         };
-        if let Some(crc) = self.cache_key(j).and_then(|k| self.crcs.get(&k)) {
-            self.known[j] = Some(crc);
-            return;
-        }
         let Ok((key, obj)) = self.open(j).await else {
             return;
         };
@@ -408,6 +413,13 @@ impl<S: Storage> Streamer<'_, S> {
         let Some(file) = obj.as_file() else {
             return;
         };
+        if let Some(crc) = self
+            .cache_key(j, FileId::of(file))
+            .and_then(|k| self.crcs.get(&k))
+        {
+            self.known[j] = Some(crc);
+            return;
+        }
         let Ok(task) = self.spawn_crc(file, size) else {
             return;
         };
@@ -419,9 +431,9 @@ impl<S: Storage> Streamer<'_, S> {
         });
     }
 
-    fn learn(&mut self, i: usize, crc: u32) {
+    fn learn(&mut self, i: usize, crc: u32, file: Option<FileId>) {
         self.known[i] = Some(crc);
-        if let Some(k) = self.cache_key(i) {
+        if let Some(k) = self.cache_key(i, file) {
             self.crcs.put(k, crc);
         }
     }
@@ -431,11 +443,12 @@ impl<S: Storage> Streamer<'_, S> {
         if let Some(Some(crc)) = self.known.get(i) {
             return Ok(*crc);
         }
-        if let Some(crc) = self.cache_key(i).and_then(|k| self.crcs.get(&k)) {
+        let (_, mut obj) = self.open(i).await?;
+        let id = obj.as_file().and_then(FileId::of);
+        if let Some(crc) = self.cache_key(i, id).and_then(|k| self.crcs.get(&k)) {
             self.known[i] = Some(crc);
             return Ok(crc);
         }
-        let (_, mut obj) = self.open(i).await?;
         let e = &self.archive.entries()[i];
         let crc = if let Some(file) = obj.as_file() {
             let task = self.spawn_crc(file, e.size)?;
@@ -458,7 +471,7 @@ impl<S: Storage> Streamer<'_, S> {
             }
             h.finalize()
         };
-        self.learn(i, crc);
+        self.learn(i, crc, id);
         Ok(crc)
     }
 }

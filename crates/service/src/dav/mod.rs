@@ -184,8 +184,13 @@ impl<S: Storage> Dav<'_, S> {
             Some("0") => false,
             Some("1") => true,
             _ => {
-                // Infinity (also when absent): refused, as RFC 4918 allows.
-                return send_condition(ex, 403, "propfind-finite-depth").await;
+                // Infinity (also when absent) is refused on a folder, as
+                // RFC 4918 allows; a file has no members (depth 0), and a
+                // missing name is 404, as Apache answers.
+                if self.storage.stat(key).await?.kind == Kind::Dir {
+                    return send_condition(ex, 403, "propfind-finite-depth").await;
+                }
+                false
             }
         };
         let body = read_xml_body(ex).await?;

@@ -12,7 +12,7 @@ use crate::digest::{asked_for, format_sha256};
 use crate::hash_gate::HashGate;
 use crate::locks::{check_write, Reach};
 use crate::metrics::RouteClass;
-use crate::page::listing::{page_csp, Format, Formatter, FLUSH_AT};
+use crate::page::listing::{new_nonce, page_csp_nonce, Format, Formatter, FLUSH_AT};
 use crate::path::RelPath;
 use crate::policy::{Policy, Principal};
 use crate::respond::{check_room, etag, respond_stored_with, write_preconditions, WriteGuard};
@@ -322,10 +322,12 @@ impl<S: Storage> Files<S> {
             resp = resp.header("Content-Encoding", "gzip");
         }
         let mut gz = gzip.then(crate::page::compress::Gzip::new);
+        let nonce = (format == Format::Html).then(new_nonce).flatten();
         if format == Format::Html {
-            resp = resp.header("Content-Security-Policy", page_csp(ex.header_str("host")));
+            resp = resp.header("Content-Security-Policy", page_csp_nonce(nonce.as_deref()));
         }
         let mut fmt = Formatter::new(format)
+            .with_nonce(nonce)
             .with_rights(crate::page::page_rights(&self.policy, who, key))
             .with_user(crate::page::PageUser::of(&self.policy, who));
         let mut text = Vec::with_capacity(FLUSH_AT + 1024);

@@ -15,22 +15,40 @@ pub const FLUSH_AT: usize = 16 * 1024;
 pub const PAGE_CSP: &str = "default-src 'self'; img-src 'self' data:; object-src 'none'; \
      base-uri 'none'; form-action 'self'; frame-ancestors 'self'";
 
-/// [`PAGE_CSP`] for a request to `host`, with scripts only from this
-/// host's `/-/assets/` (`'self'` would run an uploaded `.js` as a script of
-/// the page). A CSP source with a path needs the host; without a scheme it
-/// takes the page's own (CSP3 §6.7.2.8; Chromium blocks an `http://`
-/// source on an HTTPS page, which left the page without its script under
-/// TLS). No usable host: no script at all.
-pub fn page_csp(host: Option<&str>) -> String {
-    let host = host.map(str::trim).filter(|h| {
-        !h.is_empty()
-            && h.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-._:[]".contains(&b))
-    });
-    match host {
-        Some(h) => format!("{PAGE_CSP}; script-src {h}/-/assets/"),
+/// A fresh nonce for the page's `<script>`: 128 random bits as hex (a
+/// CSP base64-value), or `None` without randomness (the page then runs no
+/// script and stays a readable table).
+pub fn new_nonce() -> Option<String> {
+    let mut b = [0u8; 16];
+    getrandom::getrandom(&mut b).ok()?;
+    Some(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// [`PAGE_CSP`] admitting only the page's own `<script>` tag, marked with
+/// `nonce`. Not a source naming the host: behind a proxy that rewrites
+/// `Host` (nginx's default `proxy_pass`) the browser's name differs and the
+/// script was blocked, leaving a blank page. Not `'self'`: an uploaded
+/// `.js` would run as a script of the page. No nonce: no script.
+pub fn page_csp_nonce(nonce: Option<&str>) -> String {
+    match nonce {
+        Some(n) => format!("{PAGE_CSP}; script-src 'nonce-{n}'"),
         None => format!("{PAGE_CSP}; script-src 'none'"),
     }
+}
+
+thread_local! {
+    /// The nonce of the page [`locked_page`] built last on this thread,
+    /// for the header its caller writes next ([`page_csp`]).
+    static LOCKED_NONCE: std::cell::RefCell<Option<String>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The policy for the page [`locked_page`] just built on this thread (the
+/// caller writes it right after, with no await between); `host` no longer
+/// matters: the nonce, not the name, admits the script.
+pub fn page_csp(_host: Option<&str>) -> String {
+    let nonce = LOCKED_NONCE.with(|n| n.borrow_mut().take());
+    page_csp_nonce(nonce.as_deref())
 }
 
 /// For a browser's GET that lacks the token (it asks for HTML by `Accept`):
@@ -48,7 +66,10 @@ pub fn locked_page(policy: &crate::Policy, ex: &wirespeed_net::Exchange) -> Opti
     let segments = key.segments();
     let mut page = Vec::with_capacity(2048);
     let anyone = crate::policy::Principal::Anyone;
+    let nonce = new_nonce();
+    LOCKED_NONCE.with(|n| *n.borrow_mut() = nonce.clone());
     let mut fmt = Formatter::new(Format::Html)
+        .with_nonce(nonce)
         .with_rights(crate::page::page_rights(policy, anyone, &key))
         .with_user(crate::page::PageUser::of(policy, anyone))
         .with_next(key.to_url(key.trailing_slash()));
@@ -185,6 +206,8 @@ pub struct Formatter {
     user: PageUser,
     /// Where the no-script sign-in form returns (default: the folder).
     next: Option<String>,
+    /// The nonce of the page's `<script>` ([`page_csp_nonce`]).
+    nonce: Option<String>,
 }
 
 impl Formatter {
@@ -195,7 +218,15 @@ impl Formatter {
             rights: PageRights::ALL,
             user: PageUser::NoUsers,
             next: None,
+            nonce: None,
         }
+    }
+
+    /// The nonce the page's `<script>` carries (the one its
+    /// `Content-Security-Policy` names).
+    pub fn with_nonce(mut self, nonce: Option<String>) -> Self {
+        self.nonce = nonce;
+        self
     }
 
     /// Where the page's no-script sign-in form goes back to (a file's
@@ -226,7 +257,8 @@ impl Formatter {
             Format::Json => out.push(b'['),
             Format::Html => {
                 let next = self.next.as_deref();
-                html_begin(out, segments, locked, self.rights, self.user, next)
+                let nonce = self.nonce.as_deref();
+                html_begin(out, segments, locked, self.rights, self.user, next, nonce)
             }
         }
     }
@@ -322,7 +354,9 @@ fn html_begin(
     rights: PageRights,
     user: PageUser,
     next: Option<&str>,
+    nonce: Option<&str>,
 ) {
+    let nonce = nonce.map_or(String::new(), |n| format!(" nonce=\"{n}\""));
     let mut title = String::from("/");
     let mut crumbs = String::from("<a href=\"/\">Home</a>");
     let mut href = String::from("/");
@@ -395,7 +429,7 @@ placeholder=\"Password\" required><input type=\"hidden\" name=\"next\" value=\""
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
 <meta name=\"color-scheme\" content=\"light dark\"><title>Index of {title}</title>\
 <link rel=\"icon\" href=\"{icon}\" type=\"image/svg+xml\"><link rel=\"stylesheet\" href=\"{css}\">\
-<script src=\"{js}\" defer></script></head><body{state} data-can=\"{can}\">\n\
+<script src=\"{js}\"{nonce} defer></script></head><body{state} data-can=\"{can}\">\n\
 <header><nav class=\"crumbs\" aria-label=\"Folder\">{crumbs}<span class=\"sep\">/</span></nav>\
 <h1>Index of {title}</h1>{signin}</header>\n\
 <div class=\"bar\" id=\"bar\">{form}</div>\n\

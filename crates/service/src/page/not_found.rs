@@ -3,7 +3,7 @@
 
 use wirespeed_net::{Error, Exchange, Response};
 
-use crate::page::listing::{escape_html, page_csp, Format};
+use crate::page::listing::{escape_html, page_csp_nonce, Format};
 use crate::path::{encode_segment_into, RelPath};
 
 /// Whether this request is a browser's navigation (it asks for HTML first).
@@ -19,7 +19,8 @@ pub async fn send_not_found(ex: &mut Exchange, key: &RelPath) -> Result<(), Erro
     let body = not_found_html(key.segments());
     let resp = Response::new(404)
         .header("Content-Type", Format::Html.content_type())
-        .header("Content-Security-Policy", page_csp(ex.header_str("host")))
+        // No script on this page.
+        .header("Content-Security-Policy", page_csp_nonce(None))
         .header("Cache-Control", "no-cache");
     ex.send(resp, body.as_bytes()).await
 }

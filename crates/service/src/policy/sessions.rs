@@ -215,12 +215,17 @@ pub fn from_page(marker: Option<&str>) -> bool {
     marker.is_some_and(|v| !v.trim().is_empty())
 }
 
-/// Whether `Sec-Fetch-Mode` says a browser is navigating (a typed URL, a
-/// link): such a request gets the page with its sign-in form, never a
-/// `Basic` challenge. curl, WebDAV clients and scripts send no such field
+/// Whether a GET that prefers HTML (the only kind the caller asks about)
+/// is a browser navigating (a typed URL, a link): it gets the page with its
+/// sign-in form, never a `Basic` challenge, whose dialog would cover the
+/// form and whose remembered credentials would outlive Sign out. Browsers
+/// send `Sec-Fetch-Mode` only in secure contexts (HTTPS, localhost): on
+/// plain HTTP to a LAN address no `Sec-Fetch-*` comes at all, so a request
+/// without the field counts too. Another mode (`cors`, `no-cors`) is not
+/// a navigation; curl, wget, WebDAV clients and scripts do not prefer HTML
 /// and keep getting the challenge.
 pub fn is_navigation(sec_fetch_mode: Option<&str>) -> bool {
-    sec_fetch_mode.is_some_and(|m| m.trim().eq_ignore_ascii_case("navigate"))
+    sec_fetch_mode.is_none_or(|m| m.trim().eq_ignore_ascii_case("navigate"))
 }
 
 /// The session cookie's value in a `Cookie` header (RFC 6265 §5.4:

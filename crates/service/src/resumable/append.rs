@@ -339,6 +339,10 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                     .complete_partial(id, data, &key, check)
                     .await
                     .map_err(|e| guard.explain(e.on_write(&key).into()));
+                if w.is_ok() {
+                    let mut done = self.completed.lock().unwrap_or_else(|e| e.into_inner());
+                    done.insert(*id, &slot.snapshot(), length, now());
+                }
                 self.forget(id);
                 if w.is_err() {
                     let _ = self.storage.delete_partial(id).await;

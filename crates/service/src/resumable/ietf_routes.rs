@@ -1,5 +1,5 @@
 //! The IETF resumable-upload draft (interop version 8): creation on any
-//! file URL (104 with the upload's `Location` before the body), offset
+//! file URL (104 with the upload's `Location` before a body), offset
 //! and append on `/-/uploads/<id>`.
 
 use super::*;
@@ -61,10 +61,17 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 client,
             )
             .await?;
-        let loc = location(&id);
-        let interim = ietf::interim_fields(&loc, &self.ucfg.limits);
-        let fields: Vec<(&str, &str)> = interim.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        ex.send_interim(104, &fields).await?;
+        // The 104 lets a client resume a body cut short; a creation
+        // without a body (how our client begins) has nothing to lose and
+        // gets the Location in its final answer. Proxies such as nginx
+        // (1.22 here) take a 1xx from upstream for the final answer and
+        // then wait for a body that never comes.
+        if has_body(ex) {
+            let loc = location(&id);
+            let interim = ietf::interim_fields(&loc, &self.ucfg.limits);
+            let fields: Vec<(&str, &str)> = interim.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            ex.send_interim(104, &fields).await?;
+        }
         let _lock = self.take_append(&slot).await?;
         let done = self
             .append(ex, &id, &slot, creation.first, check, who)
@@ -133,7 +140,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
     }
 
     pub(super) async fn ietf_head(&self, ex: &mut Exchange, id: &UploadId) -> Result<(), Error> {
-        let state = self.slot(id).await?.snapshot();
+        let state = self.settled_state(id).await?;
         let mut resp = Response::new(204).header("Upload-Draft-Interop-Version", INTEROP);
         for (name, value) in ietf::offset_fields(&state, &self.ucfg.limits, now()) {
             resp = resp.header(name, value);

@@ -33,6 +33,7 @@ use crate::storage::{CommitCheck, Kind, Storage, StorageError, Written};
 use crate::upload::UploadPath;
 
 mod append;
+mod completed;
 mod expiry;
 mod ietf_routes;
 mod slot;
@@ -86,6 +87,8 @@ pub struct Uploads<S> {
     per_client: Mutex<HashMap<std::net::IpAddr, usize>>,
     ucfg: UploadsConfig,
     slots: Mutex<HashMap<UploadId, Arc<Slot>>>,
+    /// Uploads completed here, answerable to HEAD until they expire.
+    completed: Mutex<completed::Completed>,
     /// Uploads the last sweep found unusable (no readable record, or data
     /// shorter than its record): removed if the next sweep still does, so a
     /// creation in flight between its two files is never taken for one.
@@ -156,9 +159,34 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             cfg,
             ucfg,
             slots: Mutex::new(HashMap::new()),
+            completed: Mutex::new(completed::Completed::default()),
             unusable: Mutex::new(std::collections::HashSet::new()),
             creating: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// A completed upload's state (offset = length), until it expires.
+    fn completed(&self, id: &UploadId) -> Option<UploadState> {
+        let c = self.completed.lock().unwrap_or_else(|e| e.into_inner());
+        c.get(id, now())
+    }
+
+    /// The state HEAD reports: once a running append (perhaps of a client
+    /// that was just killed) has let go, so that an append at the offset
+    /// reported is taken; a completed upload's until it expires.
+    async fn settled_state(&self, id: &UploadId) -> Result<UploadState, Error> {
+        let slot = match self.slot(id).await {
+            Ok(slot) => slot,
+            Err(e) => return self.completed(id).ok_or(e),
+        };
+        let _settled = self.take_append(&slot).await?;
+        if slot.gone.load(Ordering::Relaxed) {
+            // Completed (or cancelled) while we waited.
+            return self
+                .completed(id)
+                .ok_or_else(|| Error::status(404, "no such upload"));
+        }
+        Ok(slot.snapshot())
     }
 
     fn limit_header(&self, max_age: Option<u64>) -> String {
@@ -218,7 +246,9 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             match UploadId::parse(rest.get(1..).unwrap_or("")) {
                 Some(id) => match self.slot(&id).await {
                     Ok(slot) => parse_request_path(&slot.snapshot().target).ok(),
-                    Err(_) => None,
+                    Err(_) => self
+                        .completed(&id)
+                        .and_then(|s| parse_request_path(&s.target).ok()),
                 },
                 None => None,
             }

@@ -106,7 +106,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         if let Err(r) = tus::check_version(&tus_fields(ex)) {
             return refuse(ex, r, true).await;
         }
-        let state = self.slot(id).await?.snapshot();
+        let state = self.settled_state(id).await?;
         let mut resp = Response::new(200);
         for (name, value) in tus::offset_fields(&state) {
             resp = resp.header(name, value);
