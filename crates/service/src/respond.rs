@@ -316,16 +316,18 @@ pub(crate) async fn check_real<S: Storage>(
         return Err(Error::status(404, "not found"));
     }
     let decided = policy.decide(who, action, &real);
-    // A write over a name that exists where the path leads replaces it
+    // A write over a file that exists where the path leads replaces it
     // there: `d` there, not only where it is named (the guard at commit
-    // judges the name; the gap is a file created there meanwhile).
+    // judges the name; the gap is a file created there meanwhile). An
+    // empty file loses nothing: the one a principal's own LOCK made stays
+    // theirs to fill, unlock and refresh through the link too.
     if decided == Decision::Allow
         && action == Action::Create
         && !policy.rights(who, &real).may_delete()
         && storage
             .stat(&real)
             .await
-            .is_ok_and(|m| m.kind == Kind::File)
+            .is_ok_and(|m| m.kind == Kind::File && m.size > 0)
     {
         return Err(Error::status(
             403,
