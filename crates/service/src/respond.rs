@@ -12,6 +12,7 @@ use crate::config::ServiceConfig;
 use crate::digest::format_sha256;
 use crate::locks::{LockTable, Reach, Submitted};
 use crate::path::RelPath;
+use crate::policy::shares::Refusal;
 use crate::policy::{sessions, Action, Decision, Policy, Principal};
 pub use crate::size::human_size;
 use crate::storage::{CommitCheck, Kind, Meta, Storage, StorageError, Upload, Written};
@@ -178,7 +179,22 @@ pub(crate) async fn admit_with(
     // A share link is its own principal: anything it does not cover is
     // the same 404 as an unknown link, so it reveals nothing beyond itself.
     if let Some(token) = crate::policy::shares::from_query(ex.query()) {
-        let who = policy.link(token, ex.client_ip());
+        let who = match policy.link(token, ex.client_ip()) {
+            // A link whose signature holds tells its holder it has ended,
+            // and nothing about the path (which it names itself anyway).
+            Some(Err(why @ (Refusal::Expired | Refusal::Revoked))) => {
+                close_if_body(ex);
+                let says: &[u8] = if why == Refusal::Expired {
+                    b"this share link has expired; ask whoever sent it for a new one\n"
+                } else {
+                    b"this share link was revoked; ask whoever sent it for a new one\n"
+                };
+                ex.send(text(410), says).await?;
+                return Ok(None);
+            }
+            Some(Ok(who)) => Some(who),
+            Some(Err(_)) | None => None,
+        };
         let allowed = |w: &Principal| {
             !policy.hides(path) && policy.decide(*w, action, path) == Decision::Allow
         };

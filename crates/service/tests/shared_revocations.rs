@@ -107,13 +107,16 @@ fn sign_outs_and_revocations_reach_every_node_on_the_bucket() {
     );
     assert_eq!(r.status, 204, "{}", r.text());
     assert_eq!(a.req("GET", "/team/", &[c], b"").status, 401);
-    assert_eq!(a.get(&link).status, 404);
+    // A revoked link says so (410), without a word about its path.
+    let r = a.get(&link);
+    assert_eq!(r.status, 410, "{}", r.text());
+    assert!(r.text().contains("revoked"), "{}", r.text());
     let bound = EVERY * 10;
     eventually_within("b refuses the signed-out session", bound, || {
         b.req("GET", "/team/", &[c], b"").status == 401
     });
     eventually_within("b refuses the revoked link", bound, || {
-        b.get(&link).status == 404
+        b.get(&link).status == 410
     });
     // The records are in the bucket, not on a node.
     let keys = m.keys("nodes");
@@ -131,7 +134,7 @@ fn sign_outs_and_revocations_reach_every_node_on_the_bucket() {
     // first read.
     let c3 = node(&m, &rt);
     eventually_within("a new node refuses both", bound, || {
-        c3.req("GET", "/team/", &[c], b"").status == 401 && c3.get(&link).status == 404
+        c3.req("GET", "/team/", &[c], b"").status == 401 && c3.get(&link).status == 410
     });
     // And still takes what is live: a new sign-in on a works on it.
     let (_, fresh) = sign_in(&a, "alice", "alice-pw");

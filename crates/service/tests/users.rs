@@ -519,83 +519,84 @@ fn routes() -> Vec<Route> {
 /// Expected statuses: anonymous, alice, bob, token holder, a read link and
 /// an upload link for /team/, an expired link. Anonymous gets 401 wherever
 /// credentials would help (the token always would); a link gets 404 for
-/// anything it does not grant (metrics ignore links: 401 as anonymous).
+/// anything it does not grant, an expired one 410 (it says it has ended)
+/// everywhere (metrics ignore links: 401 as anonymous).
 const EXPECTED: &[(&str, [u16; 7])] = &[
-    ("GET public file", [200, 200, 200, 200, 404, 404, 404]),
-    ("HEAD public file", [200, 200, 200, 200, 404, 404, 404]),
-    ("GET alice's file", [401, 200, 403, 200, 404, 404, 404]),
-    ("GET team file", [401, 200, 200, 200, 200, 404, 404]),
-    ("GET drop-box file", [401, 403, 403, 200, 404, 404, 404]),
-    ("GET drop-box missing", [401, 403, 403, 404, 404, 404, 404]),
-    ("GET alice's missing", [401, 404, 403, 404, 404, 404, 404]),
-    ("GET public listing", [200, 200, 200, 200, 404, 404, 404]),
-    ("GET alice's listing", [401, 200, 403, 200, 404, 404, 404]),
-    ("GET drop-box listing", [401, 403, 403, 200, 404, 404, 404]),
-    ("PUT new at root", [401, 403, 403, 201, 404, 404, 404]),
-    ("PUT new in alice", [401, 201, 403, 201, 404, 404, 404]),
-    ("PUT over alice's file", [401, 204, 403, 204, 404, 404, 404]),
-    ("PUT new in team", [401, 201, 201, 201, 404, 201, 404]),
-    ("PUT over team file", [401, 204, 403, 204, 404, 403, 404]),
-    ("PUT new in drop box", [201, 201, 201, 201, 404, 404, 404]),
+    ("GET public file", [200, 200, 200, 200, 404, 404, 410]),
+    ("HEAD public file", [200, 200, 200, 200, 404, 404, 410]),
+    ("GET alice's file", [401, 200, 403, 200, 404, 404, 410]),
+    ("GET team file", [401, 200, 200, 200, 200, 404, 410]),
+    ("GET drop-box file", [401, 403, 403, 200, 404, 404, 410]),
+    ("GET drop-box missing", [401, 403, 403, 404, 404, 404, 410]),
+    ("GET alice's missing", [401, 404, 403, 404, 404, 404, 410]),
+    ("GET public listing", [200, 200, 200, 200, 404, 404, 410]),
+    ("GET alice's listing", [401, 200, 403, 200, 404, 404, 410]),
+    ("GET drop-box listing", [401, 403, 403, 200, 404, 404, 410]),
+    ("PUT new at root", [401, 403, 403, 201, 404, 404, 410]),
+    ("PUT new in alice", [401, 201, 403, 201, 404, 404, 410]),
+    ("PUT over alice's file", [401, 204, 403, 204, 404, 404, 410]),
+    ("PUT new in team", [401, 201, 201, 201, 404, 201, 410]),
+    ("PUT over team file", [401, 204, 403, 204, 404, 403, 410]),
+    ("PUT new in drop box", [201, 201, 201, 201, 404, 404, 410]),
     (
         "PUT over drop-box file",
-        [403, 403, 403, 204, 404, 404, 404],
+        [403, 403, 403, 204, 404, 404, 410],
     ),
-    ("DELETE public file", [401, 403, 403, 204, 404, 404, 404]),
-    ("DELETE alice's file", [401, 204, 403, 204, 404, 404, 404]),
-    ("DELETE team file", [401, 204, 403, 204, 404, 404, 404]),
-    ("DELETE drop-box file", [401, 403, 403, 204, 404, 404, 404]),
+    ("DELETE public file", [401, 403, 403, 204, 404, 404, 410]),
+    ("DELETE alice's file", [401, 204, 403, 204, 404, 404, 410]),
+    ("DELETE team file", [401, 204, 403, 204, 404, 404, 410]),
+    ("DELETE drop-box file", [401, 403, 403, 204, 404, 404, 410]),
     (
         "DELETE drop-box missing",
-        [401, 403, 403, 404, 404, 404, 404],
+        [401, 403, 403, 404, 404, 404, 410],
     ),
-    ("form POST new in team", [401, 201, 201, 201, 404, 201, 404]),
+    ("form POST new in team", [401, 201, 201, 201, 404, 201, 410]),
     (
         "form POST over drop-box file",
-        [403, 403, 403, 201, 404, 404, 404],
+        [403, 403, 403, 201, 404, 404, 410],
     ),
     (
         "form POST new in drop box",
-        [201, 201, 201, 201, 404, 404, 404],
+        [201, 201, 201, 201, 404, 404, 410],
     ),
     (
         "tus create+append in alice",
-        [401, 204, 403, 204, 404, 404, 404],
+        [401, 204, 403, 204, 404, 404, 410],
     ),
     (
         "tus create+append in team",
-        [401, 204, 204, 204, 404, 204, 404],
+        [401, 204, 204, 204, 404, 204, 410],
     ),
     (
         "tus create+append in drop box",
-        [204, 204, 204, 204, 404, 404, 404],
+        [204, 204, 204, 204, 404, 404, 410],
     ),
     (
         "tus create over drop-box file",
-        [403, 403, 403, 204, 404, 404, 404],
+        [403, 403, 403, 204, 404, 404, 410],
     ),
-    ("IETF create in alice", [401, 201, 403, 201, 404, 404, 404]),
+    ("IETF create in alice", [401, 201, 403, 201, 404, 404, 410]),
     (
         "IETF create in drop box",
-        [201, 201, 201, 201, 404, 404, 404],
+        [201, 201, 201, 201, 404, 404, 410],
     ),
-    ("MKCOL in alice", [401, 201, 403, 201, 404, 404, 404]),
-    ("MKCOL in drop box", [201, 201, 201, 201, 404, 404, 404]),
-    ("MOVE within team", [401, 201, 403, 201, 404, 404, 404]),
+    ("MKCOL in alice", [401, 201, 403, 201, 404, 404, 410]),
+    ("MKCOL in drop box", [201, 201, 201, 201, 404, 404, 410]),
+    ("MOVE within team", [401, 201, 403, 201, 404, 404, 410]),
     (
         "MOVE alice's file to team",
-        [401, 201, 403, 201, 404, 404, 404],
+        [401, 201, 403, 201, 404, 404, 410],
     ),
     (
         "MOVE team file into drop box",
-        [401, 201, 403, 201, 404, 404, 404],
+        [401, 201, 403, 201, 404, 404, 410],
     ),
     ("GET metrics", [401, 200, 200, 200, 401, 401, 401]),
-    ("GET archive of team", [401, 200, 200, 200, 200, 404, 404]),
-    ("GET archive of root", [200, 200, 200, 200, 404, 404, 404]),
+    ("GET archive of team", [401, 200, 200, 200, 200, 404, 410]),
+    ("GET archive of root", [200, 200, 200, 200, 404, 404, 410]),
     (
         "GET archive of drop box",
-        [401, 403, 403, 200, 404, 404, 404],
+        [401, 403, 403, 200, 404, 404, 410],
     ),
 ];
 
@@ -802,9 +803,15 @@ fn a_link_reaches_nothing_beyond_its_grant_and_every_failure_looks_unknown() {
         assert_eq!(r.status, 404);
         assert_eq!(r.text(), not_found, "the same answer as an unknown link");
     }
+    // An expired link says so (410), and nothing about its path.
     let expired = &principals()[6].1[0].1;
     let r = get(&format!("/team/t.txt?share={expired}"));
-    assert_eq!((r.status, r.text()), (404, not_found));
+    assert_eq!(r.status, 410, "{}", r.text());
+    assert!(
+        r.text().contains("expired") && !r.text().contains("team"),
+        "{}",
+        r.text()
+    );
 }
 
 #[test]
@@ -873,7 +880,7 @@ fn the_shares_api_shares_only_what_one_holds() {
     };
     assert_eq!(revoke(&as_(&bob)), 404);
     assert_eq!(revoke(&as_(&alice)), 204);
-    assert_eq!(s.get(&format!("/alice/a.txt?share={token}")).status, 404);
+    assert_eq!(s.get(&format!("/alice/a.txt?share={token}")).status, 410);
     assert_eq!(revoke(&as_(&alice)), 404, "once");
 }
 
@@ -911,6 +918,6 @@ fn the_owner_of_a_folder_lists_and_revokes_links_into_it() {
         b"",
     );
     assert_eq!(r.status, 204, "{}", r.text());
-    assert_eq!(s.get(&format!("/team/t.txt?share={link}")).status, 404);
+    assert_eq!(s.get(&format!("/team/t.txt?share={link}")).status, 410);
     assert!(listed(&bob).is_empty());
 }

@@ -338,20 +338,20 @@ impl Policy {
         self.shares.as_ref()
     }
 
-    /// The principal of a `share=` query value: a valid link, or a refusal
-    /// (logged with its reason; the asker only ever sees 404).
-    pub fn link(&self, token: &str, client: IpAddr) -> Option<Principal> {
+    /// The principal of a `share=` query value: a valid link, or why it is
+    /// refused (logged with its reason). `None` where links are off.
+    pub fn link(&self, token: &str, client: IpAddr) -> Option<Result<Principal, shares::Refusal>> {
         let shares = self.shares.as_ref()?;
-        match shares.verify(token, unix_now()) {
+        Some(match shares.verify(token, unix_now()) {
             Ok(grant) => {
                 shares.remember(&grant);
-                Some(Principal::Link(ShareId(grant.id)))
+                Ok(Principal::Link(ShareId(grant.id)))
             }
             Err(why) => {
                 tracing::warn!(target: "wirespeed::share", client = %client, reason = ?why, "share link refused");
-                None
+                Err(why)
             }
-        }
+        })
     }
 
     /// The presets plus a rules file: users and their rights per folder
