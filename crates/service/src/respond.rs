@@ -185,7 +185,7 @@ pub(crate) async fn admit_with(
                 // An upload link opened in a browser: the page with its
                 // Upload button and no names, not the refusal.
                 if let Some(w) = who {
-                    if sent_upload_page(policy, ex, w, action, path).await? {
+                    if crate::page::sent_upload_page(policy, ex, w, action, path).await? {
                         return Ok(None);
                     }
                 }
@@ -238,7 +238,9 @@ pub(crate) async fn admit_with(
             Ok(None)
         }
         Decision::Allow => Ok(Some(who)),
-        Decision::Forbidden(_) if sent_upload_page(policy, ex, who, action, path).await? => {
+        Decision::Forbidden(_)
+            if crate::page::sent_upload_page(policy, ex, who, action, path).await? =>
+        {
             Ok(None)
         }
         Decision::Forbidden(why) => {
@@ -296,36 +298,6 @@ pub(crate) async fn admit_with(
             Ok(None)
         }
     }
-}
-
-/// A browser's GET of a folder where `who` may add files but not read
-/// them (an upload link, a drop box): answered with the page's upload-only
-/// frame (no names) in place of the refusal. Whether it was sent.
-async fn sent_upload_page(
-    policy: &Policy,
-    ex: &mut Exchange,
-    who: Principal,
-    action: Action,
-    path: &RelPath,
-) -> Result<bool, Error> {
-    if action != Action::Read || policy.hides(path) {
-        return Ok(false);
-    }
-    let Some(page) = crate::page::listing::upload_page(policy, ex, who, path) else {
-        return Ok(false);
-    };
-    let resp = Response::new(200)
-        .header(
-            "Content-Type",
-            crate::page::listing::Format::Html.content_type(),
-        )
-        .header(
-            "Content-Security-Policy",
-            crate::page::listing::page_csp(ex.header_str("host")),
-        )
-        .header("Cache-Control", "no-store");
-    ex.send(resp, &page).await?;
-    Ok(true)
 }
 
 /// Rights follow the bytes: when `path` leads through a symlink elsewhere

@@ -6,7 +6,7 @@ pub mod listing;
 pub mod not_found;
 
 use crate::path::RelPath;
-use crate::policy::{Policy, Principal, UserName};
+use crate::policy::{Action, Policy, Principal, UserName};
 
 /// The actions the folder page shows: only what the server would take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +43,11 @@ impl PageRights {
             (self.write, "write"),
             (self.delete, "delete"),
         ];
-        let on: Vec<&str> = names.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect();
+        let on: Vec<&str> = names
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, n)| *n)
+            .collect();
         on.join(" ")
     }
 
@@ -127,6 +131,33 @@ pub fn may_see(policy: &Policy, who: Principal, folder: &RelPath, name: &str) ->
     folder
         .join(name)
         .is_ok_and(|k| policy.rights(who, &k) != crate::policy::Rights::NONE)
+}
+
+/// A browser's GET of a folder where `who` may add files but not read
+/// them (an upload link, a drop box): answered with the page's upload-only
+/// frame (no names) in place of the refusal. Whether it was sent.
+pub(crate) async fn sent_upload_page(
+    policy: &Policy,
+    ex: &mut wirespeed_net::Exchange,
+    who: Principal,
+    action: Action,
+    path: &RelPath,
+) -> Result<bool, wirespeed_net::Error> {
+    if action != Action::Read || policy.hides(path) {
+        return Ok(false);
+    }
+    let Some(page) = listing::upload_page(policy, ex, who, path) else {
+        return Ok(false);
+    };
+    let resp = wirespeed_net::Response::new(200)
+        .header("Content-Type", listing::Format::Html.content_type())
+        .header(
+            "Content-Security-Policy",
+            listing::page_csp(ex.header_str("host")),
+        )
+        .header("Cache-Control", "no-store");
+    ex.send(resp, &page).await?;
+    Ok(true)
 }
 
 #[cfg(test)]
