@@ -22,8 +22,16 @@
   // What the server takes (listing.rs writes it from page.rs `page_rights`):
   // the page offers only those actions.
   const can = new Set((doc.body.dataset.can || '').split(' '));
+  const canRead = can.has('read');
   const canWrite = can.has('write');
   const canDelete = can.has('delete');
+  // An upload link or a drop box: the page offers the upload and nothing
+  // that reads (no names, no archives, no reload of the listing).
+  const uploadOnly = canWrite && !canRead;
+  // Opened through a link to a folder: how deep the link's own folder is
+  // (no way up from there; the server links no breadcrumb above it).
+  const top = Number(doc.body.dataset.top || 0);
+  const depth = here.split('/').filter(Boolean).length - (isDir ? 0 : 1);
   // "Share link…" on the rows (share links on, the asker may mint them).
   const canShare = doc.body.dataset.share === '1';
   // Opened through a share link: every URL of the page carries it on.
@@ -321,11 +329,11 @@
     );
     tbody = h('tbody', { role: 'rowgroup' });
     table = h('table', { id: 'list', role: 'table', 'aria-label': 'Files' }, h('thead', { role: 'rowgroup' }, head), tbody);
-    if (here !== '/') {
+    if (here !== '/' && depth > top) {
       upRow = h(
         'tr',
         { class: 'd up', role: 'row' },
-        h('td', { class: 'n', role: 'cell' }, h('a', { href: '../', rel: 'up' }, '../')),
+        h('td', { class: 'n', role: 'cell' }, h('a', { href: withShare('../'), rel: 'up' }, '../')),
         h('td', { class: 's', role: 'cell' }),
         h('td', { class: 'm', role: 'cell' }),
         h('td', { class: 'a', role: 'cell' }),
@@ -549,6 +557,7 @@
     if (r.status !== 201) return toast(await failure(r, 'Could not make a link'));
     const j = await r.json();
     const url = new URL(j.path + '?share=' + j.share, location.href).href;
+    if (linksBox) showLinks();
     await new Promise((resolve) => {
       const d = h('dialog', { 'aria-label': 'Share link', id: 'share-made' });
       const field = h('input', { type: 'text', id: 'share-link', readonly: true, value: url, 'aria-label': 'Link' });
@@ -583,6 +592,66 @@
       d.showModal();
       field.select();
     });
+  }
+
+  // --- the links made here -----------------------------------------------------------
+  /** "Links": the asker's live links at or below this folder (`GET
+   * /-/shares/PATH`), each with Copy and Revoke (`DELETE ?link=TOKEN`). */
+  let linksBox = null;
+  async function toggleLinks(btn) {
+    if (linksBox) {
+      linksBox.remove();
+      linksBox = null;
+      btn.setAttribute('aria-expanded', 'false');
+      return;
+    }
+    linksBox = h('section', { id: 'links', 'aria-label': 'Share links' }, h('p', {}, 'Loading links…'));
+    btn.setAttribute('aria-expanded', 'true');
+    const main = $('main');
+    main.parentNode.insertBefore(linksBox, main);
+    await showLinks();
+  }
+
+  async function showLinks() {
+    const box = linksBox;
+    if (!box) return;
+    const r = await api('/-/shares' + here, { headers: { Accept: 'application/json' }, cache: 'no-store' });
+    if (!r.ok) {
+      box.replaceChildren(h('p', { class: 'error' }, await failure(r, 'Could not list the links')));
+      return;
+    }
+    const list = await r.json();
+    const head = h('p', {}, h('strong', {}, 'Share links here'), list.length ? ` · ${list.length}` : '');
+    if (!list.length) {
+      box.replaceChildren(head, h('p', { class: 'note', id: 'links-none' }, 'No live links at or below this folder.'));
+      return;
+    }
+    const body = h('tbody');
+    for (const j of list) {
+      const url = new URL(j.path + '?share=' + j.share, location.href).href;
+      const kind = j.rights.includes('r') ? 'read' : 'upload only';
+      const copy = h('button', { type: 'button', class: 'copy', onclick: () => copyLink(url) }, 'Copy');
+      const revoke = h('button', { type: 'button', class: 'danger revoke', onclick: () => revokeLink(j) }, 'Revoke');
+      body.append(
+        h(
+          'tr',
+          { 'data-id': j.id },
+          h('td', { class: 'l' }, h('a', { href: url }, decodeURIComponent(j.path)), ` · ${kind}`),
+          h('td', { class: 'm' }, h('time', { datetime: new Date(j.expires * 1000).toISOString() }, 'until ' + dtf.format(j.expires * 1000))),
+          h('td', { class: 'x' }, copy, revoke),
+        ),
+      );
+    }
+    box.replaceChildren(head, h('table', { 'aria-label': 'Share links' }, body));
+  }
+
+  async function revokeLink(j) {
+    const ok = await ask({ title: `Revoke the link to "${decodeURIComponent(j.path)}"? It stops working at once.`, ok: 'Revoke', danger: true });
+    if (!ok) return;
+    const r = await api('/-/shares' + here + '?link=' + enc(j.share), { method: 'DELETE' });
+    if (r.ok) toast('Link revoked');
+    else toast(await failure(r, 'Could not revoke the link'));
+    await showLinks();
   }
 
   async function rename(e) {
@@ -732,7 +801,7 @@
     if (it.wake) it.wake();
     if (it.loc) {
       // Free the partial upload on the server; this upload is not resumed.
-      fetch(it.loc, { method: 'DELETE', headers: withAuth({ 'Tus-Resumable': '1.0.0' }) }).catch(() => {});
+      fetch(withShare(it.loc), { method: 'DELETE', headers: withAuth({ 'Tus-Resumable': '1.0.0' }) }).catch(() => {});
       localStorage.removeItem(resumeKey(it));
       it.loc = null;
     }
@@ -766,7 +835,7 @@
       it.loaded = it.file.size;
       it.bar.value = it.file.size;
       setState(it, 'done', `Done · ${humanSize(it.file.size)}`);
-      reloadSoon();
+      if (!uploadOnly) reloadSoon();
     } catch (err) {
       // A refusal that a retry cannot change gets no Retry button.
       it.permanent = !!err.permanent;
@@ -835,7 +904,7 @@
     for (let failures = 0; ; ) {
       let x;
       try {
-        x = await send(it, 'PUT', target(it), { 'Content-Type': 'application/octet-stream' }, it.file, (l) => progress(it, l));
+        x = await send(it, 'PUT', withShare(target(it)), Object.assign({ 'Content-Type': 'application/octet-stream' }, mtimeOf(it)), it.file, (l) => progress(it, l));
       } catch (err) {
         if (!(err instanceof NetError)) throw err;
         await waitForNetwork(it, ++failures);
@@ -848,13 +917,16 @@
     }
   }
 
+  /** The file's own date, kept by the server (`X-OC-Mtime`, Unix seconds). */
+  const mtimeOf = (it) => (it.file.lastModified > 0 ? { 'X-OC-Mtime': String(Math.floor(it.file.lastModified / 1000)) } : {});
+
   const resumeKey = (it) => `wirespeed-tus ${target(it)} ${it.file.size} ${it.file.lastModified}`;
 
   /** The server's offset of a tus upload (null: it is gone). */
   async function tusOffset(it) {
     for (let failures = 0; ; ) {
       try {
-        const x = await send(it, 'HEAD', it.loc, { 'Tus-Resumable': '1.0.0' });
+        const x = await send(it, 'HEAD', withShare(it.loc), { 'Tus-Resumable': '1.0.0' });
         if (x.status === 401 && (await askToken())) continue;
         if (x.status === 404 || x.status === 410) return null;
         const off = Number(x.getResponseHeader('Upload-Offset'));
@@ -873,11 +945,11 @@
     for (let failures = 0; ; ) {
       let x;
       try {
-        x = await send(it, 'POST', '/-/uploads' + target(it), {
+        x = await send(it, 'POST', withShare('/-/uploads' + target(it)), Object.assign({
           'Tus-Resumable': '1.0.0',
           'Upload-Length': String(it.file.size),
           'Upload-Metadata': 'filename ' + b64,
-        });
+        }, mtimeOf(it)));
       } catch (err) {
         if (!(err instanceof NetError)) throw err;
         await waitForNetwork(it, ++failures);
@@ -917,8 +989,8 @@
         x = await send(
           it,
           'PATCH',
-          it.loc,
-          { 'Tus-Resumable': '1.0.0', 'Upload-Offset': String(from), 'Content-Type': 'application/offset+octet-stream' },
+          withShare(it.loc),
+          Object.assign({ 'Tus-Resumable': '1.0.0', 'Upload-Offset': String(from), 'Content-Type': 'application/offset+octet-stream' }, mtimeOf(it)),
           it.file.slice(from, end),
           (l) => progress(it, from + l),
         );
@@ -1069,15 +1141,25 @@
       inp.value = '';
     };
     const folder = decodeURIComponent(here.split('/').filter(Boolean).pop() || '');
-    const folderZip = archiveLink(here, folder, 'zip', 'Download folder (zip)');
-    selLink = selectionLink(folder);
+    const folderZip = uploadOnly ? null : archiveLink(here, folder, 'zip', 'Download folder (zip)');
+    selLink = uploadOnly ? null : selectionLink(folder);
+    const links = canShare ? h('button', { type: 'button', id: 'links-btn', 'aria-expanded': 'false', onclick: (ev) => toggleLinks(ev.currentTarget) }, 'Links') : '';
     if (!canWrite) {
-      bar.prepend(filter, folderZip, selLink);
+      bar.prepend(filter, folderZip, selLink, links);
       return;
     }
     input.tabIndex = -1; // the Upload files button stands in for it
     input.addEventListener('change', () => pick(input));
     folderInput.addEventListener('change', () => pick(folderInput));
+    if (uploadOnly) {
+      bar.prepend(
+        h('button', { type: 'button', class: 'primary', id: 'upload-btn', onclick: () => input.click() }, 'Upload files'),
+        h('button', { type: 'button', id: 'upload-folder-btn', onclick: () => folderInput.click() }, 'Upload folder'),
+        folderInput,
+      );
+      $('#upform').addEventListener('submit', (ev) => ev.preventDefault());
+      return;
+    }
     bar.prepend(
       filter,
       h('button', { type: 'button', class: 'primary', id: 'upload-btn', onclick: () => input.click() }, 'Upload files'),
@@ -1085,6 +1167,7 @@
       h('button', { type: 'button', id: 'mkdir-btn', onclick: newFolder }, 'New folder'),
       folderZip,
       selLink,
+      links,
       folderInput,
     );
     // With the script, the file input uploads on choice; the form stays for
@@ -1121,6 +1204,19 @@
   async function init() {
     const rows = $('#rows');
     if (!rows) return;
+    // Breadcrumbs inside a link's folder go on through the link.
+    for (const a of doc.querySelectorAll('nav.crumbs a')) a.setAttribute('href', withShare(a.getAttribute('href')));
+    if (uploadOnly) {
+      // Nothing here reads: no table, no listing to fetch, no sign-in first.
+      rows.remove();
+      for (const el of doc.querySelectorAll('#empty, footer form.json')) el.remove();
+      setupBar();
+      setupDrop();
+      setupUser();
+      window.wirespeedReadyAt = performance.now();
+      root.dataset.ready = '1';
+      return;
+    }
     buildTable();
     setupTable();
     setupBar();

@@ -201,6 +201,13 @@ pub(crate) async fn admit_with(
         return match who.filter(allowed) {
             Some(who) => Ok(Some(who)),
             None => {
+                // An upload link opened in a browser: the page with its
+                // Upload button and no names, not the refusal.
+                if let Some(w) = who {
+                    if crate::page::sent_upload_page(policy, ex, w, action, path).await? {
+                        return Ok(None);
+                    }
+                }
                 if who.is_some() {
                     tracing::warn!(target: "wirespeed::share", client = %ex.client_ip(), path = %path, "share link used outside its grant");
                 }
@@ -247,6 +254,11 @@ pub(crate) async fn admit_with(
             Ok(None)
         }
         Decision::Allow => Ok(Some(who)),
+        Decision::Forbidden(_)
+            if crate::page::sent_upload_page(policy, ex, who, action, path).await? =>
+        {
+            Ok(None)
+        }
         Decision::Forbidden(why) => {
             close_if_body(ex);
             ex.send(text(403), format!("{why}\n").as_bytes()).await?;

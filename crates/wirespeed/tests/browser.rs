@@ -204,13 +204,15 @@ fn run_script(mut cmd: Command) -> std::process::ExitStatus {
     }
 }
 
-/// The rules of the sign-in run: bob adds to /team and shares it, alice also deletes.
+/// The rules of the sign-in run: bob adds to /team and shares it, alice also
+/// deletes; anyone may add to /drop (a drop box), alice also reads it.
 fn signin_rules(dir: &Path) -> PathBuf {
     use wirespeed_service::policy::password::hash;
     let file = dir.join("users.toml");
     let text = format!(
         "[users]\nalice = \"{}\"\nbob = \"{}\"\n\
-         [paths.\"/\"]\n\"*\" = \"r\"\n[paths.\"/team\"]\nalice = \"rwd\"\nbob = \"rws\"\n",
+         [paths.\"/\"]\n\"*\" = \"r\"\n[paths.\"/team\"]\nalice = \"rwd\"\nbob = \"rws\"\n\
+         [paths.\"/drop\"]\n\"*\" = \"w\"\nalice = \"rwd\"\n",
         hash(b"alice-pw").unwrap(),
         hash(b"bob-pw").unwrap()
     );
@@ -222,7 +224,8 @@ fn signin_rules(dir: &Path) -> PathBuf {
 /// server, plain and under `--tls-self-signed`: a wrong password shown in
 /// the page's form, bob signs in, uploads, sees no Delete on /team, signs
 /// out, and the old cookie is refused; the cookie's flags; "Share link…"
-/// for a file, a folder and an upload link, used without a cookie.
+/// for a file, a folder and an upload link, used without a cookie; the
+/// upload-only page of an upload link and of a drop box; "Links".
 #[test]
 fn signin_in_chromium() {
     if let Some(why) = missing_tools() {
@@ -239,7 +242,14 @@ fn signin_in_chromium() {
     write(&root.join("team/t.txt"), b"team's\n");
     write(&root.join("pub.txt"), b"public\n");
     write(&root.join("team/sub/inner.txt"), b"in\n");
+    write(&root.join("team/sub/deeper/x.txt"), b"x\n");
+    write(&root.join("drop/secret.txt"), b"not for guests\n");
     write(&work.join("from-bob.txt"), b"bob was here\n");
+    write(&work.join("dated.txt"), b"sent through the upload link\n");
+    write(&work.join("into-drop.txt"), b"dropped anonymously\n");
+    // Above the page's plain-PUT size: sent with tus through the link.
+    let big = noise(9 << 20, 9);
+    write(&work.join("big-via-link.bin"), &big);
     let rules = signin_rules(tmp.path());
     let rules = rules.to_str().unwrap();
     let plain = Serve::start(&root, &["--auth", rules]);
@@ -269,6 +279,20 @@ fn signin_in_chromium() {
         std::fs::read(root.join("team/sub/via-link.txt")).unwrap(),
         b"dropped\n",
         "the upload link's file"
+    );
+    assert_eq!(
+        std::fs::read(root.join("team/sub/dated.txt")).unwrap(),
+        b"sent through the upload link\n",
+        "the upload link's page"
+    );
+    assert!(
+        std::fs::read(root.join("team/sub/big-via-link.bin")).unwrap() == big,
+        "the upload link's page, resumable"
+    );
+    assert_eq!(
+        std::fs::read(root.join("drop/into-drop.txt")).unwrap(),
+        b"dropped anonymously\n",
+        "the drop box's page"
     );
     drop((plain, tls));
 }

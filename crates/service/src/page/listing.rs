@@ -54,7 +54,41 @@ pub fn page_csp(_host: Option<&str>) -> String {
 /// For a browser's GET that lacks the token (it asks for HTML by `Accept`):
 /// the page's frame without entries (`data-locked`), whose script asks for
 /// the token and fetches the listing with it. `None` for anything else.
+/// Where anyone may add files but not read (a drop box), the frame is the
+/// upload-only page instead (its script asks for nothing first).
 pub fn locked_page(policy: &crate::Policy, ex: &wirespeed_net::Exchange) -> Option<Vec<u8>> {
+    let key = crate::path::parse_request_path(ex.path()).unwrap_or_else(|_| RelPath::root());
+    let anyone = crate::policy::Principal::Anyone;
+    let rights = crate::page::page_rights(policy, anyone, &key);
+    frame(policy, ex, anyone, &key, rights, !rights.upload_only())
+}
+
+/// For a browser's GET of a folder where `who` may add files but not read
+/// them (an upload link): the page's frame without entries, whose script
+/// offers only the upload. `None` for anything else (the refusal stands).
+pub fn upload_page(
+    policy: &crate::Policy,
+    ex: &wirespeed_net::Exchange,
+    who: crate::policy::Principal,
+    key: &RelPath,
+) -> Option<Vec<u8>> {
+    let rights = crate::page::page_rights(policy, who, key);
+    let folder = key.is_root() || key.trailing_slash();
+    if !folder || !rights.upload_only() {
+        return None;
+    }
+    frame(policy, ex, who, key, rights, false)
+}
+
+/// The page's frame for a browser's GET (HTML by `Accept`), no entries.
+fn frame(
+    policy: &crate::Policy,
+    ex: &wirespeed_net::Exchange,
+    who: crate::policy::Principal,
+    key: &RelPath,
+    rights: PageRights,
+    locked: bool,
+) -> Option<Vec<u8>> {
     let accept = ex.header_str("accept")?;
     if ex.method() != "GET"
         || !accept.contains("text/html")
@@ -62,18 +96,15 @@ pub fn locked_page(policy: &crate::Policy, ex: &wirespeed_net::Exchange) -> Opti
     {
         return None;
     }
-    let key = crate::path::parse_request_path(ex.path()).unwrap_or_else(|_| RelPath::root());
-    let segments = key.segments();
     let mut page = Vec::with_capacity(2048);
-    let anyone = crate::policy::Principal::Anyone;
     let nonce = new_nonce();
     LOCKED_NONCE.with(|n| *n.borrow_mut() = nonce.clone());
     let mut fmt = Formatter::new(Format::Html)
         .with_nonce(nonce)
-        .with_rights(crate::page::page_rights(policy, anyone, &key))
-        .with_user(crate::page::PageUser::of(policy, anyone))
+        .with_rights(rights)
+        .with_user(crate::page::PageUser::of(policy, who))
         .with_next(key.to_url(key.trailing_slash()));
-    fmt.begin(&mut page, segments, true);
+    fmt.begin(&mut page, key.segments(), locked);
     fmt.end(&mut page);
     Some(page)
 }
@@ -357,21 +388,34 @@ fn html_begin(
     nonce: Option<&str>,
 ) {
     let nonce = nonce.map_or(String::new(), |n| format!(" nonce=\"{n}\""));
+    // Folders above `rights.top` (a share link's own folder) are names,
+    // not links: the link does not reach them.
     let mut title = String::from("/");
-    let mut crumbs = String::from("<a href=\"/\">Home</a>");
+    let mut crumbs = String::from(if rights.top == 0 {
+        "<a href=\"/\">Home</a>"
+    } else {
+        "<span>Home</span>"
+    });
     let mut href = String::from("/");
-    for seg in segments {
+    for (i, seg) in segments.iter().enumerate() {
         escape_html(seg, &mut title);
         title.push('/');
         encode_segment_into(seg, &mut href);
         href.push('/');
-        crumbs.push_str("<span class=\"sep\">/</span><a href=\"");
-        crumbs.push_str(&href);
-        crumbs.push_str("\">");
-        escape_html(seg, &mut crumbs);
-        crumbs.push_str("</a>");
+        crumbs.push_str("<span class=\"sep\">/</span>");
+        if i + 1 >= rights.top {
+            crumbs.push_str("<a href=\"");
+            crumbs.push_str(&href);
+            crumbs.push_str("\">");
+            escape_html(seg, &mut crumbs);
+            crumbs.push_str("</a>");
+        } else {
+            crumbs.push_str("<span>");
+            escape_html(seg, &mut crumbs);
+            crumbs.push_str("</span>");
+        }
     }
-    let up = if segments.is_empty() {
+    let up = if segments.len() <= rights.top {
         String::new()
     } else {
         "<tr class=\"d up\"><td class=\"n\"><a href=\"../\" rel=\"up\">../</a></td><td class=\"m\"></td><td class=\"s\">-</td></tr>\n".to_string()
@@ -384,6 +428,9 @@ fn html_begin(
     let mut state = String::from(if locked { " data-locked=\"1\"" } else { "" });
     if rights.share {
         state.push_str(" data-share=\"1\"");
+    }
+    if rights.top > 0 {
+        state.push_str(&format!(" data-top=\"{}\"", rights.top));
     }
     // Without scripts, a plain form signs in (`/-/session` answers 303
     // back here); with them, the script shows its own.
@@ -423,6 +470,12 @@ placeholder=\"Password\" required><input type=\"hidden\" name=\"next\" value=\""
     } else {
         ""
     };
+    let note = if rights.upload_only() {
+        "<p id=\"upload-only\" class=\"note\">Upload only: add files here. \
+What this folder holds is not shown.</p>\n"
+    } else {
+        ""
+    };
     out.extend_from_slice(
         format!(
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -432,7 +485,7 @@ placeholder=\"Password\" required><input type=\"hidden\" name=\"next\" value=\""
 <script src=\"{js}\"{nonce} defer></script></head><body{state} data-can=\"{can}\">\n\
 <header><nav class=\"crumbs\" aria-label=\"Folder\">{crumbs}<span class=\"sep\">/</span></nav>\
 <h1>Index of {title}</h1>{signin}</header>\n\
-<div class=\"bar\" id=\"bar\">{form}</div>\n\
+<div class=\"bar\" id=\"bar\">{form}</div>\n{note}\
 <main><table id=\"rows\"><thead><tr><th class=\"n\">Name</th><th class=\"m\">Modified (UTC)</th>\
 <th class=\"s\">Size (bytes)</th></tr></thead><tbody>\n{up}"
         )

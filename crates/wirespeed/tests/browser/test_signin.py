@@ -10,6 +10,7 @@ bob has rw on /team (no d), alice rwd. Each check prints `ok NAME` or
 then checks the files on disk again.
 """
 import argparse
+import os
 from pathlib import Path
 
 import requests
@@ -40,10 +41,12 @@ class Page(chromium_checks.Page):
         if "basic" in challenge.lower():
             self.basic.append(f"{r.request.method} {r.url}: {challenge}")
 
+    # Statuses a check expects the page to meet (logged by Chromium as
+    # failed resources): a 401 the page answers with its form, by default.
+    allowed = ("401",)
+
     def console_allowed(self, text):
-        # A 401 the page answers with its form is logged by Chromium as a
-        # failed resource; that is the point, not an error.
-        return "401" in text
+        return any(s in text for s in self.allowed)
 
     def session(self):
         return next((c for c in self.context.cookies() if c["name"] == COOKIE), None)
@@ -108,12 +111,15 @@ def bob(browser):
     assert c["sameSite"] == "Strict", c
     assert c["path"] == "/", c
     assert p.page.evaluate("document.cookie").find(COOKIE) < 0, "readable by scripts"
-    # Upload a file through the page.
+    # Upload a file through the page: it keeps its date.
+    dated = 1_500_000_000
+    os.utime(Path(args.work) / "from-bob.txt", (dated, dated))
     p.page.set_input_files("#files", str(Path(args.work) / "from-bob.txt"))
     p.page.wait_for_selector("#uploads li.done")
     p.page.wait_for_function("() => [...document.querySelectorAll('#list td.n a')].some(a => a.textContent === 'from-bob.txt')")
-    assert (Path(args.root) / "team" / "from-bob.txt").read_bytes() == \
-        (Path(args.work) / "from-bob.txt").read_bytes()
+    landed = Path(args.root) / "team" / "from-bob.txt"
+    assert landed.read_bytes() == (Path(args.work) / "from-bob.txt").read_bytes()
+    assert int(landed.stat().st_mtime) == dated, "the page dropped the file's date"
     # bob has no d on /team: no Delete (nor Rename, a MOVE) on any row.
     items = row_menu(p, "t.txt")
     assert "Delete…" not in items and "Rename…" not in items, items
@@ -225,7 +231,22 @@ def share_links(browser):
     assert r.status == 200 and r.body() == b"team's\n", (r.status, r.body())
     # The folder link's page lists the folder; its rows keep the link.
     q.goto(folder_link)
-    assert q.names() == ["inner.txt"], q.names()
+    assert q.names() == ["deeper/", "inner.txt"], q.names()
+    # No way up from the link's folder: no ../, no breadcrumb above it;
+    # the one to its own folder keeps the link.
+    expect(q.page.locator("#list tr.up")).to_have_count(0)
+    crumbs = q.page.locator("nav.crumbs a")
+    expect(crumbs).to_have_count(1)
+    assert crumbs.get_attribute("href") == "/team/sub/?share=" + folder_link.split("share=", 1)[1]
+    # One folder down, ../ leads back through the link.
+    q.page.locator("#list td.n a", has_text="deeper/").click()
+    q.page.wait_for_url("**/team/sub/deeper/?share=*")
+    q.page.wait_for_selector("html[data-ready='1']")
+    assert q.names() == ["x.txt"], q.names()
+    q.page.locator("#list tr.up a").click()
+    q.page.wait_for_url(folder_link)
+    q.page.wait_for_selector("html[data-ready='1']")
+    assert q.names() == ["deeper/", "inner.txt"], q.names()
     href = q.page.locator("#list td.n a", has_text="inner.txt").get_attribute("href")
     r = q.page.request.get(args.base + "team/sub/" + href)
     assert r.status == 200 and r.body() == b"in\n", (href, r.status)
@@ -240,6 +261,130 @@ def share_links(browser):
     assert r.status_code == 201, r.status_code
     r = requests.get(args.base + "team/sub/inner.txt?share=" + token, timeout=10)
     assert r.status_code == 404, r.status_code
+
+
+@check("the share-link dialog holds its link: nothing sticks out sideways on a desktop")
+def share_dialog_fits(browser):
+    p = Page(browser, args.base + "team/", viewport={"width": 1280, "height": 800})
+    p.signed_in("bob", "bob-pw")
+    row_menu(p, "sub/")
+    p.page.get_by_role("menuitem", name="Share link…").click()
+    p.page.locator("dialog#share").get_by_role("button", name="Create link").click()
+    expect(p.page.locator("#share-link")).to_be_visible()
+    # The link fits the dialog (it scrolls inside its field).
+    fit = p.page.evaluate("""() => {
+        const d = document.querySelector('dialog#share-made');
+        const f = document.querySelector('#share-link').getBoundingClientRect();
+        const r = d.getBoundingClientRect();
+        return {over: d.scrollWidth - d.clientWidth, field: [f.left, f.right], dialog: [r.left, r.right]};
+    }""")
+    assert fit["over"] <= 0 and fit["field"][1] <= fit["dialog"][1], fit
+    p.close()
+
+
+GUEST_SEES_NOTHING = ["#list", "#rows", "#filter", "#mkdir-btn", "a[download]", "#links-btn",
+                      "footer form.json", "dialog"]
+
+
+@check("an upload link opens a page with only Upload: files sent through it land with their dates, no name is shown")
+def upload_link_page(browser):
+    p = Page(browser, args.base + "team/")
+    p.signed_in("bob", "bob-pw")
+    link = mint(p, "sub/", days=1, upload=True)
+    p.close()
+    work, root = Path(args.work), Path(args.root)
+    dated = 1_600_000_000
+    os.utime(work / "dated.txt", (dated, dated))
+    os.utime(work / "big-via-link.bin", (dated + 60, dated + 60))
+
+    q = Page(browser, link)
+    page = q.page
+    expect(page.locator("#upload-btn")).to_be_visible()
+    expect(page.locator("#upload-only")).to_be_visible()
+    for sel in GUEST_SEES_NOTHING + ["#signin-btn"]:
+        expect(page.locator(sel)).to_have_count(0)
+    html = page.content()
+    assert "inner.txt" not in html and "deeper" not in html, "a name of the folder reached the guest"
+    page.set_input_files("#files", [str(work / "dated.txt"), str(work / "big-via-link.bin")])
+    expect(page.locator("#uploads li.done")).to_have_count(2, timeout=60_000)
+    assert (root / "team/sub/dated.txt").read_bytes() == (work / "dated.txt").read_bytes()
+    assert int((root / "team/sub/dated.txt").stat().st_mtime) == dated, "the file's date was dropped"
+    assert int((root / "team/sub/big-via-link.bin").stat().st_mtime) == dated + 60, "the tus upload's date"
+    # Revoked, the link refuses the next upload: the page shows the server's words.
+    token = link.split("share=", 1)[1]
+    r = requests.delete(args.base + "-/shares/team/sub/?link=" + token, auth=("bob", "bob-pw"), timeout=10)
+    assert r.status_code == 204, r.status_code
+    said = requests.put(args.base + "team/sub/late.txt?share=" + token, data=b"late\n", timeout=10)
+    assert said.status_code == 404, said.status_code
+    q.allowed = ("404",)
+    page.set_input_files("#files", str(work / "from-bob.txt"))
+    failed = page.locator("#uploads li.failed .info")
+    expect(failed).to_have_count(1)
+    expect(failed).to_contain_text(said.text.strip())
+    assert not (root / "team/sub/from-bob.txt").exists()
+    q.close()
+
+
+@check("an anonymous visitor to a drop box gets Upload at once: no sign-in first, no zip, no names")
+def drop_box(browser):
+    q = Page(browser, args.base + "drop/")
+    page = q.page
+    expect(page.locator("#upload-btn")).to_be_visible()
+    for sel in GUEST_SEES_NOTHING:
+        expect(page.locator(sel)).to_have_count(0)
+    # Signing in stays on offer (alice reads here), not in the way.
+    expect(page.locator("#signin-btn")).to_be_visible()
+    assert "secret.txt" not in page.content()
+    page.set_input_files("#files", str(Path(args.work) / "into-drop.txt"))
+    expect(page.locator("#uploads li.done")).to_have_count(1)
+    q.close()
+
+
+@check("Links lists the user's own live links here, each with Copy and Revoke; a revoked link stops working")
+def links_view(browser):
+    # alice's link is hers: bob's list leaves it out.
+    r = requests.post(args.base + "-/shares/team/t.txt", auth=("alice", "alice-pw"), timeout=10)
+    assert r.status_code == 201, r.status_code
+    alices = r.json()["share"]
+    p = Page(browser, args.base + "team/", permissions=["clipboard-read", "clipboard-write"])
+    p.signed_in("bob", "bob-pw")
+    link = mint(p, "t.txt", days=1)
+    page = p.page
+    page.locator("#links-btn").click()
+    rows = page.locator("#links tbody tr")
+    expect(rows.first).to_be_visible()
+    hrefs = rows.locator("td.l a").evaluate_all("els => els.map(a => a.href)")
+    assert link in hrefs, (link, hrefs)
+    assert not any(alices in h for h in hrefs), hrefs
+    mine = rows.filter(has=page.locator(f"td.l a[href='{link}']"))
+    mine.get_by_role("button", name="Copy").click()
+    expect(page.locator("#toast")).to_have_text("Link copied")
+    assert page.evaluate("navigator.clipboard.readText()") == link
+    assert requests.get(link, timeout=10).status_code == 200
+    mine.get_by_role("button", name="Revoke").click()
+    page.locator("dialog").get_by_role("button", name="Revoke").click()
+    expect(page.locator("#toast")).to_have_text("Link revoked")
+    expect(mine).to_have_count(0)
+    assert len(rows.locator("td.l a").evaluate_all("els => els.map(a => a.href)")) == len(hrefs) - 1
+    assert requests.get(link, timeout=10).status_code == 404
+    # alice's link still works.
+    assert requests.get(args.base + "team/t.txt?share=" + alices, timeout=10).status_code == 200
+    p.close()
+
+
+@check("on a phone, two folders deep, the breadcrumb and 'Signed in as' do not overlap")
+def phone_header(browser):
+    p = Page(browser, args.base + "team/sub/deeper/", viewport={"width": 390, "height": 844},
+             is_mobile=True, has_touch=True)
+    p.signed_in("bob", "bob-pw")
+    boxes = p.page.evaluate("""() => ['nav.crumbs', '#who'].map(s => {
+        const r = document.querySelector(s).getBoundingClientRect();
+        return [r.left, r.top, r.right, r.bottom];
+    })""")
+    (a, b) = boxes
+    apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+    assert apart, boxes
+    p.close()
 
 
 def main():
