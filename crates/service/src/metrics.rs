@@ -483,8 +483,7 @@ impl Handler for MetricsPage {
             hosts.refuse(ex.header_str("host"))?;
         }
         let authorization = ex.header("authorization").map(<[u8]>::to_vec);
-        let session =
-            crate::policy::sessions::from_cookie_header(ex.header_str("cookie")).map(str::to_owned);
+        let session = crate::session::presented(ex, self.policy.sessions().map(|s| &**s));
         let who = self
             .policy
             .authenticate(authorization.as_deref(), session.as_deref(), ex.client_ip())

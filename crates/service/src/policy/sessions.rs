@@ -14,8 +14,25 @@ use std::sync::Arc;
 use super::revoked::{Kind, Outbox};
 use super::signed_table::{new_id, Refusal, Row, SignedTable};
 
-/// The cookie's name.
+/// The cookie's name, before what makes it this server's ([`cookie_name`]).
 pub const COOKIE: &str = "wirespeed-session";
+
+/// The cookie's name on the server a browser reached at `host` (the
+/// `Host` field): browsers keep cookies per host name, not per port, so
+/// two servers on one machine would overwrite each other's session
+/// cookie, and each would be sent the other's. The port the browser used
+/// goes in the name; under TLS the `__Host-` prefix makes the browser
+/// refuse one set without `Secure`, or for a wider domain.
+pub fn cookie_name(host: Option<&str>, secure: bool) -> String {
+    let port = host
+        .and_then(|h| h.trim().rsplit_once(':'))
+        .and_then(|(_, p)| p.parse::<u16>().ok());
+    let prefix = if secure { "__Host-" } else { "" };
+    match port {
+        Some(p) => format!("{prefix}{COOKIE}-{p}"),
+        None => format!("{prefix}{COOKIE}"),
+    }
+}
 
 /// Twelve hours, the default session lifetime: a working day signed in
 /// without being asked again, while a browser left signed in on a shared
@@ -150,29 +167,31 @@ impl Sessions {
         revoked.insert(id, Revoked { id, expires });
     }
 
-    /// The `Set-Cookie` value that signs a browser in with `token`. No
-    /// `Max-Age`: the browser forgets it when it closes, and the server
-    /// refuses it after the expiry inside it.
-    pub fn set_cookie(&self, token: &str, secure: bool) -> String {
+    /// The name of the cookie for a request to `host`, over TLS when
+    /// `secure` (or when this server speaks it).
+    pub fn cookie_name(&self, host: Option<&str>, secure: bool) -> String {
+        cookie_name(host, secure || self.secure)
+    }
+
+    /// The `Set-Cookie` value that signs a browser in with `token` (for a
+    /// request to `host`). No `Max-Age`: the browser forgets it when it
+    /// closes, and the server refuses it after the expiry inside it.
+    pub fn set_cookie(&self, host: Option<&str>, token: &str, secure: bool) -> String {
+        let secure = secure || self.secure;
         format!(
-            "{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict{}",
-            if secure || self.secure {
-                "; Secure"
-            } else {
-                ""
-            }
+            "{}={token}; Path=/; HttpOnly; SameSite=Strict{}",
+            cookie_name(host, secure),
+            if secure { "; Secure" } else { "" }
         )
     }
 
     /// The `Set-Cookie` value that removes the cookie.
-    pub fn clear_cookie(&self, secure: bool) -> String {
+    pub fn clear_cookie(&self, host: Option<&str>, secure: bool) -> String {
+        let secure = secure || self.secure;
         format!(
-            "{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{}",
-            if secure || self.secure {
-                "; Secure"
-            } else {
-                ""
-            }
+            "{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{}",
+            cookie_name(host, secure),
+            if secure { "; Secure" } else { "" }
         )
     }
 }
@@ -223,13 +242,17 @@ pub fn is_navigation(sec_fetch_mode: Option<&str>) -> bool {
     sec_fetch_mode.is_some_and(|m| m.trim().eq_ignore_ascii_case("navigate"))
 }
 
-/// The session cookie's value in a `Cookie` header (RFC 6265 §5.4:
-/// `name=value` pairs separated by `; `), if there is one.
-pub fn from_cookie_header(header: Option<&str>) -> Option<&str> {
-    header?.split(';').find_map(|pair| {
-        let (name, value) = pair.trim().split_once('=')?;
-        (name.trim() == COOKIE && !value.is_empty()).then(|| value.trim().trim_matches('"'))
-    })
+/// The value of the cookie `name` in a `Cookie` header (RFC 6265 §5.4:
+/// `name=value` pairs separated by `; `). Sent more than once (a cookie
+/// set for a wider domain or path by someone else beside ours), it is no
+/// session at all: which one is ours cannot be told.
+pub fn from_cookie_header<'a>(header: Option<&'a str>, name: &str) -> Option<&'a str> {
+    let mut found = header?.split(';').filter_map(|pair| {
+        let (n, value) = pair.trim().split_once('=')?;
+        (n.trim() == name).then(|| value.trim().trim_matches('"'))
+    });
+    let value = found.next()?;
+    (found.next().is_none() && !value.is_empty()).then_some(value)
 }
 
 #[cfg(test)]
@@ -297,22 +320,48 @@ mod tests {
     #[test]
     fn cookies() {
         let s = sessions();
-        let set = s.set_cookie("abc.def", false);
+        let set = s.set_cookie(Some("test"), "abc.def", false);
         assert_eq!(
             set,
             "wirespeed-session=abc.def; Path=/; HttpOnly; SameSite=Strict"
         );
-        assert!(s.set_cookie("a.b", true).ends_with("; Secure"));
-        let tls = Sessions::new([3; 32], 1, true, None);
-        assert!(tls.set_cookie("a.b", false).ends_with("; Secure"));
-        assert!(s.clear_cookie(false).contains("Max-Age=0"));
+        // One name per port: two servers on one host keep their own.
+        let set = s.set_cookie(Some("127.0.0.1:8080"), "a.b", false);
+        assert!(set.starts_with("wirespeed-session-8080=a.b;"), "{set}");
         assert_eq!(
-            from_cookie_header(Some("theme=dark; wirespeed-session=abc.def; x=1")),
+            cookie_name(Some("[::1]:8443"), true),
+            "__Host-wirespeed-session-8443"
+        );
+        assert_eq!(cookie_name(Some("[::1]"), false), COOKIE);
+        assert_eq!(cookie_name(Some("h:99999"), false), COOKIE);
+        assert_eq!(cookie_name(None, false), COOKIE);
+        let set = s.set_cookie(Some("h:1"), "a.b", true);
+        assert!(set.starts_with("__Host-wirespeed-session-1=a.b; Path=/;"));
+        assert!(set.ends_with("; Secure") && !set.contains("Domain"));
+        let tls = Sessions::new([3; 32], 1, true, None);
+        assert!(tls.set_cookie(None, "a.b", false).starts_with("__Host-"));
+        assert!(tls.set_cookie(None, "a.b", false).ends_with("; Secure"));
+        assert_eq!(tls.cookie_name(None, false), "__Host-wirespeed-session");
+        let clear = s.clear_cookie(Some("h:8080"), false);
+        assert!(clear.starts_with("wirespeed-session-8080=;") && clear.contains("Max-Age=0"));
+        assert_eq!(
+            from_cookie_header(Some("theme=dark; wirespeed-session=abc.def; x=1"), COOKIE),
             Some("abc.def")
         );
-        assert_eq!(from_cookie_header(Some("wirespeed-session=")), None);
-        assert_eq!(from_cookie_header(Some("other=1")), None);
-        assert_eq!(from_cookie_header(None), None);
+        assert_eq!(from_cookie_header(Some("wirespeed-session="), COOKIE), None);
+        assert_eq!(from_cookie_header(Some("other=1"), COOKIE), None);
+        assert_eq!(from_cookie_header(None, COOKIE), None);
+        // Another port's cookie is not ours.
+        let h = Some("wirespeed-session-8081=x.y");
+        assert_eq!(from_cookie_header(h, "wirespeed-session-8080"), None);
+        // Two values of our name: no session, whichever comes first.
+        for two in [
+            "wirespeed-session=a.b; wirespeed-session=c.d",
+            "wirespeed-session=a.b; wirespeed-session=a.b",
+            "wirespeed-session=; wirespeed-session=a.b",
+        ] {
+            assert_eq!(from_cookie_header(Some(two), COOKIE), None, "{two}");
+        }
     }
 
     proptest! {
@@ -320,7 +369,7 @@ mod tests {
         fn never_panics(v in ".{0,80}", h in ".{0,80}") {
             let s = sessions();
             let _ = s.verify(&v, 0);
-            let _ = from_cookie_header(Some(&h));
+            let _ = from_cookie_header(Some(&h), COOKIE);
         }
     }
 }
