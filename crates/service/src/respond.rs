@@ -214,9 +214,9 @@ pub(crate) async fn admit_with(
         Err(_) => {
             close_if_body(ex);
             let mut resp = text(401);
-        for challenge in policy.challenges_for(from_page) {
-            resp = resp.header("WWW-Authenticate", challenge);
-        }
+            for challenge in policy.challenges_for(from_page) {
+                resp = resp.header("WWW-Authenticate", challenge);
+            }
             ex.send(resp, b"wrong user name or password\n").await?;
             return Ok(None);
         }

@@ -184,7 +184,12 @@ impl SessionRoutes {
         }
     }
 
-    async fn sign_in(&self, ex: &mut Exchange, host: Option<&str>, secure: bool) -> Result<(), Error> {
+    async fn sign_in(
+        &self,
+        ex: &mut Exchange,
+        host: Option<&str>,
+        secure: bool,
+    ) -> Result<(), Error> {
         if ex.content_length().is_some_and(|n| n > MAX_BODY as u64) {
             crate::respond::close_if_body(ex);
             return Err(Error::status(413, "a sign-in is a name and a password"));
@@ -214,8 +219,12 @@ impl SessionRoutes {
                 let secs = crate::policy::limiter::whole_seconds(retry_after);
                 let resp = Response::new(429).header("Retry-After", secs.to_string());
                 let says = "too many sign-in attempts: try again later";
-                return send_json(ex, resp, &serde_json::json!({ "error": says, "retry_after": secs }))
-                    .await;
+                return send_json(
+                    ex,
+                    resp,
+                    &serde_json::json!({ "error": says, "retry_after": secs }),
+                )
+                .await;
             }
             SignIn::Wrong => {
                 let resp = Response::new(401).header(
@@ -282,7 +291,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f.next, None, "never another host");
-        for bad in ["%2F%09%2Fevil.example", "/%0A/evil.example", "/%0D%0A/x", "/a%7Fb"] {
+        for bad in [
+            "%2F%09%2Fevil.example",
+            "/%0A/evil.example",
+            "/%0D%0A/x",
+            "/a%7Fb",
+        ] {
             let body = format!("name=a&password=p&next={bad}");
             let f = parse_form(Some("application/x-www-form-urlencoded"), body.as_bytes());
             assert_eq!(f.unwrap().next, None, "{bad}");

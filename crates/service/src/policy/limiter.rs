@@ -112,8 +112,7 @@ impl Tally {
     }
 
     fn forget_if_quiet(&mut self, now: Instant) {
-        if self.in_flight == 0 && now.saturating_duration_since(self.last_failure) >= FORGET_AFTER
-        {
+        if self.in_flight == 0 && now.saturating_duration_since(self.last_failure) >= FORGET_AFTER {
             self.failures = 0;
         }
     }
@@ -226,7 +225,9 @@ impl Limiter {
             .entry(source)
             .or_insert_with(|| Tally::new(now))
             .in_flight += 1;
-        if !known && !self.strangers.contains_key(account) && self.strangers.len() >= self.max_unknown
+        if !known
+            && !self.strangers.contains_key(account)
+            && self.strangers.len() >= self.max_unknown
         {
             evict(&mut self.strangers, self.max_unknown, now);
         }
@@ -282,7 +283,9 @@ impl Limiter {
 
     /// Failures counted against `client`'s source (tests, logs).
     pub fn source_failures(&self, client: IpAddr) -> u32 {
-        self.sources.get(&source_of(client)).map_or(0, |t| t.failures)
+        self.sources
+            .get(&source_of(client))
+            .map_or(0, |t| t.failures)
     }
 
     /// Failures counted against `name` (an account or not).
@@ -293,7 +296,11 @@ impl Limiter {
 
     /// Sources, accounts and other names remembered.
     pub fn sizes(&self) -> (usize, usize, usize) {
-        (self.sources.len(), self.accounts.len(), self.strangers.len())
+        (
+            self.sources.len(),
+            self.accounts.len(),
+            self.strangers.len(),
+        )
     }
 }
 

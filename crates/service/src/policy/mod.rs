@@ -22,6 +22,7 @@ pub mod password;
 pub mod presets;
 pub mod revoked;
 pub mod rules;
+mod session_revocations;
 pub mod sessions;
 pub mod shares;
 mod signed_table;

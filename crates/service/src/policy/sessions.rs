@@ -3,15 +3,17 @@
 //! with a key derived from the share-link key (`Shares::session_key`), so
 //! any node holding that key accepts a session another node minted. The
 //! expiry is the server's (inside the signed token, checked on every
-//! request), not the cookie's; sign-out puts the id in a small revocation
-//! table (kept in a JSON file beside the share links' table when one is
-//! given) until the session would have expired anyway. Token format,
-//! cookie parsing and the `Set-Cookie` values are sans-IO.
+//! request), not the cookie's; sign-out puts the id in a bounded
+//! revocation table (`session_revocations.rs`; kept in a file beside the
+//! share links' table when one is given) until the session would have
+//! expired anyway. Token format, cookie parsing and the `Set-Cookie`
+//! values are sans-IO.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::revoked::{Kind, Outbox};
+use super::session_revocations::{owner_of, Revocations, MAX_ROWS};
 use super::signed_table::{new_id, Refusal, Row, SignedTable};
 
 /// The cookie's name, before what makes it this server's ([`cookie_name`]).
@@ -38,10 +40,6 @@ pub fn cookie_name(host: Option<&str>, secure: bool) -> String {
 /// without being asked again, while a browser left signed in on a shared
 /// machine is signed out by the next morning.
 pub const DEFAULT_LIFETIME: u64 = 12 * 3600;
-
-/// Revoked sessions remembered at most (beyond: the expired go first, then
-/// the oldest expiries).
-const MAX_REVOKED: usize = 100_000;
 
 /// What a session cookie carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,20 +70,20 @@ pub struct Sessions {
     pub lifetime: u64,
     /// Cookies get `Secure` (the server speaks TLS).
     pub secure: bool,
-    /// Revoked session ids and when each would have expired.
-    revoked: SignedTable<Revoked>,
+    /// The key and the outbox (its rows are unused: sign-outs are in
+    /// `revocations`).
+    table: SignedTable<NoRow>,
+    /// The signed-out sessions.
+    revocations: Mutex<Revocations>,
 }
 
-/// One revoked session, in memory and in the table file.
+/// The signing table's row type, never stored.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Revoked {
-    id: u64,
-    expires: u64,
-}
+struct NoRow;
 
-impl Row for Revoked {
+impl Row for NoRow {
     fn id(&self) -> u64 {
-        self.id
+        0
     }
 }
 
@@ -94,11 +92,28 @@ impl Sessions {
     /// `lifetime` seconds; revocations kept in `table_file` (read now if
     /// it exists) when given.
     pub fn new(key: [u8; 32], lifetime: u64, secure: bool, table_file: Option<PathBuf>) -> Self {
+        Self::with_cap(key, lifetime, secure, table_file, MAX_ROWS)
+    }
+
+    /// [`Sessions::new`] holding at most `max_rows` revocations before
+    /// collapsing them (tests).
+    pub fn with_cap(
+        key: [u8; 32],
+        lifetime: u64,
+        secure: bool,
+        table_file: Option<PathBuf>,
+        max_rows: usize,
+    ) -> Self {
         Sessions {
             lifetime,
             secure,
-            revoked: SignedTable::new(key, Kind::Session, table_file),
+            table: SignedTable::new(key, Kind::Session, None),
+            revocations: Mutex::new(Revocations::load(table_file, max_rows)),
         }
+    }
+
+    fn revocations(&self) -> MutexGuard<'_, Revocations> {
+        self.revocations.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A new session for `user` (whose password hash has `stamp`) from
@@ -110,19 +125,23 @@ impl Sessions {
             stamp,
             user: user.to_string(),
         };
-        let token = self.revoked.sign(&payload(&session));
+        let token = self.table.sign(&payload(&session));
         Ok((session, token))
     }
 
     /// The session of a presented cookie value, checked: signature
     /// (constant time), expiry at `now`, revocation.
     pub fn verify(&self, token: &str, now: u64) -> Result<Session, Refusal> {
-        let bytes = self.revoked.open(token)?;
+        let bytes = self.table.open(token)?;
         let session = parse_payload(&bytes).ok_or(Refusal::Malformed)?;
         if session.expires <= now {
             return Err(Refusal::Expired);
         }
-        if self.revoked.rows().contains_key(&session.id) {
+        let owner = owner_of(&session.user);
+        if self
+            .revocations()
+            .is_revoked(session.id, owner, session.expires)
+        {
             return Err(Refusal::Revoked);
         }
         Ok(session)
@@ -132,39 +151,26 @@ impl Sessions {
     /// and (through the outbox, when one is set) on every node sharing the
     /// bucket.
     pub fn revoke(&self, session: &Session, now: u64) {
-        self.insert_revoked(session.id, session.expires, now);
-        // The revocations still in force.
-        self.revoked.save(|r| r.expires > now);
-        self.revoked.announce(session.id, session.expires);
+        let owner = owner_of(&session.user);
+        self.revocations()
+            .insert(session.id, session.expires, owner, now, true);
+        self.table.announce(session.id, session.expires, owner);
     }
 
     /// Send sign-outs to `outbox` from now on (set once).
     pub fn publish_to(&self, outbox: Arc<Outbox>) {
-        self.revoked.publish_to(outbox);
+        self.table.publish_to(outbox);
     }
 
-    /// A sign-out another node made: session `id` is refused here too.
-    pub fn apply_revoked(&self, id: u64, expires: u64, now: u64) {
-        if expires > now && !self.revoked.rows().contains_key(&id) {
-            self.insert_revoked(id, expires, now);
-        }
+    /// A sign-out another node made: session `id` (of `owner`, 0 when the
+    /// node did not say) is refused here too.
+    pub fn apply_revoked(&self, id: u64, expires: u64, owner: u64, now: u64) {
+        self.revocations().insert(id, expires, owner, now, false);
     }
 
-    fn insert_revoked(&self, id: u64, expires: u64, now: u64) {
-        let mut revoked = self.revoked.rows();
-        if revoked.len() >= MAX_REVOKED {
-            revoked.retain(|_, r| r.expires > now);
-        }
-        if revoked.len() >= MAX_REVOKED {
-            // Still full of live sessions: the soonest to expire go.
-            let mut by_expiry: Vec<(u64, u64)> =
-                revoked.values().map(|r| (r.expires, r.id)).collect();
-            by_expiry.sort_unstable();
-            for (_, id) in by_expiry.iter().take(MAX_REVOKED / 10) {
-                revoked.remove(id);
-            }
-        }
-        revoked.insert(id, Revoked { id, expires });
+    /// Revocations held in memory (rows and per-user floors).
+    pub fn revocations_held(&self) -> usize {
+        self.revocations().entries()
     }
 
     /// The name of the cookie for a request to `host`, over TLS when
@@ -315,6 +321,36 @@ mod tests {
         s.revoke(&session, 1001);
         let again = Sessions::new([1; 32], 100, false, Some(file));
         assert_eq!(again.verify(&token, 1002), Err(Refusal::Revoked));
+    }
+
+    #[test]
+    fn no_sequence_of_sign_outs_brings_one_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sessions.json");
+        let s = Sessions::with_cap([1; 32], 1000, false, Some(file.clone()), 500);
+        let (_, bob) = s.mint("bob", 9, 1000).unwrap();
+        // Many more sign-in/out pairs than the table holds.
+        let mut old = Vec::new();
+        for i in 0..5_000 {
+            let (session, token) = s.mint("mallory", 9, 1000 + i / 10).unwrap();
+            s.revoke(&session, 1000 + i / 10);
+            old.push(token);
+        }
+        assert!(s.revocations_held() <= 500 + 2);
+        let now = 1000 + 500;
+        for t in &old {
+            assert_eq!(s.verify(t, now), Err(Refusal::Revoked));
+        }
+        // Nobody else is signed out, and mallory may sign in again.
+        assert!(s.verify(&bob, now).is_ok());
+        let (_, fresh) = s.mint("mallory", 9, now).unwrap();
+        assert!(s.verify(&fresh, now).is_ok());
+        // The same after a restart.
+        let again = Sessions::with_cap([1; 32], 1000, false, Some(file), 500);
+        assert!(old
+            .iter()
+            .all(|t| again.verify(t, now) == Err(Refusal::Revoked)));
+        assert!(again.verify(&bob, now).is_ok() && again.verify(&fresh, now).is_ok());
     }
 
     #[test]

@@ -16,8 +16,8 @@ use sha2::{Digest, Sha256};
 use super::basic::Credentials;
 use super::limiter::{Limiter, Outcome, Ticket};
 use super::password;
-use super::sessions::stamp_of;
 use super::rules::{Rules, RulesError, UserName};
+use super::sessions::stamp_of;
 
 /// Why a rules file cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -363,7 +363,10 @@ mod tests {
         let ip: IpAddr = "192.0.2.1".parse().unwrap();
         let alice = u.sign_in(&creds("alice", b"pw-alice"), ip).await;
         assert_eq!(name(alice), Some("alice"));
-        assert_eq!(u.sign_in(&creds("alice", b"wrong"), ip).await, SignIn::Wrong);
+        assert_eq!(
+            u.sign_in(&creds("alice", b"wrong"), ip).await,
+            SignIn::Wrong
+        );
         assert_eq!(
             u.sign_in(&creds("mallory", b"pw-alice"), ip).await,
             SignIn::Wrong
@@ -411,8 +414,12 @@ mod tests {
         let ip: IpAddr = "192.0.2.1".parse().unwrap();
         // The reload lands while the check runs (it holds every permit
         // of its lane until the file is swapped).
-        let lane_full = u.clean.permits.acquire_many(u32::try_from(
-            u.clean.permits.available_permits()).unwrap()).await.unwrap();
+        let lane_full = u
+            .clean
+            .permits
+            .acquire_many(u32::try_from(u.clean.permits.available_permits()).unwrap())
+            .await
+            .unwrap();
         let c = creds("alice", b"old");
         let signing = u.sign_in(&c, ip);
         tokio::pin!(signing);
@@ -447,6 +454,30 @@ mod tests {
         let e = Users::from_text("users.toml", "[users]\nalice = \"secret\"\n").unwrap_err();
         let s = e.to_string();
         assert!(s.starts_with("users.toml, line 2: "), "{s}");
+        // A pasted hash asking argon2 for 4 GiB a sign-in, on its line.
+        let huge = "$argon2id$v=19$m=4194304,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$\
+                    VuaC8hFvqDFUuVbpxxQnzrSUjkmqnzJQ6pM7IXvTnbA";
+        let text = format!(
+            "[users]\nbob = \"{}\"\nalice = \"{huge}\"\n",
+            password::dummy_hash()
+        );
+        let s = Users::from_text("users.toml", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(s.starts_with("users.toml, line 3: "), "{s}");
+        assert!(
+            s.contains("m=4194304") && s.contains("wirespeed passwd"),
+            "{s}"
+        );
+        // The token holder's name in a link's minter is no user's.
+        let text = format!("[users]\n\"--token\" = \"{}\"\n", password::dummy_hash());
+        let s = Users::from_text("users.toml", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            s.starts_with("users.toml, line 2: ") && s.contains("reserved"),
+            "{s}"
+        );
     }
 
     #[test]
