@@ -192,7 +192,11 @@ pub(crate) async fn admit_with(
         };
     }
     let authorization = ex.header("authorization").map(<[u8]>::to_vec);
-    let session = crate::session::presented(ex, policy.sessions().map(|s| &**s));
+    let https = ex.forwarded_proto() == Some("https");
+    let session = policy.sessions().and_then(|s| {
+        let presented = s.presented(ex.header_str("host"), ex.header_str("cookie"), https);
+        presented.map(str::to_owned)
+    });
     // The page's own requests must never meet a Basic challenge: it would
     // open the browser's dialog over the page's sign-in form.
     let from_page = sessions::from_page(ex.header_str(sessions::PAGE_MARKER));

@@ -13,7 +13,7 @@ use wirespeed_net::{Error, Exchange, Handler, Response};
 
 use crate::config::ServiceConfig;
 use crate::policy::basic::Credentials;
-use crate::policy::sessions::{self, Sessions};
+use crate::policy::sessions::Sessions;
 use crate::policy::users::SignIn;
 use crate::policy::{Principal, Users};
 use crate::Policy;
@@ -119,10 +119,10 @@ fn over_tls(ex: &Exchange, sessions: &Sessions) -> bool {
 
 /// The session cookie value a request presents: this server's cookie
 /// ([`Sessions::cookie_name`]) sent once (`None` without sessions).
-pub fn presented(ex: &Exchange, sessions: Option<&Sessions>) -> Option<String> {
-    let sessions = sessions?;
-    let name = sessions.cookie_name(ex.header_str("host"), over_tls(ex, sessions));
-    sessions::from_cookie_header(ex.header_str("cookie"), &name).map(str::to_owned)
+fn presented(ex: &Exchange, sessions: &Sessions) -> Option<String> {
+    let https = ex.forwarded_proto() == Some("https");
+    let (host, cookie) = (ex.header_str("host"), ex.header_str("cookie"));
+    sessions.presented(host, cookie, https).map(str::to_owned)
 }
 
 impl Handler for SessionRoutes {
@@ -137,7 +137,7 @@ impl Handler for SessionRoutes {
         let secure = over_tls(ex, &self.sessions);
         let host = ex.header_str("host").map(str::to_owned);
         let host = host.as_deref();
-        let cookie = presented(ex, Some(&self.sessions));
+        let cookie = presented(ex, &self.sessions);
         let sign_out = ex.path() == SIGN_OUT;
         match ex.method() {
             "POST" if sign_out => {

@@ -179,6 +179,18 @@ impl Sessions {
         cookie_name(host, secure || self.secure)
     }
 
+    /// The session cookie value a request presents, from its `Host` and
+    /// `Cookie` fields (`https`: it came over TLS, as a trusted proxy
+    /// says): this server's cookie, sent once.
+    pub fn presented<'a>(
+        &self,
+        host: Option<&str>,
+        cookie: Option<&'a str>,
+        https: bool,
+    ) -> Option<&'a str> {
+        from_cookie_header(cookie, &self.cookie_name(host, https))
+    }
+
     /// The `Set-Cookie` value that signs a browser in with `token` (for a
     /// request to `host`). No `Max-Age`: the browser forgets it when it
     /// closes, and the server refuses it after the expiry inside it.
