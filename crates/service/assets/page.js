@@ -224,7 +224,14 @@
             d.close();
             return;
           }
-          error.textContent = r.status === 401 ? 'Wrong user name or password.' : await failure(r, 'Could not sign in');
+          if (r.status === 401) {
+            error.textContent = 'Wrong user name or password.';
+          } else if (r.status === 429) {
+            // Too many recent failures (here or for this name): nothing was checked.
+            error.textContent = `Too many sign-in attempts: try again in ${r.headers.get('Retry-After') || 'a few'} s.`;
+          } else {
+            error.textContent = await failure(r, 'Could not sign in');
+          }
         } catch (err) {
           error.textContent = 'Could not sign in: ' + err.message;
         }

@@ -33,9 +33,14 @@ fn signin(c: &mut Criterion) {
         password: b"correct horse".to_vec(),
     };
     let ip = "127.0.0.1".parse().unwrap();
-    assert!(rt.block_on(users.sign_in(&creds, ip)).is_some());
+    assert!(rt.block_on(users.sign_in(&creds, ip)).user().is_some());
     c.bench_function("remembered sign-in", |b| {
-        b.iter(|| assert!(rt.block_on(users.sign_in(black_box(&creds), ip)).is_some()))
+        b.iter(|| {
+            assert!(rt
+                .block_on(users.sign_in(black_box(&creds), ip))
+                .user()
+                .is_some())
+        })
     });
     let shares = Arc::new(Shares::new([1; 32], 3600, None));
     let sessions = Arc::new(Sessions::new(shares.session_key(), 3600, false, None));

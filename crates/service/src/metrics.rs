@@ -483,8 +483,11 @@ impl Handler for MetricsPage {
             hosts.refuse(ex.header_str("host"))?;
         }
         let authorization = ex.header("authorization").map(<[u8]>::to_vec);
-        let session =
-            crate::policy::sessions::from_cookie_header(ex.header_str("cookie")).map(str::to_owned);
+        let https = ex.forwarded_proto() == Some("https");
+        let session = self.policy.sessions().and_then(|s| {
+            let presented = s.presented(ex.header_str("host"), ex.header_str("cookie"), https);
+            presented.map(str::to_owned)
+        });
         let who = self
             .policy
             .authenticate(authorization.as_deref(), session.as_deref(), ex.client_ip())

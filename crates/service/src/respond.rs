@@ -218,21 +218,38 @@ pub(crate) async fn admit_with(
         };
     }
     let authorization = ex.header("authorization").map(<[u8]>::to_vec);
-    let session = sessions::from_cookie_header(ex.header_str("cookie")).map(str::to_owned);
+    let https = ex.forwarded_proto() == Some("https");
+    let session = policy.sessions().and_then(|s| {
+        let presented = s.presented(ex.header_str("host"), ex.header_str("cookie"), https);
+        presented.map(str::to_owned)
+    });
     // The page's own requests must never meet a Basic challenge: it would
     // open the browser's dialog over the page's sign-in form.
     let from_page = sessions::from_page(ex.header_str(sessions::PAGE_MARKER));
-    let Ok(who) = policy
+    let who = policy
         .authenticate(authorization.as_deref(), session.as_deref(), ex.client_ip())
-        .await
-    else {
-        close_if_body(ex);
-        let mut resp = text(401);
-        for challenge in policy.challenges_for(from_page) {
-            resp = resp.header("WWW-Authenticate", challenge);
+        .await;
+    let who = match who {
+        Ok(who) => who,
+        Err(crate::policy::SignInFailed {
+            retry_after: Some(wait),
+        }) => {
+            close_if_body(ex);
+            let secs = crate::policy::limiter::whole_seconds(wait).to_string();
+            let resp = text(429).header("Retry-After", secs);
+            ex.send(resp, b"too many sign-in attempts: try again later\n")
+                .await?;
+            return Ok(None);
         }
-        ex.send(resp, b"wrong user name or password\n").await?;
-        return Ok(None);
+        Err(_) => {
+            close_if_body(ex);
+            let mut resp = text(401);
+            for challenge in policy.challenges_for(from_page) {
+                resp = resp.header("WWW-Authenticate", challenge);
+            }
+            ex.send(resp, b"wrong user name or password\n").await?;
+            return Ok(None);
+        }
     };
     // A cookie rides along whoever triggers the request: a write it signs
     // must show where it comes from (browsers send `Origin` or

@@ -91,7 +91,7 @@ async fn read<S: SharedState>(state: &S, shares: Option<&Shares>, sessions: Opti
         }
         match (r.kind, shares, sessions) {
             (Kind::Link, Some(s), _) => s.apply_revoked(r.id, r.expires, now),
-            (Kind::Session, _, Some(s)) => s.apply_revoked(r.id, r.expires, now),
+            (Kind::Session, _, Some(s)) => s.apply_revoked(r.id, r.expires, r.owner, now),
             _ => {}
         }
     }

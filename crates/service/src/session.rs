@@ -13,7 +13,8 @@ use wirespeed_net::{Error, Exchange, Handler, Response};
 
 use crate::config::ServiceConfig;
 use crate::policy::basic::Credentials;
-use crate::policy::sessions::{self, Sessions};
+use crate::policy::sessions::Sessions;
+use crate::policy::users::SignIn;
 use crate::policy::{Principal, Users};
 use crate::Policy;
 
@@ -98,11 +99,30 @@ pub fn parse_form(content_type: Option<&str>, body: &[u8]) -> Result<SignInForm,
     if form.name.is_empty() {
         return Err(FormError::Malformed);
     }
-    // Only a path on this server: never `//elsewhere` or a scheme.
-    form.next = form
-        .next
-        .filter(|n| n.starts_with('/') && !n.starts_with("//") && !n.contains('\\'));
+    // Only a path on this server: never `//elsewhere` or a scheme, nor
+    // control characters (browsers drop a tab or a newline from a
+    // `Location`, so `/\t/elsewhere` would become `//elsewhere`).
+    form.next = form.next.filter(|n| {
+        n.starts_with('/')
+            && !n.starts_with("//")
+            && !n.contains('\\')
+            && !n.chars().any(char::is_control)
+    });
     Ok(form)
+}
+
+/// Whether a request came over TLS (as the server or a trusted proxy
+/// says).
+fn over_tls(ex: &Exchange, sessions: &Sessions) -> bool {
+    sessions.secure || ex.forwarded_proto() == Some("https")
+}
+
+/// The session cookie value a request presents: this server's cookie
+/// ([`Sessions::cookie_name`]) sent once (`None` without sessions).
+fn presented(ex: &Exchange, sessions: &Sessions) -> Option<String> {
+    let https = ex.forwarded_proto() == Some("https");
+    let (host, cookie) = (ex.header_str("host"), ex.header_str("cookie"));
+    sessions.presented(host, cookie, https).map(str::to_owned)
 }
 
 impl Handler for SessionRoutes {
@@ -114,24 +134,26 @@ impl Handler for SessionRoutes {
                 "cross-origin sign-in refused: a page on another site may not sign you in or out",
             )?;
         }
-        let secure = ex.forwarded_proto() == Some("https");
-        let cookie = sessions::from_cookie_header(ex.header_str("cookie")).map(str::to_owned);
+        let secure = over_tls(ex, &self.sessions);
+        let host = ex.header_str("host").map(str::to_owned);
+        let host = host.as_deref();
+        let cookie = presented(ex, &self.sessions);
         let sign_out = ex.path() == SIGN_OUT;
         match ex.method() {
             "POST" if sign_out => {
                 // A page without scripts signs out with a form: back home.
                 self.sign_out(ex, cookie.as_deref());
                 let resp = Response::new(303)
-                    .header("Set-Cookie", self.sessions.clear_cookie(secure))
+                    .header("Set-Cookie", self.sessions.clear_cookie(host, secure))
                     .header("Location", "/")
                     .header("Cache-Control", "no-store");
                 ex.send(resp, b"").await
             }
-            "POST" => self.sign_in(ex, secure).await,
+            "POST" => self.sign_in(ex, host, secure).await,
             "DELETE" if !sign_out => {
                 self.sign_out(ex, cookie.as_deref());
                 let resp = Response::new(204)
-                    .header("Set-Cookie", self.sessions.clear_cookie(secure))
+                    .header("Set-Cookie", self.sessions.clear_cookie(host, secure))
                     .header("Cache-Control", "no-store");
                 ex.send(resp, b"").await
             }
@@ -162,7 +184,12 @@ impl SessionRoutes {
         }
     }
 
-    async fn sign_in(&self, ex: &mut Exchange, secure: bool) -> Result<(), Error> {
+    async fn sign_in(
+        &self,
+        ex: &mut Exchange,
+        host: Option<&str>,
+        secure: bool,
+    ) -> Result<(), Error> {
         if ex.content_length().is_some_and(|n| n > MAX_BODY as u64) {
             crate::respond::close_if_body(ex);
             return Err(Error::status(413, "a sign-in is a name and a password"));
@@ -184,25 +211,33 @@ impl SessionRoutes {
             user: form.name.clone(),
             password: form.password.into_bytes(),
         };
-        let signed = self.users.sign_in(&creds, ex.client_ip()).await;
-        // The user's password hash as checked: its stamp goes in the session.
-        let stamp = signed.and_then(|name| {
-            let rules = self.users.rules();
-            rules
-                .user(name.as_str())
-                .map(|(_, hash)| sessions::stamp_of(hash))
-        });
-        let (Some(name), Some(stamp)) = (signed, stamp) else {
-            let resp = Response::new(401).header(
-                "WWW-Authenticate",
-                "Session realm=\"wirespeed\", form=\"/-/session\"",
-            );
-            return send_json(
-                ex,
-                resp,
-                &serde_json::json!({ "error": "wrong user name or password" }),
-            )
-            .await;
+        // The stamp is that of the hash the password was checked against,
+        // never of one a reload put in meanwhile.
+        let (name, stamp) = match self.users.sign_in(&creds, ex.client_ip()).await {
+            SignIn::User { name, stamp } => (name, stamp),
+            SignIn::TooMany { retry_after } => {
+                let secs = crate::policy::limiter::whole_seconds(retry_after);
+                let resp = Response::new(429).header("Retry-After", secs.to_string());
+                let says = "too many sign-in attempts: try again later";
+                return send_json(
+                    ex,
+                    resp,
+                    &serde_json::json!({ "error": says, "retry_after": secs }),
+                )
+                .await;
+            }
+            SignIn::Wrong => {
+                let resp = Response::new(401).header(
+                    "WWW-Authenticate",
+                    "Session realm=\"wirespeed\", form=\"/-/session\"",
+                );
+                return send_json(
+                    ex,
+                    resp,
+                    &serde_json::json!({ "error": "wrong user name or password" }),
+                )
+                .await;
+            }
         };
         let (session, token) = self
             .sessions
@@ -210,7 +245,7 @@ impl SessionRoutes {
             .map_err(|e| Error::status(503, e))?;
         tracing::info!(target: "wirespeed::signin", user = %name, client = %ex.client_ip(), "signed in (session)");
         let resp = Response::new(if form.html_form { 303 } else { 200 })
-            .header("Set-Cookie", self.sessions.set_cookie(&token, secure));
+            .header("Set-Cookie", self.sessions.set_cookie(host, &token, secure));
         if form.html_form {
             let to = form.next.as_deref().unwrap_or("/");
             let resp = resp
@@ -256,6 +291,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f.next, None, "never another host");
+        for bad in [
+            "%2F%09%2Fevil.example",
+            "/%0A/evil.example",
+            "/%0D%0A/x",
+            "/a%7Fb",
+        ] {
+            let body = format!("name=a&password=p&next={bad}");
+            let f = parse_form(Some("application/x-www-form-urlencoded"), body.as_bytes());
+            assert_eq!(f.unwrap().next, None, "{bad}");
+        }
         assert_eq!(f.password, "");
         assert_eq!(
             parse_form(Some("text/plain"), b"x"),

@@ -429,3 +429,74 @@ fn a_session_shares_from_the_page_and_never_for_another_origin() {
     let link = format!("/team/t.txt?share={}", v["share"].as_str().unwrap());
     assert_eq!(s.get(&link).text(), "team's");
 }
+
+/// A request as a browser sends it to the server's own address (the port
+/// in `Host`), from the page's origin.
+fn req_at(s: &TestServer, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp {
+    let origin = format!("http://{}", s.addr);
+    let mut h = headers.to_vec();
+    h.push(("Origin", &origin));
+    let raw = wirespeed_testkit::http::request_bytes(method, path, &h, body);
+    let text = String::from_utf8(raw).unwrap();
+    let raw = text.replacen("Host: test", &format!("Host: {}", s.addr), 1);
+    s.raw(raw.as_bytes(), false)
+}
+
+#[test]
+fn the_cookie_is_this_ports_and_counts_only_when_sent_once() {
+    let s = server();
+    let body = br#"{"name":"bob","password":"bob-pw"}"#;
+    let r = req_at(
+        &s,
+        "POST",
+        "/-/session",
+        &[("Content-Type", "application/json")],
+        body,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    let set = r.header("set-cookie").unwrap().to_string();
+    let name = format!("wirespeed-session-{}", s.addr.port());
+    assert!(set.starts_with(&format!("{name}=")), "{set}");
+    let cookie = set.split(';').next().unwrap().to_string();
+    let value = cookie.split_once('=').unwrap().1.to_string();
+    let get = |c: &str| req_at(&s, "GET", "/team/", &[("Cookie", c)], b"").status;
+    assert_eq!(get(&cookie), 200);
+    // Under the name another port's server uses, it is no sign-in here.
+    assert_eq!(get(&format!("wirespeed-session-1={value}")), 401);
+    // Our name twice (another value planted beside ours, or ours twice):
+    // which one is ours cannot be told, so neither counts.
+    let (_, alice) = sign_in(&s, "alice", "alice-pw");
+    let alice_value = alice.unwrap().split_once('=').unwrap().1.to_string();
+    assert_eq!(get(&format!("{cookie}; {name}={alice_value}")), 401);
+    assert_eq!(get(&format!("{name}={alice_value}; {cookie}")), 401);
+    assert_eq!(get(&format!("{cookie}; {cookie}")), 401);
+    assert_eq!(get(&format!("theme=dark; {cookie}")), 200);
+    // Signing out clears the cookie of this port's name.
+    let r = req_at(&s, "DELETE", "/-/session", &[("Cookie", &cookie)], b"");
+    assert_eq!(r.status, 204);
+    assert!(r
+        .header("set-cookie")
+        .unwrap()
+        .starts_with(&format!("{name}=;")));
+    assert_eq!(get(&cookie), 401);
+}
+
+#[test]
+fn a_forms_next_never_leads_off_site_through_control_characters() {
+    let s = server();
+    for next in [
+        "%2F%09%2Fevil.example",
+        "%2F%0A%2Fevil.example",
+        "%2F%0D%2Fevil.example",
+    ] {
+        let body = format!("name=bob&password=bob-pw&next={next}");
+        let r = s.req(
+            "POST",
+            "/-/session",
+            &[("Content-Type", "application/x-www-form-urlencoded"), SAME],
+            body.as_bytes(),
+        );
+        assert_eq!(r.status, 303, "{next}");
+        assert_eq!(r.header("location"), Some("/"), "{next}");
+    }
+}

@@ -16,11 +16,13 @@
 
 pub mod basic;
 pub mod hidden;
+pub mod limiter;
 pub mod origin;
 pub mod password;
 pub mod presets;
 pub mod revoked;
 pub mod rules;
+mod session_revocations;
 pub mod sessions;
 pub mod shares;
 mod signed_table;
@@ -127,9 +129,12 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// Credentials were presented and are wrong: 401, whatever the path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SignInFailed;
+/// Credentials were presented and are wrong: 401, whatever the path; or
+/// they were not checked (too many guesses): 429 after `retry_after`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SignInFailed {
+    pub retry_after: Option<std::time::Duration>,
+}
 
 /// What is asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -403,11 +408,14 @@ impl Policy {
             return Ok(who);
         }
         let Some(creds) = basic::credentials(value) else {
-            return Err(SignInFailed);
+            return Err(SignInFailed::default());
         };
         match users.sign_in(&creds, client).await {
-            Some(name) => Ok(Principal::User(name)),
-            None => Err(SignInFailed),
+            users::SignIn::User { name, .. } => Ok(Principal::User(name)),
+            users::SignIn::Wrong => Err(SignInFailed::default()),
+            users::SignIn::TooMany { retry_after } => Err(SignInFailed {
+                retry_after: Some(retry_after),
+            }),
         }
     }
 

@@ -16,23 +16,31 @@ pub enum Kind {
 }
 
 /// One revocation: its kind, id, and when the thing would have expired
-/// anyway (after that, the marker can go).
+/// anyway (after that, the marker can go); for a session, whose it was
+/// (a digest of the user's name; 0: not said), so that a node whose table
+/// is full can fold it into that user's floor and never drop it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Revocation {
     pub kind: Kind,
     pub id: u64,
     pub expires: u64,
+    pub owner: u64,
 }
 
 impl Revocation {
     /// The marker's name: `s-` or `l-`, the id in 16 hex digits, `-`, the
-    /// expiry in Unix seconds.
+    /// expiry in Unix seconds, then (when known) `-` and the owner in 16
+    /// hex digits.
     pub fn name(&self) -> String {
         let k = match self.kind {
             Kind::Session => 's',
             Kind::Link => 'l',
         };
-        format!("{k}-{:016x}-{}", self.id, self.expires)
+        if self.owner == 0 {
+            format!("{k}-{:016x}-{}", self.id, self.expires)
+        } else {
+            format!("{k}-{:016x}-{}-{:016x}", self.id, self.expires, self.owner)
+        }
     }
 
     /// The revocation a marker's name stands for (`None`: not one).
@@ -46,10 +54,20 @@ impl Revocation {
         let id = parts.next().filter(|h| h.len() == 16)?;
         let id = u64::from_str_radix(id, 16).ok()?;
         let expires = parts.next()?.parse().ok()?;
+        let owner = match parts.next() {
+            None => 0,
+            Some(h) if h.len() == 16 => u64::from_str_radix(h, 16).ok()?,
+            Some(_) => return None,
+        };
         if parts.next().is_some() {
             return None;
         }
-        Some(Revocation { kind, id, expires })
+        Some(Revocation {
+            kind,
+            id,
+            expires,
+            owner,
+        })
     }
 }
 
@@ -97,19 +115,28 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        let r = Revocation {
+        let mut r = Revocation {
             kind: Kind::Session,
             id: 0xdead_beef,
             expires: 1_700_000_000,
+            owner: 0,
         };
         assert_eq!(r.name(), "s-00000000deadbeef-1700000000");
         assert_eq!(Revocation::parse(&r.name()), Some(r));
+        let owned = Revocation { owner: 7, ..r };
+        assert_eq!(
+            owned.name(),
+            "s-00000000deadbeef-1700000000-0000000000000007"
+        );
+        assert_eq!(Revocation::parse(&owned.name()), Some(owned));
+        r.owner = 0;
         for bad in [
             "",
             "x-00000000deadbeef-1",
             "s-dead-1",
             "s-00000000deadbeef",
             "s-00000000deadbeef-1-2",
+            "s-00000000deadbeef-1-0000000000000007-x",
             "l-00000000deadbeef-z",
         ] {
             assert_eq!(Revocation::parse(bad), None, "{bad}");
@@ -124,9 +151,9 @@ mod tests {
 
     proptest! {
         #[test]
-        fn any_revocation_round_trips(id in any::<u64>(), expires in any::<u64>(), link in any::<bool>()) {
+        fn any_revocation_round_trips(id in any::<u64>(), expires in any::<u64>(), owner in any::<u64>(), link in any::<bool>()) {
             let kind = if link { Kind::Link } else { Kind::Session };
-            let r = Revocation { kind, id, expires };
+            let r = Revocation { kind, id, expires, owner };
             prop_assert_eq!(Revocation::parse(&r.name()), Some(r));
         }
 

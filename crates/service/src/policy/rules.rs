@@ -312,6 +312,12 @@ fn check_user_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name == "*" {
         return Err("a user needs a name (\"*\" means everyone and is not a user)".into());
     }
+    if name == super::shares::TOKEN_MINTER {
+        // Links minted by a token holder name it as their minter.
+        return Err(format!(
+            "{name:?} is reserved for the token holder, not a user name"
+        ));
+    }
     if name.contains(':') || name.chars().any(char::is_control) {
         return Err(format!(
             "the user name {name:?} has a ':' or a control character, which HTTP Basic cannot carry"

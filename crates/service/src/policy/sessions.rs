@@ -3,28 +3,43 @@
 //! with a key derived from the share-link key (`Shares::session_key`), so
 //! any node holding that key accepts a session another node minted. The
 //! expiry is the server's (inside the signed token, checked on every
-//! request), not the cookie's; sign-out puts the id in a small revocation
-//! table (kept in a JSON file beside the share links' table when one is
-//! given) until the session would have expired anyway. Token format,
-//! cookie parsing and the `Set-Cookie` values are sans-IO.
+//! request), not the cookie's; sign-out puts the id in a bounded
+//! revocation table (`session_revocations.rs`; kept in a file beside the
+//! share links' table when one is given) until the session would have
+//! expired anyway. Token format, cookie parsing and the `Set-Cookie`
+//! values are sans-IO.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::revoked::{Kind, Outbox};
+use super::session_revocations::{owner_of, Revocations, MAX_ROWS};
 use super::signed_table::{new_id, Refusal, Row, SignedTable};
 
-/// The cookie's name.
+/// The cookie's name, before what makes it this server's ([`cookie_name`]).
 pub const COOKIE: &str = "wirespeed-session";
+
+/// The cookie's name on the server a browser reached at `host` (the
+/// `Host` field): browsers keep cookies per host name, not per port, so
+/// two servers on one machine would overwrite each other's session
+/// cookie, and each would be sent the other's. The port the browser used
+/// goes in the name; under TLS the `__Host-` prefix makes the browser
+/// refuse one set without `Secure`, or for a wider domain.
+pub fn cookie_name(host: Option<&str>, secure: bool) -> String {
+    let port = host
+        .and_then(|h| h.trim().rsplit_once(':'))
+        .and_then(|(_, p)| p.parse::<u16>().ok());
+    let prefix = if secure { "__Host-" } else { "" };
+    match port {
+        Some(p) => format!("{prefix}{COOKIE}-{p}"),
+        None => format!("{prefix}{COOKIE}"),
+    }
+}
 
 /// Twelve hours, the default session lifetime: a working day signed in
 /// without being asked again, while a browser left signed in on a shared
 /// machine is signed out by the next morning.
 pub const DEFAULT_LIFETIME: u64 = 12 * 3600;
-
-/// Revoked sessions remembered at most (beyond: the expired go first, then
-/// the oldest expiries).
-const MAX_REVOKED: usize = 100_000;
 
 /// What a session cookie carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,20 +70,20 @@ pub struct Sessions {
     pub lifetime: u64,
     /// Cookies get `Secure` (the server speaks TLS).
     pub secure: bool,
-    /// Revoked session ids and when each would have expired.
-    revoked: SignedTable<Revoked>,
+    /// The key and the outbox (its rows are unused: sign-outs are in
+    /// `revocations`).
+    table: SignedTable<NoRow>,
+    /// The signed-out sessions.
+    revocations: Mutex<Revocations>,
 }
 
-/// One revoked session, in memory and in the table file.
+/// The signing table's row type, never stored.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Revoked {
-    id: u64,
-    expires: u64,
-}
+struct NoRow;
 
-impl Row for Revoked {
+impl Row for NoRow {
     fn id(&self) -> u64 {
-        self.id
+        0
     }
 }
 
@@ -77,11 +92,28 @@ impl Sessions {
     /// `lifetime` seconds; revocations kept in `table_file` (read now if
     /// it exists) when given.
     pub fn new(key: [u8; 32], lifetime: u64, secure: bool, table_file: Option<PathBuf>) -> Self {
+        Self::with_cap(key, lifetime, secure, table_file, MAX_ROWS)
+    }
+
+    /// [`Sessions::new`] holding at most `max_rows` revocations before
+    /// collapsing them (tests).
+    pub fn with_cap(
+        key: [u8; 32],
+        lifetime: u64,
+        secure: bool,
+        table_file: Option<PathBuf>,
+        max_rows: usize,
+    ) -> Self {
         Sessions {
             lifetime,
             secure,
-            revoked: SignedTable::new(key, Kind::Session, table_file),
+            table: SignedTable::new(key, Kind::Session, None),
+            revocations: Mutex::new(Revocations::load(table_file, max_rows)),
         }
+    }
+
+    fn revocations(&self) -> MutexGuard<'_, Revocations> {
+        self.revocations.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A new session for `user` (whose password hash has `stamp`) from
@@ -93,19 +125,23 @@ impl Sessions {
             stamp,
             user: user.to_string(),
         };
-        let token = self.revoked.sign(&payload(&session));
+        let token = self.table.sign(&payload(&session));
         Ok((session, token))
     }
 
     /// The session of a presented cookie value, checked: signature
     /// (constant time), expiry at `now`, revocation.
     pub fn verify(&self, token: &str, now: u64) -> Result<Session, Refusal> {
-        let bytes = self.revoked.open(token)?;
+        let bytes = self.table.open(token)?;
         let session = parse_payload(&bytes).ok_or(Refusal::Malformed)?;
         if session.expires <= now {
             return Err(Refusal::Expired);
         }
-        if self.revoked.rows().contains_key(&session.id) {
+        let owner = owner_of(&session.user);
+        if self
+            .revocations()
+            .is_revoked(session.id, owner, session.expires)
+        {
             return Err(Refusal::Revoked);
         }
         Ok(session)
@@ -115,64 +151,65 @@ impl Sessions {
     /// and (through the outbox, when one is set) on every node sharing the
     /// bucket.
     pub fn revoke(&self, session: &Session, now: u64) {
-        self.insert_revoked(session.id, session.expires, now);
-        // The revocations still in force.
-        self.revoked.save(|r| r.expires > now);
-        self.revoked.announce(session.id, session.expires);
+        let owner = owner_of(&session.user);
+        self.revocations()
+            .insert(session.id, session.expires, owner, now, true);
+        self.table.announce(session.id, session.expires, owner);
     }
 
     /// Send sign-outs to `outbox` from now on (set once).
     pub fn publish_to(&self, outbox: Arc<Outbox>) {
-        self.revoked.publish_to(outbox);
+        self.table.publish_to(outbox);
     }
 
-    /// A sign-out another node made: session `id` is refused here too.
-    pub fn apply_revoked(&self, id: u64, expires: u64, now: u64) {
-        if expires > now && !self.revoked.rows().contains_key(&id) {
-            self.insert_revoked(id, expires, now);
-        }
+    /// A sign-out another node made: session `id` (of `owner`, 0 when the
+    /// node did not say) is refused here too.
+    pub fn apply_revoked(&self, id: u64, expires: u64, owner: u64, now: u64) {
+        self.revocations().insert(id, expires, owner, now, false);
     }
 
-    fn insert_revoked(&self, id: u64, expires: u64, now: u64) {
-        let mut revoked = self.revoked.rows();
-        if revoked.len() >= MAX_REVOKED {
-            revoked.retain(|_, r| r.expires > now);
-        }
-        if revoked.len() >= MAX_REVOKED {
-            // Still full of live sessions: the soonest to expire go.
-            let mut by_expiry: Vec<(u64, u64)> =
-                revoked.values().map(|r| (r.expires, r.id)).collect();
-            by_expiry.sort_unstable();
-            for (_, id) in by_expiry.iter().take(MAX_REVOKED / 10) {
-                revoked.remove(id);
-            }
-        }
-        revoked.insert(id, Revoked { id, expires });
+    /// Revocations held in memory (rows and per-user floors).
+    pub fn revocations_held(&self) -> usize {
+        self.revocations().entries()
     }
 
-    /// The `Set-Cookie` value that signs a browser in with `token`. No
-    /// `Max-Age`: the browser forgets it when it closes, and the server
-    /// refuses it after the expiry inside it.
-    pub fn set_cookie(&self, token: &str, secure: bool) -> String {
+    /// The name of the cookie for a request to `host`, over TLS when
+    /// `secure` (or when this server speaks it).
+    pub fn cookie_name(&self, host: Option<&str>, secure: bool) -> String {
+        cookie_name(host, secure || self.secure)
+    }
+
+    /// The session cookie value a request presents, from its `Host` and
+    /// `Cookie` fields (`https`: it came over TLS, as a trusted proxy
+    /// says): this server's cookie, sent once.
+    pub fn presented<'a>(
+        &self,
+        host: Option<&str>,
+        cookie: Option<&'a str>,
+        https: bool,
+    ) -> Option<&'a str> {
+        from_cookie_header(cookie, &self.cookie_name(host, https))
+    }
+
+    /// The `Set-Cookie` value that signs a browser in with `token` (for a
+    /// request to `host`). No `Max-Age`: the browser forgets it when it
+    /// closes, and the server refuses it after the expiry inside it.
+    pub fn set_cookie(&self, host: Option<&str>, token: &str, secure: bool) -> String {
+        let secure = secure || self.secure;
         format!(
-            "{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict{}",
-            if secure || self.secure {
-                "; Secure"
-            } else {
-                ""
-            }
+            "{}={token}; Path=/; HttpOnly; SameSite=Strict{}",
+            cookie_name(host, secure),
+            if secure { "; Secure" } else { "" }
         )
     }
 
     /// The `Set-Cookie` value that removes the cookie.
-    pub fn clear_cookie(&self, secure: bool) -> String {
+    pub fn clear_cookie(&self, host: Option<&str>, secure: bool) -> String {
+        let secure = secure || self.secure;
         format!(
-            "{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{}",
-            if secure || self.secure {
-                "; Secure"
-            } else {
-                ""
-            }
+            "{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{}",
+            cookie_name(host, secure),
+            if secure { "; Secure" } else { "" }
         )
     }
 }
@@ -228,13 +265,17 @@ pub fn is_navigation(sec_fetch_mode: Option<&str>) -> bool {
     sec_fetch_mode.is_none_or(|m| m.trim().eq_ignore_ascii_case("navigate"))
 }
 
-/// The session cookie's value in a `Cookie` header (RFC 6265 §5.4:
-/// `name=value` pairs separated by `; `), if there is one.
-pub fn from_cookie_header(header: Option<&str>) -> Option<&str> {
-    header?.split(';').find_map(|pair| {
-        let (name, value) = pair.trim().split_once('=')?;
-        (name.trim() == COOKIE && !value.is_empty()).then(|| value.trim().trim_matches('"'))
-    })
+/// The value of the cookie `name` in a `Cookie` header (RFC 6265 §5.4:
+/// `name=value` pairs separated by `; `). Sent more than once (a cookie
+/// set for a wider domain or path by someone else beside ours), it is no
+/// session at all: which one is ours cannot be told.
+pub fn from_cookie_header<'a>(header: Option<&'a str>, name: &str) -> Option<&'a str> {
+    let mut found = header?.split(';').filter_map(|pair| {
+        let (n, value) = pair.trim().split_once('=')?;
+        (n.trim() == name).then(|| value.trim().trim_matches('"'))
+    });
+    let value = found.next()?;
+    (found.next().is_none() && !value.is_empty()).then_some(value)
 }
 
 #[cfg(test)]
@@ -300,24 +341,80 @@ mod tests {
     }
 
     #[test]
+    fn no_sequence_of_sign_outs_brings_one_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sessions.json");
+        let s = Sessions::with_cap([1; 32], 1000, false, Some(file.clone()), 500);
+        let (_, bob) = s.mint("bob", 9, 1000).unwrap();
+        // Many more sign-in/out pairs than the table holds.
+        let mut old = Vec::new();
+        for i in 0..5_000 {
+            let (session, token) = s.mint("mallory", 9, 1000 + i / 10).unwrap();
+            s.revoke(&session, 1000 + i / 10);
+            old.push(token);
+        }
+        assert!(s.revocations_held() <= 500 + 2);
+        let now = 1000 + 500;
+        for t in &old {
+            assert_eq!(s.verify(t, now), Err(Refusal::Revoked));
+        }
+        // Nobody else is signed out, and mallory may sign in again.
+        assert!(s.verify(&bob, now).is_ok());
+        let (_, fresh) = s.mint("mallory", 9, now).unwrap();
+        assert!(s.verify(&fresh, now).is_ok());
+        // The same after a restart.
+        let again = Sessions::with_cap([1; 32], 1000, false, Some(file), 500);
+        assert!(old
+            .iter()
+            .all(|t| again.verify(t, now) == Err(Refusal::Revoked)));
+        assert!(again.verify(&bob, now).is_ok() && again.verify(&fresh, now).is_ok());
+    }
+
+    #[test]
     fn cookies() {
         let s = sessions();
-        let set = s.set_cookie("abc.def", false);
+        let set = s.set_cookie(Some("test"), "abc.def", false);
         assert_eq!(
             set,
             "wirespeed-session=abc.def; Path=/; HttpOnly; SameSite=Strict"
         );
-        assert!(s.set_cookie("a.b", true).ends_with("; Secure"));
-        let tls = Sessions::new([3; 32], 1, true, None);
-        assert!(tls.set_cookie("a.b", false).ends_with("; Secure"));
-        assert!(s.clear_cookie(false).contains("Max-Age=0"));
+        // One name per port: two servers on one host keep their own.
+        let set = s.set_cookie(Some("127.0.0.1:8080"), "a.b", false);
+        assert!(set.starts_with("wirespeed-session-8080=a.b;"), "{set}");
         assert_eq!(
-            from_cookie_header(Some("theme=dark; wirespeed-session=abc.def; x=1")),
+            cookie_name(Some("[::1]:8443"), true),
+            "__Host-wirespeed-session-8443"
+        );
+        assert_eq!(cookie_name(Some("[::1]"), false), COOKIE);
+        assert_eq!(cookie_name(Some("h:99999"), false), COOKIE);
+        assert_eq!(cookie_name(None, false), COOKIE);
+        let set = s.set_cookie(Some("h:1"), "a.b", true);
+        assert!(set.starts_with("__Host-wirespeed-session-1=a.b; Path=/;"));
+        assert!(set.ends_with("; Secure") && !set.contains("Domain"));
+        let tls = Sessions::new([3; 32], 1, true, None);
+        assert!(tls.set_cookie(None, "a.b", false).starts_with("__Host-"));
+        assert!(tls.set_cookie(None, "a.b", false).ends_with("; Secure"));
+        assert_eq!(tls.cookie_name(None, false), "__Host-wirespeed-session");
+        let clear = s.clear_cookie(Some("h:8080"), false);
+        assert!(clear.starts_with("wirespeed-session-8080=;") && clear.contains("Max-Age=0"));
+        assert_eq!(
+            from_cookie_header(Some("theme=dark; wirespeed-session=abc.def; x=1"), COOKIE),
             Some("abc.def")
         );
-        assert_eq!(from_cookie_header(Some("wirespeed-session=")), None);
-        assert_eq!(from_cookie_header(Some("other=1")), None);
-        assert_eq!(from_cookie_header(None), None);
+        assert_eq!(from_cookie_header(Some("wirespeed-session="), COOKIE), None);
+        assert_eq!(from_cookie_header(Some("other=1"), COOKIE), None);
+        assert_eq!(from_cookie_header(None, COOKIE), None);
+        // Another port's cookie is not ours.
+        let h = Some("wirespeed-session-8081=x.y");
+        assert_eq!(from_cookie_header(h, "wirespeed-session-8080"), None);
+        // Two values of our name: no session, whichever comes first.
+        for two in [
+            "wirespeed-session=a.b; wirespeed-session=c.d",
+            "wirespeed-session=a.b; wirespeed-session=a.b",
+            "wirespeed-session=; wirespeed-session=a.b",
+        ] {
+            assert_eq!(from_cookie_header(Some(two), COOKIE), None, "{two}");
+        }
     }
 
     proptest! {
@@ -325,7 +422,7 @@ mod tests {
         fn never_panics(v in ".{0,80}", h in ".{0,80}") {
             let s = sessions();
             let _ = s.verify(&v, 0);
-            let _ = from_cookie_header(Some(&h));
+            let _ = from_cookie_header(Some(&h), COOKIE);
         }
     }
 }

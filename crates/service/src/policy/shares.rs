@@ -261,7 +261,7 @@ impl Shares {
             return false;
         };
         self.save();
-        self.live.announce(id, expires);
+        self.live.announce(id, expires, 0);
         true
     }
 

@@ -113,13 +113,15 @@ impl<R: Row> SignedTable<R> {
     }
 
     /// Tell the other nodes (through the outbox, when one is set) that
-    /// `id`, alive until `expires`, is revoked.
-    pub fn announce(&self, id: u64, expires: u64) {
+    /// `id`, alive until `expires`, is revoked (`owner`: whose it was,
+    /// 0 when that does not matter).
+    pub fn announce(&self, id: u64, expires: u64, owner: u64) {
         if let Some(outbox) = self.outbox.get() {
             outbox.push(Revocation {
                 kind: self.kind,
                 id,
                 expires,
+                owner,
             });
         }
     }

@@ -5,12 +5,13 @@ crates/wirespeed/tests/browser.rs starts (`signin_in_chromium`).
 
 Usage: test_signin.py --base URL --root DIR --work DIR [--tls-base URL] [--only NAME]
 
-bob has rw on /team (no d), alice rwd. Each check prints `ok NAME` or
+bob has rws on /team (no d), alice rwd. Each check prints `ok NAME` or
 `FAIL NAME: why`; the exit code is the number of failures. The Rust test
 then checks the files on disk again.
 """
 import argparse
 import os
+import urllib.parse
 from pathlib import Path
 
 import requests
@@ -19,7 +20,17 @@ from playwright.sync_api import expect
 import chromium_checks
 from chromium_checks import Checks
 
-COOKIE = "wirespeed-session"
+
+def cookie_name(base):
+    """The session cookie's name on the server at `base`: one per port
+    (browsers keep cookies per host, whatever the port), `__Host-` first
+    under TLS."""
+    u = urllib.parse.urlsplit(base)
+    prefix = "__Host-" if u.scheme == "https" else ""
+    return f"{prefix}wirespeed-session" + (f"-{u.port}" if u.port else "")
+
+
+COOKIE = None  # cookie_name(args.base), set in main
 
 args = None
 check = Checks()
@@ -49,7 +60,8 @@ class Page(chromium_checks.Page):
         return any(s in text for s in self.allowed)
 
     def session(self):
-        return next((c for c in self.context.cookies() if c["name"] == COOKIE), None)
+        names = {COOKIE, cookie_name(args.tls_base or args.base)}
+        return next((c for c in self.context.cookies() if c["name"] in names), None)
 
     def sign_in(self, name, password):
         d = self.page.locator("dialog#signin")
@@ -162,6 +174,8 @@ def secure(browser):
     p.page.wait_for_selector("#user-name")
     c = p.session()
     assert c is not None and c["secure"] is True and c["httpOnly"] is True, c
+    assert c["name"] == cookie_name(args.tls_base), c
+    assert c["name"].startswith("__Host-"), c
     p.close()
 
 
@@ -388,7 +402,7 @@ def phone_header(browser):
 
 
 def main():
-    global args
+    global args, COOKIE
     ap = argparse.ArgumentParser()
     ap.add_argument("--base", required=True)
     ap.add_argument("--root", required=True)
@@ -396,6 +410,7 @@ def main():
     ap.add_argument("--tls-base")
     ap.add_argument("--only")
     args = ap.parse_args()
+    COOKIE = cookie_name(args.base)
     check.run(args.only)
 
 
