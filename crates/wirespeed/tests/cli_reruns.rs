@@ -470,3 +470,196 @@ fn put_to_a_server_without_options_sends_a_plain_put() {
     );
     assert!(seen.len() <= 3, "no retries: {seen:?}");
 }
+
+/// Give the file at `p` the modification time `secs` seconds and `nanos`
+/// nanoseconds after the epoch.
+fn set_mtime(p: &Path, secs: u64, nanos: u32) {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::new(secs, nanos);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(p)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+}
+
+/// A rerun of `get -r` notices a file edited on the server without
+/// changing its size: once when its time moved to a later second, and
+/// once within the very second the last download saw (only its version,
+/// the ETag, tells). An unchanged tree then transfers nothing.
+#[test]
+fn get_r_rerun_notices_same_size_edits() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let (root, local, state) = (
+        tmp.path().join("root"),
+        tmp.path().join("local"),
+        tmp.path().join("state"),
+    );
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::fs::create_dir_all(&local).unwrap();
+    let (a, b) = (root.join("docs/a.txt"), root.join("docs/b.txt"));
+    std::fs::write(&a, b"version 1").unwrap();
+    std::fs::write(&b, b"unchanged").unwrap();
+    let t0 = 1_700_000_000;
+    set_mtime(&a, t0, 0);
+    set_mtime(&b, t0, 0);
+    let serve = Serve::start(&root, &[]);
+    let url = format!("{}/docs/", serve.base());
+    let cmd = ["get", "-r", &url, local.to_str().unwrap()];
+    let saved = local.join("docs/a.txt");
+
+    let out = run(&state, &cmd);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read(&saved).unwrap(), b"version 1");
+
+    // Edited a minute later, same size.
+    std::fs::write(&a, b"version 2").unwrap();
+    set_mtime(&a, t0 + 60, 0);
+    let out = run(&state, &cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        std::fs::read(&saved).unwrap(),
+        b"version 2",
+        "{stdout}{stderr}"
+    );
+    assert!(stdout.contains("1 of 1 files saved"), "{stdout}");
+    assert!(stderr.contains("1 files up to date"), "{stderr}");
+
+    // Edited again within the same second, same size: the listing and
+    // Last-Modified cannot tell, the ETag does.
+    std::fs::write(&a, b"version 3").unwrap();
+    set_mtime(&a, t0 + 60, 500_000_000);
+    let out = run(&state, &cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        std::fs::read(&saved).unwrap(),
+        b"version 3",
+        "{stdout}{stderr}"
+    );
+    assert!(stdout.contains("1 of 1 files saved"), "{stdout}");
+
+    let out = run(&state, &cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("2 files up to date"), "{stderr}");
+    assert!(stdout.contains("0 of 0 files saved"), "{stdout}");
+}
+
+/// A `get` cut short (no retries) leaves its partial file; the same
+/// command again, without --continue, continues it when the server still
+/// has that version, and starts over when the file changed meanwhile.
+#[test]
+fn the_same_get_again_continues_the_partial_file() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let (root, state) = (tmp.path().join("root"), tmp.path().join("state"));
+    std::fs::create_dir_all(&root).unwrap();
+    let big = data(24 * MIB, 6);
+    std::fs::write(root.join("big.bin"), &big).unwrap();
+    let serve = Serve::start(&root, &[]);
+    let proxy = CuttingProxy::start(serve.addr);
+    let url = format!("{}/big.bin", proxy.base());
+    let dest = tmp.path().join("big.bin");
+    let cmd = ["get", "--retries", "0", &url, "-o", dest.to_str().unwrap()];
+    let part = tmp.path().join(".wirespeed-part-big.bin");
+    let cut = |proxy: &CuttingProxy| {
+        proxy.cut_downstream_every(Some(8 * MIB as u64));
+        let out = run(&state, &cmd);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        proxy.cut_downstream_every(None);
+        let had = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
+        assert!(had > MIB as u64, "a partial file of {had} bytes");
+        had
+    };
+
+    let had = cut(&proxy);
+    let before = proxy.bytes_down();
+    let out = run(&state, &cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("resumed at"), "{stdout}");
+    let sent = proxy.bytes_down() - before;
+    assert!(
+        sent < (big.len() as u64 - had) + MIB as u64,
+        "resumed: {sent} bytes for the rest {}",
+        big.len() as u64 - had
+    );
+    assert!(std::fs::read(&dest).unwrap() == big);
+
+    // Cut again, then the server's file changes: the rerun starts over
+    // and saves the new version whole.
+    std::fs::remove_file(&dest).unwrap();
+    cut(&proxy);
+    let newer = data(24 * MIB, 7);
+    std::fs::write(root.join("big.bin"), &newer).unwrap();
+    let out = run(&state, &cmd);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("changed on the server"), "{stderr}");
+    assert!(std::fs::read(&dest).unwrap() == newer);
+}
+
+/// `put -r` again sends what changed: an unchanged tree sends no file
+/// (only listings cross), a file edited without changing its size is sent
+/// again, the others are not.
+#[test]
+fn put_r_rerun_sends_what_changed() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let (root, local, state) = (
+        tmp.path().join("root"),
+        tmp.path().join("local"),
+        tmp.path().join("state"),
+    );
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(local.join("pics/sub")).unwrap();
+    let (a, b) = (local.join("pics/a.bin"), local.join("pics/sub/b.txt"));
+    std::fs::write(&a, data(2 * MIB, 8)).unwrap();
+    std::fs::write(&b, b"first").unwrap();
+    let t0 = 1_700_000_000;
+    set_mtime(&a, t0, 0);
+    set_mtime(&b, t0, 0);
+    let serve = Serve::start(&root, &[]);
+    let proxy = CuttingProxy::start(serve.addr);
+    let url = format!("{}/backup/", proxy.base());
+    let pics = local.join("pics");
+    let cmd = ["put", "-r", pics.to_str().unwrap(), &url];
+
+    let out = run(&state, &cmd);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("2 of 2 files stored"));
+
+    let before = proxy.bytes_up();
+    let out = run(&state, &cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("2 files unchanged on the server"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("nothing to upload"), "{stdout}");
+    assert!(
+        proxy.bytes_up() - before < 64 * 1024,
+        "only listings were asked"
+    );
+
+    std::fs::write(&b, b"again").unwrap();
+    set_mtime(&b, t0 + 60, 0);
+    let before = proxy.bytes_up();
+    let out = run(&state, &cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("1 files unchanged on the server"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("1 of 1 files stored"), "{stdout}");
+    assert!(
+        proxy.bytes_up() - before < MIB as u64,
+        "a.bin was not sent again"
+    );
+    assert_eq!(
+        std::fs::read(root.join("backup/pics/sub/b.txt")).unwrap(),
+        b"again"
+    );
+}

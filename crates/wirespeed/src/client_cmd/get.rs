@@ -127,6 +127,13 @@ fn looks_like_url(s: &str) -> bool {
 
 pub(super) fn destination(target: &Url, output: Option<&Path>) -> anyhow::Result<PathBuf> {
     let name = target.file_name();
+    let into_folder = output.is_none_or(|p| p.is_dir());
+    if name.is_none() && into_folder && target.path().ends_with('/') {
+        bail!(
+            "{target} is a folder: use `wirespeed get -r {target}` to download it (or \
+             `--archive zip` for one file, `wirespeed ls` to list it)"
+        );
+    }
     if let Some(p) = output.filter(|p| names_a_folder(p) && !p.is_dir()) {
         bail!(
             "cannot save into {}: the folder does not exist (create it first)",
@@ -342,6 +349,7 @@ fn get_archive(
     };
     let mut archive = folder.clone();
     archive.target = format!("{}?archive={format}", folder.path());
+    let archive = archive.with_share_of(&folder);
     get_one(args, client, rt, &archive, Some(&output))
 }
 
@@ -450,6 +458,11 @@ mod tests {
         assert_eq!(
             destination(&u, Some(Path::new("/nonexistent/x"))).unwrap(),
             PathBuf::from("/nonexistent/x")
+        );
+        let folder = destination(&Url::parse("http://h/d/").unwrap(), None).unwrap_err();
+        assert!(
+            folder.to_string().contains("get -r http://h/d/"),
+            "{folder}"
         );
         assert!(destination(&Url::parse("http://h/").unwrap(), None).is_err());
         assert!(check_parent(Path::new("/nonexistent/x")).is_err());
