@@ -663,3 +663,69 @@ fn put_r_rerun_sends_what_changed() {
         b"again"
     );
 }
+
+/// More everyday mistakes, each with its fix: `get` of a folder URL
+/// points to `get -r`; a transposed subcommand gets "did you mean";
+/// `--user` without a password and without a terminal says to set
+/// WIRESPEED_PASSWORD; `--expires` takes `1w` and `2h30m`.
+#[test]
+fn more_everyday_mistakes_are_explained() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(root.join("dir")).unwrap();
+    std::fs::write(root.join("a.txt"), b"a").unwrap();
+    let serve = Serve::start(&root, &["--token", "sesame"]);
+    let base = serve.base();
+    let state = tmp.path().join("state");
+
+    let out = client(&state, &["get", &format!("{base}/dir/")])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("use `wirespeed get -r {base}/dir/`")),
+        "{stderr}"
+    );
+
+    let out = run(&state, &["gte", &format!("{base}/a.txt")]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a similar subcommand exists: 'get'"),
+        "{stderr}"
+    );
+
+    // No terminal at all: a new session, stdin from nothing.
+    let out = Command::new("setsid")
+        .args(["-w", BIN, "ls", "--user", "bob", &format!("{base}/")])
+        .env_remove("WIRESPEED_PASSWORD")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("set WIRESPEED_PASSWORD"), "{stderr}");
+    assert!(!stderr.contains("os error"), "{stderr}");
+
+    for expires in ["1w", "2h30m"] {
+        let out = run(
+            &state,
+            &[
+                "share",
+                "--token",
+                "sesame",
+                "--expires",
+                expires,
+                &format!("{base}/a.txt"),
+            ],
+        );
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{expires}: {stderr}");
+        assert!(
+            stdout.starts_with(&format!("{base}/a.txt?share=")),
+            "{stdout}"
+        );
+    }
+}

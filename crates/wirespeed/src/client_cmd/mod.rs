@@ -137,8 +137,10 @@ pub struct WalkOpts {
     /// hostile listing fails before anything is transferred.
     #[arg(long, value_name = "N", default_value_t = WalkLimits::default().max_entries)]
     pub max_entries: u64,
-    /// Most bytes of names (each entry's path, added up) a remote tree may
-    /// hold in memory (-r); suffixes K, M, G.
+    /// Most bytes a remote tree's walk may hold in memory (-r): each
+    /// entry's names, URL and record, added up (about 250 bytes an entry
+    /// plus its path), besides one folder's listing at a time; suffixes K,
+    /// M, G.
     #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = crate::size::parse_size)]
     pub max_names: u64,
 }
