@@ -729,3 +729,45 @@ fn more_everyday_mistakes_are_explained() {
         );
     }
 }
+
+/// A body the server refuses while it arrives (over `--max-body`, sent
+/// from an endless pipe) stops going out at the refusal, and `put` reports
+/// the 413 at once, as curl does, instead of sending until the server's
+/// lingering close gives up (30 s and gigabytes).
+#[test]
+fn put_stops_sending_when_the_server_refuses_mid_body() {
+    use std::io::Write;
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let serve = Serve::start(&root, &["--max-body", "1M"]);
+    let proxy = CuttingProxy::start(serve.addr);
+    let url = format!("{}/endless.bin", proxy.base());
+    let mut child = client(tmp.path(), &["put", "-", &url])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Fed until the client stops reading (it exits).
+    let feeder = std::thread::spawn(move || {
+        let block = vec![b'y'; 64 * 1024];
+        while stdin.write_all(&block).is_ok() {}
+    });
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("413"), "{stderr}");
+    let sent = proxy.bytes_up();
+    assert!(
+        sent < 64 * MIB as u64,
+        "{sent} bytes sent after the refusal"
+    );
+    assert_eq!(
+        std::fs::read_dir(&root).unwrap().count(),
+        0,
+        "nothing stored"
+    );
+}
