@@ -122,15 +122,17 @@ pub struct WalkLimits {
 }
 
 /// What one found entry takes in memory, near enough to bound a walk by:
-/// its record, its names (each its own string), its URL and its time.
+/// its record (twice: the list of entries grows by doubling), its names'
+/// list and each name, its URL and its time, each heap block rounded up
+/// as the allocator does and with its bookkeeping.
 pub fn held_bytes(e: &RemoteEntry) -> u64 {
-    let strings = e.rel.len() + 3;
-    (std::mem::size_of::<RemoteEntry>()
-        + strings * std::mem::size_of::<String>()
-        + e.rel.iter().map(String::len).sum::<usize>()
-        + e.url.target.len()
-        + e.url.host.len()
-        + e.modified.as_ref().map_or(0, String::len)) as u64
+    let block = |n: usize| if n == 0 { 0 } else { n.div_ceil(16) * 16 + 16 };
+    let names = block(e.rel.len() * std::mem::size_of::<String>())
+        + e.rel.iter().map(|n| block(n.len())).sum::<usize>();
+    let strings = block(e.url.target.len())
+        + block(e.url.host.len())
+        + e.modified.as_ref().map_or(0, |m| block(m.len()));
+    (2 * std::mem::size_of::<RemoteEntry>() + names + strings) as u64
 }
 
 impl Default for WalkLimits {

@@ -138,9 +138,9 @@ pub struct WalkOpts {
     #[arg(long, value_name = "N", default_value_t = WalkLimits::default().max_entries)]
     pub max_entries: u64,
     /// Most bytes a remote tree's walk may hold in memory (-r): each
-    /// entry's names, URL and record, added up (about 250 bytes an entry
-    /// plus its path), besides one folder's listing at a time; suffixes K,
-    /// M, G.
+    /// entry's names, URL and record, added up (about 500 bytes an entry
+    /// with a short path), besides one folder's listing at a time;
+    /// suffixes K, M, G.
     #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = crate::size::parse_size)]
     pub max_names: u64,
 }
