@@ -484,8 +484,10 @@ fn set_mtime(p: &Path, secs: u64, nanos: u32) {
 }
 
 /// A rerun of `get -r` notices a file edited on the server without
-/// changing its size: once when its time moved to a later second, and
-/// once within the very second the last download saw (only its version,
+/// changing its size: when its time moved to a later second (the listing
+/// shows it), and when the edit stays within the very second the last
+/// download saw while that second had not passed yet on the server's
+/// clock (a file dated ahead, as from a skewed clock: only its version,
 /// the ETag, tells). An unchanged tree then transfers nothing.
 #[test]
 fn get_r_rerun_notices_same_size_edits() {
@@ -507,42 +509,38 @@ fn get_r_rerun_notices_same_size_edits() {
     let url = format!("{}/docs/", serve.base());
     let cmd = ["get", "-r", &url, local.to_str().unwrap()];
     let saved = local.join("docs/a.txt");
-
-    let out = run(&state, &cmd);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(std::fs::read(&saved).unwrap(), b"version 1");
+    let rerun = |want: &[u8]| {
+        let out = run(&state, &cmd);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{stderr}");
+        assert_eq!(std::fs::read(&saved).unwrap(), want, "{stdout}{stderr}");
+        (stdout, stderr)
+    };
+    rerun(b"version 1");
 
     // Edited a minute later, same size.
     std::fs::write(&a, b"version 2").unwrap();
     set_mtime(&a, t0 + 60, 0);
-    let out = run(&state, &cmd);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "{stderr}");
-    assert_eq!(
-        std::fs::read(&saved).unwrap(),
-        b"version 2",
-        "{stdout}{stderr}"
-    );
+    let (stdout, stderr) = rerun(b"version 2");
     assert!(stdout.contains("1 of 1 files saved"), "{stdout}");
     assert!(stderr.contains("1 files up to date"), "{stderr}");
 
-    // Edited again within the same second, same size: the listing and
-    // Last-Modified cannot tell, the ETag does.
+    // Dated an hour ahead of the server's clock, then edited again within
+    // that second, same size: the listing and Last-Modified cannot tell.
+    let ahead = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3600;
     std::fs::write(&a, b"version 3").unwrap();
-    set_mtime(&a, t0 + 60, 500_000_000);
-    let out = run(&state, &cmd);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "{stderr}");
-    assert_eq!(
-        std::fs::read(&saved).unwrap(),
-        b"version 3",
-        "{stdout}{stderr}"
-    );
+    set_mtime(&a, ahead, 0);
+    rerun(b"version 3");
+    std::fs::write(&a, b"version 4").unwrap();
+    set_mtime(&a, ahead, 500_000_000);
+    let (stdout, _) = rerun(b"version 4");
     assert!(stdout.contains("1 of 1 files saved"), "{stdout}");
 
-    let out = run(&state, &cmd);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "{stderr}");
+    let (stdout, stderr) = rerun(b"version 4");
     assert!(stderr.contains("2 files up to date"), "{stderr}");
     assert!(stdout.contains("0 of 0 files saved"), "{stdout}");
 }

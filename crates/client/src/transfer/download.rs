@@ -110,7 +110,7 @@ pub async fn download_file(
     // a file system without attributes) resumes without `If-Range`, as
     // `curl -C -` and `wget -c` do: the user said it is the same file.
     let mut validator = (had > 0)
-        .then(|| validators::recorded(&part, url))
+        .then(|| validators::recorded(&part, url).map(|r| r.validator))
         .flatten();
     let mut resume = opts.resume || validator.is_some();
     let mut attempt = 0u32;
@@ -205,7 +205,7 @@ pub async fn is_current(client: &Client, url: &Url, dest: &Path, have: u64) -> R
     if size != Some(have) {
         return Ok(false);
     }
-    if let Some(ours) = validators::recorded(dest, url) {
+    if let Some(ours) = validators::recorded(dest, url).map(|r| r.validator) {
         return Ok(range_validator(&resp).is_none_or(|theirs| theirs == ours));
     }
     let theirs = resp
@@ -350,7 +350,12 @@ async fn download_once(
     };
     // The version these bytes are, for the rerun that continues them (a
     // file created over an old `.part` keeps that one's record otherwise).
-    validators::record(&part, url, validator.as_deref());
+    let served_at = resp
+        .header("Date")
+        .and_then(mtime::from_last_modified)
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| i64::try_from(d.as_secs()).ok());
+    validators::record(&part, url, validator.as_deref(), served_at);
     let observer: Option<crate::Observer> = expected.map(|_| {
         let h = hasher.clone();
         Box::new(move |b: &[u8]| {

@@ -36,8 +36,8 @@ pub(super) fn get_folders(
     let mut up_to_date = 0usize;
     let mut kept_parts = HashSet::new();
     let mut folders = Vec::new();
-    // Up to date by the listing, and recorded the version they hold: the
-    // server is asked whether that is still its version.
+    // Up to date by the listing, but fetched within the second they were
+    // listed with: the server is asked whether that is still its version.
     let mut to_confirm = Vec::new();
     for target in targets {
         // The local name comes from what was typed: a redirect may change
@@ -71,7 +71,7 @@ pub(super) fn get_folders(
                 std::fs::create_dir_all(&dest).with_context(|| dest.display().to_string())?;
                 folders.push(dest);
             } else if is_up_to_date(&dest, &e) {
-                if transfer::validators::recorded(&dest, &e.url).is_some() {
+                if racy(&dest, &e) {
                     to_confirm.push(Job {
                         url: e.url,
                         dest,
@@ -158,6 +158,24 @@ fn is_up_to_date(dest: &Path, e: &RemoteEntry) -> bool {
         return false;
     }
     !changed_since(dest, e)
+}
+
+/// Whether a file the listing calls up to date may still have changed
+/// within the very second it was listed with: it was downloaded (by the
+/// server's clock, recorded with it) before that second had passed, so a
+/// same-size edit in that second leaves the listing as it was. Only then
+/// is the server asked for its version (HEAD); a file fetched later can
+/// only have changed into a later second, which the listing shows. A
+/// record without the server's time is asked about too.
+fn racy(dest: &Path, e: &RemoteEntry) -> bool {
+    let Some(rec) = transfer::validators::recorded(dest, &e.url) else {
+        return false;
+    };
+    let listed = e.modified.as_deref().and_then(transfer::parse_listing_time);
+    match (rec.served_at, listed) {
+        (Some(served), Some(listed)) => served <= listed + 1,
+        _ => true,
+    }
 }
 
 /// Whether the server's file is newer than the local file at `path`
