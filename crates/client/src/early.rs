@@ -16,9 +16,11 @@
 //! skipped, a final one of 300 or more ends the body, a 2xx is left for
 //! the usual read after the body.
 
+use std::io;
 use std::os::fd::AsFd;
 use std::time::Duration;
 
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use wirespeed_proto::{parse_response_head, ResponseHead};
 
@@ -159,5 +161,42 @@ impl Watch {
     }
 }
 
-/// The longest one read of an early answer may take once bytes are there.
-const PEEK_READ: Duration = Duration::from_millis(200);
+/// The longest one read of an early answer may take once bytes are there:
+/// on a plain socket they are read at once; under TLS they may be a record
+/// with nothing for us (a session ticket right after the handshake), and
+/// the body waits this long once.
+const PEEK_READ: Duration = Duration::from_millis(20);
+
+/// Write all of `buf` (without flushing: TLS flushes once at the end of
+/// the body), unless the server answers first.
+pub(crate) async fn write_watched(
+    conn: &mut Conn,
+    watch: &mut Watch,
+    buf: &[u8],
+    cfg: &ClientConfig,
+) -> Result<Option<ResponseHead>, Error> {
+    let mut pos = 0;
+    while pos < buf.len() {
+        // `write` gives up nothing when dropped (plain and TLS streams
+        // take bytes only when they return them as written).
+        tokio::select! {
+            biased;
+            () = watch.readable() => {
+                if let Some(head) = watch.answered(conn, cfg).await? {
+                    return Ok(Some(head));
+                }
+            }
+            r = tokio::time::timeout(cfg.io_timeout, conn.stream.write(&buf[pos..])) => match r {
+                Ok(Ok(0)) => {
+                    return Err(Error::io("sending the request body")(io::Error::from(
+                        io::ErrorKind::WriteZero,
+                    )))
+                }
+                Ok(Ok(n)) => pos += n,
+                Ok(Err(e)) => return Err(Error::io("sending the request body")(e)),
+                Err(_) => return Err(Error::Timeout("sending the request body")),
+            },
+        }
+    }
+    Ok(None)
+}

@@ -7,12 +7,10 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tokio::io::AsyncWriteExt;
-
 use wirespeed_proto::ResponseHead;
 
 use crate::conn::Conn;
-use crate::early::Watch;
+use crate::early::{write_watched, Watch};
 use crate::{ClientConfig, Error, Observer};
 
 /// Told how many more body bytes went out (progress bars).
@@ -283,40 +281,6 @@ pub(crate) async fn send_body(
     }
     conn.write_all(&[], cfg.io_timeout, "sending the request body")
         .await?;
-    Ok(None)
-}
-
-/// Write all of `buf` (without flushing: TLS flushes once at the end of
-/// the body), unless the server answers first.
-pub(crate) async fn write_watched(
-    conn: &mut Conn,
-    watch: &mut Watch,
-    buf: &[u8],
-    cfg: &ClientConfig,
-) -> Result<Option<ResponseHead>, Error> {
-    let mut pos = 0;
-    while pos < buf.len() {
-        // `write` gives up nothing when dropped (plain and TLS streams
-        // take bytes only when they return them as written).
-        tokio::select! {
-            biased;
-            () = watch.readable() => {
-                if let Some(head) = watch.answered(conn, cfg).await? {
-                    return Ok(Some(head));
-                }
-            }
-            r = tokio::time::timeout(cfg.io_timeout, conn.stream.write(&buf[pos..])) => match r {
-                Ok(Ok(0)) => {
-                    return Err(Error::io("sending the request body")(io::Error::from(
-                        io::ErrorKind::WriteZero,
-                    )))
-                }
-                Ok(Ok(n)) => pos += n,
-                Ok(Err(e)) => return Err(Error::io("sending the request body")(e)),
-                Err(_) => return Err(Error::Timeout("sending the request body")),
-            },
-        }
-    }
     Ok(None)
 }
 

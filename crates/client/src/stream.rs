@@ -6,8 +6,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use wirespeed_proto::ResponseHead;
 
 use crate::conn::Conn;
-use crate::early::Watch;
-use crate::send_body::write_watched;
+use crate::early::{write_watched, Watch};
 use crate::Observer;
 use crate::{ClientConfig, Error};
 
