@@ -35,7 +35,11 @@ is renamed to FILE only when complete (and verified, when the server sends
 Repr-Digest); any non-2xx final answer leaves no file and exits 1. The
 destination's folder must exist: it is checked before anything is
 transferred. Ctrl-C keeps what arrived, prints the command that continues
-and exits 130.
+and exits 130. The server's version of the bytes (its ETag, else
+Last-Modified) is recorded on the file (extended attribute
+user.wirespeed.validator): running the same command again continues a
+partial file, with or without -c, when the server still has that version
+(If-Range), and starts over when it changed.
 
 Retries: a broken connection, a timeout or a 5xx is retried (--retries N,
 default 10) from where FILE.part ends, with `Range: bytes=N-` and `If-Range`
@@ -49,8 +53,10 @@ name of the URL you typed: a redirect may change where the listing is read,
 never where files are written. The server's root (no NAME) goes into DEST
 itself. So the same command always writes the same tree, and a rerun
 continues it: files whose size matches the listing and that are not older
-than it are kept, partial files are resumed (unless older than the listed
-file), partial files no longer listed are removed, and the exit status is 1 if any file failed. The listing is
+than it are kept (a file fetched within the second it is listed with is
+kept only if the server's version is still the recorded one: HEAD), files
+whose size or version changed are downloaded again, partial files are
+resumed (unless older than the listed file), partial files no longer listed are removed, and the exit status is 1 if any file failed. The listing is
 read as JSON (`?format=json`), so -r needs a wirespeed server; a name that
 is not one plain file name (`..`, `/etc/x`, `a/../b`) or starts with
 .wirespeed- is skipped and said (`skipped URL: why`). A tree above
