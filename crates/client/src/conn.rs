@@ -21,7 +21,7 @@ use crate::{ClientConfig, Error, Url};
 /// forever within the I/O timeout).
 pub(crate) const MAX_INTERIM: usize = 16;
 
-fn too_many_interim() -> Error {
+pub(crate) fn too_many_interim() -> Error {
     Error::Proto(wirespeed_proto::ProtoError::MalformedHead(
         "more than 16 interim (1xx) responses",
     ))
@@ -55,6 +55,15 @@ impl Stream {
         match self {
             Stream::Plain(t) => Some(t),
             Stream::Tls(_) => None,
+        }
+    }
+}
+
+impl std::os::fd::AsFd for Stream {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        match self {
+            Stream::Plain(t) => t.as_fd(),
+            Stream::Tls(s) => s.as_fd(),
         }
     }
 }

@@ -23,6 +23,7 @@
 //! ```
 
 mod conn;
+mod early;
 mod error;
 mod response;
 mod send_body;
@@ -346,6 +347,12 @@ impl Client {
             }
         }
         let sent = send_body::send_body(conn, &mut req.body, cfg).await;
+        if let Ok(Some(early)) = sent {
+            // Answered while the body was going out: the rest is not sent,
+            // so the connection cannot carry another request.
+            conn.reusable = false;
+            return Ok(early);
+        }
         if let Err(e) = sent {
             // The server may have answered and closed while we were sending
             // (401, 413): its answer beats our broken pipe.

@@ -49,6 +49,34 @@ pub fn terminal_safe(text: &str, max: usize) -> String {
     out
 }
 
+/// What an HTML error page says: its `<title>` when it has one, else its
+/// text without the tags.
+fn html_summary(page: &str) -> String {
+    let lower = page.to_ascii_lowercase();
+    if let Some(start) = lower.find("<title>").map(|i| i + "<title>".len()) {
+        if let Some(len) = lower[start..].find("</title>") {
+            let title = page[start..start + len].trim();
+            if !title.is_empty() {
+                return title.to_string();
+            }
+        }
+    }
+    let mut out = String::with_capacity(page.len());
+    let mut in_tag = false;
+    for c in page.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                out.push(' ');
+            }
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// A response whose head has arrived. Read the body with [`read`](Self::read),
 /// [`copy_to`](Self::copy_to), [`write_to_file`](Self::write_to_file) or
 /// [`bytes`](Self::bytes). Once the body has been read to its end the
@@ -158,8 +186,18 @@ impl Response {
         } else {
             terminal_safe(&self.head.reason, 80)
         };
+        let html = self
+            .header("Content-Type")
+            .is_some_and(|t| t.trim().to_ascii_lowercase().starts_with("text/html"));
         let body = self.bytes_lossy(MAX_ERROR_MESSAGE).await;
-        let message = terminal_safe(&String::from_utf8_lossy(&body), MAX_SHOWN_MESSAGE);
+        let text = String::from_utf8_lossy(&body);
+        // A proxy's error page: its title (or its text), not its markup.
+        let text = if html {
+            html_summary(&text)
+        } else {
+            text.into_owned()
+        };
+        let message = terminal_safe(&text, MAX_SHOWN_MESSAGE);
         Err(Error::Status {
             status,
             reason,
@@ -400,5 +438,20 @@ mod tests {
         );
         let long = terminal_safe(&"ab ".repeat(1000), 10);
         assert_eq!(long, "ab ab ab a…");
+    }
+
+    #[test]
+    fn html_error_pages_are_their_title_or_text() {
+        use super::html_summary;
+        let nginx = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n\
+                     <center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n\
+                     </body>\r\n</html>\r\n";
+        assert_eq!(html_summary(nginx), "502 Bad Gateway");
+        let untitled = "<html><body><h1>Service\nUnavailable</h1><p>try later</p></body></html>";
+        assert_eq!(
+            terminal_safe(&html_summary(untitled), 100),
+            "Service Unavailable try later"
+        );
+        assert_eq!(terminal_safe(&html_summary("<title></title>x"), 9), "x");
     }
 }

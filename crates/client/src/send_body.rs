@@ -7,9 +7,10 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tokio::io::AsyncWriteExt;
+use wirespeed_proto::ResponseHead;
 
-use crate::conn::{Conn, Stream};
+use crate::conn::Conn;
+use crate::early::{write_watched, Watch};
 use crate::{ClientConfig, Error, Observer};
 
 /// Told how many more body bytes went out (progress bars).
@@ -236,42 +237,51 @@ impl Body {
     }
 }
 
-/// Send the whole body on `conn`.
+/// Send the whole body on `conn`, unless the server gives its final
+/// answer first ([`Watch`]): then that answer's head, the body abandoned
+/// (the connection cannot carry another request).
 pub(crate) async fn send_body(
     conn: &mut Conn,
     body: &mut Body,
     cfg: &ClientConfig,
-) -> Result<(), Error> {
+) -> Result<Option<ResponseHead>, Error> {
     let progress = body.progress.clone();
     let report = |n: u64| {
         if let Some(p) = &progress {
             p(n)
         }
     };
+    let mut watch = Watch::new(conn);
+    if let Some(head) = watch.answered(conn, cfg).await? {
+        return Ok(Some(head));
+    }
     for part in &mut body.parts {
-        match part {
+        let early = match part {
             Part::Stream(s) => {
-                crate::stream::send_chunked(conn, s, cfg, &report).await?;
-                return Ok(());
+                return crate::stream::send_chunked(conn, &mut watch, s, cfg, &report).await
             }
             Part::Bytes(b) => {
-                conn.write_all(b, cfg.io_timeout, "sending the request body")
-                    .await?;
+                let early = write_watched(conn, &mut watch, b, cfg).await?;
                 report(b.len() as u64);
+                early
             }
             Part::File(f) => {
                 let zero_copy =
                     cfg.sendfile && f.observer.is_none() && conn.stream.plain_tcp().is_some();
                 if zero_copy {
-                    send_file_zero_copy(conn, f, cfg, &report).await?;
+                    send_file_zero_copy(conn, &mut watch, f, cfg, &report).await?
                 } else {
-                    send_file_pipelined(conn, f, cfg, &report).await?;
+                    send_file_pipelined(conn, &mut watch, f, cfg, &report).await?
                 }
             }
+        };
+        if early.is_some() {
+            return Ok(early);
         }
     }
     conn.write_all(&[], cfg.io_timeout, "sending the request body")
-        .await
+        .await?;
+    Ok(None)
 }
 
 /// Read (and observe) the file on a blocking thread, write on this task: the
@@ -279,10 +289,11 @@ pub(crate) async fn send_body(
 /// are recycled, so the whole upload allocates a handful of them.
 async fn send_file_pipelined(
     conn: &mut Conn,
+    watch: &mut Watch,
     f: &mut FileBody,
     cfg: &ClientConfig,
     report: &impl Fn(u64),
-) -> Result<(), Error> {
+) -> Result<Option<ResponseHead>, Error> {
     let bufsize = cfg.write_buffer.max(4096);
     let (tx, mut rx) = tokio::sync::mpsc::channel::<io::Result<Vec<u8>>>(2);
     let (recycle_tx, recycle_rx) = std::sync::mpsc::channel::<Vec<u8>>();
@@ -328,7 +339,7 @@ async fn send_file_pipelined(
         }
     });
     let mut sent = 0u64;
-    let result: Result<(), Error> = async {
+    let result: Result<Option<ResponseHead>, Error> = async {
         while let Some(item) = rx.recv().await {
             let buf = item.map_err(|source| match source.kind() {
                 io::ErrorKind::UnexpectedEof => Error::BodyLength {
@@ -340,56 +351,70 @@ async fn send_file_pipelined(
                     source,
                 },
             })?;
-            write_raw(&mut conn.stream, &buf, cfg).await?;
+            if let Some(head) = write_watched(conn, watch, &buf, cfg).await? {
+                return Ok(Some(head));
+            }
             sent += buf.len() as u64;
             report(buf.len() as u64);
             let _ = recycle_tx.send(buf);
         }
-        Ok(())
+        Ok(None)
     }
     .await;
     drop(rx);
     let _ = reader.await;
-    result?;
+    if let Some(head) = result? {
+        return Ok(Some(head));
+    }
     if sent != len {
         return Err(Error::BodyLength {
             announced: len,
             got: sent,
         });
     }
-    Ok(())
-}
-
-/// Write without flushing (TLS flushes once at the end of the body).
-async fn write_raw(stream: &mut Stream, buf: &[u8], cfg: &ClientConfig) -> Result<(), Error> {
-    match tokio::time::timeout(cfg.io_timeout, stream.write_all(buf)).await {
-        Ok(r) => r.map_err(Error::io("sending the request body")),
-        Err(_) => Err(Error::Timeout("sending the request body")),
-    }
+    Ok(None)
 }
 
 /// sendfile(2): page-cache pages go to the socket without a trip through
 /// user space (the loop is `wirespeed_io`'s, shared with the server).
 async fn send_file_zero_copy(
     conn: &mut Conn,
+    watch: &mut Watch,
     f: &mut FileBody,
     cfg: &ClientConfig,
     report: &impl Fn(u64),
-) -> Result<(), Error> {
-    let Some(tcp) = conn.stream.plain_tcp() else {
-        return send_file_pipelined(conn, f, cfg, report).await;
-    };
+) -> Result<Option<ResponseHead>, Error> {
     // Large steps: the kernel stops at what the socket buffer takes anyway.
     const STEP: usize = 16 * 1024 * 1024;
     let mut sent = 0u64;
-    let result =
-        wirespeed_io::send_file(tcp, &f.file, f.offset, f.len, STEP, cfg.io_timeout, |n| {
-            sent += n;
-            report(n);
-        })
-        .await;
+    let result = loop {
+        let Some(tcp) = conn.stream.plain_tcp() else {
+            return send_file_pipelined(conn, watch, f, cfg, report).await;
+        };
+        let (from, left) = (f.offset + sent, f.len - sent);
+        let mut now = 0u64;
+        // Each sendfile call is whole or not at all: dropped, this future
+        // has sent exactly what it reported.
+        let done = tokio::select! {
+            biased;
+            () = watch.readable() => None,
+            r = wirespeed_io::send_file(tcp, &f.file, from, left, STEP, cfg.io_timeout, |n| {
+                now += n;
+                report(n);
+            }) => Some(r),
+        };
+        sent += now;
+        match done {
+            Some(r) => break r,
+            None => {
+                if let Some(head) = watch.answered(conn, cfg).await? {
+                    return Ok(Some(head));
+                }
+            }
+        }
+    };
     match result {
-        Ok(()) => Ok(()),
+        Ok(()) => Ok(None),
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(Error::BodyLength {
             announced: f.len,
             got: sent,

@@ -3,8 +3,10 @@
 //! buffer however long the stream is.
 
 use tokio::io::{AsyncRead, AsyncReadExt};
+use wirespeed_proto::ResponseHead;
 
 use crate::conn::Conn;
+use crate::early::{write_watched, Watch};
 use crate::Observer;
 use crate::{ClientConfig, Error};
 
@@ -38,30 +40,40 @@ impl StreamBody {
     }
 }
 
-/// Send `s` as chunks and the last chunk; returns the data bytes sent.
+/// Send `s` as chunks and the last chunk, unless the server answers
+/// first (then its head: see [`Watch`]).
 pub(crate) async fn send_chunked(
     conn: &mut Conn,
+    watch: &mut Watch,
     s: &mut StreamBody,
     cfg: &ClientConfig,
     report: &impl Fn(u64),
-) -> Result<u64, Error> {
+) -> Result<Option<ResponseHead>, Error> {
     const HEAD: usize = 18; // up to 16 hex digits and CRLF
     let cap = cfg.write_buffer.max(4096);
     let mut buf = vec![0u8; HEAD + cap + 2];
-    let mut sent = 0u64;
     loop {
-        let n = s
-            .reader
-            .read(&mut buf[HEAD..HEAD + cap])
-            .await
-            .map_err(Error::io("reading the input stream"))?;
+        // The input may be slow (a pipe, a person): the answer is watched
+        // while it is awaited too. Reads lose nothing when dropped.
+        let n = tokio::select! {
+            biased;
+            () = watch.readable() => {
+                if let Some(head) = watch.answered(conn, cfg).await? {
+                    return Ok(Some(head));
+                }
+                continue;
+            }
+            r = s.reader.read(&mut buf[HEAD..HEAD + cap]) => {
+                r.map_err(Error::io("reading the input stream"))?
+            }
+        };
         if n == 0 {
             if let Some(f) = s.on_end.take() {
                 f();
             }
             conn.write_all(b"0\r\n\r\n", cfg.io_timeout, "sending the request body")
                 .await?;
-            return Ok(sent);
+            return Ok(None);
         }
         if let Some(o) = s.observer.as_mut() {
             o(&buf[HEAD..HEAD + n]);
@@ -71,13 +83,9 @@ pub(crate) async fn send_chunked(
         let start = HEAD - line.len();
         buf[start..HEAD].copy_from_slice(line.as_bytes());
         buf[HEAD + n..HEAD + n + 2].copy_from_slice(b"\r\n");
-        conn.write_all(
-            &buf[start..HEAD + n + 2],
-            cfg.io_timeout,
-            "sending the request body",
-        )
-        .await?;
-        sent += n as u64;
+        if let Some(head) = write_watched(conn, watch, &buf[start..HEAD + n + 2], cfg).await? {
+            return Ok(Some(head));
+        }
         report(n as u64);
     }
 }

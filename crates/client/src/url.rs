@@ -159,7 +159,9 @@ impl Url {
     }
 
     /// `name` (percent-encoded) appended to a URL whose path ends with `/`,
-    /// plus a `/` when it names a folder; the query is dropped.
+    /// plus a `/` when it names a folder. The query is dropped but for its
+    /// share link (`share=`): a folder link's credential covers what is
+    /// below it, so every child asked through the link must carry it.
     pub fn child(&self, name: &str, folder: bool) -> Url {
         let mut u = self.clone();
         let path = self.path();
@@ -169,6 +171,29 @@ impl Url {
             encode_segment(name),
             if folder { "/" } else { "" }
         );
+        u.with_share_of(self)
+    }
+
+    /// The `share=TOKEN` parameter of the query, if the URL is a share link.
+    pub fn share_param(&self) -> Option<&str> {
+        let (_, query) = self.target.split_once('?')?;
+        query.split('&').find(|p| p.starts_with("share="))
+    }
+
+    /// This URL with `from`'s share link added to its query, unless it has
+    /// one already (a redirect's `Location`, a child, an upload's place:
+    /// wherever the link's holder is sent next on the same server).
+    pub fn with_share_of(&self, from: &Url) -> Url {
+        let Some(share) = from.share_param() else {
+            return self.clone();
+        };
+        if self.share_param().is_some() || !self.same_origin(from) {
+            return self.clone();
+        }
+        let mut u = self.clone();
+        u.target
+            .push(if u.target.contains('?') { '&' } else { '?' });
+        u.target.push_str(share);
         u
     }
 
@@ -331,6 +356,18 @@ mod tests {
             "/d/?q"
         );
         assert_eq!(u.as_folder(), u);
+        // A share link's children carry the link; other parameters stay behind.
+        let link = Url::parse("http://h/d/?format=json&share=a.b").unwrap();
+        assert_eq!(link.child("x", false).target, "/d/x?share=a.b");
+        assert_eq!(link.child("s", true).target, "/d/s/?share=a.b");
+        let other = Url::parse("http://h/d/?archive=zip").unwrap();
+        assert_eq!(
+            other.with_share_of(&link).target,
+            "/d/?archive=zip&share=a.b"
+        );
+        assert_eq!(link.with_share_of(&link), link, "never twice");
+        let elsewhere = Url::parse("http://other/d/").unwrap();
+        assert_eq!(elsewhere.with_share_of(&link), elsewhere, "another origin");
     }
 
     #[test]

@@ -82,6 +82,14 @@ impl ClientTlsStream {
     }
 }
 
+/// The TCP socket under the TLS (a client watches it for an early answer
+/// while its request body goes out).
+impl std::os::fd::AsFd for ClientTlsStream {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.0.get_ref().0.as_fd()
+    }
+}
+
 /// Connect TLS over `tcp` to `host` (a DNS name or an IP literal).
 pub async fn connect(
     config: Arc<ClientConfig>,

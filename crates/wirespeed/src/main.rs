@@ -180,8 +180,59 @@ where
     }
 }
 
+/// The command line, or clap's error and exit. An unknown subcommand
+/// clap finds nothing like (its similarity misses a swap of two letters
+/// in a short name: `gte`) gets our suggestion too.
+fn parse_cli() -> Cli {
+    Cli::try_parse().unwrap_or_else(|e| {
+        use clap::CommandFactory;
+        let typed = std::env::args().nth(1).unwrap_or_default();
+        let rendered = e.render().to_string();
+        let near = (e.kind() == clap::error::ErrorKind::InvalidSubcommand
+            && !rendered.contains("tip:"))
+        .then(|| {
+            Cli::command()
+                .get_subcommands()
+                .map(|c| c.get_name().to_string())
+                .find(|name| one_edit_apart(&typed, name))
+        })
+        .flatten();
+        match near {
+            Some(name) => {
+                eprint!(
+                    "{}",
+                    rendered.trim_end_matches('\n').replace(
+                        "\n\nUsage:",
+                        &format!("\n\n  tip: a similar subcommand exists: '{name}'\n\nUsage:"),
+                    )
+                );
+                eprintln!();
+                std::process::exit(2)
+            }
+            None => e.exit(),
+        }
+    })
+}
+
+/// One letter inserted, removed, replaced, or two neighbours swapped.
+fn one_edit_apart(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let same_prefix = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let (ra, rb) = (&a[same_prefix..], &b[same_prefix..]);
+    match (ra.len(), rb.len()) {
+        (0, 0) => false,
+        (1, 0) | (0, 1) => true,
+        (x, y) if x == y => {
+            ra[1..] == rb[1..] || (x >= 2 && ra[0] == rb[1] && ra[1] == rb[0] && ra[2..] == rb[2..])
+        }
+        (x, y) if x == y + 1 => ra[1..] == *rb,
+        (x, y) if y == x + 1 => *ra == rb[1..],
+        _ => false,
+    }
+}
+
 fn run() -> anyhow::Result<std::process::ExitCode> {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     let _log_guard = init_logging(&cli.command);
     match cli.command {
         Command::Serve(args) => serve::run(*args)?,
@@ -206,8 +257,31 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use super::log_filter;
+    use super::{log_filter, one_edit_apart};
     use tracing::Level;
+
+    #[test]
+    fn near_subcommand_names() {
+        for (typed, name) in [
+            ("gte", "get"),
+            ("ge", "get"),
+            ("gett", "get"),
+            ("pt", "put"),
+            ("shrae", "share"),
+            ("lss", "ls"),
+        ] {
+            assert!(one_edit_apart(typed, name), "{typed} {name}");
+        }
+        for (typed, name) in [
+            ("get", "get"),
+            ("xyz", "get"),
+            ("tge", "put"),
+            ("", "ls"),
+            ("rmm", "ls"),
+        ] {
+            assert!(!one_edit_apart(typed, name), "{typed} {name}");
+        }
+    }
 
     #[test]
     fn log_filter_reads_levels_and_target_pairs_and_falls_back_on_nonsense() {

@@ -450,3 +450,70 @@ fn rm_r_takes_a_vanished_folder_as_deleted() {
     assert!(out.contains("deleted"), "{out}");
     assert!(srv.seen().contains(&"DELETE /t/".to_string()));
 }
+
+/// Text from a proxy or a hostile server, shown short and safe: a
+/// proxy's HTML 502 page is its title in the retry line (no markup), a
+/// share listing's escape codes are escaped, and a minted link is built
+/// on the URL the user typed, never on a host the server names.
+#[test]
+fn foreign_text_in_retry_lines_and_share_answers_is_short_and_safe() {
+    let page = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n\
+                <center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.22.1</center>\r\n\
+                </body>\r\n</html>\r\n";
+    let srv = Routes::start(move |r: &Req| match (r.method.as_str(), r.path()) {
+        ("GET", "/-/shares/") => Reply::json(
+            r#"[{"path":"/a.txt","share":"tok","rights":"r\u001b[2J","expires":1,"by":"x\u001b]0;pwned\u0007"}]"#,
+        ),
+        ("POST", _) => Reply::json(r#"{"path":"http://evil.example/a.txt","share":"tok"}"#),
+        _ => Reply::Full(
+            502,
+            vec![("Content-Type".into(), "text/html".into())],
+            page.as_bytes().to_vec(),
+        ),
+    });
+    let dest = tempfile::tempdir().unwrap();
+    let o = dest.path().join("f");
+    let url = format!("{}/f", srv.base());
+    let (code, _, err) = run(&["get", "--retries", "1", &url, "-o", o.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("502 Bad Gateway"), "{err}");
+    assert!(!err.contains('<') && !err.contains("nginx/1.22.1"), "{err}");
+    assert!(err.lines().all(|l| l.len() < 400), "{err}");
+
+    let (code, out, err) = run(&["share", "--list", &format!("{}/", srv.base())]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        !out.chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t'),
+        "{out:?}"
+    );
+    assert!(out.contains("\\u{1b}]0;pwned"), "{out}");
+    let (code, out, err) = run(&["share", &format!("{}/a.txt", srv.base())]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(!out.contains("evil.example"), "{out}");
+    assert!(err.contains("names no path on this server"), "{err}");
+}
+
+/// The walk of a wide hostile tree holds one listing at a time: a
+/// folder is listed when its turn comes, so reaching the memory budget
+/// on the first folder's entries asked for that listing only (a walk
+/// that listed each folder as it was named held them all).
+#[test]
+fn get_r_lists_one_folder_at_a_time() {
+    let srv = Routes::start(|r: &Req| {
+        let names: Vec<String> = (0..2000).map(|i| format!("folder-{i:05}")).collect();
+        let entries: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "dir")).collect();
+        match r.path().ends_with('/') {
+            true => Reply::json(&listing(&entries)),
+            false => Reply::bytes(b"x"),
+        }
+    });
+    let dest = tempfile::tempdir().unwrap();
+    let url = format!("{}/wide/", srv.base());
+    let d = dest.path().to_str().unwrap();
+    let (code, _, err) = run(&["get", "-r", "--max-names", "200K", &url, d]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("--max-names"), "{err}");
+    let listings = srv.seen().iter().filter(|r| r.starts_with("GET")).count();
+    assert_eq!(listings, 1, "{:?}", &srv.seen()[..5.min(srv.seen().len())]);
+}

@@ -470,3 +470,302 @@ fn put_to_a_server_without_options_sends_a_plain_put() {
     );
     assert!(seen.len() <= 3, "no retries: {seen:?}");
 }
+
+/// Give the file at `p` the modification time `secs` seconds and `nanos`
+/// nanoseconds after the epoch.
+fn set_mtime(p: &Path, secs: u64, nanos: u32) {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::new(secs, nanos);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(p)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+}
+
+/// A rerun of `get -r` notices a file edited on the server without
+/// changing its size: when its time moved to a later second (the listing
+/// shows it), and when the edit stays within the very second the last
+/// download saw while that second had not passed yet on the server's
+/// clock (a file dated ahead, as from a skewed clock: only its version,
+/// the ETag, tells). An unchanged tree then transfers nothing.
+#[test]
+fn get_r_rerun_notices_same_size_edits() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let (root, local, state) = (
+        tmp.path().join("root"),
+        tmp.path().join("local"),
+        tmp.path().join("state"),
+    );
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::fs::create_dir_all(&local).unwrap();
+    let (a, b) = (root.join("docs/a.txt"), root.join("docs/b.txt"));
+    std::fs::write(&a, b"version 1").unwrap();
+    std::fs::write(&b, b"unchanged").unwrap();
+    let t0 = 1_700_000_000;
+    set_mtime(&a, t0, 0);
+    set_mtime(&b, t0, 0);
+    let serve = Serve::start(&root, &[]);
+    let url = format!("{}/docs/", serve.base());
+    let cmd = ["get", "-r", &url, local.to_str().unwrap()];
+    let saved = local.join("docs/a.txt");
+    let rerun = |want: &[u8]| {
+        let out = run(&state, &cmd);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{stderr}");
+        assert_eq!(std::fs::read(&saved).unwrap(), want, "{stdout}{stderr}");
+        (stdout, stderr)
+    };
+    rerun(b"version 1");
+
+    // Edited a minute later, same size.
+    std::fs::write(&a, b"version 2").unwrap();
+    set_mtime(&a, t0 + 60, 0);
+    let (stdout, stderr) = rerun(b"version 2");
+    assert!(stdout.contains("1 of 1 files saved"), "{stdout}");
+    assert!(stderr.contains("1 files up to date"), "{stderr}");
+
+    // Dated an hour ahead of the server's clock, then edited again within
+    // that second, same size: the listing and Last-Modified cannot tell.
+    let ahead = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3600;
+    std::fs::write(&a, b"version 3").unwrap();
+    set_mtime(&a, ahead, 0);
+    rerun(b"version 3");
+    std::fs::write(&a, b"version 4").unwrap();
+    set_mtime(&a, ahead, 500_000_000);
+    let (stdout, _) = rerun(b"version 4");
+    assert!(stdout.contains("1 of 1 files saved"), "{stdout}");
+
+    let (stdout, stderr) = rerun(b"version 4");
+    assert!(stderr.contains("2 files up to date"), "{stderr}");
+    assert!(stdout.contains("0 of 0 files saved"), "{stdout}");
+}
+
+/// A `get` cut short (no retries) leaves its partial file; the same
+/// command again, without --continue, continues it when the server still
+/// has that version, and starts over when the file changed meanwhile.
+#[test]
+fn the_same_get_again_continues_the_partial_file() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let (root, state) = (tmp.path().join("root"), tmp.path().join("state"));
+    std::fs::create_dir_all(&root).unwrap();
+    let big = data(24 * MIB, 6);
+    std::fs::write(root.join("big.bin"), &big).unwrap();
+    let serve = Serve::start(&root, &[]);
+    let proxy = CuttingProxy::start(serve.addr);
+    let url = format!("{}/big.bin", proxy.base());
+    let dest = tmp.path().join("big.bin");
+    let cmd = ["get", "--retries", "0", &url, "-o", dest.to_str().unwrap()];
+    let part = tmp.path().join(".wirespeed-part-big.bin");
+    let cut = |proxy: &CuttingProxy| {
+        proxy.cut_downstream_every(Some(8 * MIB as u64));
+        let out = run(&state, &cmd);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        proxy.cut_downstream_every(None);
+        let had = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
+        assert!(had > MIB as u64, "a partial file of {had} bytes");
+        had
+    };
+
+    let had = cut(&proxy);
+    let before = proxy.bytes_down();
+    let out = run(&state, &cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("resumed at"), "{stdout}");
+    let sent = proxy.bytes_down() - before;
+    assert!(
+        sent < (big.len() as u64 - had) + MIB as u64,
+        "resumed: {sent} bytes for the rest {}",
+        big.len() as u64 - had
+    );
+    assert!(std::fs::read(&dest).unwrap() == big);
+
+    // Cut again, then the server's file changes: the rerun starts over
+    // and saves the new version whole.
+    std::fs::remove_file(&dest).unwrap();
+    cut(&proxy);
+    let newer = data(24 * MIB, 7);
+    std::fs::write(root.join("big.bin"), &newer).unwrap();
+    let out = run(&state, &cmd);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("changed on the server"), "{stderr}");
+    assert!(std::fs::read(&dest).unwrap() == newer);
+}
+
+/// `put -r` again sends what changed: an unchanged tree sends no file
+/// (only listings cross), a file edited without changing its size is sent
+/// again, the others are not.
+#[test]
+fn put_r_rerun_sends_what_changed() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let (root, local, state) = (
+        tmp.path().join("root"),
+        tmp.path().join("local"),
+        tmp.path().join("state"),
+    );
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(local.join("pics/sub")).unwrap();
+    let (a, b) = (local.join("pics/a.bin"), local.join("pics/sub/b.txt"));
+    std::fs::write(&a, data(2 * MIB, 8)).unwrap();
+    std::fs::write(&b, b"first").unwrap();
+    let t0 = 1_700_000_000;
+    set_mtime(&a, t0, 0);
+    set_mtime(&b, t0, 0);
+    let serve = Serve::start(&root, &[]);
+    let proxy = CuttingProxy::start(serve.addr);
+    let url = format!("{}/backup/", proxy.base());
+    let pics = local.join("pics");
+    let cmd = ["put", "-r", pics.to_str().unwrap(), &url];
+
+    let out = run(&state, &cmd);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("2 of 2 files stored"));
+
+    let before = proxy.bytes_up();
+    let out = run(&state, &cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("2 files unchanged on the server"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("nothing to upload"), "{stdout}");
+    assert!(
+        proxy.bytes_up() - before < 64 * 1024,
+        "only listings were asked"
+    );
+
+    std::fs::write(&b, b"again").unwrap();
+    set_mtime(&b, t0 + 60, 0);
+    let before = proxy.bytes_up();
+    let out = run(&state, &cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("1 files unchanged on the server"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("1 of 1 files stored"), "{stdout}");
+    assert!(
+        proxy.bytes_up() - before < MIB as u64,
+        "a.bin was not sent again"
+    );
+    assert_eq!(
+        std::fs::read(root.join("backup/pics/sub/b.txt")).unwrap(),
+        b"again"
+    );
+}
+
+/// More everyday mistakes, each with its fix: `get` of a folder URL
+/// points to `get -r`; a transposed subcommand gets "did you mean";
+/// `--user` without a password and without a terminal says to set
+/// WIRESPEED_PASSWORD; `--expires` takes `1w` and `2h30m`.
+#[test]
+fn more_everyday_mistakes_are_explained() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(root.join("dir")).unwrap();
+    std::fs::write(root.join("a.txt"), b"a").unwrap();
+    let serve = Serve::start(&root, &["--token", "sesame"]);
+    let base = serve.base();
+    let state = tmp.path().join("state");
+
+    let out = client(&state, &["get", &format!("{base}/dir/")])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("use `wirespeed get -r {base}/dir/`")),
+        "{stderr}"
+    );
+
+    let out = run(&state, &["gte", &format!("{base}/a.txt")]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a similar subcommand exists: 'get'"),
+        "{stderr}"
+    );
+
+    // No terminal at all: a new session, stdin from nothing.
+    let out = Command::new("setsid")
+        .args(["-w", BIN, "ls", "--user", "bob", &format!("{base}/")])
+        .env_remove("WIRESPEED_PASSWORD")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("set WIRESPEED_PASSWORD"), "{stderr}");
+    assert!(!stderr.contains("os error"), "{stderr}");
+
+    for expires in ["1w", "2h30m"] {
+        let out = run(
+            &state,
+            &[
+                "share",
+                "--token",
+                "sesame",
+                "--expires",
+                expires,
+                &format!("{base}/a.txt"),
+            ],
+        );
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{expires}: {stderr}");
+        assert!(
+            stdout.starts_with(&format!("{base}/a.txt?share=")),
+            "{stdout}"
+        );
+    }
+}
+
+/// A body the server refuses while it arrives (over `--max-body`, sent
+/// from an endless pipe) stops going out at the refusal, and `put` reports
+/// the 413 at once, as curl does, instead of sending until the server's
+/// lingering close gives up (30 s and gigabytes).
+#[test]
+fn put_stops_sending_when_the_server_refuses_mid_body() {
+    use std::io::Write;
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let serve = Serve::start(&root, &["--max-body", "1M"]);
+    let proxy = CuttingProxy::start(serve.addr);
+    let url = format!("{}/endless.bin", proxy.base());
+    let mut child = client(tmp.path(), &["put", "-", &url])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Fed until the client stops reading (it exits).
+    let feeder = std::thread::spawn(move || {
+        let block = vec![b'y'; 64 * 1024];
+        while stdin.write_all(&block).is_ok() {}
+    });
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("413"), "{stderr}");
+    let sent = proxy.bytes_up();
+    assert!(
+        sent < 64 * MIB as u64,
+        "{sent} bytes sent after the refusal"
+    );
+    assert_eq!(
+        std::fs::read_dir(&root).unwrap().count(),
+        0,
+        "nothing stored"
+    );
+}

@@ -502,3 +502,93 @@ fn entries_naming_nothing_are_warned_and_url_spellings_govern_their_folder() {
     let alice = "Authorization: Basic YWxpY2U6YWxpY2UtcHc="; // alice:alice-pw
     assert_eq!(serve.req("GET", "/My%20Docs/d.txt", &[alice], b"").0, 200);
 }
+
+/// Share links through our own client, with no credentials: `get -r` and
+/// `get --archive zip` of a folder link, `put` of a small and of a
+/// resumable-sized file and `put -r` into an upload link.
+#[test]
+fn share_links_work_with_get_and_put() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(root.join("alice/pics/sub")).unwrap();
+    std::fs::create_dir_all(root.join("alice/inbox")).unwrap();
+    std::fs::write(root.join("alice/pics/a.txt"), "picture a").unwrap();
+    std::fs::write(root.join("alice/pics/sub/b.txt"), "picture b").unwrap();
+    let file = rules_file(tmp.path(), "", PATHS);
+    let state = tmp.path().join("serve-state");
+    let serve = Serve::start(
+        &root,
+        &[
+            "--auth",
+            file.to_str().unwrap(),
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+    );
+    let cstate = tmp.path().join("client-state");
+    let base = serve.base();
+    let alice = |args: &[&str]| {
+        let out = client(&cstate, "alice-pw", args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .trim_end()
+            .to_string()
+    };
+    let pics = alice(&["share", "--user", "alice", &format!("{base}/alice/pics/")]);
+    let inbox = alice(&[
+        "share",
+        "--user",
+        "alice",
+        "--upload",
+        &format!("{base}/alice/inbox/"),
+    ]);
+    // The guest: no --user, no token.
+    let guest = |args: &[&str]| {
+        let out = client(&cstate, "", args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?}: {stderr}");
+    };
+    let got = tmp.path().join("got");
+    std::fs::create_dir_all(&got).unwrap();
+    guest(&["get", "-r", &pics, got.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read_to_string(got.join("pics/sub/b.txt")).unwrap(),
+        "picture b"
+    );
+    let zip = got.join("pics.zip");
+    guest(&[
+        "get",
+        "--archive",
+        "zip",
+        &pics,
+        "-o",
+        zip.to_str().unwrap(),
+    ]);
+    assert!(std::fs::read(&zip).unwrap().starts_with(b"PK"));
+
+    let small = tmp.path().join("note.txt");
+    std::fs::write(&small, "a note").unwrap();
+    guest(&["put", small.to_str().unwrap(), &inbox]);
+    assert_eq!(
+        std::fs::read_to_string(root.join("alice/inbox/note.txt")).unwrap(),
+        "a note"
+    );
+    let big = tmp.path().join("big.bin");
+    let bytes = wirespeed_testkit::bytes(9 << 20, 9);
+    std::fs::write(&big, &bytes).unwrap();
+    guest(&["put", big.to_str().unwrap(), &inbox]);
+    assert!(std::fs::read(root.join("alice/inbox/big.bin")).unwrap() == bytes);
+    let tree = tmp.path().join("tree");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::write(tree.join("t.txt"), "in a tree").unwrap();
+    guest(&["put", "-r", tree.to_str().unwrap(), &inbox]);
+    assert_eq!(
+        std::fs::read_to_string(root.join("alice/inbox/tree/t.txt")).unwrap(),
+        "in a tree"
+    );
+}

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
-use crate::transfer::mtime;
 use crate::transfer::retry::{self, Notice, RetryPolicy};
 use crate::transfer::{get_following, hash_file, hex, parse_sha256, TransferProgress};
+use crate::transfer::{mtime, validators};
 use crate::{Client, Error, Request, Response, Url};
 
 #[derive(Default, Clone)]
@@ -35,8 +35,8 @@ pub struct DownloadReport {
     pub resumed_from: u64,
     /// The server sent `Repr-Digest` and the file matches it.
     pub verified: bool,
-    /// `resume` found `dest` already complete (the server's size): nothing
-    /// was transferred.
+    /// `resume` found `dest` already complete (the server's size and
+    /// version): nothing was transferred.
     pub already_complete: bool,
 }
 
@@ -88,6 +88,11 @@ pub fn parse_content_range(v: &str) -> Option<(u64, u64, Option<u64>)> {
 /// for `resume` unless its content is known to be wrong. A failure that may
 /// pass (broken connection, 5xx) is retried from where the `.part` ends,
 /// with `If-Range` so a file changed meanwhile starts over.
+///
+/// A `.part` left by an earlier run that recorded the server's version
+/// ([`validators`]) is continued with or without `resume`: `If-Range`
+/// with that version makes a changed file start over, so continuing is
+/// never wrong, and a rerun need not know it was interrupted.
 pub async fn download_file(
     client: &Client,
     url: &Url,
@@ -95,13 +100,19 @@ pub async fn download_file(
     opts: &DownloadOptions,
 ) -> Result<DownloadReport, Error> {
     let part = part_path(dest);
-    if opts.resume && part_len(&part) == 0 {
+    let had = part_len(&part);
+    if opts.resume && had == 0 {
         if let Some(rep) = already_complete(client, url, dest).await? {
             return Ok(rep);
         }
     }
-    let mut validator: Option<String> = None;
-    let mut resume = opts.resume;
+    // `-c` on a partial file that recorded nothing (an older client's, or
+    // a file system without attributes) resumes without `If-Range`, as
+    // `curl -C -` and `wget -c` do: the user said it is the same file.
+    let mut validator = (had > 0)
+        .then(|| validators::recorded(&part, url).map(|r| r.validator))
+        .flatten();
+    let mut resume = opts.resume || validator.is_some();
     let mut attempt = 0u32;
     // A refused connection before anything moved: nobody is listening.
     let mut first = true;
@@ -149,8 +160,9 @@ fn remove_if_empty(part: &Path) {
     }
 }
 
-/// `--continue` of a file that is already whole (its size is the server's,
-/// asked with HEAD): a report saying so, and nothing transferred.
+/// `--continue` (or a tree's rerun) of a file that is already whole: its
+/// size is the server's and so is its version, asked with HEAD. A report
+/// saying so, and nothing transferred.
 async fn already_complete(
     client: &Client,
     url: &Url,
@@ -163,14 +175,7 @@ async fn already_complete(
     else {
         return Ok(None);
     };
-    let (resp, final_url) = get_following(client, url, |u| Request::new("HEAD", u.clone())).await?;
-    refuse_folder(&resp, &final_url)?;
-    let resp = resp.error_for_status().await?;
-    // A HEAD's body is empty whatever it announces: read the field itself.
-    let size = resp
-        .header("Content-Length")
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    if size != Some(have) {
+    if !is_current(client, url, dest, have).await? {
         return Ok(None);
     }
     Ok(Some(DownloadReport {
@@ -180,6 +185,36 @@ async fn already_complete(
         verified: false,
         already_complete: true,
     }))
+}
+
+/// Whether the local file at `dest` (`have` bytes) holds the server's
+/// current version of `url`, asked with HEAD: the size must be the server's,
+/// and the version too: the validator the download recorded must be the
+/// one the server sends now (an edit that keeps the size changes it). A
+/// file with no record (an older client's download, a file system without
+/// extended attributes) must not be older than `Last-Modified`, as
+/// `wget -N` decides; with neither, the size decides alone.
+pub async fn is_current(client: &Client, url: &Url, dest: &Path, have: u64) -> Result<bool, Error> {
+    let (resp, final_url) = get_following(client, url, |u| Request::new("HEAD", u.clone())).await?;
+    refuse_folder(&resp, &final_url)?;
+    let resp = resp.error_for_status().await?;
+    // A HEAD's body is empty whatever it announces: read the field itself.
+    let size = resp
+        .header("Content-Length")
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if size != Some(have) {
+        return Ok(false);
+    }
+    if let Some(ours) = validators::recorded(dest, url).map(|r| r.validator) {
+        return Ok(range_validator(&resp).is_none_or(|theirs| theirs == ours));
+    }
+    let theirs = resp
+        .header("Last-Modified")
+        .and_then(mtime::from_last_modified);
+    Ok(match (theirs, mtime::of_file(dest)) {
+        (Some(t), Some(ours)) => ours >= t,
+        _ => true,
+    })
 }
 
 fn part_len(part: &Path) -> u64 {
@@ -313,6 +348,14 @@ async fn download_once(
     } else {
         File::create(&part).map_err(file_err(&part))?
     };
+    // The version these bytes are, for the rerun that continues them (a
+    // file created over an old `.part` keeps that one's record otherwise).
+    let served_at = resp
+        .header("Date")
+        .and_then(mtime::from_last_modified)
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| i64::try_from(d.as_secs()).ok());
+    validators::record(&part, url, validator.as_deref(), served_at);
     let observer: Option<crate::Observer> = expected.map(|_| {
         let h = hasher.clone();
         Box::new(move |b: &[u8]| {

@@ -25,10 +25,11 @@ mod remote;
 mod resume;
 pub mod retry;
 pub mod saved;
+pub mod validators;
 
 pub use download::{
-    download_file, download_to, is_part_name, parse_content_range, part_path, DownloadOptions,
-    DownloadReport, OUTPUT_CONTEXT, PART_PREFIX,
+    download_file, download_to, is_current, is_part_name, parse_content_range, part_path,
+    DownloadOptions, DownloadReport, OUTPUT_CONTEXT, PART_PREFIX,
 };
 pub use file_upload::upload_file;
 pub use put::{
@@ -141,7 +142,8 @@ pub async fn get_following(
             )));
         }
         let _ = resp.bytes(64 * 1024).await;
-        url = next;
+        // A share link's holder follows the server's redirect with the link.
+        url = next.with_share_of(&url);
     }
     Err(Error::Redirect(format!(
         "more than {MAX_REDIRECTS} redirects starting at {url}"

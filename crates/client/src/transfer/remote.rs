@@ -114,8 +114,25 @@ pub fn refuse_name(name: &str) -> Option<&'static str> {
 pub struct WalkLimits {
     /// Files and folders in the whole tree.
     pub max_entries: u64,
-    /// Bytes of all the entries' paths from the walked folder down, added up.
+    /// Bytes the found entries take, added up: each one's names from the
+    /// walked folder down, its URL and its record ([`held_bytes`]). Besides
+    /// them the walk holds one folder's listing at a time (at most 64 MiB
+    /// of JSON).
     pub max_name_bytes: u64,
+}
+
+/// What one found entry takes in memory, near enough to bound a walk by:
+/// its record (twice: the list of entries grows by doubling), its names'
+/// list and each name, its URL and its time, each heap block rounded up
+/// as the allocator does and with its bookkeeping.
+pub fn held_bytes(e: &RemoteEntry) -> u64 {
+    let block = |n: usize| if n == 0 { 0 } else { n.div_ceil(16) * 16 + 16 };
+    let names = block(e.rel.len() * std::mem::size_of::<String>())
+        + e.rel.iter().map(|n| block(n.len())).sum::<usize>();
+    let strings = block(e.url.target.len())
+        + block(e.url.host.len())
+        + e.modified.as_ref().map_or(0, |m| block(m.len()));
+    (2 * std::mem::size_of::<RemoteEntry>() + names + strings) as u64
 }
 
 impl Default for WalkLimits {
@@ -140,14 +157,20 @@ pub struct Walk {
 
 /// Every file and folder below the folder `url`, folders before their
 /// contents, within `limits`. Names that are not one safe path component,
-/// and reserved names ([`refuse_name`]), are skipped and reported.
+/// and reserved names ([`refuse_name`]), are skipped and reported. A
+/// folder is listed when its turn comes, so one listing is held at a time.
 pub async fn walk(client: &Client, url: &Url, limits: WalkLimits) -> Result<Walk, Error> {
     let (_, first, root) = list_following(client, url).await?;
     let mut out = Vec::new();
     let mut skipped = Vec::new();
-    let (mut count, mut name_bytes) = (0u64, 0u64);
-    let mut queue = std::collections::VecDeque::from([(root.clone(), Vec::new(), first)]);
-    while let Some((folder, rel, entries)) = queue.pop_front() {
+    let (mut count, mut held) = (0u64, 0u64);
+    let mut first = Some(first);
+    let mut queue = std::collections::VecDeque::from([(root.clone(), Vec::new())]);
+    while let Some((folder, rel)) = queue.pop_front() {
+        let entries = match first.take() {
+            Some(listed) => listed,
+            None => list_following(client, &folder).await?.1,
+        };
         for e in entries {
             if let Some(why) = refuse_name(&e.name) {
                 let shown = if safe_name(&e.name) {
@@ -160,22 +183,15 @@ pub async fn walk(client: &Client, url: &Url, limits: WalkLimits) -> Result<Walk
             }
             let dir = e.kind == "dir";
             let mut path: Vec<String> = rel.clone();
-            path.push(e.name.clone());
+            path.push(e.name);
             count += 1;
-            name_bytes += path.iter().map(|n| n.len() as u64 + 1).sum::<u64>();
             if count > limits.max_entries {
                 return Err(Error::WalkLimit {
                     what: "entries",
                     limit: limits.max_entries,
                 });
             }
-            if name_bytes > limits.max_name_bytes {
-                return Err(Error::WalkLimit {
-                    what: "bytes of names",
-                    limit: limits.max_name_bytes,
-                });
-            }
-            let url = folder.child(&e.name, dir);
+            let url = folder.child(path.last().map_or("", String::as_str), dir);
             if dir {
                 if path.len() > MAX_DEPTH {
                     return Err(Error::Io {
@@ -185,16 +201,23 @@ pub async fn walk(client: &Client, url: &Url, limits: WalkLimits) -> Result<Walk
                         )),
                     });
                 }
-                let (_, sub, _) = list_following(client, &url).await?;
-                queue.push_back((url.clone(), path.clone(), sub));
+                queue.push_back((url.clone(), path.clone()));
             }
-            out.push(RemoteEntry {
+            let entry = RemoteEntry {
                 rel: path,
                 url,
                 dir,
                 size: e.size,
                 modified: e.modified,
-            });
+            };
+            held += held_bytes(&entry);
+            if held > limits.max_name_bytes {
+                return Err(Error::WalkLimit {
+                    what: "bytes of names and URLs",
+                    limit: limits.max_name_bytes,
+                });
+            }
+            out.push(entry);
         }
     }
     Ok(Walk {

@@ -329,7 +329,7 @@ impl Job<'_> {
     /// `OPTIONS /-/uploads/` (tus, or the draft's `Upload-Limit`), then
     /// `OPTIONS` on the target itself (the draft's discovery).
     async fn discover(&mut self) -> Result<ClientProtocol, Error> {
-        let uploads = self.url.resolve("/-/uploads/")?;
+        let uploads = self.url.resolve("/-/uploads/")?.with_share_of(self.url);
         for target in [uploads, self.url.clone()] {
             let req = Request::new("OPTIONS", target)
                 .header("Tus-Resumable", tus::VERSION)
@@ -391,7 +391,8 @@ impl Job<'_> {
             _ => {
                 let target = self
                     .url
-                    .resolve(&format!("/-/uploads{}", self.url.path()))?;
+                    .resolve(&format!("/-/uploads{}", self.url.path()))?
+                    .with_share_of(self.url);
                 let name = self
                     .path
                     .file_name()
@@ -417,7 +418,8 @@ impl Job<'_> {
                 protocol.name()
             )));
         };
-        let location = self.url.resolve(&location)?;
+        // A share link's holder appends through the link too.
+        let location = self.url.resolve(&location)?.with_share_of(self.url);
         if !location.same_origin(self.url) {
             return Err(Error::Resumable(format!(
                 "the upload location {location} is on another origin; not followed (the token \

@@ -73,7 +73,8 @@ pub fn describe(e: &Error) -> String {
         s.push_str(&c.to_string());
         cur = c.source();
     }
-    s
+    // One bounded line: the status's text is the server's (or a proxy's).
+    crate::terminal_safe(&s, 300)
 }
 
 /// Sleep before retry number `attempt` (0-based).

@@ -35,7 +35,11 @@ is renamed to FILE only when complete (and verified, when the server sends
 Repr-Digest); any non-2xx final answer leaves no file and exits 1. The
 destination's folder must exist: it is checked before anything is
 transferred. Ctrl-C keeps what arrived, prints the command that continues
-and exits 130.
+and exits 130. The server's version of the bytes (its ETag, else
+Last-Modified) is recorded on the file (extended attribute
+user.wirespeed.validator): running the same command again continues a
+partial file, with or without -c, when the server still has that version
+(If-Range), and starts over when it changed.
 
 Retries: a broken connection, a timeout or a 5xx is retried (--retries N,
 default 10) from where FILE.part ends, with `Range: bytes=N-` and `If-Range`
@@ -49,8 +53,10 @@ name of the URL you typed: a redirect may change where the listing is read,
 never where files are written. The server's root (no NAME) goes into DEST
 itself. So the same command always writes the same tree, and a rerun
 continues it: files whose size matches the listing and that are not older
-than it are kept, partial files are resumed (unless older than the listed
-file), partial files no longer listed are removed, and the exit status is 1 if any file failed. The listing is
+than it are kept (a file fetched within the second it is listed with is
+kept only if the server's version is still the recorded one: HEAD), files
+whose size or version changed are downloaded again, partial files are
+resumed (unless older than the listed file), partial files no longer listed are removed, and the exit status is 1 if any file failed. The listing is
 read as JSON (`?format=json`), so -r needs a wirespeed server; a name that
 is not one plain file name (`..`, `/etc/x`, `a/../b`) or starts with
 .wirespeed- is skipped and said (`skipped URL: why`). A tree above
@@ -127,6 +133,13 @@ fn looks_like_url(s: &str) -> bool {
 
 pub(super) fn destination(target: &Url, output: Option<&Path>) -> anyhow::Result<PathBuf> {
     let name = target.file_name();
+    let into_folder = output.is_none_or(|p| p.is_dir());
+    if name.is_none() && into_folder && target.path().ends_with('/') {
+        bail!(
+            "{target} is a folder: use `wirespeed get -r {target}` to download it (or \
+             `--archive zip` for one file, `wirespeed ls` to list it)"
+        );
+    }
     if let Some(p) = output.filter(|p| names_a_folder(p) && !p.is_dir()) {
         bail!(
             "cannot save into {}: the folder does not exist (create it first)",
@@ -342,6 +355,7 @@ fn get_archive(
     };
     let mut archive = folder.clone();
     archive.target = format!("{}?archive={format}", folder.path());
+    let archive = archive.with_share_of(&folder);
     get_one(args, client, rt, &archive, Some(&output))
 }
 
@@ -450,6 +464,11 @@ mod tests {
         assert_eq!(
             destination(&u, Some(Path::new("/nonexistent/x"))).unwrap(),
             PathBuf::from("/nonexistent/x")
+        );
+        let folder = destination(&Url::parse("http://h/d/").unwrap(), None).unwrap_err();
+        assert!(
+            folder.to_string().contains("get -r http://h/d/"),
+            "{folder}"
         );
         assert!(destination(&Url::parse("http://h/").unwrap(), None).is_err());
         assert!(check_parent(Path::new("/nonexistent/x")).is_err());

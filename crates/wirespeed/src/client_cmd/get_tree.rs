@@ -36,6 +36,9 @@ pub(super) fn get_folders(
     let mut up_to_date = 0usize;
     let mut kept_parts = HashSet::new();
     let mut folders = Vec::new();
+    // Up to date by the listing, but fetched within the second they were
+    // listed with: the server is asked whether that is still its version.
+    let mut to_confirm = Vec::new();
     for target in targets {
         // The local name comes from what was typed: a redirect may change
         // where the listing is read, never where files are written.
@@ -68,20 +71,26 @@ pub(super) fn get_folders(
                 std::fs::create_dir_all(&dest).with_context(|| dest.display().to_string())?;
                 folders.push(dest);
             } else if is_up_to_date(&dest, &e) {
-                up_to_date += 1;
-            } else {
-                let part = transfer::part_path(&dest);
-                // A partial older than the listed file holds another
-                // version's bytes: not resumed (the stale sweep removes it).
-                if !changed_since(&part, &e) {
-                    kept_parts.insert(part);
+                if racy(&dest, &e) {
+                    to_confirm.push(Job {
+                        url: e.url,
+                        dest,
+                        size: e.size,
+                    });
+                } else {
+                    up_to_date += 1;
                 }
-                jobs.push(Job {
-                    url: e.url,
-                    dest,
-                    size: e.size,
-                });
+            } else {
+                jobs.push(job(e, dest, &mut kept_parts));
             }
+        }
+    }
+    for (j, current) in rt.block_on(confirm(client, to_confirm, args.parallel.parallel)) {
+        if current {
+            up_to_date += 1;
+        } else {
+            kept_parts.insert(transfer::part_path(&j.dest));
+            jobs.push(j);
         }
     }
     let stale = remove_stale_parts(&folders, &kept_parts);
@@ -98,6 +107,46 @@ pub(super) fn get_folders(
     run_jobs(args, client, rt, jobs, false, &top)
 }
 
+/// The download of a listed file into `dest`; its partial file is kept
+/// unless older than the listed file (it holds another version's bytes:
+/// not resumed, the stale sweep removes it).
+fn job(e: RemoteEntry, dest: PathBuf, kept_parts: &mut HashSet<PathBuf>) -> Job {
+    let part = transfer::part_path(&dest);
+    if !changed_since(&part, &e) {
+        kept_parts.insert(part);
+    }
+    Job {
+        url: e.url,
+        dest,
+        size: e.size,
+    }
+}
+
+/// Ask the server (HEAD, `parallel` at once) whether each file is still
+/// its current version: the listing's size and second cannot tell a
+/// same-size edit within the second, its version can. A failed question
+/// answers "not current": the download that follows reports the failure.
+async fn confirm(client: &Client, files: Vec<Job>, parallel: u16) -> Vec<(Job, bool)> {
+    let mut set = tokio::task::JoinSet::new();
+    let mut files = files.into_iter();
+    let mut out = Vec::new();
+    loop {
+        while set.len() < usize::from(parallel.max(1)) {
+            let Some(j) = files.next() else { break };
+            let client = client.clone();
+            set.spawn(async move {
+                let current = transfer::is_current(&client, &j.url, &j.dest, j.size).await;
+                (j, current.unwrap_or(false))
+            });
+        }
+        match set.join_next().await {
+            Some(Ok(done)) => out.push(done),
+            Some(Err(e)) => tracing::warn!(error = %e, "a version check failed"),
+            None => return out,
+        }
+    }
+}
+
 /// A local file that is the listed one already: same size, and not older
 /// than the listing's time (as `wget -N` decides; no time listed: size
 /// alone). Never a link or anything but a regular file.
@@ -109,6 +158,24 @@ fn is_up_to_date(dest: &Path, e: &RemoteEntry) -> bool {
         return false;
     }
     !changed_since(dest, e)
+}
+
+/// Whether a file the listing calls up to date may still have changed
+/// within the very second it was listed with: it was downloaded (by the
+/// server's clock, recorded with it) before that second had passed, so a
+/// same-size edit in that second leaves the listing as it was. Only then
+/// is the server asked for its version (HEAD); a file fetched later can
+/// only have changed into a later second, which the listing shows. A
+/// record without the server's time is asked about too.
+fn racy(dest: &Path, e: &RemoteEntry) -> bool {
+    let Some(rec) = transfer::validators::recorded(dest, &e.url) else {
+        return false;
+    };
+    let listed = e.modified.as_deref().and_then(transfer::parse_listing_time);
+    match (rec.served_at, listed) {
+        (Some(served), Some(listed)) => served <= listed + 1,
+        _ => true,
+    }
 }
 
 /// Whether the server's file is newer than the local file at `path`

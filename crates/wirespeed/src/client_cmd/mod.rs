@@ -9,6 +9,7 @@ mod get_tree;
 mod interrupt;
 mod progress;
 mod put;
+mod put_tree;
 mod rm;
 mod share;
 mod status_hint;
@@ -136,8 +137,10 @@ pub struct WalkOpts {
     /// hostile listing fails before anything is transferred.
     #[arg(long, value_name = "N", default_value_t = WalkLimits::default().max_entries)]
     pub max_entries: u64,
-    /// Most bytes of names (each entry's path, added up) a remote tree may
-    /// hold in memory (-r); suffixes K, M, G.
+    /// Most bytes a remote tree's walk may hold in memory (-r): each
+    /// entry's names, URL and record, added up (about 500 bytes an entry
+    /// with a short path), besides one folder's listing at a time;
+    /// suffixes K, M, G.
     #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = crate::size::parse_size)]
     pub max_names: u64,
 }
@@ -181,12 +184,26 @@ fn sign_in(opts: &ClientOpts) -> anyhow::Result<Option<wirespeed_client::BasicAu
     }
     let password = match std::env::var("WIRESPEED_PASSWORD") {
         Ok(p) => p,
-        Err(_) => rpassword::prompt_password(format!("password for {user}: ")).context(
-            "--user needs a password: set WIRESPEED_PASSWORD, or run this at a terminal to type it",
-        )?,
+        Err(_) => ask_password(&user)?,
     };
     status_hint::user_given(true);
     Ok(Some(wirespeed_client::BasicAuth { user, password }))
+}
+
+/// The password of `user`, typed at the terminal. Without one (a script,
+/// cron, a pipe) the fix is said plainly, not the terminal's errno.
+fn ask_password(user: &str) -> anyhow::Result<String> {
+    let no_terminal = || {
+        anyhow::anyhow!(
+            "--user {user} needs a password, and there is no terminal to type it at: set \
+             WIRESPEED_PASSWORD (e.g. from your password manager) for scripts"
+        )
+    };
+    if std::fs::File::open("/dev/tty").is_err() {
+        return Err(no_terminal());
+    }
+    rpassword::prompt_password(format!("password for {user}: "))
+        .context("reading the password from the terminal")
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

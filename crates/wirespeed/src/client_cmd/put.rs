@@ -13,6 +13,7 @@ use wirespeed_client::{Error, Url};
 
 use super::folder::{self, LocalFile};
 use super::progress::{human_size, Progress};
+use super::put_tree;
 use super::status_hint::hint;
 use super::{
     client, interrupt, notice, progress, runtime, total_progress, url, ClientOpts, ParallelOpts,
@@ -26,6 +27,7 @@ Examples:
   wirespeed put -r photos http://127.0.0.1:8080/backup/      # -> /backup/photos/...
   wirespeed put -r photos http://127.0.0.1:8080/pics         # -> /pics/... (the folder's contents)
   tar c dir | wirespeed put - http://127.0.0.1:8080/dir.tar  # stdin, streamed (chunked)
+  wirespeed put -r photos http://127.0.0.1:8080/backup/      # again: sends only what changed
   wirespeed put -n -r photos http://127.0.0.1:8080/backup/   # upload only what is not there yet
   wirespeed put --digest-first big.iso https://files.example:8443/isos/big.iso --token $T
   wirespeed put --form photo.jpg http://127.0.0.1:8080/photos/
@@ -36,6 +38,12 @@ file needs; empty local folders are not created on the server. Links to files
 are followed; links to folders or to nothing, special files and names
 starting with .wirespeed- (reserved by wirespeed) are skipped, one line each
 (`skipped PATH: why`).
+
+Reruns: before sending, `put -r` reads the server's listing of the folder
+(JSON, a wirespeed server) and does not send a file whose size and
+modification time (to the second, as sent with X-OC-Mtime) the server
+already has; so running it again sends what changed, like `rsync`'s quick
+check (an edit that keeps both the size and the second is not seen).
 
 --no-clobber: like `cp -n`, `rsync --ignore-existing` and `wget -nc`, a file
 that exists on the server is skipped and reported on stderr (`exists, not
@@ -170,6 +178,9 @@ struct Job {
     path: PathBuf,
     url: Url,
     size: u64,
+    /// Under `-r`: which of the plan's folders it is in, and its names
+    /// from there down.
+    tree: Option<(usize, Vec<String>)>,
 }
 
 /// `base` + `rel` as nested folder names and a file name.
@@ -205,6 +216,8 @@ fn local_name(p: &Path) -> anyhow::Result<String> {
 /// (reported, the others go on), entries `-r` skipped.
 struct Plan {
     jobs: Vec<Job>,
+    /// The server folders `-r` uploads into.
+    folders: Vec<Url>,
     failed: Vec<(String, Error)>,
     skipped: Vec<folder::Skipped>,
 }
@@ -230,6 +243,7 @@ fn plan(args: &PutArgs, target: &Url) -> anyhow::Result<Plan> {
     let mut jobs = Vec::new();
     let mut failed = Vec::new();
     let mut skipped = Vec::new();
+    let mut folders = Vec::new();
     for src in &args.files {
         let meta = match std::fs::metadata(src) {
             Ok(m) => m,
@@ -263,8 +277,10 @@ fn plan(args: &PutArgs, target: &Url) -> anyhow::Result<Plan> {
                     url: join(&base, &rel),
                     path,
                     size,
+                    tree: Some((folders.len(), rel)),
                 });
             }
+            folders.push(base);
         } else if meta.is_file() {
             let url = if folder_url {
                 target.child(&local_name(src)?, false)
@@ -283,6 +299,7 @@ fn plan(args: &PutArgs, target: &Url) -> anyhow::Result<Plan> {
                 path: src.clone(),
                 url,
                 size: meta.len(),
+                tree: None,
             });
         } else {
             failed.push(not_sent(src, "not a regular file"));
@@ -290,9 +307,47 @@ fn plan(args: &PutArgs, target: &Url) -> anyhow::Result<Plan> {
     }
     Ok(Plan {
         jobs,
+        folders,
         failed,
         skipped,
     })
+}
+
+/// The jobs whose file the server does not have already (by its listing;
+/// see `put_tree`), and how many it has.
+async fn drop_unchanged(
+    client: &wirespeed_client::Client,
+    folders: &[Url],
+    jobs: Vec<Job>,
+    times_sent: bool,
+    quiet: bool,
+) -> (Vec<Job>, usize) {
+    let mut listed = Vec::with_capacity(folders.len());
+    for f in folders {
+        listed.push(match put_tree::listed_files(client, f).await {
+            Ok(m) => Some(m),
+            Err(e) => {
+                if !quiet {
+                    eprintln!(
+                        "cannot read the server's listing of {f} ({}): sending every file",
+                        chain(&e)
+                    );
+                }
+                None
+            }
+        });
+    }
+    let before = jobs.len();
+    let jobs: Vec<Job> = jobs
+        .into_iter()
+        .filter(|j| {
+            let Some((i, rel)) = &j.tree else { return true };
+            let there = listed.get(*i).and_then(Option::as_ref);
+            !there.is_some_and(|m| put_tree::unchanged(&j.path, j.size, m.get(rel), times_sent))
+        })
+        .collect();
+    let unchanged = before - jobs.len();
+    (jobs, unchanged)
 }
 
 fn check_line(rep: &UploadReport) -> String {
@@ -374,6 +429,7 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
     }
     let Plan {
         jobs,
+        folders,
         failed: not_sent,
         skipped,
     } = plan(&args, &target)?;
@@ -382,6 +438,24 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
             eprintln!("skipped {}: {}", s.path.display(), s.why);
         }
     }
+    // A rerun sends what changed (-n asks the server for each file anyway).
+    let jobs = if folders.is_empty() || args.no_clobber {
+        jobs
+    } else {
+        let (jobs, unchanged) = rt.block_on(drop_unchanged(
+            &client,
+            &folders,
+            jobs,
+            !args.no_mtime,
+            quiet,
+        ));
+        if !quiet && unchanged > 0 {
+            eprintln!(
+                "{unchanged} files unchanged on the server (size and time as listed), not sent"
+            );
+        }
+        jobs
+    };
     if jobs.is_empty() {
         if let Some((_, e)) = not_sent.into_iter().next() {
             // The error names the file already.

@@ -3,7 +3,8 @@
 
 use anyhow::Context;
 use clap::Args;
-use wirespeed_client::{Body, Request, Url};
+use wirespeed_client::url::encode_target;
+use wirespeed_client::{terminal_safe, Body, Request, Url};
 
 use super::{client, runtime, url, ClientOpts};
 
@@ -29,7 +30,7 @@ pub struct ShareArgs {
     /// to list; with --revoke, the link to revoke.
     #[arg(value_name = "URL")]
     pub url: String,
-    /// How long the link lives: e.g. 7d, 12h, 30m.
+    /// How long the link lives: e.g. 7d, 1w, 12h, 2h30m, 90s.
     #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = parse_duration)]
     pub expires: u64,
     /// A drop-box link for a folder: its holder may upload new names only.
@@ -45,20 +46,43 @@ pub struct ShareArgs {
     pub opts: ClientOpts,
 }
 
+/// A duration as seconds: numbers each followed by a unit (`w`, `d`, `h`,
+/// `m`, `s`), added up (`2h30m`, `1w`); a bare number is seconds.
 fn parse_duration(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let (num, mult) = match s.chars().last() {
-        Some('d') => (&s[..s.len() - 1], 86_400),
-        Some('h') => (&s[..s.len() - 1], 3_600),
-        Some('m') => (&s[..s.len() - 1], 60),
-        Some('s') => (&s[..s.len() - 1], 1),
-        _ => (s, 1),
-    };
-    num.parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
-        .filter(|&n| n > 0)
-        .ok_or_else(|| format!("{s:?}: expected a duration like 7d, 12h, 30m"))
+    let bad = || format!("{s:?}: expected a duration like 7d, 1w, 12h, 2h30m, 90s");
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(bad);
+    }
+    let (mut total, mut num) = (0u64, None::<u64>);
+    for c in t.chars() {
+        if let Some(d) = c.to_digit(10) {
+            num = Some(
+                num.unwrap_or(0)
+                    .checked_mul(10)
+                    .and_then(|n| n.checked_add(u64::from(d)))
+                    .ok_or_else(bad)?,
+            );
+            continue;
+        }
+        let unit = match c {
+            'w' => 604_800,
+            'd' => 86_400,
+            'h' => 3_600,
+            'm' => 60,
+            's' => 1,
+            _ => return Err(bad()),
+        };
+        let n = num.take().ok_or_else(bad)?;
+        total = n
+            .checked_mul(unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(bad)?;
+    }
+    if num.is_some() || total == 0 {
+        return Err(bad());
+    }
+    Ok(total)
 }
 
 /// `share=` of a link's query.
@@ -106,26 +130,47 @@ pub fn share(args: ShareArgs) -> anyhow::Result<()> {
     }
     let v: serde_json::Value =
         serde_json::from_slice(&body).context("the server's answer is not JSON")?;
-    let link = |v: &serde_json::Value| -> anyhow::Result<Url> {
-        let (Some(p), Some(t)) = (v["path"].as_str(), v["share"].as_str()) else {
-            anyhow::bail!("the server's answer has no link");
-        };
-        Ok(target.resolve(&format!("{p}?share={t}"))?)
-    };
+    let link = |v: &serde_json::Value| link_of(&target, v);
     if args.list {
         for l in v.as_array().into_iter().flatten() {
             let when = l["expires"].as_u64().map_or(String::new(), expiry_text);
-            outln!(
-                "{}\t{}\t{when}\t{}",
-                link(l)?,
-                l["rights"].as_str().unwrap_or(""),
-                l["by"].as_str().unwrap_or("")
-            );
+            // Server text, shown on a terminal: escape codes escaped.
+            let text = |k: &str| terminal_safe(l[k].as_str().unwrap_or(""), 200);
+            outln!("{}\t{}\t{when}\t{}", link(l)?, text("rights"), text("by"));
         }
     } else {
         outln!("{}", link(&v)?);
     }
     Ok(())
+}
+
+/// The link to print: the URL the user gave (its scheme, host and port:
+/// the name they reach the server by) with the server's path and token.
+/// Only a path is taken from the answer, never another host; the token
+/// is one query value.
+fn link_of(target: &Url, v: &serde_json::Value) -> anyhow::Result<Url> {
+    let (Some(p), Some(t)) = (v["path"].as_str(), v["share"].as_str()) else {
+        anyhow::bail!("the server's answer has no link");
+    };
+    if !p.starts_with('/') || p.starts_with("//") {
+        anyhow::bail!(
+            "the server's answer names no path on this server: {}",
+            terminal_safe(p, 200)
+        );
+    }
+    if t.is_empty()
+        || !t
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.~=".contains(&b))
+    {
+        anyhow::bail!("the server's answer has no usable token");
+    }
+    let mut u = target.clone();
+    u.target = format!(
+        "{}?share={t}",
+        encode_target(p.split(['?', '#']).next().unwrap_or(p))
+    );
+    Ok(u)
 }
 
 /// A link's expiry as UTC date and time.
@@ -142,9 +187,46 @@ mod tests {
     fn parses() {
         assert_eq!(parse_duration("7d"), Ok(604_800));
         assert_eq!(parse_duration("30m"), Ok(1_800));
-        assert!(parse_duration("x").is_err());
+        assert_eq!(parse_duration("1w"), Ok(604_800));
+        assert_eq!(parse_duration("2h30m"), Ok(9_000));
+        assert_eq!(parse_duration(" 1d12h "), Ok(129_600));
+        assert_eq!(parse_duration("90"), Ok(90));
+        for bad in [
+            "x",
+            "",
+            "0",
+            "0d",
+            "2h30",
+            "h",
+            "1y",
+            "1d-2h",
+            "99999999999999999999w",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
         assert_eq!(token_of("http://h/a?share=abc.def"), Some("abc.def"));
         assert_eq!(token_of("http://h/a?format=json&share=t#x"), Some("t"));
         assert_eq!(token_of("http://h/a"), None);
+    }
+}
+
+#[cfg(test)]
+mod link_tests {
+    use super::*;
+
+    #[test]
+    fn links_keep_the_typed_origin() {
+        let typed = Url::parse("https://files.lan:8443/a/b.txt").unwrap();
+        let v = serde_json::json!({"path": "/a/b c.txt", "share": "abc.d-e_f"});
+        assert_eq!(
+            link_of(&typed, &v).unwrap().to_string(),
+            "https://files.lan:8443/a/b%20c.txt?share=abc.d-e_f"
+        );
+        for path in ["http://evil.example/a", "//evil.example/a", "a"] {
+            let v = serde_json::json!({"path": path, "share": "t"});
+            assert!(link_of(&typed, &v).is_err(), "{path}");
+        }
+        let v = serde_json::json!({"path": "/a", "share": "t&x=\u{1b}[2J"});
+        assert!(link_of(&typed, &v).is_err());
     }
 }
