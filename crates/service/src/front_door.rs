@@ -94,7 +94,8 @@ impl<S: Storage> Handler for FileRoutes<S> {
         };
         // (A hidden path was answered 404 by `admit`: the policy hides it.)
         let key = parsed.map_err(|e| path_error(e, ex.method()))?;
-        crate::respond::check_real(storage, policy, who, method_action(ex.method()), &key).await?;
+        crate::through_links::check_real(storage, policy, who, method_action(ex.method()), &key)
+            .await?;
         let _upload = match ex.method() {
             "PUT" | "POST" => cfg.metrics.as_ref().map(|m| m.upload_started()),
             _ => None,
@@ -119,9 +120,12 @@ impl<S: Storage> Handler for FileRoutes<S> {
                     let may_read = move |k: &RelPath| policy.reads(who, k);
                     // Where a member leads through a symlink is asked too,
                     // unless every path holds the same rights for `who`.
-                    let follow = !policy.uniform_for(who);
+                    let readable = archive::Readable {
+                        may_read,
+                        follow: !policy.uniform_for(who),
+                    };
                     Box::pin(archive::send(
-                        storage, cfg, &self.crcs, ex, &key, wanted, may_read, follow,
+                        storage, cfg, &self.crcs, ex, &key, wanted, readable,
                     ))
                     .await
                 }

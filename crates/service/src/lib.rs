@@ -62,6 +62,7 @@ pub mod session;
 mod shares;
 mod size;
 pub mod storage;
+mod through_links;
 pub mod upload;
 
 pub use access_log::AccessLog;

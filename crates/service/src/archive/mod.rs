@@ -97,6 +97,13 @@ pub(crate) fn wanted(query: Option<&str>) -> Result<Option<Wanted>, Error> {
     }
 }
 
+/// What the asker may have in an archive: `may_read` answers per path, and
+/// with `follow` where a member's symlink leads is asked too.
+pub(crate) struct Readable<F> {
+    pub may_read: F,
+    pub follow: bool,
+}
+
 /// Answer `GET /dir/?archive=…` (also HEAD).
 pub(crate) async fn send<S: Storage>(
     storage: &S,
@@ -105,13 +112,12 @@ pub(crate) async fn send<S: Storage>(
     ex: &mut Exchange,
     key: &RelPath,
     wanted: Wanted,
-    may_read: impl Fn(&RelPath) -> bool + Send + Sync,
-    follow: bool,
+    readable: Readable<impl Fn(&RelPath) -> bool + Send + Sync>,
 ) -> Result<(), Error> {
     let max = cfg
         .archive_max_entries
         .unwrap_or(crate::config::ARCHIVE_MAX_ENTRIES);
-    let entries = plan(storage, may_read, follow, key, &wanted.names, max).await?;
+    let entries = plan(storage, &readable, key, &wanted.names, max).await?;
     let archive = Archive::plan(wanted.format, entries)
         .map_err(|e| Error::status(409, format!("this folder cannot be archived: {e}")))?;
     let tag = archive.etag();

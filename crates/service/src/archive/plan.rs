@@ -67,8 +67,7 @@ struct Frame {
 /// readable where it really is, too.
 pub(super) async fn plan<S: Storage>(
     storage: &S,
-    may_read: impl Fn(&RelPath) -> bool + Send + Sync,
-    follow: bool,
+    readable: &super::Readable<impl Fn(&RelPath) -> bool + Send + Sync>,
     key: &RelPath,
     names: &[String],
     max: usize,
@@ -113,13 +112,13 @@ pub(super) async fn plan<S: Storage>(
             tracing::warn!(path = %child, "archive leaves out a path nested too deep (a symlink loop?)");
             continue;
         }
-        if !may_read(&child) {
+        if !(readable.may_read)(&child) {
             continue;
         }
-        if follow {
+        if readable.follow {
             match storage.real_path(&child, true).await {
                 Ok(None) => {}
-                Ok(Some(real)) if may_read(&real) => {}
+                Ok(Some(real)) if (readable.may_read)(&real) => {}
                 _ => continue,
             }
         }

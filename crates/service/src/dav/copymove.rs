@@ -247,7 +247,8 @@ impl<S: Storage> Dav<'_, S> {
         let to = destination(ex.header_str("destination"), ex.header_str("host"))?;
         // Admitted at the source: the destination's name is asked here.
         self.policy.hidden().refuse(&to)?;
-        crate::respond::check_real(self.storage, self.policy, who, Action::Create, &to).await?;
+        crate::through_links::check_real(self.storage, self.policy, who, Action::Create, &to)
+            .await?;
         let overwrite = match ex.header_str("overwrite").map(str::trim) {
             None | Some("T") | Some("t") => true,
             Some("F") | Some("f") => false,
@@ -411,7 +412,7 @@ impl<S: Storage> Dav<'_, S> {
                     };
                     // Unreadable members are left out (where a symlink leads
                     // too); unwritable ones fail.
-                    if !crate::respond::reads_real(self.storage, self.policy, who, &s).await {
+                    if !crate::through_links::reads_real(self.storage, self.policy, who, &s).await {
                         continue;
                     }
                     if !self.policy.rights(who, &d).may_write() {

@@ -151,7 +151,8 @@ impl<S: Storage> Dav<'_, S> {
                 Error::status(e.status(), e.to_string())
             }
         })?;
-        crate::respond::check_real(self.storage, self.policy, who, action(&method), &key).await?;
+        crate::through_links::check_real(self.storage, self.policy, who, action(&method), &key)
+            .await?;
         match method.as_str() {
             "OPTIONS" => {
                 let resp = Response::new(200)

@@ -343,22 +343,6 @@ impl Policy {
         self.shares.as_ref()
     }
 
-    /// The principal of a `share=` query value: a valid link, or why it is
-    /// refused (logged with its reason). `None` where links are off.
-    pub fn link(&self, token: &str, client: IpAddr) -> Option<Result<Principal, shares::Refusal>> {
-        let shares = self.shares.as_ref()?;
-        Some(match shares.verify(token, unix_now()) {
-            Ok(grant) => {
-                shares.remember(&grant);
-                Ok(Principal::Link(ShareId(grant.id)))
-            }
-            Err(why) => {
-                tracing::warn!(target: "wirespeed::share", client = %client, reason = ?why, "share link refused");
-                Err(why)
-            }
-        })
-    }
-
     /// The presets plus a rules file: users and their rights per folder
     /// decide for everyone but a `--token` holder (who keeps every right
     /// the presets allow); `--private` leaves nothing to anyone not signed

@@ -3,10 +3,28 @@
 //! an operation on a whole folder may do to each member, and when where a
 //! symlink leads cannot matter. Sans-IO like the rest of the policy.
 
-use super::{shares, Policy, Principal, Rights};
+use std::net::IpAddr;
+
+use super::{shares, unix_now, Policy, Principal, Rights, ShareId};
 use crate::path::RelPath;
 
 impl Policy {
+    /// The principal of a `share=` query value: a valid link, or why it is
+    /// refused (logged with its reason). `None` where links are off.
+    pub fn link(&self, token: &str, client: IpAddr) -> Option<Result<Principal, shares::Refusal>> {
+        let shares = self.shares.as_ref()?;
+        Some(match shares.verify(token, unix_now()) {
+            Ok(grant) => {
+                shares.remember(&grant);
+                Ok(Principal::Link(ShareId(grant.id)))
+            }
+            Err(why) => {
+                tracing::warn!(target: "wirespeed::share", client = %client, reason = ?why, "share link refused");
+                Err(why)
+            }
+        })
+    }
+
     /// `at(minter)` for the principal a link acts for, named `by`: a user
     /// the rules file (as reloaded) still has, or the `--token`; nothing
     /// for anyone else (a removed user's links die with the user).

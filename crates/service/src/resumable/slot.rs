@@ -136,7 +136,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         // A tus creation in a folder names its file in its metadata: the
         // folder was admitted, the name is asked here.
         self.policy.hidden().refuse(target)?;
-        crate::respond::check_real(&self.storage, &self.policy, who, Action::Create, target)
+        crate::through_links::check_real(&self.storage, &self.policy, who, Action::Create, target)
             .await?;
         self.check_locks(who, target, if_value).await?;
         match self.storage.stat(target).await {
