@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use wirespeed_net::{Error, Exchange, Handler};
 
-use crate::archive::{self, CrcCache};
+use crate::archive;
 use crate::config::ServiceConfig;
 use crate::dav::{self, Dav};
 use crate::files::Files;
@@ -46,15 +46,16 @@ fn request_class(ex: &Exchange) -> RouteClass {
 /// POSTs and folder archives.
 pub struct FileRoutes<S> {
     files: Files<S>,
-    /// zip CRC-32s computed for folder archives, kept across requests.
-    crcs: CrcCache,
+    /// zip CRC-32s computed for folder archives and the budget of entries
+    /// planned at once, kept across requests.
+    archives: archive::Archives,
 }
 
 impl<S: Storage> FileRoutes<S> {
     pub fn new(storage: S, cfg: ServiceConfig) -> Self {
         FileRoutes {
+            archives: archive::Archives::new(&cfg),
             files: Files::new(storage, cfg),
-            crcs: CrcCache::default(),
         }
     }
 
@@ -125,7 +126,13 @@ impl<S: Storage> Handler for FileRoutes<S> {
                         follow: !policy.uniform_for(who),
                     };
                     Box::pin(archive::send(
-                        storage, cfg, &self.crcs, ex, &key, wanted, readable,
+                        storage,
+                        cfg,
+                        &self.archives,
+                        ex,
+                        &key,
+                        wanted,
+                        readable,
                     ))
                     .await
                 }

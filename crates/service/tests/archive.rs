@@ -473,3 +473,42 @@ fn entries_past_4_and_8_gib_read_back_through_ranges() {
         run(Command::new("python3").args(["-c", check]).arg(&file));
     }
 }
+
+/// Archives being planned or sent hold a bounded number of entries between
+/// them (four of the largest): one more is told to wait (503), and the room
+/// comes back when a response ends.
+#[test]
+fn archives_at_once_share_a_bounded_budget_of_entries() {
+    let s = TestServer::with(ServiceConfig {
+        archive_max_entries: Some(50),
+        ..ServiceConfig::default()
+    });
+    std::fs::create_dir(s.root.join("big")).unwrap();
+    for i in 0..40 {
+        std::fs::write(s.root.join(format!("big/{i:02}.bin")), bytes(1 << 20, i)).unwrap();
+    }
+    let addr = s.addr;
+    // Four readers that never read: each response stalls mid-stream.
+    let stalled: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut c = TcpStream::connect(addr).unwrap();
+            write!(
+                c,
+                "GET /big/?archive=tar HTTP/1.1\r\nHost: {}\r\n\r\n",
+                s.addr
+            )
+            .unwrap();
+            c
+        })
+        .collect();
+    s.eventually("a fifth archive waits", || {
+        s.req("HEAD", "/big/?archive=tar", &[], b"").status == 503
+    });
+    let r = s.get("/big/?archive=zip");
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(r.text().contains("try again"), "{}", r.text());
+    drop(stalled);
+    s.eventually("room again once the stalled responses end", || {
+        s.req("HEAD", "/big/?archive=tar", &[], b"").status == 200
+    });
+}

@@ -41,9 +41,9 @@ mod crc;
 mod plan;
 
 use crc::crc_of_file;
-pub(crate) use crc::CrcCache;
+use crc::CrcCache;
 use crc::{CrcKey, FileId};
-use plan::{entry_key, mtime_of, plan, top_name};
+use plan::{entry_key, mtime_of, plan, top_name, PlanBudget};
 
 /// What `?archive=` asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,11 +104,30 @@ pub(crate) struct Readable<F> {
     pub follow: bool,
 }
 
+/// What the archive route keeps across requests: zip CRC-32s already
+/// computed, and the budget of entries planned at once.
+pub(crate) struct Archives {
+    crcs: CrcCache,
+    plans: PlanBudget,
+}
+
+impl Archives {
+    pub(crate) fn new(cfg: &ServiceConfig) -> Self {
+        let max = cfg
+            .archive_max_entries
+            .unwrap_or(crate::config::ARCHIVE_MAX_ENTRIES);
+        Archives {
+            crcs: CrcCache::default(),
+            plans: PlanBudget::new(max),
+        }
+    }
+}
+
 /// Answer `GET /dir/?archive=…` (also HEAD).
 pub(crate) async fn send<S: Storage>(
     storage: &S,
     cfg: &ServiceConfig,
-    crcs: &CrcCache,
+    archives: &Archives,
     ex: &mut Exchange,
     key: &RelPath,
     wanted: Wanted,
@@ -117,7 +136,9 @@ pub(crate) async fn send<S: Storage>(
     let max = cfg
         .archive_max_entries
         .unwrap_or(crate::config::ARCHIVE_MAX_ENTRIES);
-    let entries = plan(storage, &readable, key, &wanted.names, max).await?;
+    // `_budget` is given back when the response has ended.
+    let (entries, _budget) =
+        plan(storage, &readable, &archives.plans, key, &wanted.names, max).await?;
     let archive = Archive::plan(wanted.format, entries)
         .map_err(|e| Error::status(409, format!("this folder cannot be archived: {e}")))?;
     let tag = archive.etag();
@@ -172,7 +193,7 @@ pub(crate) async fn send<S: Storage>(
         storage,
         key,
         archive: &archive,
-        crcs,
+        crcs: &archives.crcs,
         known: vec![
             None;
             if wanted.format == Format::Zip {

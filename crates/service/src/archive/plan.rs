@@ -1,7 +1,10 @@
 //! The plan of one archive: one walk of `Storage::list`, depth first in
 //! name order, with what the policy lets the asker read.
 
+use std::sync::Arc;
 use std::time::UNIX_EPOCH;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use wirespeed_archive::{Entry, Kind};
 use wirespeed_net::Error;
@@ -62,16 +65,65 @@ struct Frame {
     entries: std::vec::IntoIter<storage::Entry>,
 }
 
+/// How many entries all the archives being planned or sent may hold at
+/// once: each costs about 100–300 bytes until its response ends, and
+/// concurrent plans were unbounded (8 anonymous `HEAD ?archive=tar` of a
+/// large tree held 620 MB). Four archives of the largest size fit; one more
+/// waits (503) until one ends.
+#[derive(Debug)]
+pub(crate) struct PlanBudget {
+    entries: Arc<Semaphore>,
+    /// Entries reserved at a time (fewer semaphore operations).
+    chunk: u32,
+}
+
+impl PlanBudget {
+    pub(crate) fn new(max_entries: usize) -> Self {
+        let total = max_entries
+            .saturating_mul(4)
+            .clamp(1, Semaphore::MAX_PERMITS);
+        PlanBudget {
+            entries: Arc::new(Semaphore::new(total)),
+            chunk: u32::try_from(max_entries.clamp(1, 1024)).unwrap_or(1024),
+        }
+    }
+
+    /// Room for `chunk` more entries, added to what `held` holds.
+    fn reserve(&self, held: &mut Option<OwnedSemaphorePermit>) -> Result<(), Error> {
+        let more = self
+            .entries
+            .clone()
+            .try_acquire_many_owned(self.chunk)
+            .map_err(|_| {
+                Error::status(
+                    503,
+                    "the server is busy with other folder archives; try again in a moment",
+                )
+            })?;
+        match held {
+            Some(h) => h.merge(more),
+            None => *held = Some(more),
+        }
+        Ok(())
+    }
+}
+
+/// The entries of a plan, and their share of the [`PlanBudget`] (given
+/// back when this is dropped, with the response).
+pub(super) type Planned = (Vec<Entry>, Option<OwnedSemaphorePermit>);
+
 /// One walk: the entries, depth first in name order, each folder before
 /// its contents. With `follow`, an entry reached through a symlink must be
 /// readable where it really is, too.
 pub(super) async fn plan<S: Storage>(
     storage: &S,
     readable: &super::Readable<impl Fn(&RelPath) -> bool + Send + Sync>,
+    budget: &PlanBudget,
     key: &RelPath,
     names: &[String],
     max: usize,
-) -> Result<Vec<Entry>, Error> {
+) -> Result<Planned, Error> {
+    let mut held = None;
     let top = top_name(key).to_string();
     let mut out = vec![Entry {
         name: top.clone(),
@@ -125,6 +177,9 @@ pub(super) async fn plan<S: Storage>(
         if out.len() >= max {
             return Err(too_many(max));
         }
+        if out.len() % budget.chunk as usize == 1 || budget.chunk == 1 {
+            budget.reserve(&mut held)?;
+        }
         let (mtime, mtime_nsec) = mtime_of(&e.meta);
         let (kind, mode) = match e.meta.kind {
             storage::Kind::File => (Kind::File, 0o644),
@@ -151,7 +206,7 @@ pub(super) async fn plan<S: Storage>(
             }
         }
     }
-    Ok(out)
+    Ok((out, held))
 }
 
 /// The storage key of planned entry `e` of the archive of `key`.
