@@ -329,8 +329,8 @@ def upload_link_page(browser):
     r = requests.delete(args.base + "-/shares/team/sub/?link=" + token, auth=("bob", "bob-pw"), timeout=10)
     assert r.status_code == 204, r.status_code
     said = requests.put(args.base + "team/sub/late.txt?share=" + token, data=b"late\n", timeout=10)
-    assert said.status_code == 404, said.status_code
-    q.allowed = ("404",)
+    assert said.status_code == 410 and "revoked" in said.text, (said.status_code, said.text)
+    q.allowed = ("410",)
     page.set_input_files("#files", str(work / "from-bob.txt"))
     failed = page.locator("#uploads li.failed .info")
     expect(failed).to_have_count(1)
@@ -380,7 +380,8 @@ def links_view(browser):
     expect(page.locator("#toast")).to_have_text("Link revoked")
     expect(mine).to_have_count(0)
     assert len(rows.locator("td.l a").evaluate_all("els => els.map(a => a.href)")) == len(hrefs) - 1
-    assert requests.get(link, timeout=10).status_code == 404
+    gone = requests.get(link, timeout=10)
+    assert gone.status_code == 410 and "revoked" in gone.text, (gone.status_code, gone.text)
     # alice's link still works.
     assert requests.get(args.base + "team/t.txt?share=" + alices, timeout=10).status_code == 200
     p.close()
