@@ -474,7 +474,7 @@ fn two_nodes_on_one_bucket_share_sign_outs_and_revocations() {
         raw(b.addr, "GET", "/alice/", &[&cookie]).0 == 401
     });
     wirespeed_testkit::fs::eventually_within("b refuses the link", bound, || {
-        raw(b.addr, "GET", &link, &[]).0 == 404
+        raw(b.addr, "GET", &link, &[]).0 == 410
     });
     assert!(m
         .keys("nodes")

@@ -503,7 +503,7 @@ mod tests {
         let r = Rules::parse(&text).unwrap();
         assert_eq!(r.counts(), (3, 5));
         let bob = r.user("bob").map(|u| u.0);
-        assert_eq!(r.rights(bob, &segs("/team/x")).letters(), "rw");
+        assert_eq!(r.rights(bob, &segs("/team/x")).letters(), "rws");
         assert_eq!(r.rights(None, &segs("/team/x")).letters(), "");
         assert_eq!(r.rights(None, &segs("/public/incoming/x")).letters(), "w");
         assert_eq!(r.rights(None, &segs("/public/other")).letters(), "r");
