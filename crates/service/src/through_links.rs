@@ -30,14 +30,20 @@ pub(crate) async fn check_real<S: Storage>(
         Ok(Some(real)) => real,
         Err(e) => return Err(e.into()),
     };
-    if policy.hides(&real) || matches!(who, Principal::Link(_)) {
-        if !policy.hides(&real) && policy.decide(who, action, &real) == Decision::Allow {
-            return Ok(());
-        }
-        // A link reveals nothing beyond itself, as anywhere it does not reach.
+    // A hidden place is missing, whoever asks.
+    if policy.hides(&real) {
         return Err(Error::status(404, "not found"));
     }
     let decided = policy.decide(who, action, &real);
+    // A link reveals nothing beyond itself, as anywhere it does not reach
+    // (and it never holds `d`, so it never replaces: the check below is
+    // for the others).
+    if matches!(who, Principal::Link(_)) {
+        return match decided {
+            Decision::Allow => Ok(()),
+            _ => Err(Error::status(404, "not found")),
+        };
+    }
     // A write over a file that exists where the path leads replaces it
     // there: `d` there, not only where it is named (the guard at commit
     // judges the name; the gap is a file created there meanwhile). An

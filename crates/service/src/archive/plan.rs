@@ -124,6 +124,8 @@ pub(super) async fn plan<S: Storage>(
     max: usize,
 ) -> Result<Planned, Error> {
     let mut held = None;
+    // Entries the budget has given this plan so far.
+    let mut reserved = 0;
     let top = top_name(key).to_string();
     let mut out = vec![Entry {
         name: top.clone(),
@@ -177,8 +179,9 @@ pub(super) async fn plan<S: Storage>(
         if out.len() >= max {
             return Err(too_many(max));
         }
-        if out.len() % budget.chunk as usize == 1 || budget.chunk == 1 {
+        if out.len() >= reserved {
             budget.reserve(&mut held)?;
+            reserved += budget.chunk as usize;
         }
         let (mtime, mtime_nsec) = mtime_of(&e.meta);
         let (kind, mode) = match e.meta.kind {

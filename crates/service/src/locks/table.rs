@@ -273,10 +273,9 @@ impl LockTable {
         let mut t = self.table();
         let l = t.by_token.get_mut(token).filter(|l| l.covers(path))?;
         l.timeout = timeout;
+        // Later than before: the table's earliest expiry stays a lower bound.
         l.expires = SystemTime::now() + timeout;
-        let l = l.clone();
-        // A later expiry only: the earliest one the table knows still holds.
-        Some(l)
+        Some(l.clone())
     }
 
     /// Remove the lock `token` if it covers `path`.

@@ -185,24 +185,31 @@ impl Root {
     /// Whether `prefix` resolves without following any symlink.
     fn probe_no_symlinks(&self, prefix: &[String]) -> Probe {
         if self.uses_openat2() {
-            let rel = if prefix.is_empty() {
-                ".".to_string()
-            } else {
-                prefix.join("/")
+            // The relative path on the stack when it fits, as `open_at` does.
+            let mut stack = [0u8; 256];
+            let joined;
+            let rel: &std::ffi::CStr = match join_on_stack(prefix, &mut stack) {
+                Some(c) => c,
+                None => match std::ffi::CString::new(prefix.join("/")) {
+                    Ok(c) => {
+                        joined = c;
+                        &joined
+                    }
+                    Err(_) => return Probe::Missing,
+                },
             };
             let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
+            let flags = OFlags::PATH | OFlags::CLOEXEC;
+            // EAGAIN/EINTR: asked again, as `open_at` does; anything else
+            // unknown is judged as linked, so the caller asks where it leads
+            // (and finds nothing if it cannot tell).
             for _ in 0..4 {
-                let flags = OFlags::PATH | OFlags::CLOEXEC;
-                return match rustix::fs::openat2(&self.fd, rel.as_str(), flags, Mode::empty(), how)
-                {
-                    Ok(_) => Probe::Plain,
-                    Err(Errno::AGAIN) | Err(Errno::INTR) => continue,
-                    Err(Errno::LOOP) | Err(Errno::XDEV) => Probe::Linked,
-                    Err(Errno::NOENT) | Err(Errno::NOTDIR) => Probe::Missing,
-                    // Unknown: judged as linked, so the caller asks where it
-                    // leads (and finds nothing if it cannot tell).
-                    Err(_) => Probe::Linked,
-                };
+                match rustix::fs::openat2(&self.fd, rel, flags, Mode::empty(), how) {
+                    Ok(_) => return Probe::Plain,
+                    Err(Errno::AGAIN) | Err(Errno::INTR) => {}
+                    Err(Errno::NOENT) | Err(Errno::NOTDIR) => return Probe::Missing,
+                    Err(_) => return Probe::Linked,
+                }
             }
             return Probe::Linked;
         }
