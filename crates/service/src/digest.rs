@@ -146,15 +146,8 @@ pub fn hash_upload(
 }
 
 /// Lowercase hex, as `sha256sum` prints it (the form answer's `sha256`, the
-/// recorded digests).
-pub fn hex(sum: &[u8; 32]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(64);
-    for b in sum {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
+/// recorded digests): the storage's digest records define it.
+pub use wirespeed_storage::digest_store::hex;
 
 /// `sha-256=:BASE64:` for a response's `Repr-Digest`.
 pub fn format_sha256(sum: &[u8; 32]) -> String {

@@ -37,8 +37,13 @@ mod encoded;
 mod files;
 pub mod resumable;
 
-// The policy: who is asking, and what they may do on a path.
-pub mod policy;
+// The policy (who is asking, what they may do on a path), the storage
+// (where bytes live) and the request paths both speak are crates of their
+// own, so the compiler keeps the layering: policy knows no storage and no
+// network, storage asks no policy. Re-exported under their old names.
+pub use wirespeed_path as path;
+pub use wirespeed_policy as policy;
+pub use wirespeed_storage as storage;
 
 // The door to the fronts, and the control routes beside them.
 mod control;
@@ -46,6 +51,7 @@ mod front_door;
 
 // Helpers the fronts share.
 pub mod access_log;
+mod answers;
 pub mod conditional;
 pub mod config;
 pub(crate) mod content_type;
@@ -55,13 +61,10 @@ pub mod locks;
 pub mod metrics;
 pub mod mtime;
 pub mod page;
-pub mod path;
 mod respond;
 pub mod revocations;
 pub mod session;
 mod shares;
-mod size;
-pub mod storage;
 mod through_links;
 pub mod upload;
 
@@ -77,10 +80,10 @@ pub use policy::origin;
 pub use policy::presets::{Access, Writes, WritesOff};
 pub use policy::{Action, Decision, Policy, Principal, Rights, Sessions, Users, UsersError};
 pub use resumable::{Uploads, UploadsConfig};
-pub use size::human_size;
 pub use storage::local::SMALL_FILE_RECHECK;
 #[cfg(feature = "s3")]
 pub use storage::s3::{S3Config, S3Storage};
+pub use storage::size::human_size;
 pub use storage::{LocalStorage, PartialUploads, Storage, StorageError};
 pub use upload::{HashMode, UploadPath};
 

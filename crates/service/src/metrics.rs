@@ -480,7 +480,7 @@ impl Handler for MetricsPage {
     async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
         RouteClass::Metrics.set(ex);
         if let Some(hosts) = &self.allowed_hosts {
-            hosts.refuse(ex.header_str("host"))?;
+            crate::answers::refuse_misdirected(hosts, ex.header_str("host"))?;
         }
         let authorization = ex.header("authorization").map(<[u8]>::to_vec);
         let https = ex.forwarded_proto() == Some("https");

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use wirespeed_net::{Error, Exchange, Response};
 
+use crate::answers::{storage_answer, IntoAnswer as _};
 use crate::conditional::write_allowed;
 use crate::config::ServiceConfig;
 use crate::digest::format_sha256;
@@ -14,7 +15,7 @@ use crate::locks::{LockTable, Reach, Submitted};
 use crate::path::RelPath;
 use crate::policy::shares::Refusal;
 use crate::policy::{sessions, Action, Decision, Policy, Principal};
-pub use crate::size::human_size;
+pub use crate::storage::size::human_size;
 use crate::storage::{CommitCheck, Kind, Meta, Storage, StorageError, Upload, Written};
 
 /// The ETag every route answers (kept in `conditional`, with the other
@@ -94,7 +95,9 @@ pub(crate) fn check_host(
     hosts: Option<&crate::policy::origin::AllowedHosts>,
     ex: &mut Exchange,
 ) -> Result<(), Error> {
-    let refused = hosts.map_or(Ok(()), |h| h.refuse(ex.header_str("host")));
+    let refused = hosts.map_or(Ok(()), |h| {
+        crate::answers::refuse_misdirected(h, ex.header_str("host"))
+    });
     if refused.is_err() {
         close_if_body(ex);
     }
@@ -476,7 +479,11 @@ impl WriteGuard {
             submitted.cover(table, &[(key, Reach::Member)])?;
         }
         self.check_now(storage, key).await?;
-        let mut up = storage.create(key).await.map_err(|e| e.on_write(key))?;
+        let mut up = storage
+            .create(key)
+            .await
+            .map_err(|e| e.on_write(key))
+            .map_err(storage_answer)?;
         if let Some(check) = self.commit_check(key, prev) {
             up.check_before_commit(check);
         }
@@ -530,7 +537,7 @@ pub(crate) async fn check_room<S: Storage>(
 pub(crate) async fn ensure_room<S: Storage>(storage: &S, needed: Option<u64>) -> Result<(), Error> {
     if let (Some(needed), Some(available)) = (needed, storage.available().await) {
         if needed > available {
-            return Err(StorageError::NoRoom { needed, available }.into());
+            return Err(StorageError::NoRoom { needed, available }.into_answer());
         }
     }
     Ok(())
@@ -554,7 +561,7 @@ pub(crate) async fn write_preconditions<S: Storage>(
     let current = match storage.stat(key).await {
         Ok(meta) if meta.kind == Kind::File => Some(etag(&meta)),
         Ok(_) | Err(StorageError::NotFound) => None,
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(e.into_answer()),
     };
     if !write_allowed(
         if_match.as_deref(),
@@ -575,30 +582,6 @@ pub(crate) async fn write_preconditions<S: Storage>(
             current.as_deref(),
         )
     })))
-}
-
-impl From<crate::storage::StorageError> for wirespeed_net::Error {
-    fn from(e: StorageError) -> Self {
-        let status = e.status();
-        match &e {
-            // Refused before the body: an answer, not a failure (the
-            // access line records the 507).
-            crate::storage::StorageError::NoRoom { .. } => {}
-            // The disk filled during the upload: once, as a warning.
-            crate::storage::StorageError::Full => {
-                tracing::warn!(error = %e, "storage full; upload refused (507)")
-            }
-            _ if status >= 500 => tracing::error!(error = %e, "storage failure"),
-            _ => {}
-        }
-        match e {
-            // Never leak OS error text (paths) to clients.
-            crate::storage::StorageError::Io(_) => {
-                wirespeed_net::Error::status(status, "storage error")
-            }
-            other => wirespeed_net::Error::status(status, other.to_string()),
-        }
-    }
 }
 
 /// The `DAV` field of the file routes' OPTIONS: WebDAV class 1 and 2

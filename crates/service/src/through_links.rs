@@ -6,6 +6,7 @@
 
 use wirespeed_net::Error;
 
+use crate::answers::IntoAnswer as _;
 use crate::path::RelPath;
 use crate::policy::{Action, Decision, Policy, Principal};
 use crate::storage::{Kind, Storage};
@@ -28,7 +29,7 @@ pub(crate) async fn check_real<S: Storage>(
     let real = match storage.real_path(path, action == Action::Read).await {
         Ok(None) => return Ok(()),
         Ok(Some(real)) => real,
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(e.into_answer()),
     };
     // A hidden place is missing, whoever asks.
     if policy.hides(&real) {

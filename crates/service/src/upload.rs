@@ -13,6 +13,7 @@
 use sha2::{Digest, Sha256};
 use wirespeed_net::{Error, Exchange};
 
+use crate::answers::storage_answer;
 use crate::storage::Upload;
 
 /// How upload bodies reach storage.
@@ -76,13 +77,13 @@ pub async fn receive<U: Upload>(
     match (hash, behind) {
         (None, _) => {
             while let Some(piece) = ex.read_body().await? {
-                up.write(piece).await?;
+                up.write(piece).await.map_err(storage_answer)?;
             }
             Ok(None)
         }
         (Some(_), Some(mut rb)) => {
             while let Some(piece) = ex.read_body().await? {
-                up.write(piece).await?;
+                up.write(piece).await.map_err(storage_answer)?;
                 rb.advance(up.written());
             }
             rb.finish(up.written()).await.map(Some)
@@ -91,7 +92,7 @@ pub async fn receive<U: Upload>(
             let mut hasher = Sha256::new();
             while let Some(piece) = ex.read_body().await? {
                 hasher.update(piece);
-                up.write(piece).await?;
+                up.write(piece).await.map_err(storage_answer)?;
             }
             Ok(Some(hasher.finalize().into()))
         }
@@ -200,7 +201,7 @@ impl ReadBehind {
     /// The last watermark; wait for the digest.
     pub(crate) async fn finish(&mut self, written: u64) -> Result<[u8; 32], Error> {
         let join = |r: Result<std::io::Result<(Sha256, u64)>, tokio::task::JoinError>| match r {
-            Ok(r) => r.map_err(|e| Error::from(crate::storage::StorageError::from(e))),
+            Ok(r) => r.map_err(|e| storage_answer(crate::storage::StorageError::from(e))),
             Err(e) => Err(Error::Io(std::io::Error::other(e))),
         };
         if let Some(handle) = self.running.take() {
@@ -296,6 +297,7 @@ mod splice {
     use sha2::{Digest, Sha256};
     use wirespeed_net::{Error, Exchange, FileBodyError};
 
+    use crate::answers::{storage_answer, IntoAnswer as _};
     use crate::storage::{StorageError, Upload};
 
     fn hash_file(file: &std::fs::File, len: u64) -> io::Result<[u8; 32]> {
@@ -319,7 +321,7 @@ mod splice {
         let Some(file) = up.as_file().map(|f| f.try_clone()) else {
             return Ok(None);
         };
-        let file = file.map_err(StorageError::from)?;
+        let file = file.map_err(StorageError::from).map_err(storage_answer)?;
         let base = up.written();
         let mut stored = 0u64;
         let received = ex
@@ -336,7 +338,7 @@ mod splice {
             Ok(Some(_)) => {}
             // A failure writing the file is the storage's (ENOSPC → 507, as
             // on the copy path), not the connection's.
-            Err(FileBodyError::File(e)) => return Err(StorageError::from(e).into()),
+            Err(FileBodyError::File(e)) => return Err(StorageError::from(e).into_answer()),
             Err(FileBodyError::Body(e)) => return Err(e),
         }
         if !hash {
@@ -352,7 +354,8 @@ mod splice {
         let sum = tokio::task::spawn_blocking(move || hash_file(&file, len))
             .await
             .map_err(|e| Error::Io(io::Error::other(e)))?
-            .map_err(StorageError::from)?;
+            .map_err(StorageError::from)
+            .map_err(storage_answer)?;
         Ok(Some(Some(sum)))
     }
 }

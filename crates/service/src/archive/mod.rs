@@ -32,6 +32,7 @@ use std::time::UNIX_EPOCH;
 use wirespeed_archive::{Archive, Entry, Format, Kind, Part};
 use wirespeed_net::{BodyWriter, Error, Exchange, Response};
 
+use crate::answers::storage_answer;
 use crate::conditional::{evaluate, Conditions, Outcome, Validators};
 use crate::config::ServiceConfig;
 use crate::path::{check_segment, percent_decode, RelPath};
@@ -380,7 +381,10 @@ impl<S: Storage> Streamer<'_, S> {
             let mut pos = skip;
             while pos < skip + len {
                 let want = ((skip + len - pos) as usize).min(buf.len());
-                let n = obj.read_at(pos, &mut buf[..want]).await?;
+                let n = obj
+                    .read_at(pos, &mut buf[..want])
+                    .await
+                    .map_err(storage_answer)?;
                 if n == 0 {
                     return Err(changed(e, "it shrank"));
                 }
@@ -403,7 +407,10 @@ impl<S: Storage> Streamer<'_, S> {
 
     /// Start the CRC-32 of `file` on a blocking thread, with a kept buffer.
     fn spawn_crc(&mut self, file: &std::fs::File, size: u64) -> Result<CrcTask, Error> {
-        let file = file.try_clone().map_err(StorageError::from)?;
+        let file = file
+            .try_clone()
+            .map_err(StorageError::from)
+            .map_err(storage_answer)?;
         let mut buf = self.crc_bufs.pop().unwrap_or_default();
         Ok(tokio::task::spawn_blocking(move || {
             let crc = crc_of_file(&file, size, &mut buf);
@@ -489,7 +496,10 @@ impl<S: Storage> Streamer<'_, S> {
             let mut pos = 0;
             while pos < e.size {
                 let want = ((e.size - pos) as usize).min(buf.len());
-                let n = obj.read_at(pos, &mut buf[..want]).await?;
+                let n = obj
+                    .read_at(pos, &mut buf[..want])
+                    .await
+                    .map_err(storage_answer)?;
                 if n == 0 {
                     return Err(changed(e, "it shrank"));
                 }

@@ -9,6 +9,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wirespeed_archive::{Entry, Kind};
 use wirespeed_net::Error;
 
+use crate::answers::storage_answer;
 use crate::path::RelPath;
 use crate::storage::{self, Listing, Meta, Storage};
 
@@ -36,9 +37,9 @@ async fn list_all<S: Storage>(
     room: usize,
     max: usize,
 ) -> Result<Vec<storage::Entry>, Error> {
-    let mut listing = storage.list(key).await?;
+    let mut listing = storage.list(key).await.map_err(storage_answer)?;
     let mut all = Vec::new();
-    while let Some(batch) = listing.next_batch().await? {
+    while let Some(batch) = listing.next_batch().await.map_err(storage_answer)? {
         if all.len() + batch.len() > room {
             return Err(too_many(max));
         }

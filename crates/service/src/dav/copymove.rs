@@ -7,6 +7,7 @@
 use wirespeed_net::{Error, Exchange, Response};
 
 use super::{decision, parent_of, send_multistatus, xml, Dav};
+use crate::answers::{storage_answer, IntoAnswer as _};
 use crate::locks::Reach;
 use crate::path::{parse_request_path, RelPath};
 use crate::policy::{Action, Principal};
@@ -81,7 +82,7 @@ impl<S: Storage> Dav<'_, S> {
                 ex.send(resp, b"something already exists at this path\n")
                     .await
             }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(e.into_answer()),
         }
     }
 
@@ -104,7 +105,7 @@ impl<S: Storage> Dav<'_, S> {
             Some("0") => true,
             Some(_) => return Err(Error::status(400, "DELETE takes Depth infinity (or 0)")),
         };
-        self.storage.stat(key).await?;
+        self.storage.stat(key).await.map_err(storage_answer)?;
         self.check_locks(ex, &[(key, Reach::Tree)], who).await?;
         if only_empty {
             self.storage.delete(key).await.map_err(|e| match e {
@@ -113,7 +114,7 @@ impl<S: Storage> Dav<'_, S> {
                     "the folder is not empty (Depth: 0 removes only an empty one; \
                          wirespeed rm -r removes it with everything in it)",
                 ),
-                e => e.on_write(key).into(),
+                e => e.on_write(key).into_answer(),
             })?;
             self.forget_locks(key).await;
             return ex.send(Response::new(204), b"").await;
@@ -154,7 +155,7 @@ impl<S: Storage> Dav<'_, S> {
         match self.storage.delete(key).await {
             Ok(()) => return Ok(Vec::new()),
             Err(StorageError::NotEmpty) => {}
-            Err(e) => return Err(e.on_write(key).into()),
+            Err(e) => return Err(e.on_write(key).into_answer()),
         }
         let mut failed: Vec<(RelPath, u16)> = Vec::new();
         // (folder, listed): a folder is removed when met the second time.
@@ -174,7 +175,7 @@ impl<S: Storage> Dav<'_, S> {
                     Ok(()) | Err(StorageError::NotFound) => {}
                     Err(e) => {
                         if dir == *key && failed.is_empty() {
-                            return Err(e.on_write(key).into());
+                            return Err(e.on_write(key).into_answer());
                         }
                         failed.push((dir.clone(), e.status()));
                         failed_below.push(dir);
@@ -246,7 +247,7 @@ impl<S: Storage> Dav<'_, S> {
     ) -> Result<(), Error> {
         let to = destination(ex.header_str("destination"), ex.header_str("host"))?;
         // Admitted at the source: the destination's name is asked here.
-        self.policy.hidden().refuse(&to)?;
+        crate::answers::refuse_hidden(self.policy.hidden(), &to)?;
         crate::through_links::check_real(self.storage, self.policy, who, Action::Create, &to)
             .await?;
         let overwrite = match ex.header_str("overwrite").map(str::trim) {
@@ -274,7 +275,7 @@ impl<S: Storage> Dav<'_, S> {
                 "the source and the Destination are the same",
             ));
         }
-        let src = self.storage.stat(key).await?;
+        let src = self.storage.stat(key).await.map_err(storage_answer)?;
         if src.kind == Kind::Dir && to.segments().starts_with(key.segments()) {
             return Err(Error::status(409, "a folder cannot go inside itself"));
         }
@@ -316,12 +317,12 @@ impl<S: Storage> Dav<'_, S> {
                     "the Destination's parent folder does not exist",
                 ))
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e.into_answer()),
         }
         let (existing, over_file) = match self.storage.stat(&to).await {
             Ok(m) => (true, m.kind == Kind::File && src.kind == Kind::File),
             Err(StorageError::NotFound) => (false, false),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e.into_answer()),
         };
         if existing && !overwrite {
             return Err(Error::status(
@@ -357,7 +358,7 @@ impl<S: Storage> Dav<'_, S> {
                 Err(StorageError::Exists) => {
                     return Err(Error::status(412, "the Destination appeared meanwhile"))
                 }
-                Err(e) => return Err(e.on_write(key).into()),
+                Err(e) => return Err(e.on_write(key).into_answer()),
             }
         } else {
             self.copy_tree(key, &to, dir, deep, who).await?
@@ -387,7 +388,11 @@ impl<S: Storage> Dav<'_, S> {
             self.copy_file(from, to).await?;
             return Ok(Vec::new());
         }
-        self.storage.mkdir(to).await.map_err(|e| e.on_write(to))?;
+        self.storage
+            .mkdir(to)
+            .await
+            .map_err(|e| e.on_write(to))
+            .map_err(storage_answer)?;
         self.copy_props(from, to).await;
         let mut failed = Vec::new();
         if !deep {
@@ -402,7 +407,7 @@ impl<S: Storage> Dav<'_, S> {
                     continue;
                 }
             };
-            while let Some(batch) = listing.next_batch().await.map_err(Error::from)? {
+            while let Some(batch) = listing.next_batch().await.map_err(storage_answer)? {
                 for e in batch {
                     if self.policy.hides_name(&e.name) {
                         continue;
@@ -445,7 +450,7 @@ impl<S: Storage> Dav<'_, S> {
 
     /// One file's bytes through an upload (atomic and durable like a PUT).
     async fn copy_file(&self, from: &RelPath, to: &RelPath) -> Result<(), Error> {
-        let mut obj = self.storage.open(from).await?;
+        let mut obj = self.storage.open(from).await.map_err(storage_answer)?;
         let size = obj.meta().size;
         // A copy writes as an upload does: the same size limit and room.
         if let Some(max) = self.cfg.max_body.filter(|&max| size > max) {
@@ -458,7 +463,12 @@ impl<S: Storage> Dav<'_, S> {
             ));
         }
         crate::respond::ensure_room(self.storage, Some(size)).await?;
-        let mut up = self.storage.create(to).await.map_err(|e| e.on_write(to))?;
+        let mut up = self
+            .storage
+            .create(to)
+            .await
+            .map_err(|e| e.on_write(to))
+            .map_err(storage_answer)?;
         let mut buf = vec![0u8; (size as usize).clamp(1, COPY_CHUNK)];
         let mut pos = 0u64;
         while pos < size {
@@ -471,19 +481,20 @@ impl<S: Storage> Dav<'_, S> {
                 Ok(n) => n,
                 Err(e) => {
                     up.abort().await;
-                    return Err(e.into());
+                    return Err(e.into_answer());
                 }
             };
             if let Err(e) = up.write(&buf[..n]).await {
                 up.abort().await;
-                return Err(e.on_write(to).into());
+                return Err(e.on_write(to).into_answer());
             }
             pos += n as u64;
         }
         let written: Written = up
             .commit(obj.stored_sha256())
             .await
-            .map_err(|e| e.on_write(to))?;
+            .map_err(|e| e.on_write(to))
+            .map_err(storage_answer)?;
         let _ = written;
         self.copy_props(from, to).await;
         Ok(())

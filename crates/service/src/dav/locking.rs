@@ -6,6 +6,7 @@ use std::time::SystemTime;
 use wirespeed_net::{Error, Exchange, Response};
 
 use super::{parent_of, read_xml_body, xml, Dav, XML};
+use crate::answers::{storage_answer, IntoAnswer as _};
 use crate::locks::{
     check_write, creator, evaluate_if, new_token, parse_timeout, Lock, LockRefused, Reach,
     Submitted, DEFAULT_TIMEOUT,
@@ -92,7 +93,10 @@ impl<S: Storage> Dav<'_, S> {
     ) -> Result<(), Error> {
         let mut timeout = parse_timeout(ex.header_str("timeout"));
         let body = read_xml_body(ex).await?;
-        self.locks.sync(self.storage, false).await?;
+        self.locks
+            .sync(self.storage, false)
+            .await
+            .map_err(storage_answer)?;
         if body.iter().all(u8::is_ascii_whitespace) {
             let value = if_value(ex);
             let h = evaluate_if(self.locks, self.storage, value.as_deref(), key)
@@ -115,7 +119,8 @@ impl<S: Storage> Dav<'_, S> {
                 let refreshed = self
                     .locks
                     .modify(self.storage, |tb| tb.refresh(&t, key.segments(), timeout))
-                    .await?;
+                    .await
+                    .map_err(storage_answer)?;
                 if let Some(l) = refreshed {
                     return send_lock(ex, 200, &l, false).await;
                 }
@@ -135,7 +140,7 @@ impl<S: Storage> Dav<'_, S> {
         let meta = match self.storage.stat(key).await {
             Ok(m) => Some(m),
             Err(StorageError::NotFound) => None,
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e.into_answer()),
         };
         if meta.is_none() {
             // A new, empty file: its parent must exist, and the parent's
@@ -149,7 +154,7 @@ impl<S: Storage> Dav<'_, S> {
                 Ok(_) | Err(StorageError::NotFound) => {
                     return Err(Error::status(409, "the parent folder does not exist"))
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e.into_answer()),
             }
             self.check_locks(ex, &[(key, Reach::Member)], who).await?;
         } else {
@@ -195,7 +200,8 @@ impl<S: Storage> Dav<'_, S> {
         let taken = self
             .locks
             .modify(self.storage, |t| t.lock(lock.clone()))
-            .await?;
+            .await
+            .map_err(storage_answer)?;
         let lock = match taken {
             Ok(l) => l,
             Err(LockRefused::Conflict) => {
@@ -226,7 +232,7 @@ impl<S: Storage> Dav<'_, S> {
                     .locks
                     .modify(self.storage, |t| t.unlock(token, key.segments()))
                     .await;
-                return Err(e.on_write(key).into());
+                return Err(e.on_write(key).into_answer());
             }
             return send_lock(ex, 201, &lock, true).await;
         }
@@ -250,7 +256,10 @@ impl<S: Storage> Dav<'_, S> {
             })
             .filter(|t| !t.is_empty())
             .ok_or_else(|| Error::status(400, "UNLOCK needs a Lock-Token header"))?;
-        self.locks.sync(self.storage, false).await?;
+        self.locks
+            .sync(self.storage, false)
+            .await
+            .map_err(storage_answer)?;
         // Whoever may change what a lock covers may lift it (the token
         // holder anywhere, a user with `d` at its root): a lock must never
         // shut the owner out of their own folder.
@@ -270,7 +279,8 @@ impl<S: Storage> Dav<'_, S> {
         let removed = self
             .locks
             .modify(self.storage, |t| t.unlock(&token, key.segments()))
-            .await?;
+            .await
+            .map_err(storage_answer)?;
         if removed {
             return ex.send(Response::new(204), b"").await;
         }

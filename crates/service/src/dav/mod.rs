@@ -13,6 +13,7 @@
 use futures_util::StreamExt as _;
 use wirespeed_net::{Error, Exchange, Response};
 
+use crate::answers::storage_answer;
 use crate::config::ServiceConfig;
 use crate::locks::{self, LockTable};
 use crate::metrics::RouteClass;
@@ -188,7 +189,7 @@ impl<S: Storage> Dav<'_, S> {
                 // Infinity (also when absent) is refused on a folder, as
                 // RFC 4918 allows; a file has no members (depth 0), and a
                 // missing name is 404, as Apache answers.
-                if self.storage.stat(key).await?.kind == Kind::Dir {
+                if self.storage.stat(key).await.map_err(storage_answer)?.kind == Kind::Dir {
                     return send_condition(ex, 403, "propfind-finite-depth").await;
                 }
                 false
@@ -196,7 +197,7 @@ impl<S: Storage> Dav<'_, S> {
         };
         let body = read_xml_body(ex).await?;
         let want = xml::parse_propfind(&body).map_err(|e| Error::status(400, e.to_string()))?;
-        let meta = self.storage.stat(key).await?;
+        let meta = self.storage.stat(key).await.map_err(storage_answer)?;
         let quota = if propfind::needs_quota(&want) {
             (self.storage.available().await, self.storage.used().await)
         } else {
@@ -232,8 +233,8 @@ impl<S: Storage> Dav<'_, S> {
         use crate::storage::Listing;
         // The first batch is read before the head is sent, so its failures
         // get a status.
-        let mut listing = self.storage.list(key).await?;
-        let mut batch = listing.next_batch().await?;
+        let mut listing = self.storage.list(key).await.map_err(storage_answer)?;
+        let mut batch = listing.next_batch().await.map_err(storage_answer)?;
         let mut w = ex.writer(resp)?;
         while let Some(entries) = batch {
             let mut members = Vec::with_capacity(entries.len());
@@ -271,7 +272,7 @@ impl<S: Storage> Dav<'_, S> {
                 }
             }
             drop(props);
-            batch = listing.next_batch().await?;
+            batch = listing.next_batch().await.map_err(storage_answer)?;
         }
         text.push_str(MULTISTATUS_END);
         w.write(text.as_bytes()).await?;
@@ -318,7 +319,7 @@ impl<S: Storage> Dav<'_, S> {
     ) -> Result<(), Error> {
         let body = read_xml_body(ex).await?;
         let patches = xml::parse_proppatch(&body).map_err(|e| Error::status(400, e.to_string()))?;
-        let meta = self.storage.stat(key).await?;
+        let meta = self.storage.stat(key).await.map_err(storage_answer)?;
         let submitted = self
             .check_locks_submitted(ex, &[(key, locks::Reach::Own)], who)
             .await?;
@@ -337,7 +338,13 @@ impl<S: Storage> Dav<'_, S> {
                  (the one replacing it needs); nothing was changed",
             ));
         }
-        let current = dead::decode(self.storage.dead_props(key).await?.as_deref());
+        let current = dead::decode(
+            self.storage
+                .dead_props(key)
+                .await
+                .map_err(storage_answer)?
+                .as_deref(),
+        );
         let mut outcome = dead::apply(current, &patches);
         let mut failure = None;
         if let Some(props) = &outcome.store {

@@ -13,6 +13,7 @@
 //! upload is aborted and the answer is 400 with the reason. DTDs are
 //! refused by the extractor (no entity expansion), so a DOCTYPE is a 400.
 
+use crate::answers::{storage_answer, IntoAnswer as _};
 use crate::upload::{HashMode, StoredHasher};
 use wirespeed_base64::Decoder;
 use wirespeed_extract::{ExtractError, FieldExtractor};
@@ -51,7 +52,7 @@ pub(crate) async fn post<S: Storage, E: FieldExtractor + Send>(
     let written = up
         .commit(sum)
         .await
-        .map_err(|e| guard.explain(e.on_write(&key).into()))?;
+        .map_err(|e| guard.explain(e.on_write(&key).into_answer()))?;
     respond_stored(storage, ex, &key, written, sum.as_ref()).await
 }
 
@@ -77,7 +78,7 @@ async fn receive<U: Upload, E: FieldExtractor>(
             })
             .map_err(extract_error)?;
         if !out.is_empty() {
-            up.write(&out).await?;
+            up.write(&out).await.map_err(storage_answer)?;
             hasher.wrote(&out, up);
             out.clear();
         }

@@ -28,6 +28,7 @@ use wirespeed_multipart::{Limits, PartHeaders};
 use wirespeed_net::{Error, Exchange, Response};
 
 use super::{Checks, Feeder, Parts};
+use crate::answers::storage_answer;
 use crate::digest::hex;
 use crate::path::{RelPath, MAX_NAME_BYTES};
 use crate::respond::WriteGuard;
@@ -216,7 +217,7 @@ impl<S: Storage> Parts for Form<'_, S> {
                 // No per-file limit: a file is part of the body, which
                 // `limit_body` already bounds (413).
                 f.size += d.len() as u64;
-                f.up.write(d).await?;
+                f.up.write(d).await.map_err(storage_answer)?;
                 f.hasher.wrote(d, &mut f.up);
             }
             Current::Field { .. } => {

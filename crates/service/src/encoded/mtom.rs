@@ -21,6 +21,7 @@
 //! nothing stored. Attachments with a `Content-Transfer-Encoding` other
 //! than binary/8bit/7bit are refused (400) rather than stored still encoded.
 
+use crate::answers::{storage_answer, IntoAnswer as _};
 use crate::upload::{HashMode, StoredHasher};
 use wirespeed_extract::{find_xop_include, normalize_content_id};
 use wirespeed_multipart::{Limits, PartHeaders};
@@ -153,7 +154,8 @@ impl<S: Storage> Parts for Mtom<'_, S> {
                     .storage
                     .create(&self.key)
                     .await
-                    .map_err(|e| e.on_write(&self.key))?;
+                    .map_err(|e| e.on_write(&self.key))
+                    .map_err(storage_answer)?;
                 self.target = Some(Stream {
                     cid: c,
                     up,
@@ -185,7 +187,7 @@ impl<S: Storage> Parts for Mtom<'_, S> {
             },
             Current::None | Current::Skip => return Ok(()),
         };
-        stream.up.write(d).await?;
+        stream.up.write(d).await.map_err(storage_answer)?;
         stream.hasher.wrote(d, &mut stream.up);
         Ok(())
     }
@@ -289,6 +291,6 @@ pub(crate) async fn post<S: Storage>(
     let written =
         t.up.commit(sum)
             .await
-            .map_err(|e| guard.explain(e.on_write(&key).into()))?;
+            .map_err(|e| guard.explain(e.on_write(&key).into_answer()))?;
     respond_stored(storage, ex, &key, written, sum.as_ref()).await
 }

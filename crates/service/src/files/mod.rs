@@ -6,6 +6,7 @@ use std::time::SystemTime;
 
 use wirespeed_net::{Error, Exchange, Response};
 
+use crate::answers::{storage_answer, IntoAnswer as _};
 use crate::conditional::{evaluate, Conditions, Outcome, Validators};
 use crate::config::ServiceConfig;
 use crate::digest::{asked_for, format_sha256};
@@ -145,7 +146,7 @@ impl<S: Storage> Files<S> {
             Err(StorageError::NotFound) if crate::page::not_found::wants_html(ex) => {
                 crate::page::not_found::send_not_found(ex, &key).await
             }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(e.into_answer()),
         }
     }
 
@@ -259,7 +260,10 @@ impl<S: Storage> Files<S> {
         let end = offset + len;
         while pos < end {
             let want = ((end - pos) as usize).min(buf.len());
-            let n = obj.read_at(pos, &mut buf[..want]).await?;
+            let n = obj
+                .read_at(pos, &mut buf[..want])
+                .await
+                .map_err(storage_answer)?;
             if n == 0 {
                 return Err(Error::status(500, "object shorter than its size"));
             }
@@ -297,7 +301,11 @@ impl<S: Storage> Files<S> {
         self.hashes
             .digest(version, async {
                 let sum = hash_object(obj).await?;
-                Ok(obj.store_sha256(&sum).await?.then_some(sum))
+                Ok(obj
+                    .store_sha256(&sum)
+                    .await
+                    .map_err(storage_answer)?
+                    .then_some(sum))
             })
             .await
     }
@@ -311,8 +319,8 @@ impl<S: Storage> Files<S> {
         let format = Format::choose(ex.query(), ex.header_str("accept"));
         // Batches come sorted by name (the storage's contract). The first
         // is read before the head is sent, so its failures get a status.
-        let mut listing = self.storage.list(key).await?;
-        let mut batch = listing.next_batch().await?;
+        let mut listing = self.storage.list(key).await.map_err(storage_answer)?;
+        let mut batch = listing.next_batch().await.map_err(storage_answer)?;
         let gzip = crate::page::compress::accepts_gzip(ex.header_str("accept-encoding"));
         let mut resp = Response::new(200)
             .header("Content-Type", format.content_type())
@@ -344,7 +352,7 @@ impl<S: Storage> Files<S> {
                     text.clear();
                 }
             }
-            batch = listing.next_batch().await?;
+            batch = listing.next_batch().await.map_err(storage_answer)?;
         }
         fmt.end(&mut text);
         write_text(&mut w, gz.as_mut(), &text).await?;
@@ -407,7 +415,7 @@ impl<S: Storage> Files<S> {
         let written = up
             .commit(sum)
             .await
-            .map_err(|e| guard.explain(e.on_write(&key).into()))?;
+            .map_err(|e| guard.explain(e.on_write(&key).into_answer()))?;
         let extra: &[(&str, &str)] = if mtime_applied {
             &[crate::mtime::ANSWER]
         } else {
@@ -499,7 +507,10 @@ async fn hash_object<O: Object>(obj: &mut O) -> Result<[u8; 32], Error> {
     use sha2::{Digest, Sha256};
     let size = obj.meta().size;
     if let Some(file) = obj.as_file() {
-        let file = file.try_clone().map_err(StorageError::from)?;
+        let file = file
+            .try_clone()
+            .map_err(StorageError::from)
+            .map_err(storage_answer)?;
         return tokio::task::spawn_blocking(move || -> std::io::Result<[u8; 32]> {
             let mut h = Sha256::new();
             crate::upload::hash_file_range(&file, &mut h, 0, size, None)?;
@@ -507,14 +518,17 @@ async fn hash_object<O: Object>(obj: &mut O) -> Result<[u8; 32], Error> {
         })
         .await
         .map_err(|e| Error::Io(std::io::Error::other(e)))?
-        .map_err(|e| StorageError::from(e).into());
+        .map_err(|e| StorageError::from(e).into_answer());
     }
     let mut h = Sha256::new();
     let mut buf = vec![0u8; (size as usize).clamp(1, 1 << 20)];
     let mut pos = 0u64;
     while pos < size {
         let want = ((size - pos) as usize).min(buf.len());
-        let n = obj.read_at(pos, &mut buf[..want]).await?;
+        let n = obj
+            .read_at(pos, &mut buf[..want])
+            .await
+            .map_err(storage_answer)?;
         if n == 0 {
             return Err(Error::status(500, "object shorter than its size"));
         }

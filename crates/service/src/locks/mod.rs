@@ -21,6 +21,7 @@ pub use table::{
 
 use wirespeed_net::Error;
 
+use crate::answers::storage_answer;
 use crate::path::{parse_request_path, RelPath};
 use crate::policy::Principal;
 use crate::storage::{Kind, Storage};
@@ -210,7 +211,7 @@ pub(crate) async fn check_write<S: Storage>(
     targets: &[(&RelPath, Reach)],
     who: Principal,
 ) -> Result<Submitted, Error> {
-    table.sync(storage, false).await?;
+    table.sync(storage, false).await.map_err(storage_answer)?;
     let mut submitted = Submitted {
         who,
         tokens: Vec::new(),

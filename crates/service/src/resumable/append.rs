@@ -3,6 +3,7 @@
 //! the finished file is checked against the digests the client sent.
 
 use super::*;
+use crate::answers::{storage_answer, IntoAnswer as _};
 use crate::respond::ensure_room;
 
 /// How long a new append waits for the one it took over from to let go.
@@ -27,7 +28,8 @@ pub(super) async fn representation_matches(
     })
     .await
     .map_err(|e| Error::Io(std::io::Error::other(e)))?
-    .map_err(StorageError::from)?;
+    .map_err(StorageError::from)
+    .map_err(storage_answer)?;
     Ok(crate::digest::hex(&sum) == want)
 }
 
@@ -111,7 +113,7 @@ pub(super) async fn receive<D: PartialData>(
             match ex.receive_body_into(file, |_| {}).await {
                 Ok(Some(_)) => return Ok(None),
                 Ok(None) => {}
-                Err(FileBodyError::File(e)) => return Err(StorageError::from(e).into()),
+                Err(FileBodyError::File(e)) => return Err(StorageError::from(e).into_answer()),
                 Err(FileBodyError::Body(e)) => return Err(e),
             }
         }
@@ -121,7 +123,7 @@ pub(super) async fn receive<D: PartialData>(
         if let Some(h) = &mut hasher {
             h.update(piece);
         }
-        data.write(piece).await?;
+        data.write(piece).await.map_err(storage_answer)?;
     }
     Ok(hasher.map(Hasher::finish))
 }
@@ -211,7 +213,10 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             let hex = crate::digest::hex(&sum);
             if state.sha256.as_deref() != Some(hex.as_str()) {
                 state.sha256 = Some(hex);
-                self.storage.save_partial(id, &state).await?;
+                self.storage
+                    .save_partial(id, &state)
+                    .await
+                    .map_err(storage_answer)?;
                 *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = state;
             }
         }
@@ -225,10 +230,14 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         let mtime = crate::mtime::requested(ex)?;
         ex.limit_body(plan.max_bytes)?;
         let _in_progress = self.cfg.metrics.as_ref().map(|m| m.upload_started());
-        let mut data = self.storage.open_partial(id).await?;
-        if data.size().await? != plan.offset {
+        let mut data = self
+            .storage
+            .open_partial(id)
+            .await
+            .map_err(storage_answer)?;
+        if data.size().await.map_err(storage_answer)? != plan.offset {
             // A cut append's tail that was never counted: not part of the upload.
-            data.truncate(plan.offset).await?;
+            data.truncate(plan.offset).await.map_err(storage_answer)?;
         }
         let takeover = slot.takeover.notified();
         tokio::pin!(takeover);
@@ -241,10 +250,12 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 Err(Error::status(409, "a newer request to this upload took over"))
             }
         };
-        let end = data.size().await?;
+        let end = data.size().await.map_err(storage_answer)?;
         let mut got = end.saturating_sub(plan.offset);
         if got > plan.max_bytes {
-            data.truncate(plan.offset + plan.max_bytes).await?;
+            data.truncate(plan.offset + plan.max_bytes)
+                .await
+                .map_err(storage_answer)?;
             got = plan.max_bytes;
         }
         let (digest, body_error) = match received {
@@ -255,7 +266,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             // Bytes that cannot be verified do not count (tus checksum).
             let good = body_error.is_none() && digest.as_deref() == Some(&want.digest[..]);
             if !good {
-                data.truncate(plan.offset).await?;
+                data.truncate(plan.offset).await.map_err(storage_answer)?;
                 return Ok(Appended {
                     result: Err(Refused::Checksum),
                     written: None,
@@ -265,14 +276,14 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             }
         }
         if got > 0 {
-            data.sync().await?;
+            data.sync().await.map_err(storage_answer)?;
         }
         let mut next = slot.snapshot();
         let before = next.length;
         let progress = match next.record(&plan, got, body_error.is_none()) {
             Ok(p) => p,
             Err(r) => {
-                data.truncate(plan.offset).await?;
+                data.truncate(plan.offset).await.map_err(storage_answer)?;
                 return Ok(Appended {
                     result: Err(Refused::Protocol(r)),
                     written: None,
@@ -291,14 +302,21 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         match progress {
             Progress::Partial { .. } => {
                 if next.length != before {
-                    self.storage.save_partial(id, &next).await?;
+                    self.storage
+                        .save_partial(id, &next)
+                        .await
+                        .map_err(storage_answer)?;
                 }
                 *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = next;
             }
             Progress::Complete { length } => {
                 if let Some(want) = next.sha256.clone() {
                     let file = match data.as_file() {
-                        Some(f) => Some(f.try_clone().map_err(StorageError::from)?),
+                        Some(f) => Some(
+                            f.try_clone()
+                                .map_err(StorageError::from)
+                                .map_err(storage_answer)?,
+                        ),
                         None => None,
                     };
                     if !representation_matches(file, length, &want).await? {
@@ -331,14 +349,16 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = next;
                 if let (Some(t), Some(file)) = (mtime, data.as_file()) {
                     // Before the rename publishes it (metadata: one syscall).
-                    file.set_modified(t).map_err(StorageError::from)?;
+                    file.set_modified(t)
+                        .map_err(StorageError::from)
+                        .map_err(storage_answer)?;
                     mtime_applied = true;
                 }
                 let w = self
                     .storage
                     .complete_partial(id, data, &key, check)
                     .await
-                    .map_err(|e| guard.explain(e.on_write(&key).into()));
+                    .map_err(|e| guard.explain(e.on_write(&key).into_answer()));
                 if w.is_ok() {
                     let mut done = self.completed.lock().unwrap_or_else(|e| e.into_inner());
                     done.insert(*id, &slot.snapshot(), length, now());

@@ -23,6 +23,7 @@ use wirespeed_resumable::{
     UploadState,
 };
 
+use crate::answers::storage_answer;
 use crate::config::ServiceConfig;
 use crate::metrics::RouteClass;
 use crate::path::{parse_request_path, RelPath};
@@ -200,7 +201,10 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         slot.takeover.notify_waiters();
         let _lock = tokio::time::timeout(TAKEOVER_WAIT, slot.append.lock()).await;
         self.forget(id);
-        self.storage.delete_partial(id).await?;
+        self.storage
+            .delete_partial(id)
+            .await
+            .map_err(storage_answer)?;
         let mut resp = Response::new(204);
         if tus {
             resp = resp.header("Tus-Resumable", tus::VERSION);

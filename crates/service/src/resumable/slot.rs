@@ -3,6 +3,7 @@
 //! the target's checks.
 
 use super::*;
+use crate::answers::{storage_answer, IntoAnswer as _};
 use crate::respond::ensure_room;
 
 /// One upload's in-process state: the acknowledged state (what HEAD
@@ -64,7 +65,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                     self.forget(id);
                     Error::status(404, "no such upload")
                 }
-                e => e.into(),
+                e => e.into_answer(),
             })
         };
         let slot = match found {
@@ -96,11 +97,19 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
     /// partial uploads (503), or an announced length over the free space
     /// (507) — before any body byte is read.
     pub(super) async fn check_capacity(&self, length: Option<u64>) -> Result<(), Error> {
-        let mut count = self.storage.count_partials().await?;
+        let mut count = self
+            .storage
+            .count_partials()
+            .await
+            .map_err(storage_answer)?;
         if count >= self.ucfg.max_partials {
             // Full: empty creations left idle may be what fills it.
             if self.sweep_expired().await > 0 {
-                count = self.storage.count_partials().await?;
+                count = self
+                    .storage
+                    .count_partials()
+                    .await
+                    .map_err(storage_answer)?;
             }
         }
         if count >= self.ucfg.max_partials {
@@ -135,7 +144,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         }
         // A tus creation in a folder names its file in its metadata: the
         // folder was admitted, the name is asked here.
-        self.policy.hidden().refuse(target)?;
+        crate::answers::refuse_hidden(self.policy.hidden(), target)?;
         crate::through_links::check_real(&self.storage, &self.policy, who, Action::Create, target)
             .await?;
         self.check_locks(who, target, if_value).await?;
@@ -261,7 +270,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         state.no_replace = !guard.may_replace();
         if let Err(e) = self.storage.create_partial(&id, &state).await {
             release(owner);
-            return Err(e.on_write(target).into());
+            return Err(e.on_write(target).into_answer());
         }
         let mut slot = Slot::new(state);
         slot.owner = owner;
