@@ -21,6 +21,7 @@ pub mod origin;
 pub mod password;
 pub mod presets;
 pub mod revoked;
+mod rights;
 pub mod rules;
 mod session_revocations;
 pub mod sessions;
@@ -33,80 +34,12 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use crate::presets::{Access, Writes, WritesOff};
+pub use rights::Rights;
 pub use rules::UserName;
 pub use sessions::Sessions;
 pub use shares::{ShareId, Shares};
 pub use users::{Users, UsersError};
 use wirespeed_path::RelPath;
-
-/// A set of rights (`r`, `w`, `d`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Rights(u8);
-
-impl Rights {
-    pub const NONE: Rights = Rights(0);
-    /// Read files and listings.
-    pub const READ: Rights = Rights(1);
-    /// Write new names.
-    pub const WRITE: Rights = Rights(2);
-    /// Delete, and replace existing names.
-    pub const DELETE: Rights = Rights(4);
-    /// `r`, `w` and `d`: everything a path's content can be asked for.
-    pub const ALL: Rights = Rights(7);
-    /// Mint share links (`s`, in the rules file only): a reader who may
-    /// publish what they read. `d` implies it (an owner shares their own).
-    pub const SHARE: Rights = Rights(8);
-
-    /// Whether every right of `other` is in `self`.
-    pub fn contains(self, other: Rights) -> bool {
-        self.0 & other.0 == other.0
-    }
-
-    pub fn union(self, other: Rights) -> Rights {
-        Rights(self.0 | other.0)
-    }
-
-    pub fn intersect(self, other: Rights) -> Rights {
-        Rights(self.0 & other.0)
-    }
-
-    /// The set as one byte (`r` 1, `w` 2, `d` 4).
-    pub fn bits(self) -> u8 {
-        self.0
-    }
-
-    /// The set of a byte, if it names only `r`, `w` and `d`.
-    pub fn from_bits(bits: u8) -> Option<Rights> {
-        (bits & !Rights::ALL.0 == 0).then_some(Rights(bits))
-    }
-
-    /// `r`, `w`, `d` as the rules file of issue 27 writes them.
-    pub fn letters(self) -> String {
-        [
-            (Rights::READ, 'r'),
-            (Rights::WRITE, 'w'),
-            (Rights::DELETE, 'd'),
-            (Rights::SHARE, 's'),
-        ]
-        .iter()
-        .filter(|(r, _)| self.contains(*r))
-        .map(|(_, c)| *c)
-        .collect()
-    }
-
-    pub fn may_read(self) -> bool {
-        self.contains(Rights::READ)
-    }
-
-    pub fn may_write(self) -> bool {
-        self.contains(Rights::WRITE)
-    }
-
-    /// Delete, and write over an existing name.
-    pub fn may_delete(self) -> bool {
-        self.contains(Rights::DELETE)
-    }
-}
 
 /// Who asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -339,6 +272,21 @@ impl Policy {
     }
 
     /// The share links, if on.
+    /// How `who` is named where changes are told (the change stream, and
+    /// what subscribes to it): a user's name, `--token`, `anyone`, or
+    /// `link N of NAME` (a link acts for its minter).
+    pub fn label(&self, who: Principal) -> String {
+        match who {
+            Principal::Anyone => "anyone".into(),
+            Principal::TokenHolder => shares::TOKEN_MINTER.into(),
+            Principal::User(name) => name.as_str().into(),
+            Principal::Link(id) => match self.shares().and_then(|s| s.grant(id)) {
+                Some(g) if !g.by.is_empty() => format!("link {} of {}", id.0, g.by),
+                _ => format!("link {}", id.0),
+            },
+        }
+    }
+
     pub fn shares(&self) -> Option<&Arc<Shares>> {
         self.shares.as_ref()
     }
@@ -835,7 +783,7 @@ mod tests {
     }
 
     fn letters() -> impl Strategy<Value = Rights> {
-        (0u8..8).prop_map(Rights)
+        (0u8..8).prop_map(|b| Rights::from_bits(b).unwrap())
     }
 
     proptest! {

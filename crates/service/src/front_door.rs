@@ -19,7 +19,7 @@ use crate::path::{parse_request_path, RelPath};
 use crate::policy::Action;
 use crate::respond::{admit, explain_too_large, WriteGuard};
 use crate::resumable::{self, Uploads};
-use crate::storage::{Kind, PartialUploads, Storage};
+use crate::storage::{changes, Kind, PartialUploads, Storage};
 
 /// The metrics class of a request to the file routes (a folder GET becomes
 /// `Listing` once storage says it is one).
@@ -54,7 +54,7 @@ pub struct FileRoutes<S> {
 impl<S: Storage> FileRoutes<S> {
     pub fn new(storage: S, cfg: ServiceConfig) -> Self {
         FileRoutes {
-            archives: archive::Archives::new(&cfg),
+            archives: archive::Archives::new(&cfg, storage.changes()),
             files: Files::new(storage, cfg),
         }
     }
@@ -73,6 +73,18 @@ impl<S: Storage> FileRoutes<S> {
 
 impl<S: Storage> Handler for FileRoutes<S> {
     async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
+        // A request that may change storage runs where the policy can name
+        // its principal for the change stream; reads (the small GET among
+        // them) pay nothing for it.
+        if matches!(ex.method(), "GET" | "HEAD") {
+            return self.route(ex).await;
+        }
+        Box::pin(changes::in_actor_scope(self.route(ex))).await
+    }
+}
+
+impl<S: Storage> FileRoutes<S> {
+    async fn route(&self, ex: &mut Exchange) -> Result<(), Error> {
         // WebDAV's methods (DELETE, MKCOL and MOVE among them) admit each
         // path with its own action.
         // Every front but the plain GET is boxed: their futures (4.6 KiB,
@@ -185,7 +197,7 @@ impl<S: Storage + PartialUploads + Clone> Handler for FileRoutesWithUploads<S> {
             return Box::pin(self.uploads.options(ex)).await;
         }
         if resumable::wants_resumable(ex) {
-            let r = Box::pin(self.uploads.ietf_create(ex)).await;
+            let r = Box::pin(changes::in_actor_scope(self.uploads.ietf_create(ex))).await;
             return resumable::answer_error(ex, r, false).await;
         }
         self.routes.handle(ex).await

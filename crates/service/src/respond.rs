@@ -130,6 +130,15 @@ pub(crate) fn has_body(ex: &Exchange) -> bool {
     )
 }
 
+/// Names `who` as the author of what this request changes (for the change
+/// stream), where the front door opened a place for it.
+fn acting(policy: &Policy, who: Principal) -> Principal {
+    if crate::storage::changes::actor_wanted() {
+        crate::storage::changes::set_actor(policy.label(who).into());
+    }
+    who
+}
+
 /// The checks every request to the file and upload routes passes first:
 /// the loopback `Host` check (421), the cross-origin write check (403),
 /// then the one policy decision ([`Policy::decide`]) for `action` at `path`:
@@ -202,7 +211,7 @@ pub(crate) async fn admit_with(
             !policy.hides(path) && policy.decide(*w, action, path) == Decision::Allow
         };
         return match who.filter(allowed) {
-            Some(who) => Ok(Some(who)),
+            Some(who) => Ok(Some(acting(policy, who))),
             None => {
                 // An upload link opened in a browser: the page with its
                 // Upload button and no names, not the refusal.
@@ -273,7 +282,7 @@ pub(crate) async fn admit_with(
             ex.send(text(404), b"not found\n").await?;
             Ok(None)
         }
-        Decision::Allow => Ok(Some(who)),
+        Decision::Allow => Ok(Some(acting(policy, who))),
         Decision::Forbidden(_)
             if crate::page::sent_upload_page(policy, ex, who, action, path).await? =>
         {

@@ -960,3 +960,35 @@ mod resumable {
         assert_eq!(s.get("/old.bin").status, 404);
     }
 }
+
+#[test]
+fn the_s3_backend_tells_the_change_stream_what_landed() {
+    use wirespeed_service::storage::changes::{ChangeKind, Event};
+    let Some(m) = Minio::start() else { return };
+    m.create_bucket("changes");
+    let storage = s3_storage(&m, "changes", "c");
+    let mut sub = storage.changes().subscribe();
+    let s = TestServer::on_storage(storage, ServiceConfig::default());
+    let mut next = || match sub.try_next() {
+        Some(Event::Change(c)) => (c.kind.clone(), c.path.to_string(), c.after.clone()),
+        other => panic!("expected a change, got {other:?}"),
+    };
+    assert_eq!(s.put("/a.txt", b"12345").status, 201);
+    let (kind, path, after) = next();
+    assert_eq!((kind, path.as_str()), (ChangeKind::Created, "/a.txt"));
+    assert_eq!(after.map(|v| v.size), Some(5));
+    assert_eq!(s.put("/a.txt", b"v2").status, 204);
+    assert_eq!(next().0, ChangeKind::Replaced);
+    assert_eq!(s.req("MKCOL", "/d", &[], b"").status, 201);
+    assert_eq!(next().0, ChangeKind::Created);
+    let mv = [("Destination", "/d/b.txt")];
+    assert_eq!(s.req("MOVE", "/a.txt", &mv, b"").status, 201);
+    let (kind, path, _) = next();
+    assert!(
+        matches!(kind, ChangeKind::Moved { .. }) && path == "/d/b.txt",
+        "{kind:?} {path}"
+    );
+    assert_eq!(s.req("DELETE", "/d/b.txt", &[], b"").status, 204);
+    assert_eq!(next().0, ChangeKind::Deleted);
+    assert!(s.get("/d/").status == 200 && sub.try_next().is_none());
+}

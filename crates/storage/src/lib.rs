@@ -36,6 +36,7 @@ use std::time::SystemTime;
 
 use wirespeed_path::RelPath;
 
+pub mod changes;
 pub mod digest_store;
 pub mod local;
 pub mod partial;
@@ -282,6 +283,11 @@ pub trait Storage: Send + Sync + 'static {
         _overwrite: bool,
     ) -> impl Future<Output = Result<Written, StorageError>> + Send {
         async { Err(StorageError::Unsupported("moving and renaming")) }
+    }
+    /// The stream of changes this backend emits ([`changes`]); `None`: it
+    /// emits none.
+    fn changes(&self) -> Option<&changes::Changes> {
+        None
     }
     /// Bytes a new upload can still use, if the backend knows (a local
     /// filesystem's free space; object stores: `None`).

@@ -1,8 +1,10 @@
 //! zip CRC-32s of files: the cache kept across requests, and the read of
 //! one file that combines the holes of a sparse file in instead of reading them.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Mutex;
+
+use crate::storage::changes::{ChangeKind, Changes, Event, Subscription};
 
 /// CRC-32s remembered across requests (about 100 bytes each).
 const CRC_CACHE_MAX: usize = 200_000;
@@ -42,24 +44,97 @@ impl FileId {
     }
 }
 
-/// CRC-32s of file versions ([`CrcKey`]).
+/// CRC-32s of file versions ([`CrcKey`]): one per path, the version last
+/// zipped. It follows the storage's change stream: a file replaced, moved
+/// or deleted (or a folder above it) drops its entry, so the memory holds
+/// files that still are; a stream that ran ahead of it ([`Event::Missed`])
+/// clears it. The key's identity keeps a stale entry from ever answering,
+/// whatever the stream says.
 #[derive(Default)]
 pub(crate) struct CrcCache {
-    map: Mutex<HashMap<CrcKey, u32>>,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    by_path: BTreeMap<String, (CrcKey, u32)>,
+    changes: Option<Subscription>,
+}
+
+impl Inner {
+    /// Applies every change emitted so far.
+    fn catch_up(&mut self) {
+        let Some(sub) = self.changes.as_mut() else {
+            return;
+        };
+        while let Some(event) = sub.try_next() {
+            match event {
+                Event::Missed(_) => self.by_path.clear(),
+                Event::Change(c) => {
+                    if let ChangeKind::Moved { from } = &c.kind {
+                        forget_below(&mut self.by_path, &from.to_url(false));
+                    }
+                    forget_below(&mut self.by_path, &c.path.to_url(false));
+                }
+            }
+        }
+    }
+}
+
+/// Drops `path` and everything below it (`/` is everything).
+fn forget_below(map: &mut BTreeMap<String, (CrcKey, u32)>, path: &str) {
+    if path == "/" {
+        map.clear();
+        return;
+    }
+    map.remove(path);
+    let below = format!("{path}/");
+    let doomed: Vec<String> = map
+        .range(below.clone()..)
+        .take_while(|(k, _)| k.starts_with(&below))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in doomed {
+        map.remove(&k);
+    }
 }
 
 impl CrcCache {
+    /// A cache that follows `changes` (a backend without a stream: only
+    /// the identity in each key keeps it right).
+    pub(crate) fn following(changes: Option<&Changes>) -> Self {
+        CrcCache {
+            inner: Mutex::new(Inner {
+                by_path: BTreeMap::new(),
+                changes: changes.map(Changes::subscribe),
+            }),
+        }
+    }
+
     pub(super) fn get(&self, key: &CrcKey) -> Option<u32> {
-        self.map.lock().ok()?.get(key).copied()
+        let mut inner = self.inner.lock().ok()?;
+        inner.catch_up();
+        match inner.by_path.get(&key.path) {
+            Some((k, crc)) if k == key => Some(*crc),
+            _ => None,
+        }
     }
 
     pub(super) fn put(&self, key: CrcKey, crc: u32) {
-        if let Ok(mut map) = self.map.lock() {
-            if map.len() >= CRC_CACHE_MAX {
-                map.clear();
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.catch_up();
+            if inner.by_path.len() >= CRC_CACHE_MAX && !inner.by_path.contains_key(&key.path) {
+                inner.by_path.clear();
             }
-            map.insert(key, crc);
+            inner.by_path.insert(key.path.clone(), (key, crc));
         }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        let mut inner = self.inner.lock().unwrap();
+        inner.catch_up();
+        inner.by_path.len()
     }
 }
 
@@ -129,6 +204,55 @@ fn zeros(mut n: u64) -> crc32fast::Hasher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::path::parse_request_path;
+    use crate::storage::changes::Change;
+
+    fn key(path: &str, size: u64) -> CrcKey {
+        CrcKey {
+            path: path.into(),
+            size,
+            mtime: (1, 0),
+            file: None,
+        }
+    }
+
+    #[test]
+    fn the_crc_cache_drops_what_the_change_stream_says_changed() {
+        let hub = Changes::new(8);
+        let cache = CrcCache::following(Some(&hub));
+        for p in ["/a/x", "/a/y", "/ab", "/b/z", "/c"] {
+            cache.put(key(p, 1), 7);
+        }
+        assert_eq!(cache.get(&key("/a/x", 1)), Some(7));
+        // Another version of the same path is never answered.
+        assert_eq!(cache.get(&key("/a/x", 2)), None);
+        let at = |p: &str| parse_request_path(p).unwrap();
+        hub.emit(Change::new(ChangeKind::Deleted, at("/a"), None, None));
+        assert_eq!(cache.get(&key("/a/x", 1)), None);
+        assert_eq!(
+            cache.get(&key("/ab", 1)),
+            Some(7),
+            "a sibling with a longer name stays"
+        );
+        hub.emit(Change::new(
+            ChangeKind::Moved { from: at("/b") },
+            at("/d"),
+            None,
+            None,
+        ));
+        assert_eq!(cache.get(&key("/b/z", 1)), None);
+        assert_eq!(cache.len(), 2);
+        // Falling behind the stream clears everything it may have missed.
+        for i in 0..20 {
+            hub.emit(Change::new(
+                ChangeKind::Created,
+                at(&format!("/n{i}")),
+                None,
+                None,
+            ));
+        }
+        assert_eq!(cache.len(), 0);
+    }
 
     #[test]
     fn crc_of_sparse_files_equals_reading_them() {

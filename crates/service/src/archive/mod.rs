@@ -36,6 +36,7 @@ use crate::answers::storage_answer;
 use crate::conditional::{evaluate, Conditions, Outcome, Validators};
 use crate::config::ServiceConfig;
 use crate::path::{check_segment, percent_decode, RelPath};
+use crate::storage::changes::Changes;
 use crate::storage::{self, Meta, Object, Storage, StorageError};
 
 mod crc;
@@ -113,12 +114,12 @@ pub(crate) struct Archives {
 }
 
 impl Archives {
-    pub(crate) fn new(cfg: &ServiceConfig) -> Self {
+    pub(crate) fn new(cfg: &ServiceConfig, changes: Option<&Changes>) -> Self {
         let max = cfg
             .archive_max_entries
             .unwrap_or(crate::config::ARCHIVE_MAX_ENTRIES);
         Archives {
-            crcs: CrcCache::default(),
+            crcs: CrcCache::following(changes),
             plans: PlanBudget::new(max),
         }
     }

@@ -318,7 +318,9 @@ impl<S: Storage + PartialUploads + Clone> Handler for UploadRoutes<S> {
         // Errors carry Tus-Resumable for tus clients (who send it), not for
         // IETF ones.
         let tus = ex.header("tus-resumable").is_some();
-        let r = self.0.route(ex).await;
+        // Creations, appends and publications name their principal for the
+        // change stream.
+        let r = crate::storage::changes::in_actor_scope(self.0.route(ex)).await;
         answer_error(ex, r, tus).await
     }
 }

@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -15,24 +15,28 @@ use rustix::io::Errno;
 
 mod listing;
 mod meta;
+mod object;
 mod partial;
 mod props;
 mod small_files;
 mod upload;
 
 pub use listing::{LocalListing, LIST_BATCH};
+pub use object::LocalObject;
 pub use partial::LocalPartial;
 pub use small_files::{SmallFiles, RECHECK as SMALL_FILE_RECHECK};
 pub use upload::LocalUpload;
 
 use listing::ListState;
 use meta::meta_of;
+use object::Body;
 use upload::TempGuard;
 
+use super::changes::{Change, ChangeKind, Changes, Version};
 use super::digest_store::{self, DigestStore, Identity};
 use super::resolve::Root;
 use super::sweep::{sweep_stale_temp_files, Sweep, STALE_TEMP_AGE, SWEEP_MAX_ENTRIES};
-use super::{Kind, Meta, Object, Storage, StorageError, Written};
+use super::{Kind, Meta, Storage, StorageError, Written};
 use wirespeed_path::{RelPath, TEMP_PREFIX};
 
 /// A directory on the local filesystem.
@@ -47,6 +51,7 @@ pub struct LocalStorage {
     digests: DigestStore,
     /// Small files kept in memory for GET/HEAD (`None`: opened every time).
     small: Option<Arc<SmallFiles>>,
+    changes: Changes,
 }
 
 impl LocalStorage {
@@ -69,6 +74,7 @@ impl LocalStorage {
             fsync: true,
             digests,
             small,
+            changes: Changes::default(),
         })
     }
 
@@ -111,6 +117,11 @@ impl LocalStorage {
     /// The small files kept in memory, if that is on.
     pub fn small_files(&self) -> Option<&SmallFiles> {
         self.small.as_deref()
+    }
+
+    /// The stream of changes made through this storage.
+    pub fn changes(&self) -> &Changes {
+        &self.changes
     }
 
     /// Where digests are kept.
@@ -354,6 +365,8 @@ impl Storage for LocalStorage {
             writeback_from: 0,
             check: None,
             modified: None,
+            key: key.clone(),
+            changes: self.changes.clone(),
         })
     }
 
@@ -384,7 +397,14 @@ impl Storage for LocalStorage {
                     // EEXIST is what some filesystems say for "not empty".
                     Errno::EXIST | Errno::NOTEMPTY => StorageError::NotEmpty,
                     e => e.into(),
-                })
+                })?;
+                self.changes.emit(Change::new(
+                    ChangeKind::Deleted,
+                    key.clone(),
+                    Some(Version::folder()),
+                    None,
+                ));
+                Ok(())
             }
             ft => {
                 if ft == FileType::Symlink {
@@ -401,6 +421,12 @@ impl Storage for LocalStorage {
                 if ft == FileType::RegularFile {
                     digest_store::forget(self.digests, self.root.fd(), &Identity::of(&st));
                 }
+                self.changes.emit(Change::new(
+                    ChangeKind::Deleted,
+                    key.clone(),
+                    Some(Version::of_stat(&st)),
+                    None,
+                ));
                 Ok(())
             }
         }
@@ -412,7 +438,16 @@ impl Storage for LocalStorage {
         };
         let parent = self.open_parent(key)?;
         match rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(0o755)) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                let change = Change::new(
+                    ChangeKind::Created,
+                    key.clone(),
+                    None,
+                    Some(Version::folder()),
+                );
+                self.changes.emit(change);
+                Ok(())
+            }
             Err(Errno::EXIST) => Err(StorageError::Exists),
             Err(e) => Err(e.into()),
         }
@@ -465,6 +500,12 @@ impl Storage for LocalStorage {
             Err(Errno::NOTEMPTY) => return Err(StorageError::NotEmpty),
             Err(e) => return Err(e.into()),
         }
+        self.changes.emit(Change::new(
+            ChangeKind::Moved { from: from.clone() },
+            to.clone(),
+            existing.as_ref().map(Version::of_stat),
+            Some(Version::of_stat(&st)),
+        ));
         match existing {
             Some(old) => {
                 if FileType::from_raw_mode(old.st_mode) == FileType::RegularFile {
@@ -474,6 +515,10 @@ impl Storage for LocalStorage {
             }
             None => Ok(Written::Created),
         }
+    }
+
+    fn changes(&self) -> Option<&Changes> {
+        Some(&self.changes)
     }
 
     async fn available(&self) -> Option<u64> {
@@ -529,97 +574,6 @@ impl Storage for LocalStorage {
     }
 }
 
-/// An open local file.
-pub struct LocalObject {
-    body: Body,
-    meta: Meta,
-    id: Identity,
-    root: Arc<Root>,
-    digests: DigestStore,
-}
-
-/// Where a [`LocalObject`]'s bytes are.
-enum Body {
-    File(File),
-    /// Kept in memory by [`SmallFiles`] (read with its digest record).
-    Memory(Arc<small_files::SmallFile>),
-}
-
-impl Object for LocalObject {
-    fn meta(&self) -> &Meta {
-        &self.meta
-    }
-
-    async fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<usize, StorageError> {
-        use std::os::unix::fs::FileExt;
-        match &self.body {
-            Body::File(f) => Ok(f.read_at(buf, offset)?),
-            Body::Memory(m) => {
-                let rest = usize::try_from(offset)
-                    .ok()
-                    .and_then(|o| m.bytes.get(o..))
-                    .unwrap_or_default();
-                let n = rest.len().min(buf.len());
-                buf[..n].copy_from_slice(&rest[..n]);
-                Ok(n)
-            }
-        }
-    }
-
-    fn as_file(&self) -> Option<&File> {
-        match &self.body {
-            Body::File(f) => Some(f),
-            Body::Memory(_) => None,
-        }
-    }
-
-    fn in_memory(&self) -> Option<&[u8]> {
-        match &self.body {
-            Body::File(_) => None,
-            Body::Memory(m) => Some(&m.bytes),
-        }
-    }
-
-    fn stored_sha256(&self) -> Option<[u8; 32]> {
-        match &self.body {
-            Body::File(f) => digest_store::read(self.digests, self.root.fd(), f.as_fd(), &self.id),
-            Body::Memory(m) => m.sha256,
-        }
-    }
-
-    fn records_sha256(&self) -> bool {
-        true
-    }
-
-    async fn store_sha256(&mut self, sum: &[u8; 32]) -> Result<bool, StorageError> {
-        // A kept file is opened again to record on; the identity check
-        // below refuses it if that is no longer the same file.
-        let reopened;
-        let file = match &self.body {
-            Body::File(f) => f,
-            Body::Memory(m) => {
-                reopened = File::from(
-                    self.root
-                        .open_at(&m.segments, OFlags::RDONLY | OFlags::NONBLOCK)?,
-                );
-                &reopened
-            }
-        };
-        if digest_store::identity(file)? != self.id {
-            return Ok(false);
-        }
-        match digest_store::write(self.digests, self.root.fd(), file.as_fd(), &self.id, sum) {
-            Ok(()) => Ok(true),
-            Err(e) => {
-                // A file the server may read but not annotate (another
-                // owner, a read-only mount) still gets its digest answered.
-                tracing::debug!(error = %e, "could not record a digest");
-                Ok(true)
-            }
-        }
-    }
-}
-
 /// The mode every published file gets, whatever the protocol: 0666 less
 /// the process umask, as any program creating a file would give it
 /// (resumable data is kept 0600 while partial and set to this at the end).
@@ -645,7 +599,7 @@ fn process_umask() -> u32 {
 mod tests {
     use super::upload::WRITEBACK_STEP;
     use super::*;
-    use crate::{Listing, Upload, Written};
+    use crate::{Listing, Object, Upload, Written};
     use std::io::Write;
     use std::time::Duration;
     use wirespeed_path::parse_request_path;

@@ -14,8 +14,10 @@ use rustix::io::Errno;
 use wirespeed_resumable::{UploadId, UploadState};
 
 use super::meta::meta_of;
+use super::upload::Landed;
 use super::upload::TempGuard;
 use super::LocalStorage;
+use crate::changes::Version;
 use crate::digest_store::{self, Identity};
 use crate::partial::{PartialData, PartialUploads, UPLOADS_DIR};
 use crate::{CommitCheck, Kind, StorageError, Written};
@@ -194,8 +196,9 @@ impl PartialUploads for LocalStorage {
         key: &RelPath,
         check: Option<CommitCheck>,
     ) -> Result<Written, StorageError> {
-        let (this, id, key) = (self.clone(), *id, key.clone());
-        blocking(move || {
+        let (this, id, target) = (self.clone(), *id, key.clone());
+        let landed = blocking(move || {
+            let key = target;
             let Some(name) = key.name() else {
                 return Err(StorageError::IsDir);
             };
@@ -205,6 +208,9 @@ impl PartialUploads for LocalStorage {
             if this.fsync {
                 file.sync_all()?;
             }
+            let after = rustix::fs::fstat(&file)
+                .ok()
+                .map(|st| Version::of_stat(&st));
             drop(file);
             let uploads = this.uploads_dir(false)?;
             let (parent, created) = this.make_parents(key.parent())?;
@@ -264,13 +270,13 @@ impl PartialUploads for LocalStorage {
                     }
                 }
             }
-            Ok(if old.is_some() {
-                Written::Replaced
-            } else {
-                Written::Created
+            Ok(Landed {
+                before: old.as_ref().map(Version::of_stat),
+                after,
             })
         })
-        .await
+        .await?;
+        Ok(landed.emit(&self.changes, key))
     }
 
     async fn delete_partial(&self, id: &UploadId) -> Result<(), StorageError> {

@@ -12,9 +12,11 @@ use rustix::fs::{AtFlags, FileType, OFlags};
 use rustix::io::Errno;
 
 use super::meta::meta_of;
+use crate::changes::{Change, ChangeKind, Changes, Version};
 use crate::digest_store::{self, DigestStore, Identity};
 use crate::resolve::Root;
 use crate::{CommitCheck, Kind, StorageError, Upload, Written};
+use wirespeed_path::RelPath;
 
 /// Deletes the temporary file (and parent directories this upload created,
 /// if still empty) unless disarmed by a successful commit.
@@ -74,6 +76,9 @@ pub struct LocalUpload {
     pub(super) check: Option<CommitCheck>,
     /// The modification time to give the file before the rename (`X-OC-Mtime`).
     pub(super) modified: Option<std::time::SystemTime>,
+    /// Where it lands, for the change it emits.
+    pub(super) key: RelPath,
+    pub(super) changes: Changes,
 }
 
 impl LocalUpload {
@@ -172,7 +177,7 @@ impl Upload for LocalUpload {
         // fsync of a large file takes as long as the disk needs: off the
         // async workers. The guard moves along, so any failure in here
         // (or a panic) still removes the temporary file.
-        let done = tokio::task::spawn_blocking(move || -> Result<Written, StorageError> {
+        let done = tokio::task::spawn_blocking(move || -> Result<Landed, StorageError> {
             if let Some(t) = modified {
                 // Before the digest record (bound to the mtime) and the
                 // fsync, so the file appears with its time, durably.
@@ -191,6 +196,9 @@ impl Upload for LocalUpload {
             if fsync {
                 file.sync_all()?;
             }
+            let after = rustix::fs::fstat(&file)
+                .ok()
+                .map(|st| Version::of_stat(&st));
             drop(file);
             let Some(tmp) = guard.tmp.clone() else {
                 return Err(StorageError::Conflict("upload already finished"));
@@ -227,21 +235,40 @@ impl Upload for LocalUpload {
                     tracing::warn!(error = %e, "fsync of the directory failed");
                 }
             }
-            Ok(if old.is_some() {
-                Written::Replaced
-            } else {
-                Written::Created
+            Ok(Landed {
+                before: old.as_ref().map(Version::of_stat),
+                after,
             })
         })
         .await;
-        match done {
-            Ok(r) => r,
-            Err(e) => Err(StorageError::Io(io::Error::other(e))),
-        }
+        let landed = match done {
+            Ok(r) => r?,
+            Err(e) => return Err(StorageError::Io(io::Error::other(e))),
+        };
+        Ok(landed.emit(&self.changes, &self.key))
     }
 
     async fn abort(mut self) {
         self.file = None;
         self.guard.cleanup();
+    }
+}
+
+/// What a committed file replaced, and what it is: for the change it emits.
+pub(super) struct Landed {
+    pub(super) before: Option<Version>,
+    pub(super) after: Option<Version>,
+}
+
+impl Landed {
+    /// Emits the change at `key` (outside the blocking task, where the
+    /// request's actor is known) and says what was written.
+    pub(super) fn emit(self, changes: &Changes, key: &RelPath) -> Written {
+        let (kind, written) = match self.before {
+            Some(_) => (ChangeKind::Replaced, Written::Replaced),
+            None => (ChangeKind::Created, Written::Created),
+        };
+        changes.emit(Change::new(kind, key.clone(), self.before, self.after));
+        written
     }
 }

@@ -30,6 +30,7 @@
 //! object's metadata `x-amz-meta-sha256` and read back by the `HEAD` at
 //! open (always the object's own, so never stale).
 
+mod config;
 mod folders;
 mod lock_records;
 mod object;
@@ -46,11 +47,13 @@ use object_store::list::{PaginatedListOptions, PaginatedListStore};
 use object_store::path::Path as ObjPath;
 use object_store::{ClientOptions, ObjectMeta, ObjectStoreExt, RetryConfig};
 
+pub use config::S3Config;
 pub use folders::MAX_FOLDER_MOVE;
 pub use object::S3Object;
 pub use partial::S3Partial;
 pub use upload::S3Upload;
 
+use crate::changes::{Change, ChangeKind, Changes, Version};
 use crate::{Entry, Kind, Listing, Meta, Storage, StorageError, Written};
 use wirespeed_path::{is_reserved_name, RelPath};
 
@@ -63,54 +66,6 @@ pub const PARTS_IN_FLIGHT: usize = 4;
 /// Entries asked per listing page (S3's maximum).
 const LIST_PAGE: usize = 1000;
 
-/// Where the bucket is and how to reach it. Credentials come from the
-/// environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
-/// `AWS_SESSION_TOKEN`), as every S3 tool reads them.
-#[derive(Debug, Clone, Default)]
-pub struct S3Config {
-    pub bucket: String,
-    /// Key prefix below which files live (no leading or trailing `/`).
-    pub prefix: String,
-    /// `http(s)://host:port` for anything but AWS.
-    pub endpoint: Option<String>,
-    pub region: Option<String>,
-    /// Path-style URLs (`endpoint/bucket/key`); `None`: path-style with an
-    /// endpoint, virtual-hosted on AWS.
-    pub path_style: Option<bool>,
-    /// Explicit credentials (tests); `None`: from the environment.
-    pub credentials: Option<(String, String)>,
-}
-
-impl S3Config {
-    /// Parse `s3://BUCKET[/PREFIX]`.
-    pub fn from_url(url: &str) -> Result<S3Config, String> {
-        let rest = url
-            .strip_prefix("s3://")
-            .ok_or_else(|| format!("{url}: an S3 location is s3://BUCKET[/PREFIX]"))?;
-        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-        if bucket.is_empty() {
-            return Err(format!(
-                "{url}: the bucket name is missing (s3://BUCKET[/PREFIX])"
-            ));
-        }
-        let prefix = prefix.trim_matches('/');
-        if ObjPath::parse(prefix).is_err()
-            || prefix
-                .split('/')
-                .any(|s| s.is_empty() && !prefix.is_empty())
-        {
-            return Err(format!(
-                "{url}: the prefix has an empty, '.' or '..' segment or a control character"
-            ));
-        }
-        Ok(S3Config {
-            bucket: bucket.to_string(),
-            prefix: prefix.to_string(),
-            ..S3Config::default()
-        })
-    }
-}
-
 /// Files in an S3 bucket below a prefix.
 #[derive(Clone)]
 pub struct S3Storage {
@@ -119,6 +74,7 @@ pub struct S3Storage {
     prefix: String,
     /// What the errors name: `s3://bucket/prefix at endpoint`.
     pub(crate) place: Arc<str>,
+    pub(crate) changes: Changes,
 }
 
 impl std::fmt::Debug for S3Storage {
@@ -194,7 +150,30 @@ impl S3Storage {
                 format!("{}/", cfg.prefix)
             },
             place: place.into(),
+            changes: Changes::default(),
         })
+    }
+
+    /// Emits a change once `result` says it landed. An object store answers
+    /// no inode: versions carry sizes where the call knew them, and a moved
+    /// or replaced object's former version is not fetched for the stream.
+    fn emit_if_ok<T>(
+        &self,
+        result: &Result<T, StorageError>,
+        kind: ChangeKind,
+        key: &RelPath,
+        before: Option<Version>,
+        after: Option<Version>,
+    ) {
+        if result.is_ok() {
+            self.changes
+                .emit(Change::new(kind, key.clone(), before, after));
+        }
+    }
+
+    /// The stream of changes made through this storage (every clone of it).
+    pub fn changes(&self) -> &Changes {
+        &self.changes
     }
 
     /// Where this storage points, for logs and errors.
@@ -462,7 +441,7 @@ impl Storage for S3Storage {
         if !matches!(self.dir_state(key).await?, DirState::Absent) {
             return Err(StorageError::Conflict("a directory exists at this path"));
         }
-        Ok(S3Upload::new(self.clone(), path, PART_SIZE))
+        Ok(S3Upload::of_file(self.clone(), path, key))
     }
 
     async fn list(&self, key: &RelPath) -> Result<S3Listing, StorageError> {
@@ -493,18 +472,38 @@ impl Storage for S3Storage {
                 )),
                 DirState::Empty {
                     slash_marker: false,
-                } => self
-                    .store
-                    .delete(&self.folder_marker(key)?)
-                    .await
-                    .map_err(|e| self.error(e)),
+                } => {
+                    let gone = self
+                        .store
+                        .delete(&self.folder_marker(key)?)
+                        .await
+                        .map_err(|e| self.error(e));
+                    let before = Some(Version::folder());
+                    self.emit_if_ok(&gone, ChangeKind::Deleted, key, before, None);
+                    gone
+                }
             };
         }
-        self.store.delete(&path).await.map_err(|e| self.error(e))
+        let gone = self.store.delete(&path).await.map_err(|e| self.error(e));
+        let before = Version {
+            folder: false,
+            size: 0,
+            id: None,
+        };
+        self.emit_if_ok(&gone, ChangeKind::Deleted, key, Some(before), None);
+        gone
     }
 
     async fn mkdir(&self, key: &RelPath) -> Result<(), StorageError> {
-        self.make_folder(key).await
+        let made = self.make_folder(key).await;
+        self.emit_if_ok(
+            &made,
+            ChangeKind::Created,
+            key,
+            None,
+            Some(Version::folder()),
+        );
+        made
     }
 
     async fn rename(
@@ -513,7 +512,14 @@ impl Storage for S3Storage {
         to: &RelPath,
         overwrite: bool,
     ) -> Result<Written, StorageError> {
-        self.move_key(from, to, overwrite).await
+        let moved = self.move_key(from, to, overwrite).await;
+        let kind = ChangeKind::Moved { from: from.clone() };
+        self.emit_if_ok(&moved, kind, to, None, None);
+        moved
+    }
+
+    fn changes(&self) -> Option<&Changes> {
+        Some(&self.changes)
     }
 
     async fn dead_props(&self, key: &RelPath) -> Result<Option<Vec<u8>>, StorageError> {

@@ -32,6 +32,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use wirespeed_resumable::{UploadId, UploadState};
 
 use super::{file_meta, DirState, S3Storage, PART_SIZE};
+use crate::changes::{Change, ChangeKind, Version};
 use crate::partial::{PartialData, PartialUploads, UPLOADS_DIR};
 use crate::{CommitCheck, StorageError, Written};
 use wirespeed_path::{parse_request_path, RelPath};
@@ -236,6 +237,7 @@ impl PartialUploads for S3Storage {
             }
         }
         data.load_tail().await?;
+        let size = data.size().await?;
         let last = data.buf.take().unwrap_or_default();
         if !last.is_empty() {
             data.send_part(last.freeze()).await?;
@@ -268,6 +270,22 @@ impl PartialUploads for S3Storage {
         if let Err(e) = self.delete_upload_objects(id).await {
             tracing::warn!(%id, error = %e, "could not remove a finished upload's record");
         }
+        let after = Version {
+            folder: false,
+            size,
+            id: None,
+        };
+        let before = current.as_ref().map(|m| Version {
+            folder: false,
+            size: m.size,
+            id: None,
+        });
+        let kind = match before {
+            Some(_) => ChangeKind::Replaced,
+            None => ChangeKind::Created,
+        };
+        self.changes
+            .emit(Change::new(kind, key.clone(), before, Some(after)));
         Ok(if current.is_some() {
             Written::Replaced
         } else {

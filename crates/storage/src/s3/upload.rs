@@ -12,9 +12,11 @@ use object_store::{
 use tokio::task::JoinSet;
 
 use super::object::SHA256_KEY;
-use super::{file_meta, S3Storage, PARTS_IN_FLIGHT};
+use super::{file_meta, S3Storage, PARTS_IN_FLIGHT, PART_SIZE};
+use crate::changes::{Change, ChangeKind, Version};
 use crate::digest_store::hex as to_hex;
 use crate::{CommitCheck, StorageError, Upload, Written};
+use wirespeed_path::RelPath;
 
 /// An object being written (see the module doc).
 pub struct S3Upload {
@@ -38,6 +40,9 @@ pub struct S3Upload {
     expected: Option<[u8; 32]>,
     /// WebDAV dead properties to store with the object (`props.rs`).
     pub(super) dav: Option<String>,
+    /// The file's name, for the change a commit emits (`None`: an object
+    /// of the server's own, such as properties).
+    key: Option<RelPath>,
 }
 
 impl S3Upload {
@@ -55,7 +60,16 @@ impl S3Upload {
             check: None,
             expected: None,
             dav: None,
+            key: None,
         }
+    }
+
+    /// An upload of the file at `key`, which emits its change when it lands
+    /// (the property objects written through [`new`](Self::new) emit none).
+    pub(super) fn of_file(storage: S3Storage, path: ObjPath, key: &RelPath) -> S3Upload {
+        let mut up = S3Upload::new(storage, path, PART_SIZE);
+        up.key = Some(key.clone());
+        up
     }
 
     fn attributes(&self, sum: Option<&[u8; 32]>) -> Attributes {
@@ -228,7 +242,23 @@ impl Upload for S3Upload {
 
     async fn commit(mut self, sha256: Option<[u8; 32]>) -> Result<Written, StorageError> {
         match self.finish(sha256).await {
-            Ok(w) => Ok(w),
+            Ok(w) => {
+                if let Some(key) = self.key.take() {
+                    let after = Version {
+                        folder: false,
+                        size: self.written,
+                        id: None,
+                    };
+                    let kind = match w {
+                        Written::Replaced => ChangeKind::Replaced,
+                        Written::Created => ChangeKind::Created,
+                    };
+                    self.storage
+                        .changes
+                        .emit(Change::new(kind, key, None, Some(after)));
+                }
+                Ok(w)
+            }
             Err(e) => {
                 self.abort_now().await;
                 Err(e)
