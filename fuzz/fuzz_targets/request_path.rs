@@ -3,7 +3,7 @@
 //! segment, and its canonical URL parses back to the same path.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use wirespeed_service::path::parse_request_path;
+use wirespeed_path::parse_request_path;
 
 fuzz_target!(|data: &[u8]| {
     let raw = String::from_utf8_lossy(data);
