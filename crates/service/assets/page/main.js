@@ -13,6 +13,7 @@ import { buildTable, load, render, setupTable, takeServerRows } from './listing.
 import { openMenu, setupMenus } from './menus.js';
 import { setupUser, signIn } from './signin.js';
 import { setupBar } from './toolbar.js';
+import { prepareResume } from './tus.js';
 
 const root = doc.documentElement;
 
@@ -28,6 +29,7 @@ async function init() {
     setupBar();
     setupDrop();
     setupUser();
+    prepareResume();
     window.wirespeedReadyAt = performance.now();
     root.dataset.ready = '1';
     return;
@@ -36,7 +38,10 @@ async function init() {
   setupTable(openMenu);
   setupMenus();
   setupBar();
-  if (canWrite) setupDrop();
+  if (canWrite) {
+    setupDrop();
+    prepareResume();
+  }
   setupUser();
   if (locked && users) {
     // A path that needs a user: sign in, then ask again with the cookie.

@@ -33,6 +33,18 @@ function tusClient() {
   return library;
 }
 
+/** With an unfinished upload remembered here (a reload cut it), fetch the
+ * library now: choosing the file again then resumes at once. */
+export function prepareResume() {
+  let pending = false;
+  try {
+    for (let i = 0; i < localStorage.length && !pending; i++) pending = localStorage.key(i).startsWith('tus::');
+  } catch (_) {
+    return; // no storage: nothing to resume
+  }
+  if (pending) tusClient().catch(() => {});
+}
+
 /** Send `it.file` through tus; `onProgress(bytes)` as it goes. Resolves
  * true when stored, false when this server has no resumable routes (then
  * send it plainly); rejects on a failure. */
