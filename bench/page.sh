@@ -2,7 +2,8 @@
 # bench/page.sh — the folder page's first load on a 10,000-entry folder in
 # headless Chromium: navigation start to the `load` event, to the table shown
 # (the script built it with its first rows: `window.wirespeedFirstRowsAt`)
-# and to every row being in it (`window.wirespeedReadyAt`).
+# and to every row being in it (`window.wirespeedReadyAt`); then the bytes a
+# first load moves (bench/page_weight.py: the HTML, style sheet, scripts).
 #
 #   bash bench/page.sh                 # ENTRIES=10000, RUNS=10
 #   ENTRIES=1000 RUNS=3 bash bench/page.sh
@@ -36,3 +37,4 @@ URL=$(wait_listening "$W/serve.out")/
 bytes=$(curl -s -H 'Accept: text/html' "$URL" | wc -c)
 log "$ENTRIES entries, page $bytes bytes, $RUNS runs, $(/usr/bin/chromium --version 2>/dev/null | head -c 40)"
 python3 "$REPO/bench/page_load.py" "$URL" "$RUNS" "$ENTRIES"
+python3 "$REPO/bench/page_weight.py" "$URL" | tail -1

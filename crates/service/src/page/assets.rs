@@ -7,12 +7,44 @@ use std::sync::OnceLock;
 use sha2::{Digest, Sha256};
 use wirespeed_net::{Error, Exchange, Handler, Response};
 
-/// (name, content type, bytes) of every asset.
+const JS: &str = "text/javascript; charset=utf-8";
+
+/// A JavaScript asset: `assets/<name>`.
+macro_rules! js {
+    ($name:literal) => {
+        ($name, JS, include_bytes!(concat!("../../assets/", $name)))
+    };
+}
+
+/// (name, content type, bytes) of every asset. `page.js` is the loader the
+/// page's `<script>` names; the page itself is the modules under `page/`
+/// (see [`MODULE_DIR`]); `vendor/` holds libraries served as they came.
 const FILES: &[(&str, &str, &[u8])] = &[
+    js!("page.js"),
+    js!("page/main.js"),
+    js!("page/context.js"),
+    js!("page/dom.js"),
+    js!("page/dialogs.js"),
+    js!("page/api.js"),
+    js!("page/signin.js"),
+    js!("page/listing.js"),
+    js!("page/selection.js"),
+    js!("page/downloads.js"),
+    js!("page/menus.js"),
+    js!("page/actions.js"),
+    js!("page/share.js"),
+    js!("page/links.js"),
+    js!("page/toolbar.js"),
+    js!("page/drop.js"),
+    js!("page/upload.js"),
+    js!("page/transfer.js"),
+    js!("page/tus.js"),
+    // tus-js-client's browser build, fetched on the first large upload.
+    js!("vendor/tus.min.js"),
     (
-        "page.js",
-        "text/javascript; charset=utf-8",
-        include_bytes!("../../assets/page.js"),
+        "vendor/tus-js-client.LICENSE",
+        "text/plain; charset=utf-8",
+        include_bytes!("../../assets/vendor/tus-js-client.LICENSE"),
     ),
     (
         "page.css",
@@ -26,6 +58,19 @@ const FILES: &[(&str, &str, &[u8])] = &[
     ),
     FAVICON,
 ];
+
+/// Where the page's modules are: every one is preloaded with the page
+/// (`<link rel="modulepreload">`), so that the imports do not wait for
+/// each other.
+const MODULE_DIR: &str = "page/";
+
+/// The names of the page's modules, `main.js` first.
+pub fn modules() -> impl Iterator<Item = &'static str> {
+    FILES
+        .iter()
+        .map(|(name, _, _)| *name)
+        .filter(|name| name.starts_with(MODULE_DIR))
+}
 
 /// Answered at `/favicon.ico` when the served folder has none.
 pub const FAVICON: (&str, &str, &[u8]) = (

@@ -387,6 +387,19 @@ fn html_begin(
     next: Option<&str>,
     nonce: Option<&str>,
 ) {
+    // The loader's modules, fetched at once rather than import by import
+    // (each tag carries the nonce: the policy admits nothing else).
+    let preload: String = match nonce {
+        Some(n) => crate::page::assets::modules()
+            .map(|m| {
+                format!(
+                    "<link rel=\"modulepreload\" href=\"{}\" nonce=\"{n}\">",
+                    crate::page::assets::url(m)
+                )
+            })
+            .collect(),
+        None => String::new(),
+    };
     let nonce = nonce.map_or(String::new(), |n| format!(" nonce=\"{n}\""));
     // Folders above `rights.top` (a share link's own folder) are names,
     // not links: the link does not reach them.
@@ -482,7 +495,7 @@ What this folder holds is not shown.</p>\n"
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
 <meta name=\"color-scheme\" content=\"light dark\"><title>Index of {title}</title>\
 <link rel=\"icon\" href=\"{icon}\" type=\"image/svg+xml\"><link rel=\"stylesheet\" href=\"{css}\">\
-<script src=\"{js}\"{nonce} defer></script></head><body{state} data-can=\"{can}\">\n\
+<script src=\"{js}\"{nonce} defer></script>{preload}</head><body{state} data-can=\"{can}\">\n\
 <header><nav class=\"crumbs\" aria-label=\"Folder\">{crumbs}<span class=\"sep\">/</span></nav>\
 <h1>Index of {title}</h1>{signin}</header>\n\
 <div class=\"bar\" id=\"bar\">{form}</div>\n{note}\

@@ -524,6 +524,53 @@ def no_js(browser):
     p.close()
 
 
+@check("modules: the page's ES modules all load under the nonce-only policy; tus-js-client is served by us, fetched for a large upload")
+def modules(browser):
+    # Chromium logs the refusal of the stored script.
+    p = Page(browser, None, allowed=("mods/stored.js",))
+    p.page.add_init_script("""window.wsViolations = [];
+        document.addEventListener('securitypolicyviolation', (e) => window.wsViolations.push(e.blockedURI));""")
+    loaded = {}
+    p.page.on("response", lambda r: loaded.__setitem__(r.url, (r.status, r.headers.get("content-type", ""))))
+    p.goto(args.base)
+    preloads = p.page.eval_on_selector_all("link[rel=modulepreload]", "els => els.map(e => e.href)")
+    assert any(u.endswith("/page/main.js") for u in preloads), preloads
+    assert len(preloads) >= 10, f"one module per concern: {preloads}"
+    for u in preloads:
+        assert u.startswith(args.base + "-/assets/"), u
+        assert loaded.get(u, (0, ""))[0] == 200, (u, loaded.get(u))
+        assert loaded[u][1].startswith("text/javascript"), (u, loaded[u])
+    assert not any("/vendor/" in u for u in loaded), "tus-js-client fetched before any upload"
+    # The policy still admits no script by origin: one stored here is refused.
+    (Path(args.root) / "mods").mkdir(exist_ok=True)
+    (Path(args.root) / "mods" / "stored.js").write_text("window.wsStored = 1;\n")
+    p.page.evaluate("""() => new Promise((done) => {
+        const s = document.createElement('script');
+        s.src = '/mods/stored.js';
+        s.onload = s.onerror = done;
+        document.head.append(s);
+    })""")
+    assert p.page.evaluate("window.wsStored") is None, "a stored script ran"
+    assert p.page.evaluate("window.wsViolations").count(args.base + "mods/stored.js") == 1
+    # A large file goes through tus-js-client, from this server.
+    p.page.goto(args.base + "mods/")
+    p.page.wait_for_selector("html[data-ready='1']")
+    tus_requests = []
+    p.page.on("request", lambda r: "/-/uploads/" in r.url and tus_requests.append(r.headers))
+    src = Path(args.work) / "big.bin"
+    p.page.set_input_files("#files", str(src))
+    expect(p.page.locator("#uploads li.done")).to_have_count(1, timeout=60_000)
+    assert digest(Path(args.root) / "mods" / "big.bin") == digest(src), "bytes differ"
+    vendor = [u for u in loaded if "/vendor/" in u]
+    assert len(vendor) == 1 and vendor[0].startswith(args.base + "-/assets/"), vendor
+    assert loaded[vendor[0]][0] == 200, loaded[vendor[0]]
+    assert p.page.evaluate("typeof window.tus.Upload") == "function", "not tus-js-client"
+    assert tus_requests and all(h.get("tus-resumable") == "1.0.0" and h.get("x-wirespeed-page") == "1"
+                                and h.get("x-oc-mtime") for h in tus_requests), tus_requests
+    assert p.page.evaluate("window.wsViolations") == [], p.page.evaluate("window.wsViolations")
+    p.close()
+
+
 def main():
     global args
     ap = argparse.ArgumentParser()
