@@ -96,6 +96,38 @@ pub const DEFAULT_EXPIRY: u64 = 7 * 24 * 3600;
 /// Thirty days, the default longest expiry.
 pub const DEFAULT_MAX_EXPIRY: u64 = 30 * 24 * 3600;
 
+/// A link's lifetime for people, in the units `--expires` and
+/// `--share-max-expiry` are written in, largest first and at most two of them: `30 days`,
+/// `1 week 2 days`, `2 hours 30 minutes`, `90 seconds` → `1 minute 30
+/// seconds`. A limit said in raw seconds (2592000) makes people count
+/// digits.
+pub fn human_duration(secs: u64) -> String {
+    const UNITS: [(u64, &str); 5] = [
+        (604_800, "week"),
+        (86_400, "day"),
+        (3_600, "hour"),
+        (60, "minute"),
+        (1, "second"),
+    ];
+    if secs == 0 {
+        return "0 seconds".to_string();
+    }
+    let (mut rest, mut parts) = (secs, Vec::new());
+    for (size, name) in UNITS {
+        // Whole weeks only when no days are left over: `30 days` reads
+        // better than `4 weeks 2 days`.
+        if size == 604_800 && rest % size != 0 {
+            continue;
+        }
+        let n = rest / size;
+        if n > 0 && parts.len() < 2 {
+            parts.push(format!("{n} {name}{}", if n == 1 { "" } else { "s" }));
+            rest %= size;
+        }
+    }
+    parts.join(" ")
+}
+
 impl Shares {
     /// Links signed with `key`; the table kept in `table_file` (read now
     /// if it exists) when given.
@@ -359,6 +391,19 @@ pub fn from_query(query: Option<&str>) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_for_people() {
+        assert_eq!(human_duration(30 * 86_400), "30 days");
+        assert_eq!(human_duration(604_800), "1 week");
+        assert_eq!(human_duration(14 * 86_400), "2 weeks");
+        assert_eq!(human_duration(9_000), "2 hours 30 minutes");
+        assert_eq!(human_duration(90), "1 minute 30 seconds");
+        assert_eq!(human_duration(1), "1 second");
+        assert_eq!(human_duration(0), "0 seconds");
+        assert_eq!(human_duration(86_400 + 3_600 + 1), "1 day 1 hour");
+        assert_eq!(human_duration(u64::MAX).split(' ').count(), 4);
+    }
     use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
     use base64::Engine as _;
     use wirespeed_path::parse_request_path as p;

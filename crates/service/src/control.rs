@@ -23,7 +23,10 @@ impl Handler for Health {
 /// `/-/assets/…`, `/-/shares/…` when share links are on, `/-/session` when
 /// users sign in, and `/-/metrics`
 /// when `cfg.metrics` is set.
-pub(crate) fn control_routes(cfg: &ServiceConfig) -> Router {
+pub(crate) fn control_routes(
+    cfg: &ServiceConfig,
+    files: std::sync::Arc<dyn crate::shares::Probe>,
+) -> Router {
     let router = Router::new().route(&["GET"], "/-/health", Health).route(
         &["GET"],
         "/-/assets/*",
@@ -35,6 +38,7 @@ pub(crate) fn control_routes(cfg: &ServiceConfig) -> Router {
                 cfg: cfg.clone(),
                 policy: cfg.policy(),
                 shares: shares.clone(),
+                files: files.clone(),
             };
             let methods = ["GET", "POST", "DELETE"];
             router

@@ -183,11 +183,27 @@ fn path_error(e: crate::path::PathError, method: &str) -> Error {
     Error::status(e.status(), e.to_string())
 }
 
+/// [`FileRoutes`] held with the share routes, which ask its storage what
+/// a path names before minting a link to it.
+pub struct SharedFileRoutes<S>(pub Arc<FileRoutes<S>>);
+
+impl<S: Storage> Handler for SharedFileRoutes<S> {
+    async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
+        self.0.handle(ex).await
+    }
+}
+
+impl<S: Storage> crate::shares::Probe for FileRoutes<S> {
+    fn kind<'a>(&'a self, key: &'a RelPath) -> crate::shares::KindFuture<'a> {
+        Box::pin(async move { self.files.parts().0.stat(key).await.map(|m| m.kind) })
+    }
+}
+
 /// [`FileRoutes`] with IETF resumable creation in front: a `PUT`/`POST`
 /// carrying `Upload-Complete` (interop version 8) becomes an upload
 /// resource; `OPTIONS` answers `Upload-Limit`; everything else goes on.
 pub struct FileRoutesWithUploads<S> {
-    pub routes: FileRoutes<S>,
+    pub routes: Arc<FileRoutes<S>>,
     pub uploads: Arc<Uploads<S>>,
 }
 

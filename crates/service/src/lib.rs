@@ -109,10 +109,11 @@ const FILE_METHODS: [&str; 12] = [
 /// file (`path.rs` answers any `/-/…` path, even percent-encoded, as missing:
 /// no stored file hides behind a control path).
 pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
-    control::control_routes(&cfg).route(
+    let files = std::sync::Arc::new(front_door::FileRoutes::new(storage, cfg.clone()));
+    control::control_routes(&cfg, files.clone()).route(
         &FILE_METHODS,
         "/*",
-        front_door::FileRoutes::new(storage, cfg),
+        front_door::SharedFileRoutes(files),
     )
 }
 
@@ -125,7 +126,8 @@ pub fn router_with_uploads<S: Storage + PartialUploads + Clone>(
     ucfg: UploadsConfig,
 ) -> (Router, std::sync::Arc<Uploads<S>>) {
     let uploads = std::sync::Arc::new(Uploads::new(storage.clone(), cfg.clone(), ucfg));
-    let router = control::control_routes(&cfg)
+    let files = std::sync::Arc::new(front_door::FileRoutes::new(storage, cfg.clone()));
+    let router = control::control_routes(&cfg, files.clone())
         .route(
             &["OPTIONS", "POST", "HEAD", "PATCH", "DELETE"],
             resumable::UPLOADS_PREFIX_ROUTE,
@@ -135,7 +137,7 @@ pub fn router_with_uploads<S: Storage + PartialUploads + Clone>(
             &FILE_METHODS,
             "/*",
             front_door::FileRoutesWithUploads {
-                routes: front_door::FileRoutes::new(storage, cfg),
+                routes: files,
                 uploads: uploads.clone(),
             },
         );

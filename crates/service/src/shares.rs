@@ -5,14 +5,17 @@
 //! there (`r`, or `w` for an upload link), asked of the one policy
 //! through `respond::admit`.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use wirespeed_net::{Error, Exchange, Handler, Response};
 
 use crate::path::{parse_request_path, RelPath};
-use crate::policy::shares::{Live, DEFAULT_EXPIRY};
+use crate::policy::shares::{human_duration, Live, DEFAULT_EXPIRY};
 use crate::policy::{Action, Principal, Rights, Shares};
 use crate::respond::admit;
+use crate::storage::{Kind, StorageError};
 use crate::{Policy, ServiceConfig};
 
 /// The route prefix.
@@ -22,6 +25,17 @@ pub struct ShareRoutes {
     pub cfg: ServiceConfig,
     pub policy: Policy,
     pub shares: Arc<Shares>,
+    /// What a path names, asked before a link to it is minted.
+    pub files: Arc<dyn Probe>,
+}
+
+/// The answer of [`Probe::kind`].
+pub type KindFuture<'a> = Pin<Box<dyn Future<Output = Result<Kind, StorageError>> + Send + 'a>>;
+
+/// The one storage question share links ask: what is at a path. Object
+/// safe, so the control routes need not know the storage's type.
+pub trait Probe: Send + Sync + 'static {
+    fn kind<'a>(&'a self, key: &'a RelPath) -> KindFuture<'a>;
 }
 
 fn query_value<'a>(query: Option<&'a str>, name: &str) -> Option<&'a str> {
@@ -163,23 +177,62 @@ impl ShareRoutes {
                 "an upload link is for a folder: end the URL with /",
             ));
         }
+        let max = self.shares.max_expiry;
         let secs = match query_value(ex.query(), "expires") {
-            None => DEFAULT_EXPIRY.min(self.shares.max_expiry),
-            Some(v) => v
-                .parse::<u64>()
-                .ok()
-                .filter(|s| (1..=self.shares.max_expiry).contains(s))
-                .ok_or_else(|| {
-                    Error::status(
+            None => DEFAULT_EXPIRY.min(max),
+            Some(v) => match v.parse::<u64>() {
+                Ok(s) if (1..=max).contains(&s) => s,
+                Ok(s) if s > max => {
+                    return Err(Error::status(
                         400,
                         format!(
-                            "expires must be 1 to {} seconds (serve --share-max-expiry)",
-                            self.shares.max_expiry
+                            "a link may live at most {} on this server (serve \
+                             --share-max-expiry); ask for less",
+                            human_duration(max)
                         ),
-                    )
-                })?,
+                    ))
+                }
+                _ => {
+                    return Err(Error::status(
+                        400,
+                        "expires must be a whole number of seconds, at least 1",
+                    ))
+                }
+            },
         };
         let path = key.to_url(folder);
+        // A link to nothing is a typo handed out (and an upload link would
+        // make a folder its minter never meant). Saying what is there
+        // tells the minter no more than they may learn already: they read
+        // here (a GET), or for an upload link write here (MKCOL answers
+        // whether the folder exists).
+        match self.files.kind(key).await {
+            Ok(Kind::Dir) if !folder => {
+                return Err(Error::status(
+                    409,
+                    format!("{path} is a folder: end the URL with / to share it and all it holds"),
+                ))
+            }
+            Ok(Kind::File) if folder => {
+                return Err(Error::status(
+                    404,
+                    format!("no folder {path} to share (a file has that name: drop the /)"),
+                ))
+            }
+            Ok(_) => {}
+            Err(StorageError::NotFound | StorageError::NotDir) => {
+                let hint = if upload {
+                    ": create the folder first (the page's New folder, or WebDAV MKCOL)"
+                } else {
+                    ""
+                };
+                return Err(Error::status(
+                    404,
+                    format!("nothing at {path} to share{hint}"),
+                ));
+            }
+            Err(e) => return Err(crate::answers::storage_answer(e)),
+        }
         let (grant, token) = self
             .shares
             .mint(&path, needs, secs, by, now())

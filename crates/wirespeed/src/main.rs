@@ -82,7 +82,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve DIR over HTTP: GET/HEAD files and listings, PUT/POST uploads, DELETE.
-    #[command(long_about = serve::LONG_ABOUT)]
+    #[command(long_about = serve::LONG_ABOUT, after_help = serve::AFTER_HELP)]
     Serve(Box<serve::ServeArgs>),
     /// Measure end to end: `load URL` (byte-verifying load generator), `json-stream`.
     Bench(bench::BenchArgs),

@@ -23,7 +23,7 @@ mod tls;
 mod users;
 
 use flags::Switch;
-pub use flags::{ServeArgs, LONG_ABOUT};
+pub use flags::{ServeArgs, AFTER_HELP, LONG_ABOUT};
 use target::Target;
 
 /// The storage, before (a bucket's settings) and after (the checked bucket)

@@ -253,6 +253,98 @@ fn help_describes_each_client_command() {
     }
 }
 
+/// Each subcommand's `--help` lists only flags that do something there:
+/// `ls`, `share` and `rm` move no file bodies (no `--buffer-size`), and
+/// `ls` and `share` draw no bar (no `-q`).
+#[test]
+fn help_lists_only_flags_that_act() {
+    let flag = |help: &str, f: &str| help.lines().any(|l| l.trim_start().contains(f));
+    for (cmd, absent, present) in [
+        (
+            "ls",
+            &["--buffer-size", "--quiet"][..],
+            &["--json", "--cacert", "--user"][..],
+        ),
+        (
+            "share",
+            &["--buffer-size", "--quiet"],
+            &["--expires", "--cacert", "--user"],
+        ),
+        (
+            "rm",
+            &["--buffer-size"],
+            &["--quiet", "--recursive", "--token"],
+        ),
+        (
+            "get",
+            &[],
+            &["--buffer-size", "--quiet", "--json", "--cacert"],
+        ),
+        (
+            "put",
+            &[],
+            &["--buffer-size", "--quiet", "--json", "--cacert"],
+        ),
+        (
+            "passwd",
+            &["--buffer-size", "--quiet", "--token"],
+            &["NAME"],
+        ),
+    ] {
+        let (code, out, _) = run(&[cmd, "--help"], &[]);
+        assert_eq!(code, Some(0));
+        for f in absent {
+            assert!(!flag(&out, f), "{cmd} --help lists {f}: {out}");
+        }
+        for f in present {
+            assert!(flag(&out, f), "{cmd} --help lacks {f}: {out}");
+        }
+    }
+    // Not listed and not taken either: clap says so.
+    let (code, _, err) = run(&["ls", "--buffer-size", "1M", "http://127.0.0.1:9/"], &[]);
+    assert_eq!(code, Some(2), "{err}");
+}
+
+/// `serve --help` ends with examples of the common setups, and
+/// `wirespeed --help` gives each subcommand its one line.
+#[test]
+fn serve_help_has_examples_and_the_top_help_names_each_subcommand() {
+    let (code, out, _) = run(&["serve", "--help"], &[]);
+    assert_eq!(code, Some(0));
+    let examples = out
+        .split("Examples:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{out}"));
+    for setup in [
+        "wirespeed serve ~/shared -l 0.0.0.0:8080",
+        "--auth users.toml",
+        "--tls-self-signed",
+        "s3://",
+        "--trusted-proxy",
+    ] {
+        assert!(examples.contains(setup), "no {setup} example: {examples}");
+    }
+    let (code, out, _) = run(&["--help"], &[]);
+    assert_eq!(code, Some(0));
+    for cmd in [
+        "serve",
+        "bench",
+        "put",
+        "get",
+        "ls",
+        "rm",
+        "share",
+        "passwd",
+        "completions",
+    ] {
+        let line = out
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{cmd} ")))
+            .unwrap_or_else(|| panic!("{cmd} not listed: {out}"));
+        assert!(line.len() > cmd.len() + 12, "{cmd} has no purpose: {line}");
+    }
+}
+
 /// An empty token would leave writes open without a word: `serve` refuses
 /// to start, whether it came from the flag or the environment.
 #[test]

@@ -2,6 +2,7 @@
 //! `--parallel` at a time, and telling a per-file failure from one that
 //! dooms the rest.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Component, Path, PathBuf};
 
@@ -117,35 +118,34 @@ pub fn only_this_file(e: &Error) -> bool {
 
 /// Run `job` over `items`, `parallel` at a time, in order of start. After
 /// an error for which `only_this_file` is false no new job starts (the
-/// running ones finish). Returns each started item's result.
-pub async fn run_parallel<T, R, F, Fut>(
-    items: Vec<T>,
-    parallel: usize,
-    job: F,
-) -> Vec<(String, Result<R, Error>)>
+/// running ones finish). Each started item's label and result go to `done`
+/// as it finishes (not kept: a tree's million results are said, not held).
+pub async fn run_parallel<T, L, R, F, Fut, D>(items: Vec<T>, parallel: usize, job: F, mut done: D)
 where
     T: Send + 'static,
     R: Send + 'static,
-    F: Fn(T) -> (String, Fut),
+    F: Fn(T) -> (L, Fut),
     Fut: Future<Output = Result<R, Error>> + Send + 'static,
+    D: FnMut(L, Result<R, Error>),
 {
     let mut set = tokio::task::JoinSet::new();
+    // Labels stay here, so a task that panicked is still named.
+    let mut labels = HashMap::new();
     let mut items = items.into_iter();
-    let mut out = Vec::new();
     let mut stop = false;
     loop {
         while !stop && set.len() < parallel.max(1) {
             let Some(item) = items.next() else { break };
             let (label, fut) = job(item);
-            set.spawn(async move { (label, fut.await) });
+            labels.insert(set.spawn(fut).id(), label);
         }
-        let Some(done) = set.join_next().await else {
+        let Some(finished) = set.join_next_with_id().await else {
             break;
         };
-        let (label, result) = match done {
+        let (id, result) = match finished {
             Ok(r) => r,
             Err(e) => (
-                "a transfer".to_string(),
+                e.id(),
                 Err(Error::Io {
                     context: "a transfer task failed",
                     source: std::io::Error::other(e.to_string()),
@@ -157,9 +157,10 @@ where
                 stop = true;
             }
         }
-        out.push((label, result));
+        if let Some(label) = labels.remove(&id) {
+            done(label, result);
+        }
     }
-    out
 }
 
 /// The local path of `rel` below `base`, or None unless every name in

@@ -11,7 +11,8 @@ use clap::Args;
 use wirespeed_client::transfer::{self, DownloadOptions, DownloadReport};
 use wirespeed_client::{url::decode, Client, Error, Url};
 
-use super::put::{files_rate, report_failures};
+use super::json_lines::{FileLine, JsonLines, Status};
+use super::report::{chain, files_rate, report_failures};
 use super::{
     client, folder, get_tree, interrupt, notice, progress, runtime, total_progress, url,
     ClientOpts, ParallelOpts, RetryOpts, WalkOpts,
@@ -108,6 +109,11 @@ pub struct GetArgs {
     /// the download instead.
     #[arg(long)]
     pub no_mtime: bool,
+    /// Say what became of each file as JSON Lines on stdout, one line per
+    /// file as it is done, then a summary line (docs/client.md); errors
+    /// stay on stderr. Not with -o - (the file is stdout then).
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub parallel: ParallelOpts,
     #[command(flatten)]
@@ -221,8 +227,8 @@ pub fn get(args: GetArgs) -> anyhow::Result<()> {
         let [target] = targets.as_slice() else {
             bail!("-o - (stdout) takes one URL");
         };
-        if args.recursive || args.resume {
-            bail!("-o - (stdout) cannot be used with -r or --continue");
+        if args.recursive || args.resume || args.json {
+            bail!("-o - (stdout) cannot be used with -r, --continue or --json");
         }
         let mut out = tokio::io::stdout();
         // The bytes go to stdout; the bar, if stderr is a terminal, to stderr.
@@ -237,17 +243,26 @@ pub fn get(args: GetArgs) -> anyhow::Result<()> {
         result.with_context(|| format!("downloading {target} to stdout"))?;
         return Ok(());
     }
+    let mut json = JsonLines::new(args.json, Status::Saved);
     if let Some(format) = &args.archive {
         let [target] = targets.as_slice() else {
             bail!("--archive takes one folder URL");
         };
-        return get_archive(&args, &client, &rt, target, format, output.as_deref());
+        return get_archive(
+            &args,
+            &client,
+            &rt,
+            target,
+            format,
+            output.as_deref(),
+            &mut json,
+        );
     }
     if args.recursive {
-        return get_tree::get_folders(&args, &client, &rt, &targets, output.as_deref());
+        return get_tree::get_folders(&args, &client, &rt, &targets, output.as_deref(), &mut json);
     }
     if let [target] = targets.as_slice() {
-        return get_one(&args, &client, &rt, target, output.as_deref());
+        return get_one(&args, &client, &rt, target, output.as_deref(), &mut json);
     }
     let dir = output.unwrap_or_else(|| PathBuf::from("."));
     if names_a_folder(&dir) && !dir.is_dir() {
@@ -273,7 +288,7 @@ pub fn get(args: GetArgs) -> anyhow::Result<()> {
             size: 0,
         });
     }
-    run_jobs(&args, &client, &rt, jobs, true, &dir)
+    run_jobs(&args, &client, &rt, jobs, true, &dir, &mut json)
 }
 
 fn get_one(
@@ -282,13 +297,20 @@ fn get_one(
     rt: &tokio::runtime::Runtime,
     target: &Url,
     output: Option<&Path>,
+    json: &mut JsonLines,
 ) -> anyhow::Result<()> {
     let dest = destination(target, output)?;
     check_parent(&dest)?;
+    let url = target.to_string();
+    let mut line = FileLine::new(&dest, &url, 0, Status::Saved);
     if args.no_clobber && dest.exists() {
         if !args.opts.quiet {
             eprintln!("{} exists, not replaced (--no-clobber)", dest.display());
         }
+        line.status = Status::Exists;
+        line.bytes = std::fs::metadata(&dest).map_or(0, |m| m.len());
+        json.file(line);
+        json.finish(&url, 1);
         return Ok(());
     }
     let p = progress(&args.opts, "get");
@@ -306,6 +328,13 @@ fn get_one(
         &again,
     );
     p.finish();
+    if let Err(e) = &result {
+        line.status = Status::Failed;
+        line.why = Some(chain(e));
+        json.file(line);
+        json.finish(&url, 1);
+        line = FileLine::new(&dest, &url, 0, Status::Saved);
+    }
     let rep = result.with_context(|| {
         let part = transfer::part_path(&dest);
         let keep = if part.exists() {
@@ -318,6 +347,13 @@ fn get_one(
         };
         format!("downloading {target} to {}{keep}", dest.display())
     })?;
+    line.bytes = rep.bytes;
+    line.verified = Some(rep.verified);
+    if rep.already_complete {
+        line.status = Status::Unchanged;
+    }
+    json.file(line);
+    json.finish(&url, 1);
     if rep.already_complete {
         if !args.opts.quiet {
             eprintln!(
@@ -328,7 +364,7 @@ fn get_one(
         }
         return Ok(());
     }
-    if !args.opts.quiet {
+    if !args.opts.quiet && !args.json {
         outln!("{}", summary(target, &rep, &p.meter().rate()));
     }
     Ok(())
@@ -342,6 +378,7 @@ fn get_archive(
     target: &Url,
     format: &str,
     output: Option<&Path>,
+    json: &mut JsonLines,
 ) -> anyhow::Result<()> {
     let folder = target.as_folder();
     let name = format!(
@@ -356,7 +393,7 @@ fn get_archive(
     let mut archive = folder.clone();
     archive.target = format!("{}?archive={format}", folder.path());
     let archive = archive.with_share_of(&folder);
-    get_one(args, client, rt, &archive, Some(&output))
+    get_one(args, client, rt, &archive, Some(&output), json)
 }
 
 fn summary(target: &Url, rep: &DownloadReport, rate: &str) -> String {
@@ -385,18 +422,28 @@ pub(super) fn run_jobs(
     jobs: Vec<Job>,
     per_file: bool,
     top: &Path,
+    json: &mut JsonLines,
 ) -> anyhow::Result<()> {
     let quiet = args.opts.quiet;
+    let human = !quiet && !args.json;
     let count = jobs.len();
+    let planned = json.said() + count as u64;
     let (jobs, existing): (Vec<Job>, Vec<Job>) = if args.no_clobber {
         jobs.into_iter().partition(|j| !j.dest.exists())
     } else {
         (jobs, Vec::new())
     };
-    if !quiet && per_file {
-        for j in &existing {
+    for j in &existing {
+        if !quiet && per_file {
             eprintln!("{} exists, not replaced (--no-clobber)", j.dest.display());
         }
+        let bytes = std::fs::metadata(&j.dest).map_or(0, |m| m.len());
+        json.file(FileLine::new(
+            &j.dest,
+            &j.url.to_string(),
+            bytes,
+            Status::Exists,
+        ));
     }
     let started = Instant::now();
     let p = total_progress(&args.opts, "get", jobs.iter().map(|j| j.size).sum());
@@ -410,32 +457,47 @@ pub(super) fn run_jobs(
     };
     let parallel = usize::from(args.parallel.parallel);
     let again = interrupt::rerun_command((!args.recursive).then_some(("--continue", "-c")));
-    let run = folder::run_parallel(jobs, parallel, |job| {
-        let (client, opts) = (client.clone(), opts.clone());
-        let label = job.url.to_string();
-        (label, async move {
-            transfer::download_file(&client, &job.url, &job.dest, &opts)
-                .await
-                .map(|rep| (job.url, rep))
-        })
-    });
-    let results = interrupt::block_on(rt, run, &again);
-    p.finish();
     let (mut saved, mut bytes) = (0usize, 0u64);
     let mut failed: Vec<(String, Error)> = Vec::new();
-    for (label, r) in results {
+    // Per-file lines for URLs named on the command line (a few: kept for
+    // after the bar).
+    let mut lines = Vec::new();
+    let job = |job: Job| {
+        let (client, opts) = (client.clone(), opts.clone());
+        let label = (job.url.clone(), job.dest.clone());
+        (label, async move {
+            transfer::download_file(&client, &job.url, &job.dest, &opts).await
+        })
+    };
+    let done = |(u, dest): (Url, PathBuf), r: Result<DownloadReport, Error>| {
+        let url = u.to_string();
+        let mut line = FileLine::new(&dest, &url, 0, Status::Saved);
         match r {
-            Ok((u, rep)) => {
+            Ok(rep) => {
                 saved += 1;
                 bytes += rep.bytes;
-                if per_file && !quiet {
-                    outln!("{}", summary(&u, &rep, &p.meter().rate()));
+                line.bytes = rep.bytes;
+                line.verified = Some(rep.verified);
+                if per_file && human {
+                    lines.push(summary(&u, &rep, &p.meter().rate()));
                 }
             }
-            Err(e) => failed.push((label, e)),
+            Err(e) => {
+                line.status = Status::Failed;
+                line.why = Some(chain(&e));
+                failed.push((url.clone(), e));
+            }
         }
+        json.file(line);
+    };
+    let run = folder::run_parallel(jobs, parallel, job, done);
+    interrupt::block_on(rt, run, &again);
+    p.finish();
+    for line in lines {
+        outln!("{line}");
     }
-    if !quiet {
+    json.finish(&top.display().to_string(), planned);
+    if human {
         outln!(
             "{saved} of {count} files saved to {} ({}, {}, {})",
             top.display(),
@@ -443,12 +505,12 @@ pub(super) fn run_jobs(
             p.meter().rate(),
             files_rate(saved, started)
         );
-        if !per_file && !existing.is_empty() {
-            eprintln!(
-                "{} files exist and were not replaced (--no-clobber)",
-                existing.len()
-            );
-        }
+    }
+    if !quiet && !per_file && !existing.is_empty() {
+        eprintln!(
+            "{} files exist and were not replaced (--no-clobber)",
+            existing.len()
+        );
     }
     report_failures(failed, count, "download")
 }

@@ -14,6 +14,7 @@ use wirespeed_client::transfer::{self, RemoteEntry};
 use wirespeed_client::{Client, Url};
 
 use super::get::{check_parent, folder_name, run_jobs, GetArgs, Job};
+use super::json_lines::{FileLine, JsonLines, Status};
 use super::{folder, printable};
 
 pub(super) fn get_folders(
@@ -22,6 +23,7 @@ pub(super) fn get_folders(
     rt: &tokio::runtime::Runtime,
     targets: &[Url],
     output: Option<&Path>,
+    json: &mut JsonLines,
 ) -> anyhow::Result<()> {
     let quiet = args.opts.quiet;
     if let Some(d) = output {
@@ -51,10 +53,18 @@ pub(super) fn get_folders(
         let walk = rt
             .block_on(transfer::walk(client, target, args.walk.limits()))
             .with_context(|| format!("listing {target}"))?;
-        if !quiet {
-            for (what, why) in &walk.skipped {
+        for (what, why) in &walk.skipped {
+            if !quiet {
                 eprintln!("skipped {}: {why}", printable(what));
             }
+            json.file(FileLine {
+                path: None,
+                url: Some(what),
+                bytes: 0,
+                status: Status::Skipped,
+                verified: None,
+                why: Some(why.to_string()),
+            });
         }
         std::fs::create_dir_all(&base).with_context(|| base.display().to_string())?;
         folders.push(base.clone());
@@ -79,6 +89,12 @@ pub(super) fn get_folders(
                     });
                 } else {
                     up_to_date += 1;
+                    json.file(FileLine::new(
+                        &dest,
+                        &e.url.to_string(),
+                        e.size,
+                        Status::Unchanged,
+                    ));
                 }
             } else {
                 jobs.push(job(e, dest, &mut kept_parts));
@@ -88,6 +104,12 @@ pub(super) fn get_folders(
     for (j, current) in rt.block_on(confirm(client, to_confirm, args.parallel.parallel)) {
         if current {
             up_to_date += 1;
+            json.file(FileLine::new(
+                &j.dest,
+                &j.url.to_string(),
+                j.size,
+                Status::Unchanged,
+            ));
         } else {
             kept_parts.insert(transfer::part_path(&j.dest));
             jobs.push(j);
@@ -104,7 +126,7 @@ pub(super) fn get_folders(
         );
     }
     let top = output.map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    run_jobs(args, client, rt, jobs, false, &top)
+    run_jobs(args, client, rt, jobs, false, &top, json)
 }
 
 /// The download of a listed file into `dest`; its partial file is kept

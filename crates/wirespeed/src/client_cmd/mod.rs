@@ -7,9 +7,11 @@ mod form;
 mod get;
 mod get_tree;
 mod interrupt;
+mod json_lines;
 mod progress;
 mod put;
 mod put_tree;
+mod report;
 mod rm;
 mod share;
 mod status_hint;
@@ -30,9 +32,11 @@ use progress::Progress;
 use wirespeed_client::transfer::{self, WalkLimits};
 use wirespeed_client::{Client, ClientConfig, ClientTls, Url};
 
-/// Options shared by every client subcommand.
+/// How to reach and sign in to the server: every client subcommand's
+/// options, and all that `ls` and `share` take (their `--help` lists only
+/// flags that do something there).
 #[derive(Args, Debug, Clone)]
-pub struct ClientOpts {
+pub struct ConnOpts {
     /// Bearer token sent as `Authorization: Bearer TOKEN`.
     #[arg(
         long,
@@ -57,6 +61,14 @@ pub struct ClientOpts {
     /// For tests and throwaway setups only.
     #[arg(long, short = 'k')]
     pub insecure: bool,
+}
+
+/// The options of the commands that move bytes (`put`, `get`): the
+/// connection's, the size of each read and write, and quiet.
+#[derive(Args, Debug, Clone)]
+pub struct ClientOpts {
+    #[command(flatten)]
+    pub conn: ConnOpts,
     /// Size of each socket read/write and file step, 4K to 64M (suffixes K, M:
     /// KiB, MiB).
     #[arg(long, value_name = "SIZE", default_value = "256K", value_parser = parse_buffer_size)]
@@ -83,7 +95,7 @@ pub struct LsArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub opts: ClientOpts,
+    pub opts: ConnOpts,
 }
 
 /// `--buffer-size`: a size ([`crate::size::parse_size`]) from 4K to 64M.
@@ -154,14 +166,24 @@ impl WalkOpts {
     }
 }
 
-/// A client whose pool keeps `parallel` connections per server.
+/// A client that moves bytes (`--buffer-size`) whose pool keeps
+/// `parallel` connections per server.
 fn client(opts: &ClientOpts, parallel: usize) -> anyhow::Result<Client> {
+    client_with(&opts.conn, Some(opts.buffer_size), parallel)
+}
+
+/// A client with the default buffers, for `ls`, `rm` and `share`.
+fn plain_client(opts: &ConnOpts, parallel: usize) -> anyhow::Result<Client> {
+    client_with(opts, None, parallel)
+}
+
+fn client_with(opts: &ConnOpts, buffer: Option<usize>, parallel: usize) -> anyhow::Result<Client> {
     status_hint::token_given(opts.token.as_deref().is_some_and(|t| !t.is_empty()));
     let defaults = ClientConfig::default();
     let cfg = ClientConfig {
         max_idle_per_host: defaults.max_idle_per_host.max(parallel),
-        read_buffer: opts.buffer_size,
-        write_buffer: opts.buffer_size,
+        read_buffer: buffer.unwrap_or(defaults.read_buffer),
+        write_buffer: buffer.unwrap_or(defaults.write_buffer),
         tls: ClientTls {
             cacert: opts.cacert.clone(),
             insecure_accept_anything: opts.insecure,
@@ -175,7 +197,7 @@ fn client(opts: &ClientOpts, parallel: usize) -> anyhow::Result<Client> {
 
 /// `--user NAME`: its password from WIRESPEED_PASSWORD, or typed at the
 /// terminal (not echoed).
-fn sign_in(opts: &ClientOpts) -> anyhow::Result<Option<wirespeed_client::BasicAuth>> {
+fn sign_in(opts: &ConnOpts) -> anyhow::Result<Option<wirespeed_client::BasicAuth>> {
     let Some(user) = opts.user.clone().filter(|u| !u.is_empty()) else {
         return Ok(None);
     };
@@ -245,7 +267,7 @@ fn show_bar(opts: &ClientOpts) -> bool {
 }
 
 pub fn ls(args: LsArgs) -> anyhow::Result<()> {
-    let client = client(&args.opts, 1)?;
+    let client = plain_client(&args.opts, 1)?;
     let target = url(&args.url)?;
     let (raw, entries) = runtime()?
         .block_on(transfer::list(&client, &target))

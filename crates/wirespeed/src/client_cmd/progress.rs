@@ -77,6 +77,16 @@ pub fn say(msg: &str) {
     }
 }
 
+/// Print `line` on stdout, above the bar if one is drawn (stdout and
+/// stderr are often the same terminal).
+pub fn print_above(line: &str) {
+    let shown = SHOWN.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    match shown {
+        Some(bar) => bar.suspend(|| outln!("{line}")),
+        None => outln!("{line}"),
+    }
+}
+
 /// One command's progress: the meter, and the bar if there is a terminal.
 #[derive(Clone)]
 pub struct Progress {

@@ -12,9 +12,10 @@ use wirespeed_client::transfer::{
 use wirespeed_client::{Error, Url};
 
 use super::folder::{self, LocalFile};
+use super::json_lines::{FileLine, JsonLines, Status};
 use super::progress::{human_size, Progress};
 use super::put_tree;
-use super::status_hint::hint;
+use super::report::{chain, files_rate, report_failures};
 use super::{
     client, interrupt, notice, progress, runtime, total_progress, url, ClientOpts, ParallelOpts,
     RetryOpts,
@@ -138,6 +139,11 @@ pub struct PutArgs {
     /// server's `max-append-size`.
     #[arg(long, value_name = "SIZE", value_parser = crate::size::parse_size)]
     pub append_size: Option<u64>,
+    /// Say what became of each file as JSON Lines on stdout, one line per
+    /// file as it is done, then a summary line (docs/client.md); errors
+    /// stay on stderr.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub parallel: ParallelOpts,
     #[command(flatten)]
@@ -314,14 +320,14 @@ fn plan(args: &PutArgs, target: &Url) -> anyhow::Result<Plan> {
 }
 
 /// The jobs whose file the server does not have already (by its listing;
-/// see `put_tree`), and how many it has.
+/// see `put_tree`), and those it has.
 async fn drop_unchanged(
     client: &wirespeed_client::Client,
     folders: &[Url],
     jobs: Vec<Job>,
     times_sent: bool,
     quiet: bool,
-) -> (Vec<Job>, usize) {
+) -> (Vec<Job>, Vec<Job>) {
     let mut listed = Vec::with_capacity(folders.len());
     for f in folders {
         listed.push(match put_tree::listed_files(client, f).await {
@@ -337,17 +343,11 @@ async fn drop_unchanged(
             }
         });
     }
-    let before = jobs.len();
-    let jobs: Vec<Job> = jobs
-        .into_iter()
-        .filter(|j| {
-            let Some((i, rel)) = &j.tree else { return true };
-            let there = listed.get(*i).and_then(Option::as_ref);
-            !there.is_some_and(|m| put_tree::unchanged(&j.path, j.size, m.get(rel), times_sent))
-        })
-        .collect();
-    let unchanged = before - jobs.len();
-    (jobs, unchanged)
+    jobs.into_iter().partition(|j| {
+        let Some((i, rel)) = &j.tree else { return true };
+        let there = listed.get(*i).and_then(Option::as_ref);
+        !there.is_some_and(|m| put_tree::unchanged(&j.path, j.size, m.get(rel), times_sent))
+    })
 }
 
 fn check_line(rep: &UploadReport) -> String {
@@ -368,6 +368,9 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
     let client = client(&args.opts, parallel)?;
     let target = url(&args.url)?;
     let quiet = args.opts.quiet;
+    // With --json, stdout is the JSON lines alone.
+    let human = !quiet && !args.json;
+    let mut json = JsonLines::new(args.json, Status::Sent);
     let rt = runtime()?;
     let upload_opts = UploadOptions {
         digest_first: args.digest_first,
@@ -399,7 +402,8 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
             &opts,
         ));
         p.finish();
-        return report_one(result, "stdin", &p, quiet);
+        let one = One::new(Path::new("-"), &target, "stdin");
+        return report_one(result, &one, &p, quiet, &mut json);
     }
     if args.form {
         let [file] = args.files.as_slice() else {
@@ -415,17 +419,30 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
         ));
         p.finish();
         let what = || format!("form upload of {} to {target}", file.display());
-        let (status, text) = result.with_context(what)?;
-        let rep = rt
-            .block_on(super::form::report(
+        let rep = result.with_context(what).and_then(|(status, text)| {
+            rt.block_on(super::form::report(
                 &target,
                 file,
                 status,
                 &text,
                 args.no_verify,
             ))
-            .with_context(what)?;
-        return report_one(Ok(rep), &file.display().to_string(), &p, quiet);
+            .with_context(what)
+        });
+        let rep = match rep {
+            Ok(rep) => rep,
+            Err(e) => {
+                json.file(FileLine {
+                    why: Some(format!("{e:#}")),
+                    ..FileLine::new(file, &target.to_string(), 0, Status::Failed)
+                });
+                json.finish(&target.to_string(), 1);
+                return Err(e);
+            }
+        };
+        let label = file.display().to_string();
+        let one = One::new(file, &target, &label);
+        return report_one(Ok(rep), &one, &p, quiet, &mut json);
     }
     let Plan {
         jobs,
@@ -433,11 +450,21 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
         failed: not_sent,
         skipped,
     } = plan(&args, &target)?;
-    if !quiet {
-        for s in &skipped {
+    for s in &skipped {
+        if !quiet {
             eprintln!("skipped {}: {}", s.path.display(), s.why);
         }
+        json.file(FileLine {
+            path: Some(&s.path),
+            url: None,
+            bytes: 0,
+            status: Status::Skipped,
+            verified: None,
+            why: Some(s.why.to_string()),
+        });
     }
+    // Every file the command line names or a folder holds, sent or not.
+    let planned = (jobs.len() + not_sent.len() + skipped.len()) as u64;
     // A rerun sends what changed (-n asks the server for each file anyway).
     let jobs = if folders.is_empty() || args.no_clobber {
         jobs
@@ -449,19 +476,32 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
             !args.no_mtime,
             quiet,
         ));
-        if !quiet && unchanged > 0 {
+        if !quiet && !unchanged.is_empty() {
             eprintln!(
-                "{unchanged} files unchanged on the server (size and time as listed), not sent"
+                "{} files unchanged on the server (size and time as listed), not sent",
+                unchanged.len()
             );
+        }
+        for j in &unchanged {
+            json.file(FileLine::new(
+                &j.path,
+                &j.url.to_string(),
+                j.size,
+                Status::Unchanged,
+            ));
         }
         jobs
     };
     if jobs.is_empty() {
+        for (_, e) in &not_sent {
+            json.file(not_sent_line(e));
+        }
+        json.finish(&target.to_string(), planned);
         if let Some((_, e)) = not_sent.into_iter().next() {
             // The error names the file already.
             return Err(e.into());
         }
-        if !quiet {
+        if human {
             outln!("nothing to upload");
         }
         return Ok(());
@@ -489,7 +529,8 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
                 String::new()
             }
         );
-        return report_one(result, &label, &p, quiet);
+        let one = One::new(&job.path, &job.url, &label);
+        return report_one(result, &one, &p, quiet, &mut json);
     }
     let total: u64 = jobs.iter().map(|j| j.size).sum();
     let count = jobs.len() + not_sent.len();
@@ -498,131 +539,179 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
         progress: Some(p.sink()),
         ..upload_opts
     };
-    let run = folder::run_parallel(jobs, parallel, |job| {
+    // Per-file lines for files named on the command line (a few: they are
+    // kept for after the bar); a summary for folders.
+    let per_file = !args.recursive;
+    let mut lines = Vec::new();
+    let (mut stored, mut bytes, mut replaced, mut exist) = (0usize, 0u64, 0usize, 0usize);
+    let mut failed = Vec::new();
+    for (label, e) in not_sent {
+        json.file(not_sent_line(&e));
+        failed.push((label, e));
+    }
+    let job = |job: Job| {
         let (client, opts) = (client.clone(), opts.clone());
-        let label = job.path.display().to_string();
+        let label = (
+            job.path.display().to_string(),
+            job.path.clone(),
+            job.url.clone(),
+        );
         (label, async move {
             transfer::upload_file(&client, &job.url, &job.path, &opts).await
         })
-    });
-    let results = interrupt::block_on(&rt, run, &again);
-    p.finish();
-    // Per-file lines for files named on the command line; a summary for folders.
-    let per_file = !args.recursive;
-    let (mut stored, mut bytes, mut replaced, mut skipped) = (0usize, 0u64, 0usize, 0usize);
-    let mut failed = not_sent;
-    for (label, r) in results {
+    };
+    let done = |(label, path, url): (String, PathBuf, Url), r: Result<UploadReport, Error>| {
+        let url_text = url.to_string();
+        let mut line = FileLine::new(&path, &url_text, 0, Status::Sent);
         match r {
             Ok(rep) => {
                 stored += 1;
                 bytes += rep.bytes;
+                line.bytes = rep.bytes;
+                line.verified = Some(verified(&rep));
                 if rep.replaced() {
                     replaced += 1;
                     if per_file && !quiet {
-                        eprintln!("replaced {}", rep.url);
+                        lines.push((true, format!("replaced {}", rep.url)));
                     }
                 }
-                if per_file && !quiet {
-                    outln!(
-                        "{label} -> {} ({}), {}",
-                        rep.url,
-                        human_size(rep.bytes),
-                        check_line(&rep)
-                    );
+                if per_file && human {
+                    lines.push((
+                        false,
+                        format!(
+                            "{label} -> {} ({}), {}",
+                            rep.url,
+                            human_size(rep.bytes),
+                            check_line(&rep)
+                        ),
+                    ));
                 }
             }
             Err(Error::Exists { url }) => {
-                skipped += 1;
+                exist += 1;
+                line.status = Status::Exists;
                 if per_file && !quiet {
-                    eprintln!("{url} exists, not replaced (--no-clobber)");
+                    lines.push((true, format!("{url} exists, not replaced (--no-clobber)")));
                 }
             }
-            Err(e) => failed.push((label, e)),
+            Err(e) => {
+                line.status = Status::Failed;
+                line.why = Some(chain(&e));
+                json.file(line);
+                failed.push((label, e));
+                return;
+            }
+        }
+        json.file(line);
+    };
+    let run = folder::run_parallel(jobs, parallel, job, done);
+    interrupt::block_on(&rt, run, &again);
+    p.finish();
+    for (to_stderr, line) in lines {
+        if to_stderr {
+            eprintln!("{line}");
+        } else {
+            outln!("{line}");
         }
     }
-    if !quiet {
+    json.finish(&target.to_string(), planned);
+    if human {
         outln!(
             "{stored} of {count} files stored to {target} ({}, {}, {})",
             human_size(bytes),
             p.meter().rate(),
             files_rate(stored, started)
         );
+    }
+    if !quiet {
         if !per_file && replaced > 0 {
             eprintln!("{replaced} existing files replaced");
         }
-        if !per_file && skipped > 0 {
-            eprintln!("{skipped} files exist and were not replaced (--no-clobber)");
+        if !per_file && exist > 0 {
+            eprintln!("{exist} files exist and were not replaced (--no-clobber)");
         }
     }
     report_failures(failed, count, "upload")
 }
 
-/// Print each failure (the first 20) and turn them into the command's error.
-pub(super) fn report_failures(
-    failed: Vec<(String, Error)>,
-    count: usize,
-    what: &str,
-) -> anyhow::Result<()> {
-    if failed.is_empty() {
-        return Ok(());
-    }
-    for (label, e) in failed.iter().take(20) {
-        eprintln!("error: {label}: {}{}", chain(e), hint(e));
-    }
-    if failed.len() > 20 {
-        eprintln!("... and {} more", failed.len() - 20);
-    }
-    let n = failed.len();
-    match failed.iter().find(|(_, e)| !folder::only_this_file(e)) {
-        Some((_, fatal)) => bail!(
-            "{n} of {count} {what}s failed; no new ones were started after: {}{}",
-            chain(fatal),
-            hint(fatal)
-        ),
-        None => bail!("{n} of {count} {what}s failed"),
+/// The one file of a single upload: its local path, its URL, how errors
+/// name it.
+struct One<'a> {
+    path: &'a Path,
+    url: String,
+    label: &'a str,
+}
+
+impl<'a> One<'a> {
+    fn new(path: &'a Path, url: &Url, label: &'a str) -> One<'a> {
+        One {
+            path,
+            url: url.to_string(),
+            label,
+        }
     }
 }
 
-/// An error and its causes on one line, each once.
-pub(super) fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
+/// Whether the server confirmed our hash (its `Repr-Digest`, checked).
+fn verified(rep: &UploadReport) -> bool {
+    rep.sha256.is_some() && rep.server_sha256.is_some()
 }
 
-pub(super) fn files_rate(n: usize, started: Instant) -> String {
-    let secs = started.elapsed().as_secs_f64().max(1e-6);
-    format!("{:.0} files/s", n as f64 / secs)
+/// The line of a file the plan could not send (the error names it).
+fn not_sent_line(e: &Error) -> FileLine<'_> {
+    let path = match e {
+        Error::File { path, .. } => Some(path.as_path()),
+        _ => None,
+    };
+    FileLine {
+        path,
+        url: None,
+        bytes: 0,
+        status: Status::Failed,
+        verified: None,
+        why: Some(chain(e)),
+    }
 }
 
 /// The summary of a single upload, its notices, and its exit.
 fn report_one(
     result: Result<UploadReport, Error>,
-    label: &str,
+    one: &One<'_>,
     progress: &Progress,
     quiet: bool,
+    json: &mut JsonLines,
 ) -> anyhow::Result<()> {
+    let mut line = FileLine::new(one.path, &one.url, 0, Status::Sent);
     let rep = match result {
         Ok(rep) => rep,
         Err(Error::Exists { url }) => {
             if !quiet {
                 eprintln!("{url} exists, not replaced (--no-clobber)");
             }
+            line.status = Status::Exists;
+            json.file(line);
+            json.finish(&one.url, 1);
             return Ok(());
         }
-        Err(e) => return Err(anyhow::Error::new(e).context(format!("uploading {label}"))),
-    };
-    if !quiet {
-        if rep.replaced() {
-            eprintln!("replaced {}", rep.url);
+        Err(e) => {
+            line.status = Status::Failed;
+            line.why = Some(chain(&e));
+            json.file(line);
+            json.finish(&one.url, 1);
+            return Err(anyhow::Error::new(e).context(format!("uploading {}", one.label)));
         }
+    };
+    if !quiet && rep.replaced() {
+        eprintln!("replaced {}", rep.url);
+    }
+    line.bytes = rep.bytes;
+    line.verified = Some(verified(&rep));
+    json.file(line);
+    json.finish(&one.url, 1);
+    if !quiet && !json.on() {
         outln!(
-            "{label} -> {} ({}, {}), {}",
+            "{} -> {} ({}, {}), {}",
+            one.label,
             rep.url,
             human_size(rep.bytes),
             progress.meter().rate(),

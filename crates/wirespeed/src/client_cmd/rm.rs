@@ -5,8 +5,8 @@ use clap::Args;
 use wirespeed_client::transfer::RemoteEntry;
 use wirespeed_client::{transfer, Client, Error, Url};
 
-use super::put::report_failures;
-use super::{client, folder, printable, runtime, url, ClientOpts, ParallelOpts, WalkOpts};
+use super::report::report_failures;
+use super::{folder, plain_client, printable, runtime, url, ConnOpts, ParallelOpts, WalkOpts};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -32,13 +32,16 @@ pub struct RmArgs {
     pub parallel: ParallelOpts,
     #[command(flatten)]
     pub walk: WalkOpts,
+    /// No `deleted …` lines (errors are still printed).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     #[command(flatten)]
-    pub opts: ClientOpts,
+    pub opts: ConnOpts,
 }
 
 pub fn rm(args: RmArgs) -> anyhow::Result<()> {
     let parallel = usize::from(args.parallel.parallel);
-    let client = client(&args.opts, parallel)?;
+    let client = plain_client(&args.opts, parallel)?;
     let targets = args
         .urls
         .iter()
@@ -49,7 +52,7 @@ pub fn rm(args: RmArgs) -> anyhow::Result<()> {
         if args.recursive {
             match rt.block_on(transfer::walk(&client, target, args.walk.limits())) {
                 Ok(walk) => {
-                    if !args.opts.quiet {
+                    if !args.quiet {
                         for (what, why) in &walk.skipped {
                             eprintln!("skipped {}: {why}", printable(what));
                         }
@@ -65,7 +68,7 @@ pub fn rm(args: RmArgs) -> anyhow::Result<()> {
         let status = rt
             .block_on(transfer::delete(&client, target))
             .with_context(|| format!("deleting {target}"))?;
-        if !args.opts.quiet {
+        if !args.quiet {
             outln!("deleted {target} ({status})");
         }
     }
@@ -85,17 +88,23 @@ fn rm_tree(
     }
     let (dirs, files): (Vec<_>, Vec<_>) = entries.into_iter().partition(|e| e.dir);
     let count = files.len();
-    let results = rt.block_on(folder::run_parallel(files, parallel, |e| {
+    let mut failed = Vec::new();
+    let mut deleted = 0usize;
+    let job = |e: RemoteEntry| {
         let client = client.clone();
         (e.url.to_string(), async move {
             transfer::delete(&client, &e.url).await
         })
-    }));
-    let failed: Vec<_> = results
-        .into_iter()
-        .filter_map(|(label, r)| r.err().map(|e| (label, e)))
-        .collect();
-    let deleted = count - failed.len();
+    };
+    rt.block_on(folder::run_parallel(
+        files,
+        parallel,
+        job,
+        |label, r| match r {
+            Ok(_) => deleted += 1,
+            Err(e) => failed.push((label, e)),
+        },
+    ));
     report_failures(failed, count, "delete")?;
     // Deepest first: a folder is empty once everything below it is gone.
     let mut dirs = dirs;
@@ -110,7 +119,7 @@ fn rm_tree(
             }
         }
     }
-    if !args.opts.quiet {
+    if !args.quiet {
         outln!(
             "deleted {root} ({deleted} files, {} folders)",
             dirs.len() + 1

@@ -5,8 +5,9 @@ use anyhow::Context;
 use clap::Args;
 use wirespeed_client::url::encode_target;
 use wirespeed_client::{terminal_safe, Body, Request, Url};
+use wirespeed_service::policy::shares::human_duration;
 
-use super::{client, runtime, url, ClientOpts};
+use super::{plain_client, runtime, url, ConnOpts};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -20,8 +21,9 @@ A file link reads that file; a folder link (URL ending in /) reads the folder
 and everything below; --upload makes a folder's drop-box link (new names only,
 nothing read back). You can only share what you may do there yourself. The
 link is printed on stdout, one line; anyone holding it has its rights until
-it expires (default 7 days; the server's --share-max-expiry caps it) or is
-revoked.";
+it expires (default 7 days, or the server's --share-max-expiry when shorter;
+a longer --expires is refused with the server's limit) or is revoked. A URL
+that names nothing is refused (404), and a folder needs its trailing /.";
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
@@ -30,9 +32,10 @@ pub struct ShareArgs {
     /// to list; with --revoke, the link to revoke.
     #[arg(value_name = "URL")]
     pub url: String,
-    /// How long the link lives: e.g. 7d, 1w, 12h, 2h30m, 90s.
-    #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = parse_duration)]
-    pub expires: u64,
+    /// How long the link lives: e.g. 7d, 1w, 12h, 2h30m, 90s. Default: 7
+    /// days, or the server's --share-max-expiry when that is shorter.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub expires: Option<u64>,
     /// A drop-box link for a folder: its holder may upload new names only.
     #[arg(long, conflicts_with_all = ["list", "revoke"])]
     pub upload: bool,
@@ -43,7 +46,7 @@ pub struct ShareArgs {
     #[arg(long)]
     pub revoke: bool,
     #[command(flatten)]
-    pub opts: ClientOpts,
+    pub opts: ConnOpts,
 }
 
 /// A duration as seconds: numbers each followed by a unit (`w`, `d`, `h`,
@@ -93,7 +96,7 @@ fn token_of(link: &str) -> Option<&str> {
 }
 
 pub fn share(args: ShareArgs) -> anyhow::Result<()> {
-    let client = client(&args.opts, 1)?;
+    let client = plain_client(&args.opts, 1)?;
     let target = url(&args.url)?;
     let path = target.path().to_string();
     let rt = runtime()?;
@@ -104,11 +107,13 @@ pub fn share(args: ShareArgs) -> anyhow::Result<()> {
     } else if args.list {
         ("GET", format!("/-/shares{path}"))
     } else {
-        let upload = if args.upload { "&upload" } else { "" };
-        (
-            "POST",
-            format!("/-/shares{path}?expires={}{upload}", args.expires),
-        )
+        // Without --expires the server picks (7 days, or its limit).
+        let mut query = args.expires.map(|s| format!("expires={s}"));
+        if args.upload {
+            query = Some(query.map_or("upload".into(), |q| format!("{q}&upload")));
+        }
+        let query = query.map(|q| format!("?{q}")).unwrap_or_default();
+        ("POST", format!("/-/shares{path}{query}"))
     };
     let api = target.resolve(&api)?;
     let body = rt.block_on(async {
@@ -122,7 +127,10 @@ pub fn share(args: ShareArgs) -> anyhow::Result<()> {
     let body = body.with_context(|| match method {
         "DELETE" => format!("revoking {}", args.url),
         "GET" => format!("listing the links at {target}"),
-        _ => format!("sharing {target}"),
+        _ => match args.expires {
+            Some(secs) => format!("sharing {target} for {}", human_duration(secs)),
+            None => format!("sharing {target}"),
+        },
     })?;
     if args.revoke {
         eprintln!("revoked");

@@ -41,6 +41,24 @@ port 0); with TLS, `listening on https://ADDR` followed by the certificate lines
 hand out. The write mode (`mode: …`) and other notes go to stderr. SIGINT/SIGTERM \
 stop accepting and let requests in flight finish (a second Ctrl-C stops at once).";
 
+/// `serve --help`: the common setups, ready to copy.
+pub const AFTER_HELP: &str = "\
+Examples:
+  wirespeed serve                                        # the current folder on http://127.0.0.1:8080
+  wirespeed serve ~/shared -l 0.0.0.0:8080               # the LAN may read; prints the URLs to hand out
+  wirespeed serve ~/shared -l 0.0.0.0:8080 --allow-upload   # ... and add new files
+  wirespeed serve /srv/files -l 0.0.0.0:8080 --auth users.toml   # users and rights per folder
+  wirespeed passwd alice                                 # alice's line for that file's [users] (docs/users-and-sharing.md)
+  wirespeed serve ~/shared -l 0.0.0.0:8443 --tls-self-signed --tls-cert-dir ~/.wirespeed-tls --token SECRET
+  wirespeed serve s3://files/team --s3-endpoint http://127.0.0.1:9000   # a bucket (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)
+  wirespeed serve /srv/files --trusted-proxy 127.0.0.1 --allow-host files.example.net   # behind nginx on the same machine
+  wirespeed serve site/ --index --allow-scripts          # preview a static site
+
+Behind a reverse proxy: the proxy forwards to 127.0.0.1:8080 and keeps the
+Host with its port (nginx: proxy_set_header Host $http_host); --trusted-proxy
+lets wirespeed believe its X-Forwarded-For and X-Forwarded-Proto,
+--allow-host answers the public name (docs/serving.md has the nginx block).";
+
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Folder to serve (default: the current folder). It must exist unless
