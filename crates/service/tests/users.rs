@@ -830,6 +830,14 @@ fn the_shares_api_shares_only_what_one_holds() {
     // sharing is a right of its own (`s`, which bob holds in /bobs).
     let r = post("/-/shares/drop/?upload", &as_(&bob));
     assert_eq!(r.status, 403, "{}", r.text());
+    // Nothing there: 404, said only to whom may learn it. Bob, who may
+    // not read alice's folder, gets the same 403 for a name that is there
+    // and one that is not.
+    let r = post("/-/shares/bobs/?upload", &as_(&bob));
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(post("/-/shares/alice/nothing.txt", &as_(&bob)).status, 403);
+    assert_eq!(post("/-/shares/alice/nothing.txt", &as_(&alice)).status, 404);
+    std::fs::create_dir_all(s.root.join("bobs")).unwrap();
     assert_eq!(post("/-/shares/bobs/?upload", &as_(&bob)).status, 201);
     assert_eq!(
         post("/-/shares/drop/", &as_(&bob)).status,
