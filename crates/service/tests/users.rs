@@ -836,7 +836,10 @@ fn the_shares_api_shares_only_what_one_holds() {
     let r = post("/-/shares/bobs/?upload", &as_(&bob));
     assert_eq!(r.status, 404, "{}", r.text());
     assert_eq!(post("/-/shares/alice/nothing.txt", &as_(&bob)).status, 403);
-    assert_eq!(post("/-/shares/alice/nothing.txt", &as_(&alice)).status, 404);
+    assert_eq!(
+        post("/-/shares/alice/nothing.txt", &as_(&alice)).status,
+        404
+    );
     std::fs::create_dir_all(s.root.join("bobs")).unwrap();
     assert_eq!(post("/-/shares/bobs/?upload", &as_(&bob)).status, 201);
     assert_eq!(

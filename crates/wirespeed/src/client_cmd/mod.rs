@@ -10,6 +10,7 @@ mod interrupt;
 mod json_lines;
 mod progress;
 mod put;
+mod put_plan;
 mod put_tree;
 mod report;
 mod rm;
