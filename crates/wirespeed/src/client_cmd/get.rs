@@ -328,25 +328,26 @@ fn get_one(
         &again,
     );
     p.finish();
-    if let Err(e) = &result {
-        line.status = Status::Failed;
-        line.why = Some(chain(e));
-        json.file(line);
-        json.finish(&url, 1);
-        line = FileLine::new(&dest, &url, 0, Status::Saved);
-    }
-    let rep = result.with_context(|| {
-        let part = transfer::part_path(&dest);
-        let keep = if part.exists() {
-            format!(
-                " (partial data kept in {}; `{again}` continues it)",
-                part.display()
-            )
-        } else {
-            String::new()
-        };
-        format!("downloading {target} to {}{keep}", dest.display())
-    })?;
+    let rep = match result {
+        Ok(rep) => rep,
+        Err(e) => {
+            line.status = Status::Failed;
+            line.why = Some(chain(&e));
+            json.file(line);
+            json.finish(&url, 1);
+            let part = transfer::part_path(&dest);
+            let keep = if part.exists() {
+                format!(
+                    " (partial data kept in {}; `{again}` continues it)",
+                    part.display()
+                )
+            } else {
+                String::new()
+            };
+            let what = format!("downloading {target} to {}{keep}", dest.display());
+            return Err(anyhow::Error::new(e).context(what));
+        }
+    };
     line.bytes = rep.bytes;
     line.verified = Some(rep.verified);
     if rep.already_complete {
