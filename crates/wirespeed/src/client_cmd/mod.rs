@@ -219,7 +219,7 @@ fn ask_password(user: &str) -> anyhow::Result<String> {
     let no_terminal = || {
         anyhow::anyhow!(
             "--user {user} needs a password, and there is no terminal to type it at: set \
-             WIRESPEED_PASSWORD (e.g. from your password manager) for scripts"
+             WIRESPEED_PASSWORD (e.g. from your password manager), or run this in a terminal"
         )
     };
     if std::fs::File::open("/dev/tty").is_err() {
