@@ -16,6 +16,7 @@
 
 pub mod basic;
 pub mod hidden;
+mod letters;
 pub mod limiter;
 pub mod origin;
 pub mod password;
