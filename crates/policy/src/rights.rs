@@ -41,7 +41,7 @@ impl Rights {
         (bits & !Rights::ALL.0 == 0).then_some(Rights(bits))
     }
 
-    /// `r`, `w`, `d` as the rules file of issue 27 writes them.
+    /// `r`, `w`, `d`, `s` as the rules file writes them.
     pub fn letters(self) -> String {
         [
             (Rights::READ, 'r'),

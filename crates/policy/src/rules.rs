@@ -411,7 +411,8 @@ mod tests {
     /// A configured path and its grants (`None`: "*").
     type Grants = (Vec<String>, Vec<(Option<usize>, Rights)>);
 
-    /// The ten-line model: the words, with no shortcuts.
+    /// The ten-line model: the rule as the docs state it (the longest
+    /// configured path decides), with no shortcuts.
     fn model(table: &[Grants], who: Option<usize>, path: &[String]) -> Rights {
         let mut best: Option<&Grants> = None;
         for e in table {
