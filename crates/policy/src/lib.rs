@@ -16,7 +16,6 @@
 
 pub mod basic;
 pub mod hidden;
-mod letters;
 pub mod limiter;
 pub mod origin;
 pub mod password;

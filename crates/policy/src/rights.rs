@@ -68,3 +68,24 @@ impl Rights {
         self.contains(Rights::DELETE)
     }
 }
+
+/// `"rwd"` → rights; anything but `r`, `w`, `d`, `s` is refused.
+pub fn parse_letters(s: &str) -> Result<Rights, String> {
+    let mut rights = Rights::NONE;
+    for c in s.chars() {
+        rights = rights.union(match c {
+            'r' => Rights::READ,
+            'w' => Rights::WRITE,
+            'd' => Rights::DELETE,
+            's' => Rights::SHARE,
+            other => {
+                return Err(format!(
+                    "unknown right {other:?} in {s:?}: rights are r (read), w (write new names), \
+                     d (delete and replace) and s (share links to what one reads or writes; \
+                     d includes it)"
+                ))
+            }
+        });
+    }
+    Ok(rights)
+}

@@ -21,7 +21,7 @@ use std::sync::{Mutex, OnceLock};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::letters::parse_letters;
+use super::rights::parse_letters;
 use super::Rights;
 
 /// A configured user's name: interned (names only ever come from a rules
