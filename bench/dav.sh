@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/dav.sh — WebDAV (issue 28), side by side in interleaved rounds, medians:
+# bench/dav.sh — WebDAV, side by side in interleaved rounds, medians:
 #  1. PROPFIND Depth 1 of a folder of ENTRIES files (rclone's own property
 #     query) on `wirespeed serve` vs Apache httpd's mod_dav (bench/apache.sh:
 #     its own config, event MPM, one child; apt `apache2`, skipped with a

@@ -2,7 +2,7 @@
 # bench/digest-requests.sh — what 40 concurrent anonymous HEADs with
 # `Want-Repr-Digest: sha-256=10` on one unrecorded file cost the server, in
 # CPU-seconds (utime+stime of the serve process, /proc/PID/stat), two builds
-# side by side (issue 24 item 6). Two cases: a `--read-only` server (the
+# side by side (digests on request must cost bounded work). Two cases: a `--read-only` server (the
 # audit's: every request hashed the whole file again), and a writable one
 # (the first hash is recorded; concurrent ones used to all hash too). The
 # file is replaced between rounds so nothing is recorded beforehand.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/smallget.sh — small GETs (13-byte file) in both pairs of issue 30:
+# bench/smallget.sh — small GETs (13-byte file) in both pairs of the small-GET target:
 # no log vs no log and log vs log (wirespeed's access log, stderr to a file;
 # nginx `access_log FILE`), for one or more wirespeed builds next to nginx.
 # Every server is pinned to CPU 0 (wirespeed `--threads 1`, nginx one

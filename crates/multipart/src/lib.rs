@@ -1,8 +1,9 @@
 //! Sans-IO streaming parser for `multipart/form-data` (RFC 7578) and
 //! `multipart/related` (RFC 2387), with RFC 2046 §5.1.1 syntax.
 //!
-//! Seed 002 is why this exists: form uploads buffered whole ran at 30 MB/s
-//! where streaming did 350 MB/s. Here part bodies are never copied: every
+//! Seed 002 is why this exists: form uploads buffered whole in memory were
+//! many times slower than a streaming reader (its figures, and this
+//! parser's own, in `bench/RESULTS.md`). Here part bodies are never copied: every
 //! [`Event::Data`] is a sub-slice of the caller's input, and the delimiter
 //! search is one prebuilt `memchr::memmem::Finder` for `CRLF--boundary`, so
 //! nothing is allocated per input chunk.

@@ -4,7 +4,7 @@
 //! deciding on its own, and `serve` prints [`Policy::describe`], so what the
 //! start line promises is what is enforced. Sans-IO: no request, no file.
 //!
-//! Rights follow the users issue (27): `r` reads (GET/HEAD, listings,
+//! Rights are per path and per user: `r` reads (GET/HEAD, listings,
 //! digests, OPTIONS on a private server), `w` writes new names (PUT/POST of
 //! a new name, MKCOL, resumable creations and appends, the destination of a
 //! MOVE), `d` deletes and replaces (DELETE, the source of a MOVE, and any

@@ -193,7 +193,7 @@ mod tests {
     #[test]
     fn default_ports_are_the_same_origin() {
         let x = |origin, host, scheme| is_cross_origin(None, Some(origin), Some(host), scheme);
-        // Behind a TLS proxy that forwards Host with its port (issue 25).
+        // Behind a TLS proxy that forwards Host with its port (`Host: files.lan:443`).
         assert!(!x("https://files.lan", "files.lan:443", None));
         assert!(!x("https://files.lan", "files.lan:443", Some("https")));
         assert!(!x("https://files.lan:443", "files.lan", None));

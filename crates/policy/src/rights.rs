@@ -41,7 +41,7 @@ impl Rights {
         (bits & !Rights::ALL.0 == 0).then_some(Rights(bits))
     }
 
-    /// `r`, `w`, `d` as the rules file of issue 27 writes them.
+    /// `r`, `w`, `d`, `s` as the rules file writes them.
     pub fn letters(self) -> String {
         [
             (Rights::READ, 'r'),
@@ -67,4 +67,25 @@ impl Rights {
     pub fn may_delete(self) -> bool {
         self.contains(Rights::DELETE)
     }
+}
+
+/// `"rwd"` → rights; anything but `r`, `w`, `d`, `s` is refused.
+pub fn parse_letters(s: &str) -> Result<Rights, String> {
+    let mut rights = Rights::NONE;
+    for c in s.chars() {
+        rights = rights.union(match c {
+            'r' => Rights::READ,
+            'w' => Rights::WRITE,
+            'd' => Rights::DELETE,
+            's' => Rights::SHARE,
+            other => {
+                return Err(format!(
+                    "unknown right {other:?} in {s:?}: rights are r (read), w (write new names), \
+                     d (delete and replace) and s (share links to what one reads or writes; \
+                     d includes it)"
+                ))
+            }
+        });
+    }
+    Ok(rights)
 }

@@ -21,6 +21,7 @@ use std::sync::{Mutex, OnceLock};
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::rights::parse_letters;
 use super::Rights;
 
 /// A configured user's name: interned (names only ever come from a rules
@@ -287,27 +288,6 @@ fn path_segments(p: &str) -> Result<Vec<String>, String> {
     Ok(segments)
 }
 
-/// `"rwd"` → rights; anything but `r`, `w`, `d` is refused.
-pub fn parse_letters(s: &str) -> Result<Rights, String> {
-    let mut rights = Rights::NONE;
-    for c in s.chars() {
-        rights = rights.union(match c {
-            'r' => Rights::READ,
-            'w' => Rights::WRITE,
-            'd' => Rights::DELETE,
-            's' => Rights::SHARE,
-            other => {
-                return Err(format!(
-                    "unknown right {other:?} in {s:?}: rights are r (read), w (write new names), \
-                     d (delete and replace) and s (share links to what one reads or writes; \
-                     d includes it)"
-                ))
-            }
-        });
-    }
-    Ok(rights)
-}
-
 fn check_user_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name == "*" {
         return Err("a user needs a name (\"*\" means everyone and is not a user)".into());
@@ -431,7 +411,8 @@ mod tests {
     /// A configured path and its grants (`None`: "*").
     type Grants = (Vec<String>, Vec<(Option<usize>, Rights)>);
 
-    /// The ten-line model: the issue's words, with no shortcuts.
+    /// The ten-line model: the rule as the docs state it (the longest
+    /// configured path decides), with no shortcuts.
     fn model(table: &[Grants], who: Option<usize>, path: &[String]) -> Rights {
         let mut best: Option<&Grants> = None;
         for e in table {

@@ -56,7 +56,7 @@ impl Grant {
     }
 
     pub fn rights(&self) -> Rights {
-        super::rules::parse_letters(&self.rights).unwrap_or(Rights::NONE)
+        super::rights::parse_letters(&self.rights).unwrap_or(Rights::NONE)
     }
 }
 
@@ -350,7 +350,7 @@ fn payload(g: &Grant) -> Vec<u8> {
     let mut out = Vec::with_capacity(19 + by.len() + g.path.len());
     out.extend_from_slice(&g.id.to_be_bytes());
     out.extend_from_slice(&g.expires.to_be_bytes());
-    out.push(super::rules::parse_letters(&g.rights).map_or(0, |r| r.bits()));
+    out.push(super::rights::parse_letters(&g.rights).map_or(0, |r| r.bits()));
     out.push(WITH_MINTER);
     out.push(by.len() as u8);
     out.extend_from_slice(by);

@@ -53,7 +53,7 @@ pub struct RequestHead {
     /// The method when it is one of the common ones: routes ask for it a
     /// few dozen times per request, and a `&'static str` needs no UTF-8
     /// check each time (about 1,000 instructions of a 31,000-instruction
-    /// small GET; bench/RESULTS.md, issue 30).
+    /// small GET; bench/RESULTS.md).
     known_method: Option<&'static str>,
     method: Range<usize>,
     target: Range<usize>,
@@ -102,7 +102,7 @@ fn ascii<'a>(raw: &'a [u8], range: &Range<usize>) -> &'a str {
 ///
 /// Measured: the target was read about eight times per small GET, and its
 /// checks cost ~900 of the request's ~24,000 instructions (bench/RESULTS.md,
-/// issue 30).
+/// small-GET profile).
 fn target_text(raw: &[u8], range: Range<usize>) -> &str {
     let bytes = raw.get(range).unwrap_or(&[]);
     debug_assert!(bytes.is_ascii());

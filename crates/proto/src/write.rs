@@ -10,7 +10,7 @@ use crate::head::Version;
 fn push_sanitized(out: &mut Vec<u8>, bytes: &[u8]) {
     // CR, LF and NUL are all below 14: one min-reduction (vectorized, no
     // early exit) clears nearly every name and value; memchr3's set-up cost
-    // more than the scan on these short strings (issue 30, bench/RESULTS.md).
+    // more than the scan on these short strings (small-GET profile, bench/RESULTS.md).
     let lowest = bytes.iter().fold(u8::MAX, |m, &b| m.min(b));
     if lowest >= 14 || !bytes.iter().any(|&b| matches!(b, b'\r' | b'\n' | 0)) {
         out.extend_from_slice(bytes);

@@ -1,7 +1,7 @@
 //! The `Content-Type` a file's name suggests: `mime_guess`'s answer, with
 //! the most common extensions looked up by a `match` first. `mime_guess`
 //! binary-searches a table of 1,400 extensions with case-folding compares,
-//! about 1,150 instructions of every small GET (3.7% of it; issue 30).
+//! about 1,150 instructions of every small GET (3.7% of it; bench/RESULTS.md).
 
 /// The media type for `name`'s extension, `application/octet-stream` when
 /// none is known. Always what `mime_guess::from_path(name).first_raw()`

@@ -1,10 +1,11 @@
-//! The server keeps the promises its start line makes (issue 24, items 4
-//! and 6–10): one policy decides every route (no replacing without the
-//! delete right, whatever the protocol, also when the name appears during
-//! a resumable upload), digests on request cost a bounded amount of work
-//! and never write on a read-only server, one address cannot fill the
-//! partial uploads, a stalled listing holds no budget others need, and
-//! the smaller promises of item 9 and 10. Files are checked on disk.
+//! The server keeps the promises its start line makes: one policy decides
+//! every route (no replacing without the delete right, whatever the
+//! protocol, also when the name appears during a resumable upload), digests
+//! on request cost a bounded amount of work and never write on a read-only
+//! server, one address cannot fill the partial uploads, a stalled listing
+//! holds no budget others need, and smaller promises (conditions, digests
+//! and refusals on resumable routes; one file mode for every protocol).
+//! Files are checked on disk.
 
 mod common;
 
@@ -69,7 +70,7 @@ fn assert_refused_replace(r: &Resp, what: &str) {
     );
 }
 
-// ---- item 4: one policy -------------------------------------------------
+// ---- one policy ------------------------------------------------------------
 
 /// The audit's reproduction: an empty PUT emptied `precious.txt` on a
 /// server that printed "deletes refused". Every route that writes a name
@@ -189,7 +190,7 @@ fn a_name_appearing_during_a_resumable_upload_is_not_replaced_without_delete() {
     assert_eq!(std::fs::read(srv.root.join("late2.txt")).unwrap(), b"first");
 }
 
-// ---- item 6: digests on request ------------------------------------------
+// ---- digests on request ----------------------------------------------------
 
 /// A read-only server writes nothing, not even a digest record, and does
 /// not hash for readers (the audit: 40 requests, 13.7 CPU-seconds).
@@ -245,7 +246,7 @@ fn concurrent_digest_requests_all_get_the_digest() {
     assert_eq!(srv.get("/f.bin").header("repr-digest"), Some(want.as_str()));
 }
 
-// ---- item 7: partial uploads per address -----------------------------------
+// ---- partial uploads per address -------------------------------------------
 
 /// One address holds at most `max_partials_per_client` unfinished uploads:
 /// a flood of empty creations cannot fill `max_partials` for everyone.
@@ -344,7 +345,7 @@ fn empty_creations_expire_fast() {
     assert_eq!(r.status, 201, "{}", r.text());
 }
 
-// ---- item 8: stalled listings ---------------------------------------------
+// ---- stalled listings ------------------------------------------------------
 
 /// Readers that stop reading a big listing hold no budget other listings
 /// need: a normal big listing afterwards is answered, whole and sorted
@@ -395,7 +396,7 @@ fn stalled_listings_do_not_refuse_other_big_listings() {
     drop(stalled);
 }
 
-// ---- item 9 ----------------------------------------------------------------
+// ---- smaller promises ------------------------------------------------------
 
 /// An IETF upload created with `If-None-Match: *` keeps the condition until
 /// the PATCH that completes it.
@@ -676,7 +677,7 @@ fn the_page_runs_only_its_own_script_under_any_host() {
     nonce_of(&r);
 }
 
-// ---- item 10: one mode -----------------------------------------------------
+// ---- one mode --------------------------------------------------------------
 
 fn umask() -> u32 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();

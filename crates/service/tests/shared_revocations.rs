@@ -1,4 +1,4 @@
-//! Sign-outs and link revocations across nodes on one bucket (issue 27):
+//! Sign-outs and link revocations across nodes on one bucket:
 //! two servers on one MinIO bucket with the same key, each running the
 //! revocation sync (`revocations::run_sync`, here every 1 s); a session
 //! and a link minted on one are accepted by the other, and once signed out

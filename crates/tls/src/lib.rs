@@ -20,12 +20,12 @@
 //!
 //! The default is **ring** (feature `ring`); `aws-lc-rs` is the alternative
 //! (`--features aws-lc`, which wins when both are on). aws-lc-rs used to be
-//! the default for bulk throughput of full 16 KiB records (ahead in 5 of 6
-//! runs by 2–12%, about 2 GB/s per core for both, far above any NIC this
-//! server meets); a later side-by-side run found no difference in the noise
-//! (`bench/RESULTS.md`), and aws-lc was 1.8 MB of a 15.5 MB binary while ring
-//! is a fraction of that, so the shipped build uses ring, alone (the S3
-//! client's reqwest takes the same provider). Measure with
+//! the default for its small edge in bulk throughput of full 16 KiB records;
+//! a later side-by-side run found the two level within the noise, both far
+//! above any NIC this server meets, and aws-lc was a large share of the
+//! binary while ring is a fraction of that (`bench/RESULTS.md`: "TLS
+//! provider" and "Binary size"), so the shipped build uses ring, alone (the
+//! S3 client's reqwest takes the same provider). Measure with
 //! `cargo run --release -p wirespeed-tls --features aws-lc --example tls_bulk -- 4096`.
 //!
 //! # Record size

@@ -146,7 +146,7 @@ fn init_logging(command: &Command) -> Option<tracing_appender::non_blocking::Wor
 /// The log filter: `RUST_LOG` when it parses, else `default`. `Targets`
 /// takes what people write there (`debug`, `warn,wirespeed=debug`) without
 /// `EnvFilter`'s span and field matching, whose regex engine was 340 KiB of
-/// the binary (bench/RESULTS.md, issue 30).
+/// the binary (bench/RESULTS.md, "Binary size").
 fn log_filter(env: Option<&str>, default: &str) -> tracing_subscriber::filter::Targets {
     let fallback = || default.parse().unwrap_or_default();
     match env.map(str::trim).filter(|v| !v.is_empty()) {

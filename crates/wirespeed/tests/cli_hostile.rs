@@ -1,5 +1,5 @@
-//! The client against servers that lie or fail for good (issue 24 items
-//! 1–3, issue 25 "Reruns and errors"): a hostile scripted server must not
+//! The client against servers that lie or fail for good (docs: "Reruns
+//! and errors"): a hostile scripted server must not
 //! make `get -r` write outside the destination, hold unbounded memory or
 //! drive the terminal; permanent errors fail at once with their fix; a
 //! closed pipe ends a command quietly.
@@ -61,7 +61,7 @@ fn redirecting_server() -> Routes {
     })
 }
 
-/// Issue 24 item 1: the local folder is named from what the user typed; a
+/// The local folder is named from what the user typed; a
 /// redirect changes where the listing is read, never where files land.
 #[test]
 fn get_r_writes_where_the_user_asked_never_where_a_redirect_points() {
@@ -108,7 +108,7 @@ fn get_r_writes_where_the_user_asked_never_where_a_redirect_points() {
     assert_eq!(tree(cwd.path()), ["pics/", "pics/authorized_keys"]);
 }
 
-/// Issue 24 item 1: names in a listing that are not one plain component,
+/// Names in a listing that are not one plain component,
 /// and reserved `.wirespeed-` names, are skipped and said, one line each.
 #[test]
 fn get_r_skips_listed_names_that_would_leave_the_destination() {
@@ -155,7 +155,7 @@ fn get_r_skips_listed_names_that_would_leave_the_destination() {
     assert_eq!(fetched, ["GET /t/", "GET /t/ok.txt"], "{fetched:?}");
 }
 
-/// Issue 24 item 2: a folder holding `X` and `X.part` is saved whole; the
+/// A folder holding `X` and `X.part` is saved whole; the
 /// partial download has a name no remote file can take.
 #[test]
 fn a_folder_holding_x_and_x_part_saves_both() {
@@ -189,7 +189,7 @@ fn a_folder_holding_x_and_x_part_saves_both() {
     }
 }
 
-/// Issue 24 item 3: a listing bigger than the walk's limits fails before
+/// A listing bigger than the walk's limits fails before
 /// anything is written, with the flag that raises the limit.
 #[test]
 fn get_r_stops_at_the_walk_limits() {
@@ -228,7 +228,7 @@ fn get_r_stops_at_the_walk_limits() {
     );
 }
 
-/// Issue 24 item 3: an error body's escape codes are shown, not obeyed,
+/// An error body's escape codes are shown, not obeyed,
 /// and a long one is cut to a line.
 #[test]
 fn server_error_bodies_cannot_drive_the_terminal() {
@@ -265,7 +265,7 @@ fn server_error_bodies_cannot_drive_the_terminal() {
     );
 }
 
-/// Issue 25: 409, 507, 501 and 4xx fail at once (one request, no retry
+/// Permanent errors: 409, 507, 501 and 4xx fail at once (one request, no retry
 /// notices), with the fix in the line, even with -q; connection refused on
 /// the first try too.
 #[test]
@@ -358,7 +358,7 @@ fn permanent_errors_fail_at_once_with_their_fix() {
     );
 }
 
-/// Issue 25: a 401 names the way to give a token, or says the one given
+/// A 401 names the way to give a token, or says the one given
 /// was refused.
 #[test]
 fn a_401_names_the_token_flag() {
@@ -383,7 +383,7 @@ fn a_401_names_the_token_flag() {
     );
 }
 
-/// Issue 25: `wirespeed ls URL | head -1` ends quietly on the closed pipe.
+/// `wirespeed ls URL | head -1` ends quietly on the closed pipe.
 #[test]
 fn a_closed_pipe_ends_quietly() {
     let root = tempfile::tempdir().unwrap();
@@ -433,7 +433,7 @@ fn a_closed_pipe_ends_quietly() {
     assert_eq!(out.status.code(), Some(141), "{err}");
 }
 
-/// Issue 25: `rm -r` where a folder vanished with its last key (S3) and
+/// `rm -r` where a folder vanished with its last key (S3) and
 /// answers 404: that folder is deleted, success.
 #[test]
 fn rm_r_takes_a_vanished_folder_as_deleted() {

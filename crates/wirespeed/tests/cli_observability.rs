@@ -259,7 +259,7 @@ fn access_log_keeps_every_line_through_a_clean_stop() {
 
 /// A download the client cuts short is logged, and counted in
 /// `wirespeed_http_response_body_bytes_total`, with the bytes that were sent
-/// (issue 24, item 13: it was `bytes_out=0` and not counted), on both file
+/// (a cut download was logged as `bytes_out=0` and not counted), on both file
 /// paths (the copy loop a loopback peer gets, and sendfile).
 #[test]
 fn a_cut_download_is_logged_and_counted_with_the_bytes_sent() {

@@ -1,9 +1,9 @@
 //! `serve` as reached over a LAN and behind a reverse proxy: every bind
-//! answers only its own names and addresses (421 otherwise, issue 24 item
-//! 5), the start line on 0.0.0.0 lists the LAN URLs, `--trusted-proxy`
+//! answers only its own names and addresses (421 otherwise: a DNS-rebinding
+//! guard), the start line on 0.0.0.0 lists the LAN URLs, `--trusted-proxy`
 //! (X-Forwarded-For/-Proto, also through a real nginx), default ports in
 //! the same-origin check, and the self-signed certificate's names, folder
-//! and Ctrl-C (issue 25, "Serving" and "Behind a reverse proxy").
+//! and Ctrl-C (docs: "Serving" and "Behind a reverse proxy").
 
 mod common;
 
@@ -133,7 +133,7 @@ fn an_https_origin_matches_a_host_with_its_default_port() {
         )
         .0
     };
-    // A TLS proxy passing `Host: files.lan:443` (issue 25): the same origin.
+    // A TLS proxy passing `Host: files.lan:443` (its default port spelled out): the same origin.
     assert!(matches!(
         put("https://files.lan", "files.lan:443", ""),
         201 | 204

@@ -1,9 +1,9 @@
-//! Running a client command again continues it (issue 25, "Reruns and
+//! Running a client command again continues it (docs: "Reruns and
 //! errors"): an interrupted `get -r` (cut by the proxy) continues the same
 //! tree; Ctrl-C prints the command that continues and exits 130; a rerun
 //! `put` resumes its recorded upload; plus the everyday mistakes the client
 //! must explain, and the plain-PUT fallback when resumable creation is
-//! refused (issue 24 item 7).
+//! refused (a full server must not strand a `put`).
 
 mod common;
 
@@ -233,7 +233,7 @@ fn ctrl_c_on_put_then_the_same_command_continues() {
     assert!(std::fs::read(root.join("big.bin")).unwrap() == std::fs::read(&src).unwrap());
 }
 
-/// Issue 24 item 7: the server refuses to create a resumable upload (503,
+/// The server refuses to create a resumable upload (503,
 /// its limit of unfinished uploads is reached): `put` of 8 MiB and more
 /// says so once and sends a plain PUT.
 #[test]
@@ -270,7 +270,7 @@ fn put_falls_back_to_a_plain_put_when_resumable_creation_is_refused() {
     assert!(std::fs::read(root.join("nine.bin")).unwrap() == std::fs::read(&src).unwrap());
 }
 
-/// The everyday mistakes of issue 25, each explained: `get -c` of a
+/// Everyday mistakes, each explained: `get -c` of a
 /// complete file, `get` of a folder, a URL without `http://`, `put a
 /// missing b dir/`, links and reserved names under `put -r`, `-o DIR/` of a
 /// missing folder.

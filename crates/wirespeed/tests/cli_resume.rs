@@ -169,7 +169,7 @@ fn get_restarts_when_the_file_changes_between_attempts() {
 }
 
 /// A port nobody listens on refuses at the first try: that fails at once,
-/// with no retries (issue 25: permanent errors fail fast).
+/// with no retries (a permanent error fails fast).
 #[test]
 fn retries_are_bounded_against_a_dead_port() {
     let s = setup(&[]);

@@ -1,9 +1,8 @@
 //! What clients and proxies nobody here wrote see: a PUT refused before its
 //! body (413, 401) reaches wget, Python's urllib and http.client, and a
 //! client behind nginx (request buffering on and off) as that status, not
-//! as a broken pipe, "Giving up." or a 502 (lingering close, issue 24 item 11);
-//! files are revalidated by caches in front (`Cache-Control: no-cache`,
-//! item 12).
+//! as a broken pipe, "Giving up." or a 502 (lingering close);
+//! files are revalidated by caches in front (`Cache-Control: no-cache`).
 
 mod common;
 

@@ -267,7 +267,7 @@ struct Streamer<'a, S: Storage> {
 /// A file opened and its CRC-32 started before its turn: on a first zip
 /// download each file's CRC is read on a blocking thread while the file
 /// before it is sent, instead of the sender waiting for that thread after
-/// every file (0.61x of GET before, bench/RESULTS.md, issue 29).
+/// every file (0.61x of GET before, bench/RESULTS.md, "First zip downloads").
 struct Ahead<O> {
     i: usize,
     key: RelPath,

@@ -12,6 +12,7 @@
 //! conditional read per [`shared::WINDOW`]).
 
 pub mod if_header;
+mod record_copy;
 pub mod shared;
 pub mod table;
 

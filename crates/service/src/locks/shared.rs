@@ -94,26 +94,6 @@ pub fn decode(blob: &[u8]) -> Vec<Lock> {
         .collect()
 }
 
-/// What a node knows of the shared record.
-#[derive(Debug, Default)]
-pub struct SharedState {
-    seen: std::sync::Mutex<Seen>,
-    /// One change at a time from this node (others race through the store).
-    writer: tokio::sync::Mutex<()>,
-}
-
-#[derive(Debug, Default)]
-struct Seen {
-    version: Option<String>,
-    fetched: Option<Instant>,
-}
-
-impl SharedState {
-    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
-        self.seen.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
 impl LockTable {
     /// Bring this node's copy up to date with the store's record when it is
     /// older than [`WINDOW`] (or always, with `force`). Nothing on a store
@@ -163,7 +143,7 @@ impl LockTable {
         if !storage.shares_locks() {
             return Ok(change(self));
         }
-        let _one = self.shared.writer.lock().await;
+        let _one = self.shared.one_writer().await;
         for _ in 0..TRIES {
             self.sync(storage, true).await?;
             let before = encode(&self.all());

@@ -73,7 +73,7 @@ pub struct LockTable {
     /// locks costs one atomic load.
     held: AtomicUsize,
     /// What this node knows of the records a shared store keeps.
-    pub(super) shared: super::shared::SharedState,
+    pub(super) shared: super::record_copy::SharedState,
 }
 
 /// The locks, indexed so that every question is answered without a scan

@@ -1,6 +1,6 @@
 //! Small files answered from memory, dropped the moment the kernel reports
 //! a change, so a small GET costs no open, stat, read, xattr read or close
-//! (5 of its 8 system calls; issue 30's profile).
+//! (5 of its 8 system calls in the small-GET profile, bench/RESULTS.md).
 //!
 //! Why not nginx's `open_file_cache` (descriptors kept, re-checked every
 //! 60 s): that answers with a replaced file's old bytes for up to a minute.

@@ -17,6 +17,9 @@ const FIRST_WINDOW: u64 = 8 << 20;
 /// The metadata key under which a sha-256 (lowercase hex) is stored
 /// (`x-amz-meta-sha256`).
 pub(super) const SHA256_KEY: &str = "sha256";
+/// The metadata key under which a file's WebDAV dead properties are
+/// stored (`x-amz-meta-wirespeed-dav`; their form is `props.rs`'s).
+pub(super) const DAV_KEY: &str = "wirespeed-dav";
 
 /// An object opened by `HEAD`; reads are pinned to its ETag, so a reader
 /// never mixes two versions.
@@ -60,7 +63,7 @@ impl S3Object {
             .and_then(|v| parse_hex32(v.as_ref()));
         let dav = got
             .attributes
-            .get(&Attribute::Metadata(super::props::DAV_KEY.into()))
+            .get(&Attribute::Metadata(DAV_KEY.into()))
             .map(|v| v.as_ref().to_string());
         Ok(S3Object {
             dav,

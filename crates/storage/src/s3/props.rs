@@ -25,13 +25,11 @@ use object_store::{
     Attribute, Attributes, GetOptions, ObjectStore, PutMode, PutOptions, PutPayload,
 };
 
-use super::object::S3Object;
+use super::object::{S3Object, DAV_KEY};
 use super::{DirState, S3Storage, PART_SIZE};
 use crate::{Object, StorageError, Upload};
 use wirespeed_path::RelPath;
 
-/// The metadata key (`x-amz-meta-wirespeed-dav`).
-pub(super) const DAV_KEY: &str = "wirespeed-dav";
 /// S3's limit on one object's user metadata, keys and values together.
 const MAX_METADATA: usize = 2048;
 /// What the object's other metadata may take (`sha256` and its 64 hex digits).

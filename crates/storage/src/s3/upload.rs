@@ -11,7 +11,7 @@ use object_store::{
 };
 use tokio::task::JoinSet;
 
-use super::object::SHA256_KEY;
+use super::object::{DAV_KEY, SHA256_KEY};
 use super::{file_meta, S3Storage, PARTS_IN_FLIGHT, PART_SIZE};
 use crate::changes::{Change, ChangeKind, Version};
 use crate::digest_store::hex as to_hex;
@@ -78,10 +78,7 @@ impl S3Upload {
             a.insert(Attribute::Metadata(SHA256_KEY.into()), to_hex(sum).into());
         }
         if let Some(dav) = &self.dav {
-            a.insert(
-                Attribute::Metadata(super::props::DAV_KEY.into()),
-                dav.clone().into(),
-            );
+            a.insert(Attribute::Metadata(DAV_KEY.into()), dav.clone().into());
         }
         a
     }

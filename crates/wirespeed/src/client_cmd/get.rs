@@ -2,127 +2,16 @@
 //! folder, folders (-r) by walking their JSON listings.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
-
-use super::progress::human_size;
 
 use anyhow::{bail, Context};
-use clap::Args;
-use wirespeed_client::transfer::{self, DownloadOptions, DownloadReport};
-use wirespeed_client::{url::decode, Client, Error, Url};
+use wirespeed_client::transfer::{self, DownloadOptions};
+use wirespeed_client::{Client, Url};
 
+use super::get_args::GetArgs;
+use super::get_jobs::{check_parent, folder_name, run_jobs, summary, Job};
 use super::json_lines::{FileLine, JsonLines, Status};
-use super::report::{chain, files_rate, report_failures};
-use super::{
-    client, folder, get_tree, interrupt, notice, progress, runtime, total_progress, url,
-    ClientOpts, ParallelOpts, RetryOpts, WalkOpts,
-};
-
-const AFTER_HELP: &str = "\
-Examples:
-  wirespeed get http://127.0.0.1:8080/isos/big.iso             # -> ./big.iso
-  wirespeed get -c http://127.0.0.1:8080/isos/big.iso -o /tmp/big.iso
-  wirespeed get 'http://127.0.0.1:8080/w/ünï 1.txt'            # encoded for you; %XX kept
-  wirespeed get http://127.0.0.1:8080/a.txt http://127.0.0.1:8080/b.txt dl/
-  wirespeed get http://127.0.0.1:8080/dir.tar -o - | tar x     # to stdout
-  wirespeed get -r http://127.0.0.1:8080/photos/ backup        # -> backup/photos/..., every run
-  wirespeed get -n -r http://127.0.0.1:8080/photos/            # -> ./photos/, keep existing files
-  wirespeed get 127.0.0.1:8080/a.txt                           # no scheme: http:// (as curl)
-  wirespeed get -r --archive zip http://127.0.0.1:8080/photos/ # -> ./photos.zip, one download
-
-Every file arrives as .wirespeed-part-FILE (hidden, beside it; the
-.wirespeed- prefix is reserved, so no remote file can take that name) and
-is renamed to FILE only when complete (and verified, when the server sends
-Repr-Digest); any non-2xx final answer leaves no file and exits 1. The
-destination's folder must exist: it is checked before anything is
-transferred. Ctrl-C keeps what arrived, prints the command that continues
-and exits 130. The server's version of the bytes (its ETag, else
-Last-Modified) is recorded on the file (extended attribute
-user.wirespeed.validator): running the same command again continues a
-partial file, with or without -c, when the server still has that version
-(If-Range), and starts over when it changed.
-
-Retries: a broken connection, a timeout or a 5xx is retried (--retries N,
-default 10) from where FILE.part ends, with `Range: bytes=N-` and `If-Range`
-(the ETag, else Last-Modified): if the file changed on the server meanwhile,
-it answers the whole new file and the download starts again from byte 0.
-Output to stdout (-o -) is not retried: bytes written cannot be taken back.
-
-Folders: `get -r URL/NAME/ DEST` always writes DEST/NAME/ (DEST is created
-if missing, like `wget -P DEST`); without DEST, ./NAME/. NAME is the last
-name of the URL you typed: a redirect may change where the listing is read,
-never where files are written. The server's root (no NAME) goes into DEST
-itself. So the same command always writes the same tree, and a rerun
-continues it: files whose size matches the listing and that are not older
-than it are kept (a file fetched within the second it is listed with is
-kept only if the server's version is still the recorded one: HEAD), files
-whose size or version changed are downloaded again, partial files are
-resumed (unless older than the listed file), partial files no longer listed are removed, and the exit status is 1 if any file failed. The listing is
-read as JSON (`?format=json`), so -r needs a wirespeed server; a name that
-is not one plain file name (`..`, `/etc/x`, `a/../b`) or starts with
-.wirespeed- is skipped and said (`skipped URL: why`). A tree above
---max-entries entries or --max-names bytes of names fails before any
-transfer.
-
---archive tar|zip: the folder arrives as one archive with an exact length,
-so a cut download resumes (-c, retries) like a file; if the folder changed
-meanwhile, the server answers the new archive whole.
-
-Times: like `wget` and `curl -R`, each file gets the server's modification
-time (`Last-Modified`), set before it is renamed into place; --no-mtime
-leaves the time of the download.
-
---no-clobber: like `wget -nc` and `cp -n`, an existing local file is not
-downloaded again (checked before transferring); this is reported on stderr and
-is not an error. Without it, files are replaced.";
-
-#[derive(Args, Debug)]
-#[command(after_help = AFTER_HELP)]
-pub struct GetArgs {
-    /// What to download: one or more URLs, optionally followed by the
-    /// destination (same as -o).
-    #[arg(required = true, num_args = 1.., value_name = "URL")]
-    pub args: Vec<String>,
-    /// Destination file, or an existing folder (several URLs, -r: a folder).
-    /// `-` writes to standard output. Default: the URL's last path segment in
-    /// the current folder.
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Resume: continue an existing `FILE.part` left by an earlier run with a
-    /// Range request (starts over if the server cannot continue it). Within
-    /// one run, failures are resumed anyway (--retries).
-    #[arg(long = "continue", short = 'c')]
-    pub resume: bool,
-    /// Download folders and everything in them.
-    #[arg(long, short = 'r')]
-    pub recursive: bool,
-    /// Never replace a local file: skip it and say so.
-    #[arg(long, short = 'n')]
-    pub no_clobber: bool,
-    /// Download a folder as one archive the server builds
-    /// (`?archive=tar|zip`): one file, resumable like any other (-c, retries
-    /// with Range/If-Range). Default name: FOLDER.tar or FOLDER.zip.
-    #[arg(long, value_name = "FORMAT", value_parser = ["tar", "zip"])]
-    pub archive: Option<String>,
-    /// Do not give files the server's modification time (`Last-Modified`,
-    /// kept by default as `wget` and `curl -R` do): they get the time of
-    /// the download instead.
-    #[arg(long)]
-    pub no_mtime: bool,
-    /// Say what became of each file as JSON Lines on stdout, one line per
-    /// file as it is done, then a summary line (docs/client.md); errors
-    /// stay on stderr. Not with -o - (the file is stdout then).
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub parallel: ParallelOpts,
-    #[command(flatten)]
-    pub retry: RetryOpts,
-    #[command(flatten)]
-    pub walk: WalkOpts,
-    #[command(flatten)]
-    pub opts: ClientOpts,
-}
+use super::report::chain;
+use super::{client, get_tree, interrupt, notice, progress, runtime, url};
 
 /// Whether the last argument is a URL rather than the destination: it has
 /// a scheme, or reads as `HOST:PORT/…`.
@@ -172,37 +61,6 @@ pub(super) fn destination(target: &Url, output: Option<&Path>) -> anyhow::Result
 fn names_a_folder(p: &Path) -> bool {
     let s = p.as_os_str().as_encoded_bytes();
     s.ends_with(b"/") || p.file_name().is_none()
-}
-
-/// The folder `dest` is to be created in must exist (checked before the transfer).
-pub(super) fn check_parent(dest: &Path) -> anyhow::Result<()> {
-    let parent = match dest.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if !parent.is_dir() {
-        bail!(
-            "cannot save {}: the folder {} does not exist (create it first)",
-            dest.display(),
-            parent.display()
-        );
-    }
-    Ok(())
-}
-
-/// A folder URL's own name (`/a/b%20c/` → `b c`), if it has a safe one.
-pub(super) fn folder_name(u: &Url) -> Option<String> {
-    let seg = u.path().trim_end_matches('/').rsplit('/').next()?;
-    let name = decode(seg);
-    transfer::refuse_name(&name).is_none().then_some(name)
-}
-
-/// One file to download and where.
-pub(super) struct Job {
-    pub url: Url,
-    pub dest: PathBuf,
-    /// From the listing (0 when not known).
-    pub size: u64,
 }
 
 pub fn get(args: GetArgs) -> anyhow::Result<()> {
@@ -396,126 +254,6 @@ fn get_archive(
     let archive = archive.with_share_of(&folder);
     get_one(args, client, rt, &archive, Some(&output), json)
 }
-
-fn summary(target: &Url, rep: &DownloadReport, rate: &str) -> String {
-    let resumed = if rep.resumed_from > 0 {
-        format!(", resumed at {}", human_size(rep.resumed_from))
-    } else {
-        String::new()
-    };
-    let check = if rep.verified {
-        ", sha-256 verified"
-    } else {
-        ""
-    };
-    format!(
-        "{target} -> {} ({}{resumed}, {rate}{check})",
-        rep.dest.display(),
-        human_size(rep.bytes),
-    )
-}
-
-/// Download `jobs` `--parallel` at a time; `per_file` prints a line each.
-pub(super) fn run_jobs(
-    args: &GetArgs,
-    client: &Client,
-    rt: &tokio::runtime::Runtime,
-    jobs: Vec<Job>,
-    per_file: bool,
-    top: &Path,
-    json: &mut JsonLines,
-) -> anyhow::Result<()> {
-    let quiet = args.opts.quiet;
-    let human = !quiet && !args.json;
-    let count = jobs.len();
-    let planned = json.said() + count as u64;
-    let (jobs, existing): (Vec<Job>, Vec<Job>) = if args.no_clobber {
-        jobs.into_iter().partition(|j| !j.dest.exists())
-    } else {
-        (jobs, Vec::new())
-    };
-    for j in &existing {
-        if !quiet && per_file {
-            eprintln!("{} exists, not replaced (--no-clobber)", j.dest.display());
-        }
-        let bytes = std::fs::metadata(&j.dest).map_or(0, |m| m.len());
-        json.file(FileLine::new(
-            &j.dest,
-            &j.url.to_string(),
-            bytes,
-            Status::Exists,
-        ));
-    }
-    let started = Instant::now();
-    let p = total_progress(&args.opts, "get", jobs.iter().map(|j| j.size).sum());
-    let opts = DownloadOptions {
-        // A tree's rerun continues its partial files (-c or not).
-        resume: args.resume || args.recursive,
-        progress: Some(p.sink()),
-        retry: args.retry.policy(),
-        notice: notice(&args.opts),
-        keep_mtime: !args.no_mtime,
-    };
-    let parallel = usize::from(args.parallel.parallel);
-    let again = interrupt::rerun_command((!args.recursive).then_some(("--continue", "-c")));
-    let (mut saved, mut bytes) = (0usize, 0u64);
-    let mut failed: Vec<(String, Error)> = Vec::new();
-    // Per-file lines for URLs named on the command line (a few: kept for
-    // after the bar).
-    let mut lines = Vec::new();
-    let job = |job: Job| {
-        let (client, opts) = (client.clone(), opts.clone());
-        let label = (job.url.clone(), job.dest.clone());
-        (label, async move {
-            transfer::download_file(&client, &job.url, &job.dest, &opts).await
-        })
-    };
-    let done = |(u, dest): (Url, PathBuf), r: Result<DownloadReport, Error>| {
-        let url = u.to_string();
-        let mut line = FileLine::new(&dest, &url, 0, Status::Saved);
-        match r {
-            Ok(rep) => {
-                saved += 1;
-                bytes += rep.bytes;
-                line.bytes = rep.bytes;
-                line.verified = Some(rep.verified);
-                if per_file && human {
-                    lines.push(summary(&u, &rep, &p.meter().rate()));
-                }
-            }
-            Err(e) => {
-                line.status = Status::Failed;
-                line.why = Some(chain(&e));
-                failed.push((url.clone(), e));
-            }
-        }
-        json.file(line);
-    };
-    let run = folder::run_parallel(jobs, parallel, job, done);
-    interrupt::block_on(rt, run, &again);
-    p.finish();
-    for line in lines {
-        outln!("{line}");
-    }
-    json.finish(&top.display().to_string(), planned);
-    if human {
-        outln!(
-            "{saved} of {count} files saved to {} ({}, {}, {})",
-            top.display(),
-            human_size(bytes),
-            p.meter().rate(),
-            files_rate(saved, started)
-        );
-    }
-    if !quiet && !per_file && !existing.is_empty() {
-        eprintln!(
-            "{} files exist and were not replaced (--no-clobber)",
-            existing.len()
-        );
-    }
-    report_failures(failed, count, "download")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -534,17 +272,10 @@ mod tests {
             "{folder}"
         );
         assert!(destination(&Url::parse("http://h/").unwrap(), None).is_err());
-        assert!(check_parent(Path::new("/nonexistent/x")).is_err());
-        assert!(check_parent(Path::new("x")).is_ok());
     }
 
     #[test]
-    fn folder_names() {
-        let n = |s: &str| folder_name(&Url::parse(s).unwrap());
-        assert_eq!(n("http://h/a/b%20c/").as_deref(), Some("b c"));
-        assert_eq!(n("http://h/ü/").as_deref(), Some("ü"));
-        assert_eq!(n("http://h/"), None);
-        assert_eq!(n("http://h/a/%2E%2E/"), None);
+    fn urls_or_a_destination() {
         assert!(looks_like_url("HTTPS://x") && !looks_like_url("dir"));
     }
 }

@@ -13,7 +13,8 @@ use anyhow::{bail, Context};
 use wirespeed_client::transfer::{self, RemoteEntry};
 use wirespeed_client::{Client, Url};
 
-use super::get::{check_parent, folder_name, run_jobs, GetArgs, Job};
+use super::get_args::GetArgs;
+use super::get_jobs::{check_parent, folder_name, run_jobs, Job};
 use super::json_lines::{FileLine, JsonLines, Status};
 use super::{folder, printable};
 

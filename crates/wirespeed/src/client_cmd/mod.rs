@@ -5,6 +5,8 @@
 mod folder;
 mod form;
 mod get;
+mod get_args;
+mod get_jobs;
 mod get_tree;
 mod interrupt;
 mod json_lines;
@@ -17,7 +19,8 @@ mod rm;
 mod share;
 mod status_hint;
 
-pub use get::{get, GetArgs};
+pub use get::get;
+pub use get_args::GetArgs;
 pub use put::{put, PutArgs};
 pub use rm::{rm, RmArgs};
 pub use share::{share, ShareArgs};

@@ -241,8 +241,10 @@ pub struct ServeArgs {
     pub digest: DigestArg,
 
     /// How file downloads leave on plain TCP: `auto` (a 1 MiB read/write loop
-    /// for loopback clients, where it measured ~1.4x faster, sendfile(2) for
-    /// everyone else), `sendfile`, or `copy`.
+    /// for loopback clients, sendfile(2) for everyone else), `sendfile`, or
+    /// `copy`.
+    // Why auto copies on loopback, and how that depends on the host:
+    // bench/RESULTS.md, "File sends on loopback".
     #[arg(long, value_enum, default_value_t = FileSendArg::Auto, value_name = "MODE")]
     pub file_send: FileSendArg,
 

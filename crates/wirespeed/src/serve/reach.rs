@@ -1,5 +1,5 @@
 //! How a server is reached: the addresses a bind covers, the machine's host
-//! names, the `Host` values it answers (DNS-rebinding guard, issue 24 item 5)
+//! names, the `Host` values it answers (a guard against DNS rebinding)
 //! and the URLs the start line hands out on a LAN.
 
 use std::net::{IpAddr, SocketAddr};
