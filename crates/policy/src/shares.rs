@@ -356,6 +356,18 @@ pub fn from_query(query: Option<&str>) -> Option<&str> {
     query?.split('&').find_map(|kv| kv.strip_prefix("share="))
 }
 
+/// The header that carries a link for clients that cannot keep a query
+/// string on every URL they derive (rclone's `http` backend drops any
+/// listed href with a `?`, and its `--http-url` cannot carry one): set once
+/// (`--http-headers`), it goes with every request.
+pub const HEADER: &str = "x-wirespeed-share";
+
+/// The link a request presents: in its query (`?share=`), else in
+/// [`HEADER`].
+pub fn presented<'a>(query: Option<&'a str>, header: Option<&'a str>) -> Option<&'a str> {
+    from_query(query).or(header.map(str::trim))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -459,5 +471,8 @@ mod tests {
         );
         assert_eq!(from_query(Some("format=json")), None);
         assert_eq!(from_query(None), None);
+        assert_eq!(presented(Some("share=q"), Some("h")), Some("q"));
+        assert_eq!(presented(Some("format=json"), Some(" h ")), Some("h"));
+        assert_eq!(presented(None, None), None);
     }
 }

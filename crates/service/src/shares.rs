@@ -92,7 +92,7 @@ impl Handler for ShareRoutes {
             )?;
         }
         // A link never shares (nor lists): only users and token holders.
-        if crate::policy::shares::from_query(ex.query()).is_some() {
+        if crate::respond::presented_link(ex).is_some() {
             return Err(Error::status(404, "not found"));
         }
         let Some(who) = admit(&self.cfg, &self.policy, ex, action, &key).await? else {
