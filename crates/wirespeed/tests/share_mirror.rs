@@ -189,13 +189,21 @@ fn listing_hrefs_carry_the_link_only_for_its_holder() {
     };
     let q = format!("?share={link}");
     let html = get(&format!("/alice/photos/{q}"), &[]);
-    assert!(html.contains(&format!("href=\"name%20with%20spaces.txt{q}\"")), "{html}");
     assert!(
-        html.contains(&format!("href=\"%C3%BCn%C3%AFc%C3%B8d%C3%A9%20%E2%9C%93.txt{q}\"")),
+        html.contains(&format!("href=\"name%20with%20spaces.txt{q}\"")),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!(
+            "href=\"%C3%BCn%C3%AFc%C3%B8d%C3%A9%20%E2%9C%93.txt{q}\""
+        )),
         "{html}"
     );
     assert!(html.contains(&format!("href=\"sub%20dir/{q}\"")), "{html}");
-    assert!(!html.contains("href=\"../"), "no parent above the link: {html}");
+    assert!(
+        !html.contains("href=\"../"),
+        "no parent above the link: {html}"
+    );
     // Every row href of the page carries it (crumbs and rows alike).
     for href in html.split("href=\"").skip(1) {
         let href = &href[..href.find('"').unwrap()];

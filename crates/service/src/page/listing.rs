@@ -297,9 +297,7 @@ impl Formatter {
     pub fn begin(&mut self, out: &mut Vec<u8>, segments: &[String], locked: bool) {
         match self.format {
             Format::Json => out.push(b'['),
-            Format::Html => {
-html_begin(out, segments, locked, self)
-            }
+            Format::Html => html_begin(out, segments, locked, self),
         }
     }
 
