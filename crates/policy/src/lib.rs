@@ -17,6 +17,7 @@
 pub mod basic;
 pub mod hidden;
 pub mod limiter;
+pub mod link_records;
 pub mod origin;
 pub mod password;
 pub mod presets;

@@ -215,6 +215,32 @@ impl Shares {
         by: &str,
         now: u64,
     ) -> Result<(Grant, String), String> {
+        let live = self.new_link(path, rights, secs, by, now)?;
+        {
+            let mut rows = self.live.rows();
+            if rows.len() >= MAX_LIVE {
+                rows.retain(|_, l| l.grant.expires > now);
+            }
+            if rows.len() >= MAX_LIVE {
+                return Err(format!("{MAX_LIVE} links are live; revoke some first"));
+            }
+            rows.insert(live.grant.id, live.clone());
+        }
+        self.save();
+        let token = self.sign(&live.grant);
+        Ok((live.grant, token))
+    }
+
+    /// A new link, not yet in any table (a shared table takes it first:
+    /// `link_records::Change::Mint`).
+    pub fn new_link(
+        &self,
+        path: &str,
+        rights: Rights,
+        secs: u64,
+        by: &str,
+        now: u64,
+    ) -> Result<Live, String> {
         let grant = Grant {
             id: new_id()?,
             expires: now.saturating_add(secs.min(self.max_expiry)),
@@ -222,26 +248,39 @@ impl Shares {
             path: path.to_string(),
             by: by.to_string(),
         };
-        {
-            let mut live = self.live.rows();
-            if live.len() >= MAX_LIVE {
-                live.retain(|_, l| l.grant.expires > now);
-            }
-            if live.len() >= MAX_LIVE {
-                return Err(format!("{MAX_LIVE} links are live; revoke some first"));
-            }
-            live.insert(
-                grant.id,
-                Live {
-                    grant: grant.clone(),
-                    by: by.to_string(),
-                    revoked: false,
-                },
-            );
+        Ok(Live {
+            grant,
+            by: by.to_string(),
+            revoked: false,
+        })
+    }
+
+    /// The minted links are `shared`'s, the table every node on a bucket
+    /// reads, and its revocations hold here. Kept besides: a link known
+    /// here only by its signature or as revoked by another node, a
+    /// revocation made here, and a live link minted here that the shared
+    /// table has not heard of (one minted before the table was shared:
+    /// [`Shares::minted_here`] hands it to the next change).
+    pub fn adopt(&self, shared: Vec<Live>, now: u64) {
+        let mut rows = self.live.rows();
+        let known: std::collections::HashSet<u64> = shared.iter().map(|l| l.grant.id).collect();
+        rows.retain(|id, l| {
+            l.by.is_empty() || l.revoked || (!known.contains(id) && l.grant.expires > now)
+        });
+        for l in shared {
+            let revoked = l.revoked || rows.get(&l.grant.id).is_some_and(|k| k.revoked);
+            rows.insert(l.grant.id, Live { revoked, ..l });
         }
-        self.save();
-        let token = self.sign(&grant);
-        Ok((grant, token))
+    }
+
+    /// The unexpired links this table holds with a minter (what a shared
+    /// table takes in when it lacks them).
+    pub fn minted_here(&self, now: u64) -> Vec<Live> {
+        let rows = self.live.rows();
+        let minted = rows
+            .values()
+            .filter(|l| !l.by.is_empty() && l.grant.expires > now);
+        minted.cloned().collect()
     }
 
     /// The live links under `path` minted by `by` (every minter's: `None`).
@@ -388,6 +427,18 @@ pub fn from_query(query: Option<&str>) -> Option<&str> {
     query?.split('&').find_map(|kv| kv.strip_prefix("share="))
 }
 
+/// The header that carries a link for clients that cannot keep a query
+/// string on every URL they derive (rclone's `http` backend drops any
+/// listed href with a `?`, and its `--http-url` cannot carry one): set once
+/// (`--http-headers`), it goes with every request.
+pub const HEADER: &str = "x-wirespeed-share";
+
+/// The link a request presents: in its query (`?share=`), else in
+/// [`HEADER`].
+pub fn presented<'a>(query: Option<&'a str>, header: Option<&'a str>) -> Option<&'a str> {
+    from_query(query).or(header.map(str::trim))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -504,5 +555,8 @@ mod tests {
         );
         assert_eq!(from_query(Some("format=json")), None);
         assert_eq!(from_query(None), None);
+        assert_eq!(presented(Some("share=q"), Some("h")), Some("q"));
+        assert_eq!(presented(Some("format=json"), Some(" h ")), Some("h"));
+        assert_eq!(presented(None, None), None);
     }
 }

@@ -19,6 +19,9 @@ pub struct ServiceConfig {
     pub users: Option<std::sync::Arc<crate::policy::Users>>,
     /// Share links (`/-/shares/…` mints them; `?share=` presents one).
     pub shares: Option<std::sync::Arc<crate::policy::Shares>>,
+    /// The links table every node on a bucket shares (`None`: the node's
+    /// own, in `shares.json`).
+    pub links: Option<crate::links::SharedLinks>,
     /// Browser sessions (`/-/session` signs in; its cookie presents one).
     pub sessions: Option<std::sync::Arc<crate::policy::Sessions>>,
     /// Which writes are taken at all (checked before the token).

@@ -57,6 +57,7 @@ pub mod config;
 pub(crate) mod content_type;
 pub mod digest;
 pub mod hash_gate;
+pub mod links;
 pub mod locks;
 pub mod metrics;
 pub mod mtime;

@@ -139,6 +139,12 @@ fn acting(policy: &Policy, who: Principal) -> Principal {
     who
 }
 
+/// The share link `ex` presents (query, else header), owned.
+pub(crate) fn presented_link(ex: &Exchange) -> Option<String> {
+    let header = ex.header_str(crate::policy::shares::HEADER);
+    crate::policy::shares::presented(ex.query(), header).map(str::to_owned)
+}
+
 /// The checks every request to the file and upload routes passes first:
 /// the loopback `Host` check (421), the cross-origin write check (403),
 /// then the one policy decision ([`Policy::decide`]) for `action` at `path`:
@@ -190,8 +196,15 @@ pub(crate) async fn admit_with(
     }
     // A share link is its own principal: anything it does not cover is
     // the same 404 as an unknown link, so it reveals nothing beyond itself.
-    if let Some(token) = crate::policy::shares::from_query(ex.query()) {
-        let who = match policy.link(token, ex.client_ip()) {
+    if let Some(token) = presented_link(ex) {
+        // A revocation on another node of the bucket holds here within a
+        // second: this node's copy of the shared table is that fresh.
+        if let (Some(links), Some(shares)) = (&cfg.links, &cfg.shares) {
+            if let Err(e) = links.0.refresh(shares, crate::links::WINDOW).await {
+                tracing::warn!(target: "wirespeed::share", error = %e, "cannot read the shared links table; using this node's copy");
+            }
+        }
+        let who = match policy.link(&token, ex.client_ip()) {
             // A link whose signature holds tells its holder it has ended,
             // and nothing about the path (which it names itself anyway).
             Some(Err(why @ (Refusal::Expired | Refusal::Revoked))) => {

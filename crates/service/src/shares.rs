@@ -12,6 +12,7 @@ use std::sync::Arc;
 use wirespeed_net::{Error, Exchange, Handler, Response};
 
 use crate::path::{parse_request_path, RelPath};
+use crate::policy::link_records::Change;
 use crate::policy::shares::{human_duration, Live, DEFAULT_EXPIRY};
 use crate::policy::{Action, Principal, Rights, Shares};
 use crate::respond::admit;
@@ -106,7 +107,7 @@ impl Handler for ShareRoutes {
             )?;
         }
         // A link never shares (nor lists): only users and token holders.
-        if crate::policy::shares::from_query(ex.query()).is_some() {
+        if crate::respond::presented_link(ex).is_some() {
             return Err(Error::status(404, "not found"));
         }
         let Some(who) = admit(&self.cfg, &self.policy, ex, action, &key).await? else {
@@ -137,6 +138,7 @@ impl Handler for ShareRoutes {
             )),
             "POST" => self.mint(ex, &key, needs, upload, &by).await,
             "GET" => {
+                self.refresh().await?;
                 let list: Vec<serde_json::Value> = self
                     .shares
                     .list_where(&key, manages, now())
@@ -148,8 +150,17 @@ impl Handler for ShareRoutes {
             "DELETE" => {
                 let token = query_value(ex.query(), "link").unwrap_or("");
                 let id = self.shares.id_of(token);
+                // A link minted on another node is in the shared table.
+                self.refresh().await?;
                 match id {
                     Some(id) if self.shares.revoke_if(id, manages) => {
+                        if let Some(links) = &self.cfg.links {
+                            links
+                                .0
+                                .change(&self.shares, Change::Revoke(id))
+                                .await
+                                .map_err(|e| Error::status(e.status(), e.to_string()))?;
+                        }
                         tracing::info!(target: "wirespeed::share", id = %format!("{id:016x}"), by = %by, "share link revoked");
                         ex.send(Response::new(204), b"").await
                     }
@@ -162,6 +173,19 @@ impl Handler for ShareRoutes {
 }
 
 impl ShareRoutes {
+    /// This node's copy of the shared links table, brought up to date
+    /// (one conditional read); nothing without a bucket.
+    async fn refresh(&self) -> Result<(), Error> {
+        match &self.cfg.links {
+            Some(links) => links
+                .0
+                .refresh(&self.shares, std::time::Duration::ZERO)
+                .await
+                .map_err(|e| Error::status(e.status(), e.to_string())),
+            None => Ok(()),
+        }
+    }
+
     async fn mint(
         &self,
         ex: &mut Exchange,
@@ -233,10 +257,27 @@ impl ShareRoutes {
             }
             Err(e) => return Err(crate::answers::storage_answer(e)),
         }
-        let (grant, token) = self
-            .shares
-            .mint(&path, needs, secs, by, now())
-            .map_err(|e| Error::status(503, e))?;
+        let (grant, token) = match &self.cfg.links {
+            None => self
+                .shares
+                .mint(&path, needs, secs, by, now())
+                .map_err(|e| Error::status(503, e))?,
+            // On a bucket the link exists once the shared table holds it.
+            Some(links) => {
+                let live = self
+                    .shares
+                    .new_link(&path, needs, secs, by, now())
+                    .map_err(|e| Error::status(503, e))?;
+                let grant = live.grant.clone();
+                links
+                    .0
+                    .change(&self.shares, Change::Mint(live))
+                    .await
+                    .map_err(|e| Error::status(e.status(), e.to_string()))?;
+                let token = self.shares.sign(&grant);
+                (grant, token)
+            }
+        };
         tracing::info!(target: "wirespeed::share", id = %format!("{:016x}", grant.id), path = %path, rights = %grant.rights, by = %by, "share link minted");
         let live = Live {
             grant,

@@ -83,7 +83,7 @@ pub enum Written {
     Replaced,
 }
 
-/// What [`Storage::load_locks`] found.
+/// What [`Storage::load_locks`] (or [`state::SharedState::load_record`]) found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LockRecords {
     /// The version the caller knows is still the current one.

@@ -5,13 +5,14 @@
 
 use std::future::Future;
 
-use super::StorageError;
+use super::{LockRecords, StorageError};
 
 /// The reserved folder's name (a `.wirespeed-` name: never served).
 pub const STATE_DIR: &str = ".wirespeed-state";
 
 /// Empty marker objects under [`STATE_DIR`], named by the caller: a name
-/// carries all it says (one listing reads them all, no object is opened).
+/// carries all it says (one listing reads them all, no object is opened);
+/// and records, objects replaced whole by conditional writes.
 pub trait SharedState: Send + Sync + 'static {
     /// Create (or keep) the marker `folder/name`.
     fn put_marker(
@@ -32,4 +33,23 @@ pub trait SharedState: Send + Sync + 'static {
         folder: &str,
         name: &str,
     ) -> impl Future<Output = Result<(), StorageError>> + Send;
+
+    /// The record `name` (at most `max` bytes), unless its version is
+    /// still `known`: one object every node reads and replaces whole.
+    fn load_record(
+        &self,
+        name: &str,
+        known: Option<String>,
+        max: usize,
+    ) -> impl Future<Output = Result<LockRecords, StorageError>> + Send;
+
+    /// Replace the record `name` with `blob` if its version is still
+    /// `version` (`None`: if there is none), else
+    /// [`StorageError::PreconditionFailed`]; the new version.
+    fn save_record(
+        &self,
+        name: &str,
+        blob: Vec<u8>,
+        version: Option<String>,
+    ) -> impl Future<Output = Result<String, StorageError>> + Send;
 }

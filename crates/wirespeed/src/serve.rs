@@ -139,6 +139,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 with_uploads(storage, cfg, ucfg)
             }
             Either::S3(s3) => {
+                // One links table for every node on the bucket.
+                let mut cfg = cfg;
+                if cfg.shares.is_some() {
+                    cfg.links = Some(wirespeed_service::links::SharedLinks::in_bucket(s3.clone()));
+                }
                 tracing::info!(%addr, storage = s3.place(), max_connections = server_cfg.max_connections, ?fd_limit, "serving");
                 // Sign-outs and link revocations meet in the bucket: every
                 // node on it refuses them within --revocation-sync.

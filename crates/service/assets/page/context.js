@@ -32,5 +32,8 @@ export const canShare = body.dataset.share === '1';
 
 // Opened through a share link: every URL of the page carries it on.
 const shareToken = new URLSearchParams(location.search).get('share');
+// (The server's own hrefs carry it already: added once.)
 export const withShare = (url) =>
-  shareToken ? url + (url.includes('?') ? '&' : '?') + 'share=' + encodeURIComponent(shareToken) : url;
+  shareToken && !/[?&]share=/.test(url)
+    ? url + (url.includes('?') ? '&' : '?') + 'share=' + encodeURIComponent(shareToken)
+    : url;

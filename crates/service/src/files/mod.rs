@@ -338,6 +338,11 @@ impl<S: Storage> Files<S> {
             .with_nonce(nonce)
             .with_rights(crate::page::page_rights(&self.policy, who, key))
             .with_user(crate::page::PageUser::of(&self.policy, who));
+        // Hrefs carry a link on only to its holder, and only when it came
+        // in the URL (a header goes with every request by itself).
+        if matches!(who, Principal::Link(_)) {
+            fmt = fmt.with_link(crate::policy::shares::from_query(ex.query()));
+        }
         let mut text = Vec::with_capacity(FLUSH_AT + 1024);
         fmt.begin(&mut text, key.segments(), false);
         let mut w = ex.writer(resp)?;

@@ -239,6 +239,10 @@ pub struct Formatter {
     next: Option<String>,
     /// The nonce of the page's `<script>` ([`page_csp_nonce`]).
     nonce: Option<String>,
+    /// `?share=TOKEN` when a link's holder asked with the link in the URL:
+    /// every href carries it on, so crawlers (`wget -r`) stay inside the
+    /// link; empty for everyone else.
+    link: String,
 }
 
 impl Formatter {
@@ -250,7 +254,14 @@ impl Formatter {
             user: PageUser::NoUsers,
             next: None,
             nonce: None,
+            link: String::new(),
         }
+    }
+
+    /// The share link every href carries on (`None`: none, the default).
+    pub fn with_link(mut self, token: Option<&str>) -> Self {
+        self.link = token.map_or(String::new(), |t| format!("?share={}", encode_query(t)));
+        self
     }
 
     /// The nonce the page's `<script>` carries (the one its
@@ -286,11 +297,7 @@ impl Formatter {
     pub fn begin(&mut self, out: &mut Vec<u8>, segments: &[String], locked: bool) {
         match self.format {
             Format::Json => out.push(b'['),
-            Format::Html => {
-                let next = self.next.as_deref();
-                let nonce = self.nonce.as_deref();
-                html_begin(out, segments, locked, self.rights, self.user, next, nonce)
-            }
+            Format::Html => html_begin(out, segments, locked, self),
         }
     }
 
@@ -313,6 +320,16 @@ impl Formatter {
                     b",\"type\":\"file\""
                 });
                 out.extend_from_slice(format!(",\"size\":{}", e.meta.size).as_bytes());
+                if !self.link.is_empty() {
+                    // A link's holder gets where each entry is, link and all.
+                    let mut href = String::with_capacity(e.name.len() + self.link.len() + 4);
+                    encode_segment_into(&e.name, &mut href);
+                    if dir {
+                        href.push('/');
+                    }
+                    href.push_str(&self.link);
+                    out.extend_from_slice(format!(",\"href\":\"{href}\"").as_bytes());
+                }
                 match modified {
                     Some(m) => out.extend_from_slice(format!(",\"modified\":\"{m}\"}}").as_bytes()),
                     None => out.extend_from_slice(b",\"modified\":null}"),
@@ -331,6 +348,7 @@ impl Formatter {
                 if dir {
                     s.push('/');
                 }
+                s.push_str(&self.link);
                 s.push_str("\">");
                 escape_html(&e.name, &mut s);
                 if dir {
@@ -361,9 +379,27 @@ impl Formatter {
     pub fn end(&mut self, out: &mut Vec<u8>) {
         match self.format {
             Format::Json => out.extend_from_slice(b"\n]\n"),
-            Format::Html => out.extend_from_slice(HTML_END.as_bytes()),
+            Format::Html if self.link.is_empty() => out.extend_from_slice(HTML_END.as_bytes()),
+            Format::Html => {
+                // The JSON button's GET form drops its action's query: the
+                // link goes along as a field of the form.
+                let token = self.link.trim_start_matches("?share=");
+                let field = format!(
+                    "<input type=\"hidden\" name=\"share\" value=\"{token}\"><button type=\"submit\""
+                );
+                let end = HTML_END.replacen("<button type=\"submit\"", &field, 1);
+                out.extend_from_slice(end.as_bytes());
+            }
         }
     }
+}
+
+/// A query value percent-encoded (a link's token is URL-safe already;
+/// this keeps anything else from breaking out of the href).
+fn encode_query(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    encode_segment_into(v, &mut out);
+    out
 }
 
 /// The JSON listing is offered by a GET form, not a link: crawlers
@@ -378,15 +414,9 @@ const HTML_END: &str = "</tbody></table></main>\n\
 /// lftp) read; with scripting on, the style sheet hides it (no layout of
 /// thousands of rows) and the page's script reads it and renders its own
 /// table, what is on screen first.
-fn html_begin(
-    out: &mut Vec<u8>,
-    segments: &[String],
-    locked: bool,
-    rights: PageRights,
-    user: PageUser,
-    next: Option<&str>,
-    nonce: Option<&str>,
-) {
+fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool, f: &Formatter) {
+    let (rights, user, next, link) = (f.rights, f.user, f.next.as_deref(), f.link.as_str());
+    let nonce = f.nonce.as_deref();
     // The loader's modules, fetched at once rather than import by import
     // (each tag carries the nonce: the policy admits nothing else).
     let preload: String = match nonce {
@@ -419,6 +449,7 @@ fn html_begin(
         if i + 1 >= rights.top {
             crumbs.push_str("<a href=\"");
             crumbs.push_str(&href);
+            crumbs.push_str(link);
             crumbs.push_str("\">");
             escape_html(seg, &mut crumbs);
             crumbs.push_str("</a>");
@@ -431,7 +462,7 @@ fn html_begin(
     let up = if segments.len() <= rights.top {
         String::new()
     } else {
-        "<tr class=\"d up\"><td class=\"n\"><a href=\"../\" rel=\"up\">../</a></td><td class=\"m\"></td><td class=\"s\">-</td></tr>\n".to_string()
+        format!("<tr class=\"d up\"><td class=\"n\"><a href=\"../{link}\" rel=\"up\">../</a></td><td class=\"m\"></td><td class=\"s\">-</td></tr>\n")
     };
     let (css, js, icon) = (
         crate::page::assets::url("page.css"),
@@ -478,10 +509,11 @@ placeholder=\"Password\" required><input type=\"hidden\" name=\"next\" value=\""
     let can = rights.attribute();
     // Without the right to upload, no form (the script adds no buttons either).
     let form = if rights.write {
-        "<form id=\"upform\" method=\"post\" action=\"?format=html\" enctype=\"multipart/form-data\">\
-<input type=\"file\" name=\"file\" id=\"files\" multiple> <button type=\"submit\">Upload</button></form>"
+        let and_link = link.replacen('?', "&", 1);
+        format!("<form id=\"upform\" method=\"post\" action=\"?format=html{and_link}\" enctype=\"multipart/form-data\">\
+<input type=\"file\" name=\"file\" id=\"files\" multiple> <button type=\"submit\">Upload</button></form>")
     } else {
-        ""
+        String::new()
     };
     let note = if rights.upload_only() {
         "<p id=\"upload-only\" class=\"note\">Upload only: add files here. \

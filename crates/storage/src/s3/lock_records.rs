@@ -25,20 +25,31 @@ impl S3Storage {
         &self,
         known: Option<String>,
     ) -> Result<LockRecords, StorageError> {
-        let path = self.lock_record()?;
+        self.read_shared_record(&self.lock_record()?, known, MAX_RECORD)
+            .await
+    }
+
+    /// The object at `path` (at most `max` bytes), unless its version is
+    /// still `known`: what every node of the bucket shares as one record.
+    pub(super) async fn read_shared_record(
+        &self,
+        path: &ObjPath,
+        known: Option<String>,
+        max: usize,
+    ) -> Result<LockRecords, StorageError> {
         let opts = GetOptions {
             if_none_match: known,
             ..GetOptions::default()
         };
-        let got = match self.store.get_opts(&path, opts).await {
+        let got = match self.store.get_opts(path, opts).await {
             Ok(got) => got,
             Err(object_store::Error::NotModified { .. }) => return Ok(LockRecords::Unchanged),
             Err(object_store::Error::NotFound { .. }) => return Ok(LockRecords::Absent),
             Err(e) => return Err(self.error(e)),
         };
-        if got.meta.size > MAX_RECORD as u64 {
+        if got.meta.size > max as u64 {
             return Err(StorageError::Backend(format!(
-                "{}: the lock records ({RECORD}) are larger than 16 MiB",
+                "{}: the record {path} is larger than {max} bytes",
                 self.place
             )));
         }
@@ -60,6 +71,19 @@ impl S3Storage {
                 "the lock records would exceed 16 MiB; release some locks",
             ));
         }
+        self.write_shared_record(&self.lock_record()?, blob, version)
+            .await
+    }
+
+    /// Replace the object at `path` with `blob` if its version is still
+    /// `version` (`None`: if there is none), else
+    /// [`StorageError::PreconditionFailed`]; the new version.
+    pub(super) async fn write_shared_record(
+        &self,
+        path: &ObjPath,
+        blob: Vec<u8>,
+        version: Option<String>,
+    ) -> Result<String, StorageError> {
         let mode = match version {
             Some(e_tag) => PutMode::Update(UpdateVersion {
                 e_tag: Some(e_tag),
@@ -73,7 +97,7 @@ impl S3Storage {
         };
         let put = self
             .store
-            .put_opts(&self.lock_record()?, PutPayload::from(blob), opts)
+            .put_opts(path, PutPayload::from(blob), opts)
             .await
             .map_err(|e| self.error(e))?;
         Ok(put.e_tag.unwrap_or_default())

@@ -6,7 +6,7 @@ use object_store::{ObjectStoreExt, PutPayload};
 
 use super::S3Storage;
 use crate::state::{SharedState, STATE_DIR};
-use crate::StorageError;
+use crate::{LockRecords, StorageError};
 
 impl S3Storage {
     fn state_path(&self, folder: &str, name: &str) -> Result<ObjPath, StorageError> {
@@ -30,6 +30,26 @@ impl SharedState for S3Storage {
 
     async fn remove_marker(&self, folder: &str, name: &str) -> Result<(), StorageError> {
         self.delete_if_present(&self.state_path(folder, name)?)
+            .await
+    }
+
+    async fn load_record(
+        &self,
+        name: &str,
+        known: Option<String>,
+        max: usize,
+    ) -> Result<LockRecords, StorageError> {
+        self.read_shared_record(&self.state_path("records", name)?, known, max)
+            .await
+    }
+
+    async fn save_record(
+        &self,
+        name: &str,
+        blob: Vec<u8>,
+        version: Option<String>,
+    ) -> Result<String, StorageError> {
+        self.write_shared_record(&self.state_path("records", name)?, blob, version)
             .await
     }
 }

@@ -76,6 +76,8 @@ pub(super) fn service(
         access: Access::new(tokens, args.private),
         users: auth,
         shares: share_links,
+        // On a bucket, `serve` gives the shared table once the storage is open.
+        links: None,
         sessions,
         writes,
         max_body: args.max_body,
