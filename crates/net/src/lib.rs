@@ -31,7 +31,7 @@ pub use error::Error;
 pub use exchange::Exchange;
 pub use io::Transport;
 pub use linger::Linger;
-pub use mount::{Mount, PathPrefix, Placement, PrefixError};
+pub use mount::{strip_base, Mount, PathPrefix, Placement, PrefixError};
 pub use observe::{Completed, Observer, Timeout};
 pub use proxies::TrustedProxies;
 pub use request_body::FileBodyError;

@@ -67,10 +67,12 @@ impl PathPrefix {
 
     /// Where `path` (the request target's path, as sent) stands.
     pub fn place(&self, path: &str) -> Placement {
-        match path.strip_prefix(self.0.as_str()) {
-            Some("") => Placement::Bare,
-            Some(rest) if rest.starts_with('/') => Placement::Inside(self.0.len()),
-            _ => Placement::Outside,
+        if path == self.0 {
+            return Placement::Bare;
+        }
+        match strip_base(&self.0, path) {
+            Some(_) => Placement::Inside(self.0.len()),
+            None => Placement::Outside,
         }
     }
 
@@ -80,29 +82,40 @@ impl PathPrefix {
     }
 }
 
+/// `path` below the prefix `base` (as [`Exchange::base`](crate::Exchange::base)
+/// gives it: `""` at the root), starting with `/`; `None` when it is not
+/// under it. For the URLs requests carry in fields (WebDAV's `Destination`
+/// and `If`), which name paths as the client sees them.
+pub fn strip_base<'a>(base: &str, path: &'a str) -> Option<&'a str> {
+    path.strip_prefix(base).filter(|rest| rest.starts_with('/'))
+}
+
 /// A handler served under a [`PathPrefix`]: requests outside it get 404,
 /// the bare prefix a 301 to the folder, the rest reach `inner` with the
-/// prefix stripped.
+/// prefix stripped. Without a prefix, every request reaches `inner` as is.
 pub struct Mount<H> {
-    prefix: PathPrefix,
+    prefix: Option<PathPrefix>,
     inner: H,
 }
 
 impl<H: Handler> Mount<H> {
-    pub fn new(prefix: PathPrefix, inner: H) -> Self {
+    pub fn new(prefix: Option<PathPrefix>, inner: H) -> Self {
         Mount { prefix, inner }
     }
 }
 
 impl<H: Handler> Handler for Mount<H> {
     async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
-        match self.prefix.place(ex.path()) {
+        let Some(prefix) = &self.prefix else {
+            return self.inner.handle(ex).await;
+        };
+        match prefix.place(ex.path()) {
             Placement::Inside(at) => {
                 ex.mount_at(at);
                 self.inner.handle(ex).await
             }
             Placement::Bare => {
-                let mut to = format!("{}/", self.prefix.as_str());
+                let mut to = format!("{}/", prefix.as_str());
                 if let Some(q) = ex.query() {
                     to.push('?');
                     to.push_str(q);
@@ -114,10 +127,7 @@ impl<H: Handler> Handler for Mount<H> {
             }
             Placement::Outside => Err(Error::status(
                 404,
-                format!(
-                    "not found: this server serves under {}/",
-                    self.prefix.as_str()
-                ),
+                format!("not found: this server serves under {}/", prefix.as_str()),
             )),
         }
     }
@@ -143,6 +153,17 @@ mod tests {
         assert_eq!(PathPrefix::parse("/a/../b"), Err(PrefixError::BadSegment));
         assert_eq!(PathPrefix::parse("/a%20b"), Err(PrefixError::BadChar('%')));
         assert_eq!(PathPrefix::parse("/a b"), Err(PrefixError::BadChar(' ')));
+    }
+
+    #[test]
+    fn strips_bases() {
+        assert_eq!(strip_base("", "/a"), Some("/a"));
+        assert_eq!(strip_base("", "a"), None);
+        assert_eq!(strip_base("/files", "/files/a%20b"), Some("/a%20b"));
+        assert_eq!(strip_base("/files", "/files/"), Some("/"));
+        assert_eq!(strip_base("/files", "/files"), None);
+        assert_eq!(strip_base("/files", "/filesx/a"), None);
+        assert_eq!(strip_base("/files", "/a"), None);
     }
 
     #[test]

@@ -109,9 +109,10 @@ fn gzipped(name: &str) -> Option<&'static [u8]> {
     .map(|(_, gz)| gz.as_slice())
 }
 
-/// The URL path of asset `name` in this build.
-pub fn url(name: &str) -> String {
-    format!("/-/assets/{}/{name}", version())
+/// The URL path of asset `name` in this build, under the server's path
+/// prefix `base` (`""` at the root).
+pub fn url(base: &str, name: &str) -> String {
+    format!("{base}/-/assets/{}/{name}", version())
 }
 
 /// `GET /-/assets/<version>/<name>`: no token needed (the files are the

@@ -103,7 +103,8 @@ fn frame(
         .with_nonce(nonce)
         .with_rights(rights)
         .with_user(crate::page::PageUser::of(policy, who))
-        .with_next(key.to_url(key.trailing_slash()));
+        .with_base(ex.base())
+        .with_next(format!("{}{}", ex.base(), key.to_url(key.trailing_slash())));
     fmt.begin(&mut page, key.segments(), locked);
     fmt.end(&mut page);
     Some(page)
@@ -229,6 +230,14 @@ fn listing_date(t: SystemTime) -> Option<String> {
     ))
 }
 
+/// What the page's head names besides the folder: the path prefix, where
+/// the no-script sign-in returns, the script's nonce.
+struct PageHead<'a> {
+    base: &'a str,
+    next: Option<&'a str>,
+    nonce: Option<&'a str>,
+}
+
 /// Streaming formatter: `begin`, then `entry` per entry, then `end`.
 pub struct Formatter {
     format: Format,
@@ -239,6 +248,8 @@ pub struct Formatter {
     next: Option<String>,
     /// The nonce of the page's `<script>` ([`page_csp_nonce`]).
     nonce: Option<String>,
+    /// The server's path prefix, before every URL the page names.
+    base: String,
 }
 
 impl Formatter {
@@ -250,7 +261,14 @@ impl Formatter {
             user: PageUser::NoUsers,
             next: None,
             nonce: None,
+            base: String::new(),
         }
+    }
+
+    /// The server's path prefix (`serve --path-prefix`), `""` at the root.
+    pub fn with_base(mut self, base: &str) -> Self {
+        self.base = base.to_string();
+        self
     }
 
     /// The nonce the page's `<script>` carries (the one its
@@ -289,7 +307,12 @@ impl Formatter {
             Format::Html => {
                 let next = self.next.as_deref();
                 let nonce = self.nonce.as_deref();
-                html_begin(out, segments, locked, self.rights, self.user, next, nonce)
+                let page = PageHead {
+                    base: &self.base,
+                    next,
+                    nonce,
+                };
+                html_begin(out, segments, locked, self.rights, self.user, page)
             }
         }
     }
@@ -384,9 +407,9 @@ fn html_begin(
     locked: bool,
     rights: PageRights,
     user: PageUser,
-    next: Option<&str>,
-    nonce: Option<&str>,
+    page: PageHead<'_>,
 ) {
+    let PageHead { base, next, nonce } = page;
     // The loader's modules, fetched at once rather than import by import
     // (each tag carries the nonce: the policy admits nothing else).
     let preload: String = match nonce {
@@ -394,7 +417,7 @@ fn html_begin(
             .map(|m| {
                 format!(
                     "<link rel=\"modulepreload\" href=\"{}\" nonce=\"{n}\">",
-                    crate::page::assets::url(m)
+                    crate::page::assets::url(base, m)
                 )
             })
             .collect(),
@@ -404,12 +427,15 @@ fn html_begin(
     // Folders above `rights.top` (a share link's own folder) are names,
     // not links: the link does not reach them.
     let mut title = String::from("/");
-    let mut crumbs = String::from(if rights.top == 0 {
-        "<a href=\"/\">Home</a>"
+    let mut crumbs = if rights.top == 0 {
+        let mut home = String::from("<a href=\"");
+        escape_html(base, &mut home);
+        home.push_str("/\">Home</a>");
+        home
     } else {
-        "<span>Home</span>"
-    });
-    let mut href = String::from("/");
+        String::from("<span>Home</span>")
+    };
+    let mut href = format!("{base}/");
     for (i, seg) in segments.iter().enumerate() {
         escape_html(seg, &mut title);
         title.push('/');
@@ -434,11 +460,17 @@ fn html_begin(
         "<tr class=\"d up\"><td class=\"n\"><a href=\"../\" rel=\"up\">../</a></td><td class=\"m\"></td><td class=\"s\">-</td></tr>\n".to_string()
     };
     let (css, js, icon) = (
-        crate::page::assets::url("page.css"),
-        crate::page::assets::url("page.js"),
-        crate::page::assets::url("icon.svg"),
+        crate::page::assets::url(base, "page.css"),
+        crate::page::assets::url(base, "page.js"),
+        crate::page::assets::url(base, "icon.svg"),
     );
     let mut state = String::from(if locked { " data-locked=\"1\"" } else { "" });
+    // The script reads the prefix here: the one place it learns it.
+    if !base.is_empty() {
+        state.push_str(" data-base=\"");
+        escape_html(base, &mut state);
+        state.push('"');
+    }
     if rights.share {
         state.push_str(" data-share=\"1\"");
     }
@@ -449,19 +481,19 @@ fn html_begin(
     // back here); with them, the script shows its own.
     let mut signin = String::new();
     if user == PageUser::SignedOut {
-        signin.push_str(
-            "<noscript><form id=\"signin-form\" method=\"post\" action=\"/-/session\">\
+        signin.push_str(&format!(
+            "<noscript><form id=\"signin-form\" method=\"post\" action=\"{base}/-/session\">\
 <input name=\"name\" autocomplete=\"username\" aria-label=\"User name\" placeholder=\"User name\" required> \
 <input type=\"password\" name=\"password\" autocomplete=\"current-password\" aria-label=\"Password\" \
-placeholder=\"Password\" required><input type=\"hidden\" name=\"next\" value=\"",
-        );
+placeholder=\"Password\" required><input type=\"hidden\" name=\"next\" value=\""
+        ));
         escape_html(next.unwrap_or(&href), &mut signin);
         signin.push_str("\"> <button type=\"submit\">Sign in</button></form></noscript>");
     }
     if let PageUser::SignedIn(name) = user {
-        signin.push_str(
-            "<noscript><form id=\"signout-form\" method=\"post\" action=\"/-/session/sign-out\">",
-        );
+        signin.push_str(&format!(
+            "<noscript><form id=\"signout-form\" method=\"post\" action=\"{base}/-/session/sign-out\">"
+        ));
         escape_html(name.as_str(), &mut signin);
         signin.push_str(" <button type=\"submit\">Sign out</button></form></noscript>");
     }
