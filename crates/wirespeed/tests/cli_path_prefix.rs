@@ -9,26 +9,10 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{run_bounded, Serve, BIN};
+use common::{docs_nginx_block, run_bounded, Serve, BIN};
 use wirespeed_testkit::nginx::Nginx;
 
 const TOKEN: &str = "prefix-secret";
-
-/// The docs' `location /files/` block, pointed at `upstream`.
-fn docs_block(upstream: std::net::SocketAddr) -> String {
-    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/serving.md");
-    let text = std::fs::read_to_string(docs).unwrap();
-    let start = text
-        .find("```nginx\nlocation /files/ {")
-        .expect("docs/serving.md has the `location /files/` block");
-    let block = &text[start + "```nginx\n".len()..];
-    let block = &block[..block.find("```").unwrap()];
-    assert!(
-        block.contains("proxy_set_header Host $http_host;"),
-        "the docs pass the Host on with its port: {block}"
-    );
-    block.replace("127.0.0.1:8080", &upstream.to_string())
-}
 
 /// The client with the token, bounded; stdout.
 fn client(args: &[&str]) -> String {
@@ -87,7 +71,7 @@ fn start(root: &Path) -> (Serve, Option<Nginx>) {
             root.parent().unwrap().join("state").to_str().unwrap(),
         ],
     );
-    let nginx = Nginx::serving("", &docs_block(srv.addr));
+    let nginx = Nginx::serving("", &docs_nginx_block(srv.addr));
     (srv, nginx)
 }
 
