@@ -684,6 +684,29 @@ mod tests {
     }
 
     #[test]
+    fn html_under_a_path_prefix_names_it_everywhere() {
+        let mut f = Formatter::new(Format::Html)
+            .with_base("/files")
+            .with_user(PageUser::SignedOut);
+        let mut out = Vec::new();
+        f.begin(&mut out, &["d".to_string()], false);
+        f.entry(&mut out, &entry("a.txt", Kind::File));
+        f.end(&mut out);
+        let s = String::from_utf8(out).unwrap();
+        assert!(s.contains(" data-base=\"/files\""), "{s}");
+        assert!(s.contains("<a href=\"/files/\">Home</a>"), "{s}");
+        assert!(s.contains("<a href=\"/files/d/\">d</a>"), "{s}");
+        assert!(s.contains("action=\"/files/-/session\""), "{s}");
+        assert!(s.contains("name=\"next\" value=\"/files/d/\""), "{s}");
+        for asset in ["page.css", "page.js", "icon.svg"] {
+            assert!(s.contains(&crate::page::assets::url("/files", asset)), "{s}");
+        }
+        assert!(!s.contains("\"/-/"), "no URL at the host's root: {s}");
+        // Rows stay relative: they are right under any prefix.
+        assert!(s.contains("href=\"a.txt\""), "{s}");
+    }
+
+    #[test]
     fn html_is_escaped_and_linked() {
         let mut f = Formatter::new(Format::Html);
         let mut out = Vec::new();

@@ -53,17 +53,24 @@ mod tests {
 
     #[test]
     fn not_found_links_up_and_escapes() {
-        let page = not_found_html(&["a b".into(), "<x>".into()]);
+        let page = not_found_html("", &["a b".into(), "<x>".into()]);
         assert!(
             page.contains("<a href=\"/a%20b/\" rel=\"up\">Back to /a b/</a>"),
             "{page}"
         );
         assert!(page.contains("<strong>&lt;x&gt;</strong>"), "{page}");
         assert!(!page.contains("<x>"));
-        let page = not_found_html(&["gone.txt".into()]);
+        let page = not_found_html("", &["gone.txt".into()]);
         assert!(
             page.contains("<a href=\"/\" rel=\"up\">Back to /</a>"),
             "{page}"
         );
+        // Under a path prefix the link and the styles carry it.
+        let page = not_found_html("/files", &["d".into(), "gone.txt".into()]);
+        assert!(
+            page.contains("<a href=\"/files/d/\" rel=\"up\">Back to /d/</a>"),
+            "{page}"
+        );
+        assert!(page.contains("href=\"/files/-/assets/"), "{page}");
     }
 }
