@@ -341,7 +341,10 @@ mod tests {
     fn prefix_candidates_are_whole_leading_segments() {
         let u = Url::parse("http://h/files/d/a%20b.txt?share=x").unwrap();
         assert_eq!(u.prefix_candidates(), ["", "/files", "/files/d"]);
-        assert_eq!(Url::parse("http://h/a.txt").unwrap().prefix_candidates(), [""]);
+        assert_eq!(
+            Url::parse("http://h/a.txt").unwrap().prefix_candidates(),
+            [""]
+        );
         assert_eq!(Url::parse("http://h/").unwrap().prefix_candidates(), [""]);
         let deep = Url::parse("http://h/1/2/3/4/5/6/f").unwrap();
         assert_eq!(deep.prefix_candidates().len(), 1 + MAX_PREFIX_DEPTH);

@@ -120,8 +120,7 @@ impl<S: Storage> FileRoutes<S> {
                 // header is rare here but honoured.
                 let if_field = crate::locks::IfField::of(ex);
                 // The form's files are checked as they come, each at its name.
-                let submitted =
-                    check_write(&cfg.locks, storage, &if_field, &key, &[], who).await?;
+                let submitted = check_write(&cfg.locks, storage, &if_field, &key, &[], who).await?;
                 let guard = WriteGuard::new(policy, who, &key).with_locks(&cfg.locks, submitted);
                 let r = Box::pin(crate::encoded::post(storage, cfg, &guard, ex, key)).await;
                 r.map_err(|e| guard.explain(e))

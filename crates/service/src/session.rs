@@ -229,7 +229,10 @@ impl SessionRoutes {
             SignIn::Wrong => {
                 let resp = Response::new(401).header(
                     "WWW-Authenticate",
-                    format!("Session realm=\"wirespeed\", form=\"{}/-/session\"", ex.base()),
+                    format!(
+                        "Session realm=\"wirespeed\", form=\"{}/-/session\"",
+                        ex.base()
+                    ),
                 );
                 return send_json(
                     ex,

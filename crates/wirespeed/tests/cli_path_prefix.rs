@@ -39,10 +39,10 @@ fn curl(args: &[&str]) -> (u16, String) {
     // The final answer's status (after any 100 Continue).
     let status = text
         .lines()
+        .rev()
         .filter(|l| l.starts_with("HTTP/"))
         .filter_map(|l| l.split(' ').nth(1)?.parse().ok())
-        .filter(|s| *s >= 200)
-        .last()
+        .find(|s| *s >= 200)
         .unwrap_or_else(|| panic!("no status in {text}"));
     (status, text)
 }
@@ -94,7 +94,12 @@ fn our_client_puts_gets_and_shares_through_the_prefix() {
 
     // The default protocol, then tus: both create under the prefix and
     // follow the Locations the server gives.
-    client(&["put", "-q", local.to_str().unwrap(), &format!("{base}/in/one.bin")]);
+    client(&[
+        "put",
+        "-q",
+        local.to_str().unwrap(),
+        &format!("{base}/in/one.bin"),
+    ]);
     assert_eq!(std::fs::read(root.join("in/one.bin")).unwrap(), data);
     client(&[
         "put",
@@ -108,8 +113,17 @@ fn our_client_puts_gets_and_shares_through_the_prefix() {
 
     let got = tmp.path().join("got");
     std::fs::create_dir_all(&got).unwrap();
-    client(&["get", "-q", "-r", &format!("{base}/d/"), got.to_str().unwrap()]);
-    assert_eq!(std::fs::read_to_string(got.join("d/sub/b.txt")).unwrap(), "file b");
+    client(&[
+        "get",
+        "-q",
+        "-r",
+        &format!("{base}/d/"),
+        got.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        std::fs::read_to_string(got.join("d/sub/b.txt")).unwrap(),
+        "file b"
+    );
     let ls = client(&["ls", &format!("{base}/d/")]);
     assert!(ls.contains("a.txt") && ls.contains("sub/"), "{ls}");
 
@@ -126,7 +140,10 @@ fn our_client_puts_gets_and_shares_through_the_prefix() {
             .env_remove("WIRESPEED_TOKEN")
             .env("XDG_STATE_HOME", state.path()),
     );
-    assert_eq!(std::fs::read_to_string(guest.join("d/a.txt")).unwrap(), "file a");
+    assert_eq!(
+        std::fs::read_to_string(guest.join("d/a.txt")).unwrap(),
+        "file a"
+    );
     let list = client(&["share", "--list", &format!("{base}/d/")]);
     assert!(list.contains(link), "{list}");
 }
@@ -152,7 +169,8 @@ fn webdav_through_the_prefix() {
     ]);
     assert_eq!(status, 201, "{text}");
     assert!(
-        text.to_ascii_lowercase().contains("location: /files/d/copy.txt"),
+        text.to_ascii_lowercase()
+            .contains("location: /files/d/copy.txt"),
         "{text}"
     );
     let (status, text) = curl(&[
@@ -163,7 +181,10 @@ fn webdav_through_the_prefix() {
         &format!("{base}/d/copy.txt"),
     ]);
     assert_eq!(status, 201, "{text}");
-    assert_eq!(std::fs::read_to_string(root.join("d/moved.txt")).unwrap(), "file a");
+    assert_eq!(
+        std::fs::read_to_string(root.join("d/moved.txt")).unwrap(),
+        "file a"
+    );
     assert!(!root.join("d/copy.txt").exists());
 
     // LOCK a new name; its root names the prefix; a PUT needs the token
@@ -243,7 +264,10 @@ fn webdav_through_the_prefix() {
     assert_eq!(names, ["top.txt", "x/", "x/y/", "x/y/deep.txt"]);
     let back = tmp.path().join("back");
     rclone(&["copy", ":webdav:synced", back.to_str().unwrap()]);
-    assert_eq!(std::fs::read_to_string(back.join("top.txt")).unwrap(), "top");
+    assert_eq!(
+        std::fs::read_to_string(back.join("top.txt")).unwrap(),
+        "top"
+    );
 }
 
 #[test]
@@ -256,7 +280,13 @@ fn urls_the_server_makes_carry_the_prefix() {
     let html = ["Accept: text/html"];
 
     // Outside the prefix: nothing, not even the control routes.
-    for path in ["/", "/d/a.txt", "/-/health", "/filesx/d/a.txt", "/%66iles/d/a.txt"] {
+    for path in [
+        "/",
+        "/d/a.txt",
+        "/-/health",
+        "/filesx/d/a.txt",
+        "/%66iles/d/a.txt",
+    ] {
         assert_eq!(srv.req("GET", path, &[], b"").0, 404, "{path}");
     }
     let (status, head, _) = srv.req("GET", "/files?format=json", &[], b"");
@@ -272,7 +302,8 @@ fn urls_the_server_makes_carry_the_prefix() {
     assert!(page.contains("href=\"/files/-/assets/"), "{page}");
     assert!(page.contains("<script src=\"/files/-/assets/"), "{page}");
     assert!(
-        page.contains("<a href=\"/files/\">Home</a>") && page.contains("<a href=\"/files/d/\">d</a>"),
+        page.contains("<a href=\"/files/\">Home</a>")
+            && page.contains("<a href=\"/files/d/\">d</a>"),
         "{page}"
     );
     let asset = page.split("<script src=\"").nth(1).unwrap();
@@ -303,7 +334,10 @@ fn urls_the_server_makes_carry_the_prefix() {
     let (status, _, body) = srv.req(
         "POST",
         "/files/d/",
-        &["Content-Type: multipart/form-data; boundary=b", "Accept: application/json"],
+        &[
+            "Content-Type: multipart/form-data; boundary=b",
+            "Accept: application/json",
+        ],
         form,
     );
     assert_eq!(status, 201);
@@ -315,7 +349,8 @@ fn urls_the_server_makes_carry_the_prefix() {
     assert_eq!(status, 207);
     let body = String::from_utf8(body).unwrap();
     assert!(
-        body.contains("<D:href>/files/d/</D:href>") && body.contains("<D:href>/files/d/a.txt</D:href>"),
+        body.contains("<D:href>/files/d/</D:href>")
+            && body.contains("<D:href>/files/d/a.txt</D:href>"),
         "{body}"
     );
     assert!(!body.contains("<D:href>/d/"), "{body}");
@@ -343,7 +378,10 @@ fn sign_in_stays_under_the_prefix() {
     let (status, head, _) = srv.req(
         "POST",
         "/files/-/session",
-        &["Content-Type: application/x-www-form-urlencoded", "Origin: http://localhost"],
+        &[
+            "Content-Type: application/x-www-form-urlencoded",
+            "Origin: http://localhost",
+        ],
         form,
     );
     assert_eq!(status, 303, "{head}");
@@ -355,7 +393,10 @@ fn sign_in_stays_under_the_prefix() {
     let (_, head, _) = srv.req(
         "POST",
         "/files/-/session",
-        &["Content-Type: application/x-www-form-urlencoded", "Origin: http://localhost"],
+        &[
+            "Content-Type: application/x-www-form-urlencoded",
+            "Origin: http://localhost",
+        ],
         away,
     );
     assert!(head.contains("location: /files/\r\n"), "{head}");

@@ -282,7 +282,10 @@ fn default_put_and_get_through_varnish() {
     put(&file, "big.bin");
     put(&small, "small.txt");
     let big = wirespeed_testkit::bytes(BIG, 7);
-    assert!(std::fs::read(root.join("big.bin")).unwrap() == big, "stored");
+    assert!(
+        std::fs::read(root.join("big.bin")).unwrap() == big,
+        "stored"
+    );
     assert!(get("big.bin") == big, "read back");
     assert_eq!(get("small.txt"), b"version 1");
     std::fs::write(&small, b"version 2").unwrap();

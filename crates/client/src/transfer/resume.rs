@@ -421,10 +421,7 @@ impl Job<'_> {
         };
         let mut answer = None;
         for (i, path) in tus_paths.iter().enumerate() {
-            let r = self
-                .client
-                .send(self.creation(protocol, path)?)
-                .await?;
+            let r = self.client.send(self.creation(protocol, path)?).await?;
             if r.status() == 404 && i + 1 < tus_paths.len() {
                 let _ = r.bytes(64 * 1024).await;
                 continue;

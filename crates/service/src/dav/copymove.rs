@@ -84,7 +84,8 @@ impl<S: Storage> Dav<'_, S> {
         self.check_locks(ex, &[(key, Reach::Member)], who).await?;
         match self.storage.mkdir(key).await.map_err(|e| e.on_write(key)) {
             Ok(()) => {
-                let resp = Response::new(201).header("Location", format!("{}{}", ex.base(), key.to_url(true)));
+                let resp = Response::new(201)
+                    .header("Location", format!("{}{}", ex.base(), key.to_url(true)));
                 ex.send(resp, b"").await
             }
             Err(StorageError::Exists) => {

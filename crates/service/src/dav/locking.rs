@@ -36,15 +36,7 @@ impl<S: Storage> Dav<'_, S> {
         who: Principal,
     ) -> Result<Submitted, Error> {
         let value = crate::locks::IfField::of(ex);
-        check_write(
-            self.locks,
-            self.storage,
-            &value,
-            targets[0].0,
-            targets,
-            who,
-        )
-        .await
+        check_write(self.locks, self.storage, &value, targets[0].0, targets, who).await
     }
 
     /// What `who` holds at `key` and, when a symlink on the way leads

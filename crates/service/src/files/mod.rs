@@ -376,15 +376,7 @@ impl<S: Storage> Files<S> {
         let if_field = crate::locks::IfField::of(ex);
         let targets = [(&key, Reach::Member)];
         let locks = &self.cfg.locks;
-        let submitted = check_write(
-            locks,
-            &self.storage,
-            &if_field,
-            &key,
-            &targets,
-            who,
-        )
-        .await?;
+        let submitted = check_write(locks, &self.storage, &if_field, &key, &targets, who).await?;
         let guard = WriteGuard::new(&self.policy, who, &key).with_locks(locks, submitted);
         let mut up = guard.create(&self.storage, &key, check).await?;
         if let Some(sum) = expected {

@@ -109,9 +109,13 @@ fn gzipped(name: &str) -> Option<&'static [u8]> {
     .map(|(_, gz)| gz.as_slice())
 }
 
-/// The URL path of asset `name` in this build, under the server's path
-/// prefix `base` (`""` at the root).
-pub fn url(base: &str, name: &str) -> String {
+/// The URL path of asset `name` in this build.
+pub fn url(name: &str) -> String {
+    url_under("", name)
+}
+
+/// [`url`] under the server's path prefix `base` (`""` at the root).
+pub fn url_under(base: &str, name: &str) -> String {
     format!("{base}/-/assets/{}/{name}", version())
 }
 

@@ -460,9 +460,9 @@ fn html_begin(
         "<tr class=\"d up\"><td class=\"n\"><a href=\"../\" rel=\"up\">../</a></td><td class=\"m\"></td><td class=\"s\">-</td></tr>\n".to_string()
     };
     let (css, js, icon) = (
-        crate::page::assets::url(base, "page.css"),
-        crate::page::assets::url(base, "page.js"),
-        crate::page::assets::url(base, "icon.svg"),
+        crate::page::assets::url_under(base, "page.css"),
+        crate::page::assets::url_under(base, "page.js"),
+        crate::page::assets::url_under(base, "icon.svg"),
     );
     let mut state = String::from(if locked { " data-locked=\"1\"" } else { "" });
     // The script reads the prefix here: the one place it learns it.
@@ -699,7 +699,10 @@ mod tests {
         assert!(s.contains("action=\"/files/-/session\""), "{s}");
         assert!(s.contains("name=\"next\" value=\"/files/d/\""), "{s}");
         for asset in ["page.css", "page.js", "icon.svg"] {
-            assert!(s.contains(&crate::page::assets::url("/files", asset)), "{s}");
+            assert!(
+                s.contains(&crate::page::assets::url_under("/files", asset)),
+                "{s}"
+            );
         }
         assert!(!s.contains("\"/-/"), "no URL at the host's root: {s}");
         // Rows stay relative: they are right under any prefix.

@@ -36,7 +36,7 @@ fn not_found_html(base: &str, segments: &[String]) -> String {
         escape_html(seg, &mut up_name);
         up_name.push('/');
     }
-    let css = crate::page::assets::url(base, "page.css");
+    let css = crate::page::assets::url_under(base, "page.css");
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\

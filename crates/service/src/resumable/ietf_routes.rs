@@ -35,8 +35,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         }
         let guard = WriteGuard::new(&self.policy, who, &key);
         let if_field = crate::locks::IfField::of(ex);
-        self.check_target(&guard, who, &key, &if_field)
-            .await?;
+        self.check_target(&guard, who, &key, &if_field).await?;
         // A malformed X-OC-Mtime is refused before an upload is created.
         crate::mtime::requested(ex)?;
         let if_none_match = ex

@@ -47,8 +47,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         // Refused now, not after the last byte (publishing onto a folder fails).
         let guard = WriteGuard::new(&self.policy, who, &target);
         let if_field = crate::locks::IfField::of(ex);
-        self.check_target(&guard, who, &target, &if_field)
-            .await?;
+        self.check_target(&guard, who, &target, &if_field).await?;
         let client = (who, ex.peer_addr().ip());
         let (id, slot) = self
             .create(
