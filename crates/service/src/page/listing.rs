@@ -417,7 +417,7 @@ fn html_begin(
             .map(|m| {
                 format!(
                     "<link rel=\"modulepreload\" href=\"{}\" nonce=\"{n}\">",
-                    crate::page::assets::url(base, m)
+                    crate::page::assets::url_under(base, m)
                 )
             })
             .collect(),
