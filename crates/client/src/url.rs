@@ -10,6 +10,10 @@ use std::fmt;
 
 use crate::Error;
 
+/// How many leading segments [`Url::prefix_candidates`] tries as a path
+/// prefix: each costs a request where the root is not the server's.
+pub const MAX_PREFIX_DEPTH: usize = 4;
+
 /// An `http` or `https` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Url {
@@ -137,6 +141,32 @@ impl Url {
     /// The path without the query (still percent-encoded).
     pub fn path(&self) -> &str {
         self.target.split_once('?').map_or(&self.target, |(p, _)| p)
+    }
+
+    /// The path prefixes this URL's server may be served under (wirespeed's
+    /// `serve --path-prefix` behind a proxy), the root first: `""`, then
+    /// each leading run of whole segments but the last (`/files`,
+    /// `/files/d` for `/files/d/a.txt`), at most [`MAX_PREFIX_DEPTH`] deep.
+    /// A server's control routes (`/-/uploads/`, `/-/shares/`) sit below
+    /// its prefix; the client asks at each until one is there.
+    pub fn prefix_candidates(&self) -> Vec<&str> {
+        let path = self.path();
+        let mut out = vec![""];
+        for (i, _) in path.match_indices('/').skip(1).take(MAX_PREFIX_DEPTH) {
+            out.push(&path[..i]);
+        }
+        out
+    }
+
+    /// The path of control route `route` (`/-/shares`) for this URL's path
+    /// under the prefix `base`: `{base}{route}{the path below base}`
+    /// (`None` when the path is not below `base`).
+    pub fn control_path(&self, base: &str, route: &str) -> Option<String> {
+        let rest = self
+            .path()
+            .strip_prefix(base)
+            .filter(|r| r.starts_with('/'))?;
+        Some(format!("{base}{route}{rest}"))
     }
 
     /// A URL whose path ends with `/` gets `name` (percent-encoded) appended;
@@ -306,6 +336,28 @@ pub fn decode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prefix_candidates_are_whole_leading_segments() {
+        let u = Url::parse("http://h/files/d/a%20b.txt?share=x").unwrap();
+        assert_eq!(u.prefix_candidates(), ["", "/files", "/files/d"]);
+        assert_eq!(
+            Url::parse("http://h/a.txt").unwrap().prefix_candidates(),
+            [""]
+        );
+        assert_eq!(Url::parse("http://h/").unwrap().prefix_candidates(), [""]);
+        let deep = Url::parse("http://h/1/2/3/4/5/6/f").unwrap();
+        assert_eq!(deep.prefix_candidates().len(), 1 + MAX_PREFIX_DEPTH);
+        assert_eq!(
+            u.control_path("/files", "/-/shares").as_deref(),
+            Some("/files/-/shares/d/a%20b.txt")
+        );
+        assert_eq!(
+            u.control_path("", "/-/uploads").as_deref(),
+            Some("/-/uploads/files/d/a%20b.txt")
+        );
+        assert_eq!(u.control_path("/fil", "/-/shares"), None);
+    }
 
     #[test]
     fn parses() {

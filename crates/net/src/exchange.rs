@@ -31,6 +31,8 @@ pub struct Exchange {
     started: Instant,
     /// The client behind a trusted proxy, and the scheme it used (if said).
     forwarded: Option<(IpAddr, Option<&'static str>)>,
+    /// Bytes of the path that are the server's path prefix (`mount.rs`).
+    base_len: usize,
 }
 
 impl Exchange {
@@ -48,6 +50,7 @@ impl Exchange {
             class: "other",
             started: Instant::now(),
             head,
+            base_len: 0,
         }
     }
 
@@ -65,9 +68,23 @@ impl Exchange {
         self.head.method()
     }
 
-    /// The request target's path part (still percent-encoded).
+    /// The request target's path part (still percent-encoded), below the
+    /// server's path prefix if it has one ([`base`](Self::base)).
     pub fn path(&self) -> &str {
-        self.head.path()
+        self.head.path().get(self.base_len..).unwrap_or("/")
+    }
+
+    /// The server's path prefix (`/files`, no trailing slash), or `""` at
+    /// the root: every URL a handler makes starts with it.
+    pub fn base(&self) -> &str {
+        self.head.path().get(..self.base_len).unwrap_or("")
+    }
+
+    /// Strip the first `at` bytes of the path as the prefix ([`crate::Mount`]).
+    pub(crate) fn mount_at(&mut self, at: usize) {
+        if self.head.path().is_char_boundary(at) {
+            self.base_len = at;
+        }
     }
 
     /// The query string after `?`, if any (still percent-encoded).
@@ -377,7 +394,7 @@ impl Exchange {
         };
         o.exchange_done(&Completed {
             method: self.method(),
-            path: self.path(),
+            path: self.head.path(),
             class: self.class,
             status: match self.out.status() {
                 0 => 499,

@@ -354,25 +354,26 @@ impl Policy {
 
     /// The `WWW-Authenticate` challenges of a 401: `Basic` where users
     /// sign in, `Bearer` where a token is configured (or nothing else is).
-    pub fn challenges(&self) -> Vec<&'static str> {
-        self.challenges_for(false)
+    pub fn challenges(&self) -> Vec<String> {
+        self.challenges_for(false, "")
     }
 
     /// [`Policy::challenges`], for the browser page when `page`: there a
     /// `Basic` challenge would open the browser's own sign-in dialog, so
     /// the page gets `Session` (a scheme no browser acts on; the page
-    /// shows its sign-in form) in its place.
-    pub fn challenges_for(&self, page: bool) -> Vec<&'static str> {
+    /// shows its sign-in form) in its place, naming the form under the
+    /// server's path prefix `base`.
+    pub fn challenges_for(&self, page: bool, base: &str) -> Vec<String> {
         let mut out = Vec::new();
         if self.users.is_some() {
             out.push(if page {
-                "Session realm=\"wirespeed\", form=\"/-/session\""
+                format!("Session realm=\"wirespeed\", form=\"{base}/-/session\"")
             } else {
-                "Basic realm=\"wirespeed\", charset=\"UTF-8\""
+                "Basic realm=\"wirespeed\", charset=\"UTF-8\"".to_string()
             });
         }
         if self.access.has_tokens() || self.users.is_none() {
-            out.push("Bearer realm=\"wirespeed\"");
+            out.push("Bearer realm=\"wirespeed\"".to_string());
         }
         out
     }

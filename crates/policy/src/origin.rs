@@ -14,7 +14,7 @@ pub const MISDIRECTED: &str = "misdirected request: this server answers only the
 addresses it is reached by (its own addresses, the machine's host names, and serve \
 --allow-host names; a guard against DNS rebinding). Add the name you used with \
 serve --allow-host NAME (or --allow-host '*'), or, behind a reverse proxy, pass the \
-client's Host on (nginx: proxy_set_header Host $host)\n";
+client's Host on with its port (nginx: proxy_set_header Host $http_host)\n";
 
 /// The port a URL of `scheme` means when it names none (RFC 6454 §4).
 fn default_port(scheme: &str) -> Option<u16> {

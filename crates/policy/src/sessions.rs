@@ -26,10 +26,21 @@ pub const COOKIE: &str = "wirespeed-session";
 /// goes in the name; under TLS the `__Host-` prefix makes the browser
 /// refuse one set without `Secure`, or for a wider domain.
 pub fn cookie_name(host: Option<&str>, secure: bool) -> String {
+    cookie_name_at(host, secure, "/")
+}
+
+/// [`cookie_name`] for a cookie scoped to `path`: under a path prefix a
+/// `__Host-` cookie is impossible (it must have `Path=/`), so it is
+/// `__Secure-` there, which still needs `Secure` but allows the path.
+fn cookie_name_at(host: Option<&str>, secure: bool, path: &str) -> String {
     let port = host
         .and_then(|h| h.trim().rsplit_once(':'))
         .and_then(|(_, p)| p.parse::<u16>().ok());
-    let prefix = if secure { "__Host-" } else { "" };
+    let prefix = match (secure, path) {
+        (false, _) => "",
+        (true, "/") => "__Host-",
+        (true, _) => "__Secure-",
+    };
     match port {
         Some(p) => format!("{prefix}{COOKIE}-{p}"),
         None => format!("{prefix}{COOKIE}"),
@@ -75,6 +86,8 @@ pub struct Sessions {
     table: SignedTable<NoRow>,
     /// The signed-out sessions.
     revocations: Mutex<Revocations>,
+    /// The cookie's `Path`: `/`, or the server's path prefix.
+    path: String,
 }
 
 /// The signing table's row type, never stored.
@@ -109,7 +122,15 @@ impl Sessions {
             secure,
             table: SignedTable::new(key, Kind::Session, None),
             revocations: Mutex::new(Revocations::load(table_file, max_rows)),
+            path: "/".to_string(),
         }
+    }
+
+    /// Cookies for a server under the path prefix `base` (`/files`): the
+    /// browser sends them only there.
+    pub fn with_path(mut self, base: &str) -> Self {
+        self.path = if base.is_empty() { "/" } else { base }.to_string();
+        self
     }
 
     fn revocations(&self) -> MutexGuard<'_, Revocations> {
@@ -176,7 +197,7 @@ impl Sessions {
     /// The name of the cookie for a request to `host`, over TLS when
     /// `secure` (or when this server speaks it).
     pub fn cookie_name(&self, host: Option<&str>, secure: bool) -> String {
-        cookie_name(host, secure || self.secure)
+        cookie_name_at(host, secure || self.secure, &self.path)
     }
 
     /// The session cookie value a request presents, from its `Host` and
@@ -197,8 +218,9 @@ impl Sessions {
     pub fn set_cookie(&self, host: Option<&str>, token: &str, secure: bool) -> String {
         let secure = secure || self.secure;
         format!(
-            "{}={token}; Path=/; HttpOnly; SameSite=Strict{}",
-            cookie_name(host, secure),
+            "{}={token}; Path={}; HttpOnly; SameSite=Strict{}",
+            cookie_name_at(host, secure, &self.path),
+            self.path,
             if secure { "; Secure" } else { "" }
         )
     }
@@ -207,8 +229,9 @@ impl Sessions {
     pub fn clear_cookie(&self, host: Option<&str>, secure: bool) -> String {
         let secure = secure || self.secure;
         format!(
-            "{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{}",
-            cookie_name(host, secure),
+            "{}=; Path={}; HttpOnly; SameSite=Strict; Max-Age=0{}",
+            cookie_name_at(host, secure, &self.path),
+            self.path,
             if secure { "; Secure" } else { "" }
         )
     }
@@ -395,6 +418,17 @@ mod tests {
         assert!(tls.set_cookie(None, "a.b", false).starts_with("__Host-"));
         assert!(tls.set_cookie(None, "a.b", false).ends_with("; Secure"));
         assert_eq!(tls.cookie_name(None, false), "__Host-wirespeed-session");
+        // Under a path prefix: the cookie goes only there, and under TLS
+        // it cannot be `__Host-` (which demands `Path=/`).
+        let under = Sessions::new([3; 32], 1, true, None).with_path("/files");
+        let set = under.set_cookie(Some("h:1"), "a.b", false);
+        assert!(
+            set.starts_with("__Secure-wirespeed-session-1=a.b; Path=/files;"),
+            "{set}"
+        );
+        assert!(set.ends_with("; Secure"));
+        assert!(under.clear_cookie(None, false).contains("; Path=/files;"));
+        assert_eq!(under.cookie_name(None, false), "__Secure-wirespeed-session");
         let clear = s.clear_cookie(Some("h:8080"), false);
         assert!(clear.starts_with("wirespeed-session-8080=;") && clear.contains("Max-Age=0"));
         assert_eq!(

@@ -60,13 +60,14 @@ impl<S: Storage> FileRoutes<S> {
     }
 
     /// The WebDAV front over the same storage, policy and locks.
-    fn dav(&self) -> Dav<'_, S> {
+    fn dav(&self, base: &str) -> Dav<'_, S> {
         let (storage, cfg) = self.files.parts();
         Dav {
             storage,
             cfg,
             policy: self.files.policy(),
             locks: &cfg.locks,
+            base: base.to_string(),
         }
     }
 }
@@ -92,7 +93,7 @@ impl<S: Storage> FileRoutes<S> {
         // per request, and an over-aligned allocation takes malloc's slow
         // path (~700 instructions of a small GET's 24k).
         if dav::handles(ex.method()) {
-            return Box::pin(self.dav().handle(ex)).await;
+            return Box::pin(self.dav(ex.base()).handle(ex)).await;
         }
         request_class(ex).set(ex);
         let (storage, cfg) = self.files.parts();
@@ -117,10 +118,9 @@ impl<S: Storage> FileRoutes<S> {
             "POST" => {
                 // WebDAV locks (PUT's are checked in `files`): the `If`
                 // header is rare here but honoured.
-                let if_value = ex.header_str("if").map(str::to_string);
+                let if_field = crate::locks::IfField::of(ex);
                 // The form's files are checked as they come, each at its name.
-                let submitted =
-                    check_write(&cfg.locks, storage, if_value.as_deref(), &key, &[], who).await?;
+                let submitted = check_write(&cfg.locks, storage, &if_field, &key, &[], who).await?;
                 let guard = WriteGuard::new(policy, who, &key).with_locks(&cfg.locks, submitted);
                 let r = Box::pin(crate::encoded::post(storage, cfg, &guard, ex, key)).await;
                 r.map_err(|e| guard.explain(e))

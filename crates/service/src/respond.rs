@@ -55,7 +55,7 @@ pub(crate) async fn respond_stored_with<S: Storage>(
         resp = resp.header("Repr-Digest", format_sha256(sum));
     }
     if written == Written::Created {
-        resp = resp.header("Location", key.to_url(false));
+        resp = resp.header("Location", format!("{}{}", ex.base(), key.to_url(false)));
     }
     if let Ok(meta) = storage.stat(key).await {
         if meta.kind == Kind::File {
@@ -269,7 +269,7 @@ pub(crate) async fn admit_with(
         Err(_) => {
             close_if_body(ex);
             let mut resp = text(401);
-            for challenge in policy.challenges_for(from_page) {
+            for challenge in policy.challenges_for(from_page, ex.base()) {
                 resp = resp.header("WWW-Authenticate", challenge);
             }
             ex.send(resp, b"wrong user name or password\n").await?;
@@ -317,7 +317,7 @@ pub(crate) async fn admit_with(
             let locked = crate::page::listing::locked_page(policy, ex).filter(|_| navigation);
             if let Some(page) = locked {
                 let mut resp = Response::new(401);
-                for challenge in policy.challenges_for(true) {
+                for challenge in policy.challenges_for(true, ex.base()) {
                     resp = resp.header("WWW-Authenticate", challenge);
                 }
                 let resp = resp
@@ -337,7 +337,7 @@ pub(crate) async fn admit_with(
                 let mut resp = Response::new(401)
                     .header("Content-Type", "application/json")
                     .header("Cache-Control", "no-store");
-                for challenge in policy.challenges_for(true) {
+                for challenge in policy.challenges_for(true, ex.base()) {
                     resp = resp.header("WWW-Authenticate", challenge);
                 }
                 for (name, value) in extra {

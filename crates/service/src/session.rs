@@ -145,7 +145,7 @@ impl Handler for SessionRoutes {
                 self.sign_out(ex, cookie.as_deref());
                 let resp = Response::new(303)
                     .header("Set-Cookie", self.sessions.clear_cookie(host, secure))
-                    .header("Location", "/")
+                    .header("Location", format!("{}/", ex.base()))
                     .header("Cache-Control", "no-store");
                 ex.send(resp, b"").await
             }
@@ -229,7 +229,10 @@ impl SessionRoutes {
             SignIn::Wrong => {
                 let resp = Response::new(401).header(
                     "WWW-Authenticate",
-                    "Session realm=\"wirespeed\", form=\"/-/session\"",
+                    format!(
+                        "Session realm=\"wirespeed\", form=\"{}/-/session\"",
+                        ex.base()
+                    ),
                 );
                 return send_json(
                     ex,
@@ -247,7 +250,14 @@ impl SessionRoutes {
         let resp = Response::new(if form.html_form { 303 } else { 200 })
             .header("Set-Cookie", self.sessions.set_cookie(host, &token, secure));
         if form.html_form {
-            let to = form.next.as_deref().unwrap_or("/");
+            // Only back under this server's prefix, never to a
+            // neighbour's path on the same host.
+            let home = format!("{}/", ex.base());
+            let to = form
+                .next
+                .as_deref()
+                .filter(|n| n.starts_with(&home))
+                .unwrap_or(&home);
             let resp = resp
                 .header("Location", to)
                 .header("Cache-Control", "no-store");

@@ -61,9 +61,11 @@ fn minter(who: Principal) -> Option<String> {
     }
 }
 
-fn json_of(l: &Live, token: &str) -> serde_json::Value {
+/// A link as JSON; its `path` is the URL path, under the server's path
+/// prefix `base`, that the link opens with `?share=`.
+fn json_of(l: &Live, token: &str, base: &str) -> serde_json::Value {
     serde_json::json!({
-        "path": l.grant.path,
+        "path": format!("{base}{}", l.grant.path),
         "share": token,
         "id": format!("{:016x}", l.grant.id),
         "rights": l.grant.rights,
@@ -139,11 +141,12 @@ impl Handler for ShareRoutes {
             "POST" => self.mint(ex, &key, needs, upload, &by).await,
             "GET" => {
                 self.refresh().await?;
+                let base = ex.base().to_string();
                 let list: Vec<serde_json::Value> = self
                     .shares
                     .list_where(&key, manages, now())
                     .iter()
-                    .map(|l| json_of(l, &self.shares.sign(&l.grant)))
+                    .map(|l| json_of(l, &self.shares.sign(&l.grant), &base))
                     .collect();
                 send_json(ex, 200, &serde_json::Value::Array(list)).await
             }
@@ -284,6 +287,7 @@ impl ShareRoutes {
             by: by.to_string(),
             revoked: false,
         };
-        send_json(ex, 201, &json_of(&live, &token)).await
+        let body = json_of(&live, &token, ex.base());
+        send_json(ex, 201, &body).await
     }
 }

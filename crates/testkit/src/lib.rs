@@ -25,6 +25,7 @@ pub mod nginx;
 pub mod proxy;
 pub mod server;
 pub mod tools;
+pub mod varnish;
 
 pub use data::{bytes, Rng};
 pub use http::{find, Resp};

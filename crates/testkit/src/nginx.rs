@@ -30,6 +30,22 @@ impl Nginx {
     /// `None` with a loud SKIPPED where nginx is absent outside CI
     /// (`bash .ci/run` installs it; with `CI=true` its absence fails).
     pub fn proxy(upstream: SocketAddr, http: &str, location: &str) -> Option<Nginx> {
+        let location = format!(
+            "location / {{
+      proxy_pass http://{upstream};
+      proxy_http_version 1.1;
+      proxy_set_header Connection \"\";
+      proxy_set_header Host $http_host;
+      {location}
+    }}"
+        );
+        Self::serving(http, &location)
+    }
+
+    /// nginx whose `server` block holds `server` as written (its
+    /// `location` blocks, e.g. one copied from the docs), and `http`
+    /// directives in its `http` block; `@DIR@` as in [`Nginx::proxy`].
+    pub fn serving(http: &str, server: &str) -> Option<Nginx> {
         let Some(bin) = binary() else {
             let msg = "nginx not found (`bash .ci/run` installs it)";
             if std::env::var("CI").is_ok_and(|v| v == "true") {
@@ -49,9 +65,8 @@ impl Nginx {
             let conf = config(
                 dir.path(),
                 addr,
-                upstream,
                 &http.replace("@DIR@", &here),
-                &location.replace("@DIR@", &here),
+                &server.replace("@DIR@", &here),
             );
             std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
             let mut child = Command::new(&bin)
@@ -101,13 +116,7 @@ fn binary() -> Option<std::path::PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn config(
-    dir: &Path,
-    addr: SocketAddr,
-    upstream: SocketAddr,
-    http: &str,
-    location: &str,
-) -> String {
+fn config(dir: &Path, addr: SocketAddr, http: &str, server: &str) -> String {
     let d = dir.display();
     format!(
         "worker_processes 1;
@@ -127,13 +136,7 @@ http {{
   {http}
   server {{
     listen {addr};
-    location / {{
-      proxy_pass http://{upstream};
-      proxy_http_version 1.1;
-      proxy_set_header Connection \"\";
-      proxy_set_header Host $http_host;
-      {location}
-    }}
+    {server}
   }}
 }}
 "

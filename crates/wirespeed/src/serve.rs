@@ -62,6 +62,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let metrics = Arc::new(Metrics::with_access_log(access_log));
     let flush_log = metrics.clone();
     let cfg = settings::service(&args, &tokens, &metrics)?;
+    // Stripped once in front of every route; the URL to hand out has it.
+    let prefix = args.path_prefix.clone();
+    let base = prefix
+        .as_ref()
+        .map_or(String::new(), |p| format!("{}/", p.as_str()));
     let ucfg = settings::uploads(&args);
     // The start line comes from the policy that decides every request.
     let mode_line = cfg.policy().describe();
@@ -109,11 +114,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             }
             // On 0.0.0.0/:: the first line's address is not one to hand out.
             for url in reach::lan_urls(scheme, addr) {
-                writeln!(out, "on your network: {url}")?;
+                writeln!(out, "on your network: {url}{base}")?;
             }
             out.flush()?;
         }
         crate::notice::say(&mode_line);
+        if !base.is_empty() {
+            crate::notice::say(&format!(
+                "serving under {base} only (--path-prefix): other paths answer 404"
+            ));
+        }
         if let Some(auth) = auth {
             if let Some(warning) = users::cleartext_warning(listen.ip().is_loopback(), tls.is_some())
             {
@@ -158,7 +168,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 with_uploads(s3, cfg, ucfg)
             }
         };
-        let router = Arc::new(router);
+        let router = Arc::new(wirespeed_net::Mount::new(prefix, router));
         let grace = server_cfg.shutdown_grace;
         let server = Server::new(server_cfg);
         let stop = shutdown::signal(server.stats(), grace, cleanup);

@@ -296,3 +296,74 @@ fn signin_in_chromium() {
     );
     drop((plain, tls));
 }
+
+/// The page under `serve --path-prefix /files` behind nginx's
+/// `location /files/` block from docs/serving.md
+/// (`tests/browser/test_prefix.py`): it loads with its script and styles,
+/// lists, goes into a folder and back, signs in (the cookie's Path is the
+/// prefix), uploads a small file and a resumable one, signs out; and no
+/// request it makes leaves the prefix.
+#[test]
+fn prefix_in_chromium() {
+    if let Some(why) = missing_tools() {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("the browser test needs Chromium and Playwright in CI: {why}");
+        }
+        eprintln!(
+            "\n!!!!!! SKIPPED prefix_in_chromium: {why}; bash .ci/run installs both !!!!!!\n"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, work) = (tmp.path().join("root"), tmp.path().join("work"));
+    write(&root.join("a.txt"), b"a\n");
+    write(&root.join("sub/inner.txt"), b"in\n");
+    write(&work.join("small.txt"), b"small through the prefix\n");
+    // Above the page's plain-PUT size: sent with tus under the prefix.
+    let big = noise(9 << 20, 11);
+    write(&work.join("big.bin"), &big);
+    let rules = tmp.path().join("users.toml");
+    std::fs::write(
+        &rules,
+        format!(
+            "[users]\nalice = \"{}\"\n[paths.\"/\"]\n\"*\" = \"r\"\nalice = \"rwd\"\n",
+            wirespeed_service::policy::password::hash(b"alice-pw").unwrap()
+        ),
+    )
+    .unwrap();
+    let srv = Serve::start(
+        &root,
+        &[
+            "--path-prefix",
+            "/files",
+            "--auth",
+            rules.to_str().unwrap(),
+            "--state-dir",
+            tmp.path().join("state").to_str().unwrap(),
+        ],
+    );
+    let Some(nginx) =
+        wirespeed_testkit::nginx::Nginx::serving("", &common::docs_nginx_block(srv.addr))
+    else {
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/test_prefix.py");
+    let mut cmd = Command::new("python3");
+    cmd.arg(&script)
+        .args(["--base", &format!("{}/files/", nginx.base())])
+        .arg("--root")
+        .arg(&root)
+        .arg("--work")
+        .arg(&work);
+    let status = run_script(cmd);
+    assert!(
+        status.success(),
+        "prefix checks failed ({status}); see the FAIL lines above; nginx: {}",
+        nginx.error_log()
+    );
+    assert!(std::fs::read(root.join("big.bin")).unwrap() == big);
+    assert_eq!(
+        std::fs::read(root.join("small.txt")).unwrap(),
+        b"small through the prefix\n"
+    );
+}

@@ -71,7 +71,7 @@ fn a_wildcard_bind_answers_its_names_and_refuses_a_rebinding_host() {
     let (status, text) = get_with_host(&srv, &format!("rebind.evil.example:{port}"));
     assert_eq!(status, 421, "{text}");
     assert!(text.contains("--allow-host"), "{text}");
-    assert!(text.contains("proxy_set_header Host $host"), "{text}");
+    assert!(text.contains("proxy_set_header Host $http_host"), "{text}");
     assert!(!text.contains("hello"));
     // What the server is reached by.
     let node = node_name();

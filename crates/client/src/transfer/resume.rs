@@ -372,10 +372,10 @@ impl Job<'_> {
         }
     }
 
-    /// Create the upload with an empty request and record it.
-    async fn create(&mut self, protocol: ClientProtocol) -> Result<(), Error> {
+    /// The request that creates the upload (`tus_path`: where tus creates).
+    fn creation(&self, protocol: ClientProtocol, tus_path: &str) -> Result<Request, Error> {
         let len = self.len.to_string();
-        let req = match protocol {
+        Ok(match protocol {
             ClientProtocol::Ietf => {
                 let mut req = protocol_headers(Request::put(self.url.clone()), protocol)
                     .header("Upload-Complete", "?0")
@@ -389,10 +389,7 @@ impl Job<'_> {
                 req
             }
             _ => {
-                let target = self
-                    .url
-                    .resolve(&format!("/-/uploads{}", self.url.path()))?
-                    .with_share_of(self.url);
+                let target = self.url.resolve(tus_path)?.with_share_of(self.url);
                 let name = self
                     .path
                     .file_name()
@@ -405,8 +402,37 @@ impl Job<'_> {
                         encode_metadata(&[("filename", name.as_bytes())]),
                     )
             }
+        })
+    }
+
+    /// Create the upload with an empty request and record it. tus creates
+    /// under `/-/uploads/`, below the server's path prefix if it has one:
+    /// asked at the root first, then under each leading folder of the URL
+    /// until something other than 404 answers.
+    async fn create(&mut self, protocol: ClientProtocol) -> Result<(), Error> {
+        let tus_paths: Vec<String> = match protocol {
+            ClientProtocol::Ietf => vec![String::new()],
+            _ => self
+                .url
+                .prefix_candidates()
+                .into_iter()
+                .filter_map(|base| self.url.control_path(base, "/-/uploads"))
+                .collect(),
         };
-        let resp = self.client.send(req).await?.error_for_status().await?;
+        let mut answer = None;
+        for (i, path) in tus_paths.iter().enumerate() {
+            let r = self.client.send(self.creation(protocol, path)?).await?;
+            if r.status() == 404 && i + 1 < tus_paths.len() {
+                let _ = r.bytes(64 * 1024).await;
+                continue;
+            }
+            answer = Some(r);
+            break;
+        }
+        let Some(resp) = answer else {
+            return Err(Error::Resumable("no place to create the upload".into()));
+        };
+        let resp = resp.error_for_status().await?;
         let location = resp.header("Location").map(str::to_string);
         self.note_limit(&resp);
         let status = resp.status();

@@ -3,12 +3,18 @@
 // `page_rights`). The page offers only the actions the server would take.
 const body = document.body;
 
-/** The server's control routes (absolute: one place to give them a base). */
-export const SESSION = '/-/session';
-export const SHARES = '/-/shares';
-export const UPLOADS = '/-/uploads';
+/** The server's path prefix (`serve --path-prefix`, written by listing.rs
+ * as data-base), '' at the root: the URLs of the page carry it already. */
+export const base = body.dataset.base || '';
+/** The server's control routes, below its prefix. */
+export const SESSION = base + '/-/session';
+export const SHARES = base + '/-/shares';
+export const UPLOADS = base + '/-/uploads';
 
 export const here = location.pathname;
+/** `here` below the prefix: the folder's path on the server, which a
+ * control route takes after its own (SHARES + path). */
+export const path = here.slice(base.length);
 export const isDir = here.endsWith('/');
 /** A private server answered the navigation with the frame, no listing. */
 export const locked = body.dataset.locked === '1';
@@ -26,7 +32,7 @@ export const uploadOnly = canWrite && !canRead;
 // Opened through a link to a folder: how deep the link's own folder is
 // (no way up from there; the server links no breadcrumb above it).
 export const top = Number(body.dataset.top || 0);
-export const depth = here.split('/').filter(Boolean).length - (isDir ? 0 : 1);
+export const depth = path.split('/').filter(Boolean).length - (isDir ? 0 : 1);
 /** "Share link…" on the rows (share links on, the asker may mint them). */
 export const canShare = body.dataset.share === '1';
 

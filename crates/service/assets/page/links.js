@@ -1,7 +1,7 @@
 // "Links": the asker's live share links at or below this folder (`GET
 // /-/shares/PATH`), each with Copy and Revoke (`DELETE ?link=TOKEN`).
 import { api } from './api.js';
-import { here, SHARES } from './context.js';
+import { path, SHARES } from './context.js';
 import { ask, copyLink, failure, toast } from './dialogs.js';
 import { $, dtf, enc, h } from './dom.js';
 
@@ -30,7 +30,7 @@ export function refreshLinks() {
 async function showLinks() {
   const box = linksBox;
   if (!box) return;
-  const r = await api(SHARES + here, { headers: { Accept: 'application/json' }, cache: 'no-store' });
+  const r = await api(SHARES + path, { headers: { Accept: 'application/json' }, cache: 'no-store' });
   if (!r.ok) {
     box.replaceChildren(h('p', { class: 'error' }, await failure(r, 'Could not list the links')));
     return;
@@ -63,7 +63,7 @@ async function showLinks() {
 async function revokeLink(j) {
   const ok = await ask({ title: `Revoke the link to "${decodeURIComponent(j.path)}"? It stops working at once.`, ok: 'Revoke', danger: true });
   if (!ok) return;
-  const r = await api(SHARES + here + '?link=' + enc(j.share), { method: 'DELETE' });
+  const r = await api(SHARES + path + '?link=' + enc(j.share), { method: 'DELETE' });
   if (r.ok) toast('Link revoked');
   else toast(await failure(r, 'Could not revoke the link'));
   await showLinks();

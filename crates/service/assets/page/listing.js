@@ -5,7 +5,7 @@
 // time. Sorting and the filter re-render it; `load` reads the folder again
 // as JSON.
 import { api } from './api.js';
-import { depth, here, isDir, top, withShare } from './context.js';
+import { depth, here, isDir, path, top, withShare } from './context.js';
 import { failure, toast } from './dialogs.js';
 import { $, collator, doc, dtf, enc, h, humanSize } from './dom.js';
 import { keepOnly, select, selected } from './selection.js';
@@ -42,7 +42,7 @@ export function buildTable() {
   );
   tbody = h('tbody', { role: 'rowgroup' });
   table = h('table', { id: 'list', role: 'table', 'aria-label': 'Files' }, h('thead', { role: 'rowgroup' }, head), tbody);
-  if (here !== '/' && depth > top) {
+  if (path !== '/' && depth > top) {
     upRow = h(
       'tr',
       { class: 'd up', role: 'row' },

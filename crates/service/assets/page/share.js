@@ -1,7 +1,7 @@
 // "Share link…": an expiry (and, for a folder one may write to,
 // upload-only), minted by `POST /-/shares/PATH`, shown with Copy.
 import { api } from './api.js';
-import { canWrite, SHARES } from './context.js';
+import { base, canWrite, SHARES } from './context.js';
 import { failure, modal, toast } from './dialogs.js';
 import { doc, dtf, h } from './dom.js';
 import { refreshLinks } from './links.js';
@@ -34,7 +34,7 @@ export async function shareLink(e) {
   );
   if (!choice) return;
   const q = '?expires=' + choice.expires + (choice.upload ? '&upload' : '');
-  const r = await api(SHARES + pathOf(e) + q, { method: 'POST' });
+  const r = await api(SHARES + pathOf(e).slice(base.length) + q, { method: 'POST' });
   if (r.status !== 201) return toast(await failure(r, 'Could not make a link'));
   const j = await r.json();
   const url = new URL(j.path + '?share=' + j.share, location.href).href;

@@ -12,7 +12,7 @@
 // a reload. Its own retries are off: failures are handled as for a plain
 // PUT (wait for the network, ask for the token, Retry).
 import { askToken, currentToken } from './api.js';
-import { here, UPLOADS, withShare } from './context.js';
+import { path, UPLOADS, withShare } from './context.js';
 import { encPath } from './dom.js';
 import { Cancelled, mtimeOf, statusError, waitForNetwork } from './transfer.js';
 
@@ -55,7 +55,7 @@ export async function tusUpload(it, onProgress) {
     const stack = new tus.DefaultHttpStack();
     let failures = 0;
     const upload = new tus.Upload(it.file, {
-      endpoint: new URL(UPLOADS + here + encPath(it.path), location.href).href,
+      endpoint: new URL(UPLOADS + path + encPath(it.path), location.href).href,
       chunkSize: CHUNK,
       retryDelays: null,
       metadata: { filename: it.path.split('/').pop() },

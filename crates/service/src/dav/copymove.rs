@@ -17,7 +17,11 @@ use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload, Writt
 /// The key a COPY's or MOVE's `Destination` names: an absolute path, or an
 /// absolute URI whose authority is this server's `Host` (another server's
 /// is 502, RFC 4918 §9.9.4). The control namespace and the root are 403.
-pub(crate) fn destination(value: Option<&str>, host: Option<&str>) -> Result<RelPath, Error> {
+pub(crate) fn destination(
+    value: Option<&str>,
+    host: Option<&str>,
+    base: &str,
+) -> Result<RelPath, Error> {
     let value = value
         .map(str::trim)
         .filter(|v| !v.is_empty())
@@ -40,6 +44,14 @@ pub(crate) fn destination(value: Option<&str>, host: Option<&str>) -> Result<Rel
         _ => value,
     };
     let path = path.split(['?', '#']).next().unwrap_or(path);
+    // Under a path prefix the client names paths with it; elsewhere on
+    // the host is another server behind the same proxy.
+    let path = wirespeed_net::strip_base(base, path).ok_or_else(|| {
+        Error::status(
+            502,
+            format!("the Destination is outside {base}/: copies and moves stay on this server"),
+        )
+    })?;
     let key = parse_request_path(path).map_err(|e| match e {
         crate::path::PathError::Hidden => Error::status(403, "the Destination is a reserved path"),
         e => Error::status(400, format!("bad Destination: {e}")),
@@ -72,7 +84,8 @@ impl<S: Storage> Dav<'_, S> {
         self.check_locks(ex, &[(key, Reach::Member)], who).await?;
         match self.storage.mkdir(key).await.map_err(|e| e.on_write(key)) {
             Ok(()) => {
-                let resp = Response::new(201).header("Location", key.to_url(true));
+                let resp = Response::new(201)
+                    .header("Location", format!("{}{}", ex.base(), key.to_url(true)));
                 ex.send(resp, b"").await
             }
             Err(StorageError::Exists) => {
@@ -136,7 +149,8 @@ impl<S: Storage> Dav<'_, S> {
         }
         let mut text = String::new();
         for (k, status) in &failed {
-            xml::status_response(&k.to_url(k.trailing_slash()), *status, &mut text);
+            let href = format!("{}{}", ex.base(), k.to_url(k.trailing_slash()));
+            xml::status_response(&href, *status, &mut text);
         }
         send_multistatus(ex, &text).await
     }
@@ -245,7 +259,11 @@ impl<S: Storage> Dav<'_, S> {
         who: Principal,
         moving: bool,
     ) -> Result<(), Error> {
-        let to = destination(ex.header_str("destination"), ex.header_str("host"))?;
+        let to = destination(
+            ex.header_str("destination"),
+            ex.header_str("host"),
+            ex.base(),
+        )?;
         // Admitted at the source: the destination's name is asked here.
         crate::answers::refuse_hidden(self.policy.hidden(), &to)?;
         crate::through_links::check_real(self.storage, self.policy, who, Action::Create, &to)
@@ -369,7 +387,7 @@ impl<S: Storage> Dav<'_, S> {
         let status = if existing { 204 } else { 201 };
         let mut resp = Response::new(status);
         if !existing {
-            resp = resp.header("Location", to.to_url(dir));
+            resp = resp.header("Location", format!("{}{}", ex.base(), to.to_url(dir)));
         }
         ex.send(resp, b"").await
     }
@@ -522,13 +540,20 @@ mod tests {
 
     #[test]
     fn destinations() {
-        let d = |v: &str| destination(Some(v), Some("h:1")).map(|k| k.to_url(false));
+        let d = |v: &str| destination(Some(v), Some("h:1"), "").map(|k| k.to_url(false));
         assert_eq!(d("http://h:1/a%20b").unwrap(), "/a%20b");
         assert_eq!(d("/x/y").unwrap(), "/x/y");
         assert_eq!(d("http://other/x").unwrap_err().http_status(), 502);
         assert_eq!(d("/").unwrap_err().http_status(), 403);
         assert_eq!(d("/-/x").unwrap_err().http_status(), 403);
         assert_eq!(d("/../x").unwrap_err().http_status(), 400);
-        assert_eq!(destination(None, None).unwrap_err().http_status(), 400);
+        assert_eq!(destination(None, None, "").unwrap_err().http_status(), 400);
+        // Under a path prefix: named with it, and nothing outside it.
+        let p = |v: &str| destination(Some(v), Some("h:1"), "/files").map(|k| k.to_url(false));
+        assert_eq!(p("http://h:1/files/a%20b").unwrap(), "/a%20b");
+        assert_eq!(p("/files/x/y").unwrap(), "/x/y");
+        assert_eq!(p("http://h:1/a").unwrap_err().http_status(), 502);
+        assert_eq!(p("/filesx/a").unwrap_err().http_status(), 502);
+        assert_eq!(p("/files/").unwrap_err().http_status(), 403);
     }
 }

@@ -35,16 +35,8 @@ impl<S: Storage> Dav<'_, S> {
         targets: &[(&RelPath, Reach)],
         who: Principal,
     ) -> Result<Submitted, Error> {
-        let value = if_value(ex);
-        check_write(
-            self.locks,
-            self.storage,
-            value.as_deref(),
-            targets[0].0,
-            targets,
-            who,
-        )
-        .await
+        let value = crate::locks::IfField::of(ex);
+        check_write(self.locks, self.storage, &value, targets[0].0, targets, who).await
     }
 
     /// What `who` holds at `key` and, when a symlink on the way leads
@@ -98,8 +90,8 @@ impl<S: Storage> Dav<'_, S> {
             .await
             .map_err(storage_answer)?;
         if body.iter().all(u8::is_ascii_whitespace) {
-            let value = if_value(ex);
-            let h = evaluate_if(self.locks, self.storage, value.as_deref(), key)
+            let value = crate::locks::IfField::of(ex);
+            let h = evaluate_if(self.locks, self.storage, &value, key)
                 .await?
                 .ok_or_else(|| {
                     Error::status(
@@ -176,8 +168,8 @@ impl<S: Storage> Dav<'_, S> {
                     },
                 ));
             }
-            let value = if_value(ex);
-            evaluate_if(self.locks, self.storage, value.as_deref(), key).await?;
+            let value = crate::locks::IfField::of(ex);
+            evaluate_if(self.locks, self.storage, &value, key).await?;
         }
         // Without `d` here a lock is only ever on the new name it made:
         // kept short (refreshed by a client that is still writing).
@@ -188,7 +180,7 @@ impl<S: Storage> Dav<'_, S> {
         let lock = Lock {
             token: new_token(),
             root: key.segments().to_vec(),
-            root_url: key.to_url(dir),
+            root_url: format!("{}{}", ex.base(), key.to_url(dir)),
             infinite: infinite && dir,
             exclusive: info.exclusive,
             owner: info.owner,
@@ -298,10 +290,6 @@ fn not_yours() -> Error {
 }
 
 /// The `If` header's value, owned (the exchange is not held across awaits).
-fn if_value(ex: &Exchange) -> Option<String> {
-    ex.header_str("if").map(str::to_string)
-}
-
 /// The answer to a LOCK: the lock's discovery, and its token when new.
 async fn send_lock(ex: &mut Exchange, status: u16, l: &Lock, new: bool) -> Result<(), Error> {
     let mut body = String::from(

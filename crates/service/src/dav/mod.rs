@@ -62,6 +62,8 @@ pub(crate) struct Dav<'a, S> {
     pub cfg: &'a ServiceConfig,
     pub policy: &'a Policy,
     pub locks: &'a LockTable,
+    /// The server's path prefix (`Exchange::base`), before every `href`.
+    pub base: String,
 }
 
 /// What a method asks of the policy at the request's path (COPY and MOVE
@@ -295,7 +297,7 @@ impl<S: Storage> Dav<'_, S> {
     ) -> propfind::Resource<'n> {
         let dir = meta.kind == Kind::Dir;
         propfind::Resource {
-            href: key.to_url(dir),
+            href: format!("{}{}", self.base, key.to_url(dir)),
             name,
             meta,
             etag: (!dir).then(|| crate::respond::etag(&meta)),
@@ -371,7 +373,8 @@ impl<S: Storage> Dav<'_, S> {
             }
         }
         let mut text = String::from("<D:response><D:href>");
-        xml::escape_into(&key.to_url(meta.kind == Kind::Dir), &mut text);
+        let href = format!("{}{}", self.base, key.to_url(meta.kind == Kind::Dir));
+        xml::escape_into(&href, &mut text);
         text.push_str("</D:href>");
         for status in [200, 403, 409, 424, 507] {
             let props: Vec<_> = outcome

@@ -261,7 +261,7 @@ pub(crate) async fn post<S: Storage>(
     checks: Checks,
 ) -> Result<(), Error> {
     if !dir.trailing_slash() {
-        let hint = dir.to_url(true);
+        let hint = format!("{}{}", ex.base(), dir.to_url(true));
         return Err(Error::status(
             400,
             format!("form uploads go to a directory: POST {hint}"),
@@ -318,7 +318,7 @@ pub(crate) async fn post<S: Storage>(
             Ok(written) => {
                 let mut file = serde_json::json!({
                     "name": f.name,
-                    "path": f.key.to_url(false),
+                    "path": format!("{}{}", ex.base(), f.key.to_url(false)),
                     "size": f.size,
                     "created": written == Written::Created,
                 });
@@ -354,7 +354,7 @@ pub(crate) async fn post<S: Storage>(
     let any = !files.is_empty();
     if format == Format::Html {
         let resp = Response::new(303)
-            .header("Location", dir.to_url(true))
+            .header("Location", format!("{}{}", ex.base(), dir.to_url(true)))
             .header("Content-Type", "text/plain; charset=utf-8");
         return ex.send(resp, b"uploaded\n").await;
     }

@@ -129,7 +129,7 @@ impl<S: Storage> Files<S> {
                     RouteClass::Listing.set(ex);
                     Box::pin(self.send_listing(ex, &key, who)).await
                 } else {
-                    let mut location = key.to_url(true);
+                    let mut location = format!("{}{}", ex.base(), key.to_url(true));
                     if let Some(q) = ex.query() {
                         location.push('?');
                         location.push_str(q);
@@ -335,6 +335,7 @@ impl<S: Storage> Files<S> {
             resp = resp.header("Content-Security-Policy", page_csp_nonce(nonce.as_deref()));
         }
         let mut fmt = Formatter::new(format)
+            .with_base(ex.base())
             .with_nonce(nonce)
             .with_rights(crate::page::page_rights(&self.policy, who, key))
             .with_user(crate::page::PageUser::of(&self.policy, who));
@@ -377,18 +378,10 @@ impl<S: Storage> Files<S> {
         let hash = self.cfg.hash_for(ex, expected.as_ref());
         let check = write_preconditions(&self.storage, ex, &key).await?;
         // WebDAV locks: 412/423 before the body, checked again at commit.
-        let if_value = ex.header_str("if").map(str::to_string);
+        let if_field = crate::locks::IfField::of(ex);
         let targets = [(&key, Reach::Member)];
         let locks = &self.cfg.locks;
-        let submitted = check_write(
-            locks,
-            &self.storage,
-            if_value.as_deref(),
-            &key,
-            &targets,
-            who,
-        )
-        .await?;
+        let submitted = check_write(locks, &self.storage, &if_field, &key, &targets, who).await?;
         let guard = WriteGuard::new(&self.policy, who, &key).with_locks(locks, submitted);
         let mut up = guard.create(&self.storage, &key, check).await?;
         if let Some(sum) = expected {

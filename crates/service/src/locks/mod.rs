@@ -60,13 +60,33 @@ impl Lock {
     }
 }
 
-/// The key an `If` header's resource tag names (an absolute URL or path).
-pub(crate) fn tag_key(tag: &str) -> Option<RelPath> {
+/// A request's `If` field, with the server's path prefix its resource tags
+/// name paths under (both owned: the request is answered while they are
+/// still in use).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct IfField {
+    value: Option<String>,
+    base: String,
+}
+
+impl IfField {
+    pub(crate) fn of(ex: &wirespeed_net::Exchange) -> Self {
+        IfField {
+            value: ex.header_str("if").map(str::to_string),
+            base: ex.base().to_string(),
+        }
+    }
+}
+
+/// The key an `If` header's resource tag names (an absolute URL or path),
+/// under the server's path prefix `base`; `None` for a resource elsewhere.
+pub(crate) fn tag_key(tag: &str, base: &str) -> Option<RelPath> {
     let path = match tag.split_once("://") {
         Some((_, rest)) => &rest[rest.find('/')?..],
         None => tag,
     };
-    parse_request_path(path.split(['?', '#']).next()?).ok()
+    let path = wirespeed_net::strip_base(base, path.split(['?', '#']).next()?)?;
+    parse_request_path(path).ok()
 }
 
 /// The state the `If` header is evaluated against for `key`: its ETag and
@@ -92,17 +112,17 @@ async fn state<S: Storage>(table: &LockTable, storage: &S, key: &RelPath) -> Sta
 pub(crate) async fn evaluate_if<S: Storage>(
     table: &LockTable,
     storage: &S,
-    value: Option<&str>,
+    field: &IfField,
     key: &RelPath,
 ) -> Result<Option<IfHeader>, Error> {
-    let Some(value) = value else {
+    let Some(value) = field.value.as_deref() else {
         return Ok(None);
     };
     let h = IfHeader::parse(value).map_err(|e| Error::status(400, e.to_string()))?;
     let own = state(table, storage, key).await;
     let mut tagged = Vec::new();
     for tag in h.resources() {
-        let st = match tag_key(tag) {
+        let st = match tag_key(tag, &field.base) {
             Some(k) => Some(state(table, storage, &k).await),
             None => None,
         };
@@ -201,13 +221,13 @@ impl Submitted {
 }
 
 /// The check before a write by `who` to each of `targets`, the request's
-/// resource being `at`: the `If` header (`if_value`) must hold (412), and
+/// resource being `at`: the `If` header (`if_field`) must hold (412), and
 /// every lock on what changes must be submitted (423). Returns what the
 /// request submitted, for writes whose names come later (a form's files).
 pub(crate) async fn check_write<S: Storage>(
     table: &LockTable,
     storage: &S,
-    if_value: Option<&str>,
+    if_field: &IfField,
     at: &RelPath,
     targets: &[(&RelPath, Reach)],
     who: Principal,
@@ -217,7 +237,7 @@ pub(crate) async fn check_write<S: Storage>(
         who,
         tokens: Vec::new(),
     };
-    if let Some(h) = evaluate_if(table, storage, if_value, at).await? {
+    if let Some(h) = evaluate_if(table, storage, if_field, at).await? {
         submitted.tokens = h.tokens().map(str::to_string).collect();
     }
     submitted.cover(table, targets)?;
@@ -253,12 +273,18 @@ mod tests {
     #[test]
     fn tags_name_paths() {
         assert_eq!(
-            tag_key("http://h:1/a/b%20c").unwrap().to_url(false),
+            tag_key("http://h:1/a/b%20c", "").unwrap().to_url(false),
             "/a/b%20c"
         );
-        assert_eq!(tag_key("/x/").unwrap().to_url(true), "/x/");
-        assert!(tag_key("http://h").is_none());
-        assert!(tag_key("/../x").is_none());
+        assert_eq!(tag_key("/x/", "").unwrap().to_url(true), "/x/");
+        assert!(tag_key("http://h", "").is_none());
+        assert!(tag_key("/../x", "").is_none());
+        // Under a path prefix: tags name paths with it; others are elsewhere.
+        let under = |t: &str| tag_key(t, "/files").map(|k| k.to_url(false));
+        assert_eq!(under("http://h:1/files/a%20b").as_deref(), Some("/a%20b"));
+        assert_eq!(under("/files/x").as_deref(), Some("/x"));
+        assert!(under("http://h:1/x").is_none());
+        assert!(under("/filesx/a").is_none());
     }
 
     #[test]

@@ -111,7 +111,12 @@ fn gzipped(name: &str) -> Option<&'static [u8]> {
 
 /// The URL path of asset `name` in this build.
 pub fn url(name: &str) -> String {
-    format!("/-/assets/{}/{name}", version())
+    url_under("", name)
+}
+
+/// [`url`] under the server's path prefix `base` (`""` at the root).
+pub fn url_under(base: &str, name: &str) -> String {
+    format!("{base}/-/assets/{}/{name}", version())
 }
 
 /// `GET /-/assets/<version>/<name>`: no token needed (the files are the

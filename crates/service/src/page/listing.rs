@@ -103,7 +103,8 @@ fn frame(
         .with_nonce(nonce)
         .with_rights(rights)
         .with_user(crate::page::PageUser::of(policy, who))
-        .with_next(key.to_url(key.trailing_slash()));
+        .with_base(ex.base())
+        .with_next(format!("{}{}", ex.base(), key.to_url(key.trailing_slash())));
     fmt.begin(&mut page, key.segments(), locked);
     fmt.end(&mut page);
     Some(page)
@@ -243,6 +244,8 @@ pub struct Formatter {
     /// every href carries it on, so crawlers (`wget -r`) stay inside the
     /// link; empty for everyone else.
     link: String,
+    /// The server's path prefix, before every URL the page names.
+    base: String,
 }
 
 impl Formatter {
@@ -255,12 +258,19 @@ impl Formatter {
             next: None,
             nonce: None,
             link: String::new(),
+            base: String::new(),
         }
     }
 
     /// The share link every href carries on (`None`: none, the default).
     pub fn with_link(mut self, token: Option<&str>) -> Self {
         self.link = token.map_or(String::new(), |t| format!("?share={}", encode_query(t)));
+        self
+    }
+
+    /// The server's path prefix (`serve --path-prefix`), `""` at the root.
+    pub fn with_base(mut self, base: &str) -> Self {
+        self.base = base.to_string();
         self
     }
 
@@ -417,6 +427,7 @@ const HTML_END: &str = "</tbody></table></main>\n\
 fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool, f: &Formatter) {
     let (rights, user, next, link) = (f.rights, f.user, f.next.as_deref(), f.link.as_str());
     let nonce = f.nonce.as_deref();
+    let base = f.base.as_str();
     // The loader's modules, fetched at once rather than import by import
     // (each tag carries the nonce: the policy admits nothing else).
     let preload: String = match nonce {
@@ -424,7 +435,7 @@ fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool, f: &Formatte
             .map(|m| {
                 format!(
                     "<link rel=\"modulepreload\" href=\"{}\" nonce=\"{n}\">",
-                    crate::page::assets::url(m)
+                    crate::page::assets::url_under(base, m)
                 )
             })
             .collect(),
@@ -434,12 +445,15 @@ fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool, f: &Formatte
     // Folders above `rights.top` (a share link's own folder) are names,
     // not links: the link does not reach them.
     let mut title = String::from("/");
-    let mut crumbs = String::from(if rights.top == 0 {
-        "<a href=\"/\">Home</a>"
+    let mut crumbs = if rights.top == 0 {
+        let mut home = String::from("<a href=\"");
+        escape_html(base, &mut home);
+        home.push_str("/\">Home</a>");
+        home
     } else {
-        "<span>Home</span>"
-    });
-    let mut href = String::from("/");
+        String::from("<span>Home</span>")
+    };
+    let mut href = format!("{base}/");
     for (i, seg) in segments.iter().enumerate() {
         escape_html(seg, &mut title);
         title.push('/');
@@ -465,11 +479,17 @@ fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool, f: &Formatte
         format!("<tr class=\"d up\"><td class=\"n\"><a href=\"../{link}\" rel=\"up\">../</a></td><td class=\"m\"></td><td class=\"s\">-</td></tr>\n")
     };
     let (css, js, icon) = (
-        crate::page::assets::url("page.css"),
-        crate::page::assets::url("page.js"),
-        crate::page::assets::url("icon.svg"),
+        crate::page::assets::url_under(base, "page.css"),
+        crate::page::assets::url_under(base, "page.js"),
+        crate::page::assets::url_under(base, "icon.svg"),
     );
     let mut state = String::from(if locked { " data-locked=\"1\"" } else { "" });
+    // The script reads the prefix here: the one place it learns it.
+    if !base.is_empty() {
+        state.push_str(" data-base=\"");
+        escape_html(base, &mut state);
+        state.push('"');
+    }
     if rights.share {
         state.push_str(" data-share=\"1\"");
     }
@@ -480,19 +500,19 @@ fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool, f: &Formatte
     // back here); with them, the script shows its own.
     let mut signin = String::new();
     if user == PageUser::SignedOut {
-        signin.push_str(
-            "<noscript><form id=\"signin-form\" method=\"post\" action=\"/-/session\">\
+        signin.push_str(&format!(
+            "<noscript><form id=\"signin-form\" method=\"post\" action=\"{base}/-/session\">\
 <input name=\"name\" autocomplete=\"username\" aria-label=\"User name\" placeholder=\"User name\" required> \
 <input type=\"password\" name=\"password\" autocomplete=\"current-password\" aria-label=\"Password\" \
-placeholder=\"Password\" required><input type=\"hidden\" name=\"next\" value=\"",
-        );
+placeholder=\"Password\" required><input type=\"hidden\" name=\"next\" value=\""
+        ));
         escape_html(next.unwrap_or(&href), &mut signin);
         signin.push_str("\"> <button type=\"submit\">Sign in</button></form></noscript>");
     }
     if let PageUser::SignedIn(name) = user {
-        signin.push_str(
-            "<noscript><form id=\"signout-form\" method=\"post\" action=\"/-/session/sign-out\">",
-        );
+        signin.push_str(&format!(
+            "<noscript><form id=\"signout-form\" method=\"post\" action=\"{base}/-/session/sign-out\">"
+        ));
         escape_html(name.as_str(), &mut signin);
         signin.push_str(" <button type=\"submit\">Sign out</button></form></noscript>");
     }
@@ -681,6 +701,32 @@ mod tests {
             serde_json::from_slice::<serde_json::Value>(&empty).unwrap(),
             serde_json::json!([])
         );
+    }
+
+    #[test]
+    fn html_under_a_path_prefix_names_it_everywhere() {
+        let mut f = Formatter::new(Format::Html)
+            .with_base("/files")
+            .with_user(PageUser::SignedOut);
+        let mut out = Vec::new();
+        f.begin(&mut out, &["d".to_string()], false);
+        f.entry(&mut out, &entry("a.txt", Kind::File));
+        f.end(&mut out);
+        let s = String::from_utf8(out).unwrap();
+        assert!(s.contains(" data-base=\"/files\""), "{s}");
+        assert!(s.contains("<a href=\"/files/\">Home</a>"), "{s}");
+        assert!(s.contains("<a href=\"/files/d/\">d</a>"), "{s}");
+        assert!(s.contains("action=\"/files/-/session\""), "{s}");
+        assert!(s.contains("name=\"next\" value=\"/files/d/\""), "{s}");
+        for asset in ["page.css", "page.js", "icon.svg"] {
+            assert!(
+                s.contains(&crate::page::assets::url_under("/files", asset)),
+                "{s}"
+            );
+        }
+        assert!(!s.contains("\"/-/"), "no URL at the host's root: {s}");
+        // Rows stay relative: they are right under any prefix.
+        assert!(s.contains("href=\"a.txt\""), "{s}");
     }
 
     #[test]

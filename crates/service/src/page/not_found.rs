@@ -16,7 +16,7 @@ pub fn wants_html(ex: &Exchange) -> bool {
 
 /// A browser's 404: a short page with a link to the nearest folder above.
 pub async fn send_not_found(ex: &mut Exchange, key: &RelPath) -> Result<(), Error> {
-    let body = not_found_html(key.segments());
+    let body = not_found_html(ex.base(), key.segments());
     let resp = Response::new(404)
         .header("Content-Type", Format::Html.content_type())
         // No script on this page.
@@ -25,10 +25,10 @@ pub async fn send_not_found(ex: &mut Exchange, key: &RelPath) -> Result<(), Erro
     ex.send(resp, body.as_bytes()).await
 }
 
-fn not_found_html(segments: &[String]) -> String {
+fn not_found_html(base: &str, segments: &[String]) -> String {
     let mut name = String::new();
     escape_html(segments.last().map_or("", String::as_str), &mut name);
-    let mut up = String::from("/");
+    let mut up = format!("{base}/");
     let mut up_name = String::from("/");
     for seg in segments.iter().take(segments.len().saturating_sub(1)) {
         encode_segment_into(seg, &mut up);
@@ -36,7 +36,7 @@ fn not_found_html(segments: &[String]) -> String {
         escape_html(seg, &mut up_name);
         up_name.push('/');
     }
-    let css = crate::page::assets::url("page.css");
+    let css = crate::page::assets::url_under(base, "page.css");
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
@@ -53,17 +53,24 @@ mod tests {
 
     #[test]
     fn not_found_links_up_and_escapes() {
-        let page = not_found_html(&["a b".into(), "<x>".into()]);
+        let page = not_found_html("", &["a b".into(), "<x>".into()]);
         assert!(
             page.contains("<a href=\"/a%20b/\" rel=\"up\">Back to /a b/</a>"),
             "{page}"
         );
         assert!(page.contains("<strong>&lt;x&gt;</strong>"), "{page}");
         assert!(!page.contains("<x>"));
-        let page = not_found_html(&["gone.txt".into()]);
+        let page = not_found_html("", &["gone.txt".into()]);
         assert!(
             page.contains("<a href=\"/\" rel=\"up\">Back to /</a>"),
             "{page}"
         );
+        // Under a path prefix the link and the styles carry it.
+        let page = not_found_html("/files", &["d".into(), "gone.txt".into()]);
+        assert!(
+            page.contains("<a href=\"/files/d/\" rel=\"up\">Back to /d/</a>"),
+            "{page}"
+        );
+        assert!(page.contains("href=\"/files/-/assets/"), "{page}");
     }
 }

@@ -223,8 +223,8 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         let target = slot.snapshot().target;
         let key = parse_request_path(&target)
             .map_err(|_| Error::status(500, "an upload's target is not a valid path"))?;
-        let if_value = ex.header_str("if").map(str::to_string);
-        let submitted = self.check_locks(who, &key, if_value.as_deref()).await?;
+        let if_field = crate::locks::IfField::of(ex);
+        let submitted = self.check_locks(who, &key, &if_field).await?;
         ensure_room(&self.storage, ex.content_length()).await?;
         // The request that completes the upload may carry `X-OC-Mtime`.
         let mtime = crate::mtime::requested(ex)?;

@@ -34,9 +34,8 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             ));
         }
         let guard = WriteGuard::new(&self.policy, who, &key);
-        let if_value = ex.header_str("if").map(str::to_string);
-        self.check_target(&guard, who, &key, if_value.as_deref())
-            .await?;
+        let if_field = crate::locks::IfField::of(ex);
+        self.check_target(&guard, who, &key, &if_field).await?;
         // A malformed X-OC-Mtime is refused before an upload is created.
         crate::mtime::requested(ex)?;
         let if_none_match = ex
@@ -67,7 +66,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         // (1.22 here) take a 1xx from upstream for the final answer and
         // then wait for a body that never comes.
         if has_body(ex) {
-            let loc = location(&id);
+            let loc = location(ex.base(), &id);
             let interim = ietf::interim_fields(&loc, &self.ucfg.limits);
             let fields: Vec<(&str, &str)> = interim.iter().map(|(k, v)| (*k, v.as_str())).collect();
             ex.send_interim(104, &fields).await?;
@@ -104,7 +103,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 .header("Upload-Complete", "?1")
                 .header("Upload-Draft-Interop-Version", INTEROP);
                 if written == Written::Created {
-                    resp = resp.header("Location", key.to_url(false));
+                    resp = resp.header("Location", format!("{}{}", ex.base(), key.to_url(false)));
                 }
                 if done.mtime_applied {
                     resp = resp.header(crate::mtime::ANSWER.0, crate::mtime::ANSWER.1);
@@ -132,7 +131,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                         self.limit_header(Some(state.expires.saturating_sub(now()))),
                     );
                 if status == 201 {
-                    resp = resp.header("Location", location(id));
+                    resp = resp.header("Location", location(ex.base(), id));
                 }
                 ex.send(resp, b"").await
             }

@@ -120,8 +120,8 @@ fn new_id() -> Result<UploadId, Error> {
     Ok(UploadId::from_random(bytes))
 }
 
-fn location(id: &UploadId) -> String {
-    format!("{UPLOADS_PREFIX}{id}")
+fn location(base: &str, id: &UploadId) -> String {
+    format!("{base}{UPLOADS_PREFIX}{id}")
 }
 
 /// Whether a request to a file URL asks for an IETF resumable upload.

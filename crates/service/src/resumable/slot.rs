@@ -126,14 +126,14 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
     /// Everything that would make publishing `target` fail, refused at
     /// creation rather than after the last byte: the policy (`w` there,
     /// and `d` if a file has the name), a WebDAV lock the request does not
-    /// submit (423; `if_value` is its `If` header), a folder at the name
+    /// submit (423; `if_field` is its `If` header), a folder at the name
     /// (409), a file where a parent folder would be (409).
     pub(super) async fn check_target(
         &self,
         guard: &WriteGuard,
         who: Principal,
         target: &RelPath,
-        if_value: Option<&str>,
+        if_field: &crate::locks::IfField,
     ) -> Result<(), Error> {
         match self.policy.decide(who, Action::Create, target) {
             Decision::Allow => {}
@@ -147,7 +147,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         crate::answers::refuse_hidden(self.policy.hidden(), target)?;
         crate::through_links::check_real(&self.storage, &self.policy, who, Action::Create, target)
             .await?;
-        self.check_locks(who, target, if_value).await?;
+        self.check_locks(who, target, if_field).await?;
         match self.storage.stat(target).await {
             Ok(meta) if meta.kind == Kind::Dir => {
                 return Err(Error::status(
@@ -196,13 +196,13 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         &self,
         who: Principal,
         target: &RelPath,
-        if_value: Option<&str>,
+        if_field: &crate::locks::IfField,
     ) -> Result<crate::locks::Submitted, Error> {
         let targets = [(target, crate::locks::Reach::Member)];
         crate::locks::check_write(
             &self.cfg.locks,
             &self.storage,
-            if_value,
+            if_field,
             target,
             &targets,
             who,

@@ -46,9 +46,8 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         };
         // Refused now, not after the last byte (publishing onto a folder fails).
         let guard = WriteGuard::new(&self.policy, who, &target);
-        let if_value = ex.header_str("if").map(str::to_string);
-        self.check_target(&guard, who, &target, if_value.as_deref())
-            .await?;
+        let if_field = crate::locks::IfField::of(ex);
+        self.check_target(&guard, who, &target, &if_field).await?;
         let client = (who, ex.peer_addr().ip());
         let (id, slot) = self
             .create(
@@ -63,7 +62,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             .await?;
         let mut resp = Response::new(201)
             .header("Tus-Resumable", tus::VERSION)
-            .header("Location", location(&id));
+            .header("Location", location(ex.base(), &id));
         // An empty upload is complete at creation: published at once.
         let first = creation.first.or_else(|| {
             (creation.length == Some(0)).then_some(Append {

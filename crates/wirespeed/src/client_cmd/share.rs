@@ -98,14 +98,13 @@ fn token_of(link: &str) -> Option<&str> {
 pub fn share(args: ShareArgs) -> anyhow::Result<()> {
     let client = plain_client(&args.opts, 1)?;
     let target = url(&args.url)?;
-    let path = target.path().to_string();
     let rt = runtime()?;
-    let (method, api) = if args.revoke {
+    let (method, query) = if args.revoke {
         let token = token_of(&args.url)
             .context("--revoke needs the link itself (the URL with ?share=…)")?;
-        ("DELETE", format!("/-/shares{path}?link={token}"))
+        ("DELETE", format!("?link={token}"))
     } else if args.list {
-        ("GET", format!("/-/shares{path}"))
+        ("GET", String::new())
     } else {
         // Without --expires the server picks (7 days, or its limit).
         let mut query = args.expires.map(|s| format!("expires={s}"));
@@ -113,16 +112,31 @@ pub fn share(args: ShareArgs) -> anyhow::Result<()> {
             query = Some(query.map_or("upload".into(), |q| format!("{q}&upload")));
         }
         let query = query.map(|q| format!("?{q}")).unwrap_or_default();
-        ("POST", format!("/-/shares{path}{query}"))
+        ("POST", query)
     };
-    let api = target.resolve(&api)?;
     let body = rt.block_on(async {
-        let resp = client
-            .send(Request::new(method, api).body(Body::empty()))
-            .await?
-            .error_for_status()
-            .await?;
-        resp.bytes(4 << 20).await
+        // The links' routes sit below the server's path prefix, if it has
+        // one: asked at the root first, then under each leading folder
+        // until something other than 404 answers.
+        let paths: Vec<String> = target
+            .prefix_candidates()
+            .into_iter()
+            .filter_map(|base| target.control_path(base, "/-/shares"))
+            .collect();
+        let mut resp = None;
+        for (i, path) in paths.iter().enumerate() {
+            let api = target.resolve(&format!("{path}{query}"))?;
+            let r = client
+                .send(Request::new(method, api).body(Body::empty()))
+                .await?;
+            if r.status() != 404 || i + 1 == paths.len() {
+                resp = Some(r);
+                break;
+            }
+            let _ = r.bytes(64 * 1024).await;
+        }
+        let resp = resp.context("no place to ask for links")?;
+        anyhow::Ok(resp.error_for_status().await?.bytes(4 << 20).await?)
     });
     let body = body.with_context(|| match method {
         "DELETE" => format!("revoking {}", args.url),

@@ -8,6 +8,15 @@ use clap::{Args, ValueEnum};
 use super::listen::{parse_listen, ListenAddr};
 use crate::size::parse_size;
 
+/// `--path-prefix`: a prefix, never the root (leave the flag out for that).
+fn parse_path_prefix(s: &str) -> Result<wirespeed_net::PathPrefix, String> {
+    match wirespeed_net::PathPrefix::parse(s) {
+        Ok(Some(p)) => Ok(p),
+        Ok(None) => Err("that is the root: leave --path-prefix out to serve there".to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// `serve --help`: the routes at a glance.
 pub const LONG_ABOUT: &str = "Serve DIR (default: the current folder; it must exist unless --create) \
 over HTTP/1.1.\n\n\
@@ -39,7 +48,12 @@ On start, prints one line `listening on http://ADDR` to stdout (the real address
 port 0); with TLS, `listening on https://ADDR` followed by the certificate lines of \
 --tls-self-signed; on 0.0.0.0 or :: then one `on your network: URL` line per address to \
 hand out. The write mode (`mode: …`) and other notes go to stderr. SIGINT/SIGTERM \
-stop accepting and let requests in flight finish (a second Ctrl-C stops at once).";
+stop accepting and let requests in flight finish (a second Ctrl-C stops at once).\n\n\
+Behind a reverse proxy under a path (every route above then sits below it):\n  \
+wirespeed serve --path-prefix /files ~/share\n  \
+nginx: location /files/ { proxy_pass http://127.0.0.1:8080; proxy_set_header Host $http_host; }\n\
+($http_host, not $host: WebDAV's COPY and MOVE compare the Destination with the Host, port and \
+all.) See docs/serving.md.";
 
 /// `serve --help`: the common setups, ready to copy.
 pub const AFTER_HELP: &str = "\
@@ -155,7 +169,7 @@ pub struct ServeArgs {
     /// --tls-name names. Other `Host` values get 421, which stops DNS-rebinding
     /// pages. Add a name here to allow it too (repeatable); `*` allows any (behind a
     /// reverse proxy that routes by name, or pass the Host on:
-    /// `proxy_set_header Host $host`).
+    /// `proxy_set_header Host $http_host`).
     /// Also from the environment: WIRESPEED_ALLOW_HOST=a,b (containers, which
     /// cannot see the host's names).
     #[arg(
@@ -173,6 +187,16 @@ pub struct ServeArgs {
     /// --max-connections-per-ip (limit clients at the proxy).
     #[arg(long = "trusted-proxy", value_name = "CIDR", value_parser = wirespeed_net::TrustedProxies::parse_one)]
     pub trusted_proxies: Vec<ipnet::IpNet>,
+
+    /// Serve under PATH instead of the root, behind a reverse proxy that
+    /// passes the path on unchanged, e.g. `--path-prefix /files` behind
+    /// nginx's `location /files/ { proxy_pass http://127.0.0.1:8080; }`.
+    /// Requests outside it get 404 (`/files` redirects to `/files/`); every
+    /// URL the server makes carries it: the page, redirects, WebDAV hrefs,
+    /// upload Locations, share links, the session cookie's Path. Letters,
+    /// digits and - . _ ~ between slashes. See docs/serving.md.
+    #[arg(long, value_name = "PATH", value_parser = parse_path_prefix)]
+    pub path_prefix: Option<wirespeed_net::PathPrefix>,
 
     /// Reads need a token too (everything but /-/health). Requires --token.
     #[arg(long, requires = "tokens")]

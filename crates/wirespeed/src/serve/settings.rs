@@ -56,6 +56,7 @@ pub(super) fn service(
             state.as_deref(),
             args.session_expiry,
             tls,
+            args.path_prefix.as_ref().map_or("", |p| p.as_str()),
         )),
         _ => None,
     };

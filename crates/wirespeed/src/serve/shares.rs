@@ -43,10 +43,17 @@ pub fn open(state: Option<&Path>, max_expiry: u64) -> anyhow::Result<Arc<Shares>
 
 /// The browser sessions of this server: signed with a key derived from
 /// the links' key (so every node sharing it accepts them), sign-outs kept
-/// in `sessions.json` beside the links' table; cookies `Secure` under TLS.
-pub fn sessions(links: &Shares, state: Option<&Path>, lifetime: u64, tls: bool) -> Arc<Sessions> {
+/// in `sessions.json` beside the links' table; cookies `Secure` under TLS,
+/// and sent only under the path prefix `base` (`""`: everywhere).
+pub fn sessions(
+    links: &Shares,
+    state: Option<&Path>,
+    lifetime: u64,
+    tls: bool,
+    base: &str,
+) -> Arc<Sessions> {
     let table = state.map(|d| d.join("sessions.json"));
-    Arc::new(Sessions::new(links.session_key(), lifetime, tls, table))
+    Arc::new(Sessions::new(links.session_key(), lifetime, tls, table).with_path(base))
 }
 
 fn parse_hex_key(hex: &str) -> anyhow::Result<[u8; 32]> {

@@ -293,3 +293,20 @@ pub fn files_below(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// docs/serving.md's nginx `location /files/` block (`serve --path-prefix`),
+/// pointed at `upstream`: the tests run the block the docs give.
+pub fn docs_nginx_block(upstream: std::net::SocketAddr) -> String {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/serving.md");
+    let text = std::fs::read_to_string(docs).unwrap();
+    let start = text
+        .find("```nginx\nlocation /files/ {")
+        .expect("docs/serving.md has the `location /files/` block");
+    let block = &text[start + "```nginx\n".len()..];
+    let block = &block[..block.find("```").unwrap()];
+    assert!(
+        block.contains("proxy_set_header Host $http_host;"),
+        "the docs pass the Host on with its port: {block}"
+    );
+    block.replace("127.0.0.1:8080", &upstream.to_string())
+}
