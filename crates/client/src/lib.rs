@@ -25,6 +25,7 @@
 mod conn;
 mod early;
 mod error;
+mod prefix;
 mod response;
 mod send_body;
 pub mod stream;

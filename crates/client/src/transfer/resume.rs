@@ -406,32 +406,19 @@ impl Job<'_> {
     }
 
     /// Create the upload with an empty request and record it. tus creates
-    /// under `/-/uploads/`, below the server's path prefix if it has one:
-    /// asked at the root first, then under each leading folder of the URL
-    /// until something other than 404 answers.
+    /// under `/-/uploads/`, below the server's path prefix if it has one
+    /// ([`Client::server_base`]); IETF creates on the file's own URL.
     async fn create(&mut self, protocol: ClientProtocol) -> Result<(), Error> {
-        let tus_paths: Vec<String> = match protocol {
-            ClientProtocol::Ietf => vec![String::new()],
-            _ => self
-                .url
-                .prefix_candidates()
-                .into_iter()
-                .filter_map(|base| self.url.control_path(base, "/-/uploads"))
-                .collect(),
-        };
-        let mut answer = None;
-        for (i, path) in tus_paths.iter().enumerate() {
-            let r = self.client.send(self.creation(protocol, path)?).await?;
-            if r.status() == 404 && i + 1 < tus_paths.len() {
-                let _ = r.bytes(64 * 1024).await;
-                continue;
+        let path = match protocol {
+            ClientProtocol::Ietf => String::new(),
+            _ => {
+                let base = self.client.server_base(self.url).await?;
+                self.url
+                    .control_path(base, "/-/uploads")
+                    .ok_or_else(|| Error::Resumable("no place to create the upload".into()))?
             }
-            answer = Some(r);
-            break;
-        }
-        let Some(resp) = answer else {
-            return Err(Error::Resumable("no place to create the upload".into()));
         };
+        let resp = self.client.send(self.creation(protocol, &path)?).await?;
         let resp = resp.error_for_status().await?;
         let location = resp.header("Location").map(str::to_string);
         self.note_limit(&resp);

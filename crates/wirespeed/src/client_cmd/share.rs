@@ -116,26 +116,15 @@ pub fn share(args: ShareArgs) -> anyhow::Result<()> {
     };
     let body = rt.block_on(async {
         // The links' routes sit below the server's path prefix, if it has
-        // one: asked at the root first, then under each leading folder
-        // until something other than 404 answers.
-        let paths: Vec<String> = target
-            .prefix_candidates()
-            .into_iter()
-            .filter_map(|base| target.control_path(base, "/-/shares"))
-            .collect();
-        let mut resp = None;
-        for (i, path) in paths.iter().enumerate() {
-            let api = target.resolve(&format!("{path}{query}"))?;
-            let r = client
-                .send(Request::new(method, api).body(Body::empty()))
-                .await?;
-            if r.status() != 404 || i + 1 == paths.len() {
-                resp = Some(r);
-                break;
-            }
-            let _ = r.bytes(64 * 1024).await;
-        }
-        let resp = resp.context("no place to ask for links")?;
+        // one.
+        let base = client.server_base(&target).await?;
+        let path = target
+            .control_path(base, "/-/shares")
+            .context("no place to ask for links")?;
+        let api = target.resolve(&format!("{path}{query}"))?;
+        let resp = client
+            .send(Request::new(method, api).body(Body::empty()))
+            .await?;
         anyhow::Ok(resp.error_for_status().await?.bytes(4 << 20).await?)
     });
     let body = body.with_context(|| match method {
