@@ -24,6 +24,7 @@ pub mod presets;
 pub mod revoked;
 mod rights;
 pub mod rules;
+pub mod rules_edit;
 mod session_revocations;
 pub mod sessions;
 pub mod shares;

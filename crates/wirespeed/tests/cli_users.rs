@@ -79,6 +79,100 @@ fn passwd_prints_an_argon2id_hash_or_a_rules_line() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("empty"));
 }
 
+/// `wirespeed passwd NAME --file FILE` with the password on stdin: its
+/// exit status and what it said on stderr.
+fn passwd_into(file: &Path, name: &str, password: &str) -> (bool, String) {
+    let mut child = Command::new(BIN)
+        .args(["passwd", name, "--file", file.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(child.stdin.take().unwrap(), "{password}").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.stdout.is_empty(), "nothing on stdout");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn passwd_adds_and_replaces_users_in_a_rules_file_in_place() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let root = tmp.path().join("root");
+    std::fs::create_dir_all(root.join("alice")).unwrap();
+    // The README's shape: [users] first, then the paths, with comments.
+    let file = rules_file(
+        tmp.path(),
+        "# more users below\n",
+        &format!("# who may what\n{PATHS}bob = \"rw\"   # bob writes\n"),
+    );
+    let before = std::fs::read_to_string(&file).unwrap();
+    // bob is named in [paths] but not in [users]: the file is refused now.
+    let (ok, said) = passwd_into(&file, "carol", "carol-pw");
+    assert!(
+        !ok && said.contains("nothing was changed") && said.contains("bob"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+
+    // Adding bob mends it; every other line stays as written.
+    let (ok, said) = passwd_into(&file, "bob", "bob-pw");
+    assert!(ok && said.contains("added bob to"), "{said}");
+    let after = std::fs::read_to_string(&file).unwrap();
+    let kept: Vec<&str> = before.lines().collect();
+    let now: Vec<&str> = after
+        .lines()
+        .filter(|l| !l.starts_with("bob = \"$argon2id$"))
+        .collect();
+    assert_eq!(now, kept, "only bob's line is new");
+    // alice's password changed in place (her old one no longer works).
+    let (ok, said) = passwd_into(&file, "alice", "new-alice-pw");
+    assert!(ok && said.contains("changed alice's password"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap().lines().count(),
+        after.lines().count()
+    );
+
+    let serve = Serve::start(&root, &["--auth", file.to_str().unwrap()]);
+    // (Basic credentials of bob:bob-pw, alice:alice-pw, alice:new-alice-pw.)
+    let basic = |u: &str, p: &str| {
+        let known = [
+            ("bob:bob-pw", "Ym9iOmJvYi1wdw=="),
+            ("alice:alice-pw", "YWxpY2U6YWxpY2UtcHc="),
+            ("alice:new-alice-pw", "YWxpY2U6bmV3LWFsaWNlLXB3"),
+        ];
+        let pair = format!("{u}:{p}");
+        let b64 = known.iter().find(|(k, _)| *k == pair).unwrap().1;
+        format!("Authorization: Basic {b64}")
+    };
+    assert_eq!(
+        serve
+            .req("PUT", "/alice/a.txt", &[&basic("bob", "bob-pw")], b"b")
+            .0,
+        201
+    );
+    assert_eq!(
+        serve
+            .req("GET", "/alice/a.txt", &[&basic("alice", "alice-pw")], b"")
+            .0,
+        401
+    );
+    assert_eq!(
+        serve
+            .req(
+                "DELETE",
+                "/alice/a.txt",
+                &[&basic("alice", "new-alice-pw")],
+                b""
+            )
+            .0,
+        204
+    );
+}
+
 #[test]
 fn a_bad_rules_file_stops_serve_with_file_line_and_reason() {
     let tmp = wirespeed_testkit::fs::tempdir();
