@@ -80,6 +80,19 @@ impl Exchange {
         self.head.path().get(..self.base_len).unwrap_or("")
     }
 
+    /// 301 to `path` with this request's query kept (a folder asked without
+    /// its `/`, a prefix without its `/`); `text` is the plain-text body.
+    pub async fn send_moved(&mut self, mut path: String, text: &[u8]) -> Result<(), Error> {
+        if let Some(q) = self.query() {
+            path.push('?');
+            path.push_str(q);
+        }
+        let resp = Response::new(301)
+            .header("Location", path)
+            .header("Content-Type", "text/plain; charset=utf-8");
+        self.send(resp, text).await
+    }
+
     /// Strip the first `at` bytes of the path as the prefix ([`crate::Mount`]).
     pub(crate) fn mount_at(&mut self, at: usize) {
         if self.head.path().is_char_boundary(at) {

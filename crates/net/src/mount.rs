@@ -4,7 +4,7 @@
 //! would see at the root, and read the prefix back from
 //! [`Exchange::base`](crate::Exchange::base) to put it in every URL they make.
 
-use crate::{Error, Exchange, Handler, Response};
+use crate::{Error, Exchange, Handler};
 
 /// A validated path prefix: `/` followed by one or more segments, no
 /// trailing slash (`/files`, `/a/b`). Segments are matched byte for byte
@@ -115,15 +115,8 @@ impl<H: Handler> Handler for Mount<H> {
                 self.inner.handle(ex).await
             }
             Placement::Bare => {
-                let mut to = format!("{}/", prefix.as_str());
-                if let Some(q) = ex.query() {
-                    to.push('?');
-                    to.push_str(q);
-                }
-                let resp = Response::new(301)
-                    .header("Location", to)
-                    .header("Content-Type", "text/plain; charset=utf-8");
-                ex.send(resp, b"moved to the folder\n").await
+                ex.send_moved(format!("{}/", prefix.as_str()), b"moved to the folder\n")
+                    .await
             }
             Placement::Outside => Err(Error::status(
                 404,

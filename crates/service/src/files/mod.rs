@@ -129,15 +129,9 @@ impl<S: Storage> Files<S> {
                     RouteClass::Listing.set(ex);
                     Box::pin(self.send_listing(ex, &key, who)).await
                 } else {
-                    let mut location = format!("{}{}", ex.base(), key.to_url(true));
-                    if let Some(q) = ex.query() {
-                        location.push('?');
-                        location.push_str(q);
-                    }
-                    let resp = Response::new(301)
-                        .header("Location", location)
-                        .header("Content-Type", "text/plain; charset=utf-8");
-                    ex.send(resp, b"moved: directories end in '/'\n").await
+                    let location = format!("{}{}", ex.base(), key.to_url(true));
+                    ex.send_moved(location, b"moved: directories end in '/'\n")
+                        .await
                 }
             }
             Err(StorageError::NotFound) if key.segments() == ["favicon.ico"] => {
