@@ -99,11 +99,7 @@ impl Minio {
                 "MinIO not found at {} (build it with `bash .ci/run`, or set WIRESPEED_MINIO)",
                 bin.display()
             );
-            if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("{msg}");
-            }
-            eprintln!("\n!!!!!! SKIPPED: {msg} !!!!!!\n");
-            return None;
+            return crate::tools::missing(&msg);
         }
         let dir = data_dir();
         for _ in 0..5 {
