@@ -4,7 +4,9 @@
 //! intersected with its minter's rights at that moment; a path through a
 //! symlink needs the rights where it is named and where it leads) is
 //! compared with the real server over generated rules files, a tree with
-//! symlinks inside the root, every kind of principal and the operations
+//! symlinks inside the root, every kind of principal (links presented in
+//! the query or in their header), half the cases under a path prefix, and
+//! the operations
 //! that act on whole trees (listings, PROPFIND, archives, DELETE, MOVE,
 //! COPY, LOCK) as well as single names. Then one named test per way the
 //! rules were found to leak, each its own reproduction.
@@ -99,7 +101,14 @@ fn principals(
                 "{} link for {path} minted by {minter}",
                 model::letters(rights)
             );
-            out.push((Who::Link(link), As::Link(t), what));
+            // Half the holders present the link in its header instead of
+            // the query: both must grant exactly the same.
+            let (asks, how) = if rng.below(2) == 0 {
+                (As::Link(t), "")
+            } else {
+                (As::LinkHeader(t), ", sent in X-Wirespeed-Share")
+            };
+            out.push((Who::Link(link), asks, format!("{what}{how}")));
         }
     }
     out
@@ -139,7 +148,11 @@ fn run_cases(s3: Option<S3Config>, seed: u64, cases: u64, per: usize) -> (Vec<St
     for case in (0..cases).filter(|c| only.is_none_or(|o| o == *c)) {
         let mut rng = Rng(seed.wrapping_add(case.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1);
         let first = Rules::generate(&mut rng);
-        let mut site = Site::start_on(&first.text(&drive::hash_of), s3.clone());
+        // Every other case is served under a path prefix (a proxy's
+        // `/files/...`): the same rights must hold at every path the
+        // client names there, Destination headers included.
+        let prefix = (case % 2 == 1).then_some("/files");
+        let mut site = Site::start_under(&first.text(&drive::hash_of), s3.clone(), prefix);
         // Links are minted only for what is there.
         site.reset(&tree);
         let mut case_failures = Vec::new();
@@ -208,7 +221,8 @@ fn run_cases(s3: Option<S3Config>, seed: u64, cases: u64, per: usize) -> (Vec<St
                 )
             };
             failures.push(format!(
-                "case {case} (alone: RIGHTS_MODEL_SEED={seed} RIGHTS_MODEL_ONLY={case} RIGHTS_MODEL_CASES={} {ops_var}={per}): rules file\n{}{then}\n{}",
+                "case {case}{} (alone: RIGHTS_MODEL_SEED={seed} RIGHTS_MODEL_ONLY={case} RIGHTS_MODEL_CASES={} {ops_var}={per}): rules file\n{}{then}\n{}",
+                prefix.map_or(String::new(), |p| format!(", served under {p}/")),
                 case + 1,
                 first.show(),
                 case_failures.join("\n")

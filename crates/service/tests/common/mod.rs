@@ -66,14 +66,49 @@ impl TestServer {
         let (tmp, root) = temp_root();
         // Tests don't need durability; fsync would only slow them down.
         let storage = wrap(LocalStorage::new(&root).unwrap().with_fsync(false));
-        Self::serve(storage, tmp, root, cfg, server_cfg, max_blocking)
+        Self::serve(storage, tmp, root, cfg, server_cfg, max_blocking, None)
     }
 
     /// The server over any storage (e.g. S3); `root` is then an unused
     /// empty directory.
     pub fn on_storage<S: Storage>(storage: S, cfg: ServiceConfig) -> Self {
+        Self::on_storage_under(storage, cfg, None)
+    }
+
+    /// The server served under `prefix` (`serve --path-prefix`) over the
+    /// root's `LocalStorage`.
+    pub fn under_prefix(cfg: ServiceConfig, prefix: &str) -> Self {
         let (tmp, root) = temp_root();
-        Self::serve(storage, tmp, root, cfg, ServerConfig::default(), 512)
+        let storage = LocalStorage::new(&root).unwrap().with_fsync(false);
+        let prefix = wirespeed_net::PathPrefix::parse(prefix).unwrap();
+        Self::serve(
+            storage,
+            tmp,
+            root,
+            cfg,
+            ServerConfig::default(),
+            512,
+            prefix,
+        )
+    }
+
+    /// [`on_storage`](Self::on_storage), served under `prefix` when given.
+    pub fn on_storage_under<S: Storage>(
+        storage: S,
+        cfg: ServiceConfig,
+        prefix: Option<&str>,
+    ) -> Self {
+        let (tmp, root) = temp_root();
+        let prefix = prefix.and_then(|p| wirespeed_net::PathPrefix::parse(p).unwrap());
+        Self::serve(
+            storage,
+            tmp,
+            root,
+            cfg,
+            ServerConfig::default(),
+            512,
+            prefix,
+        )
     }
 
     fn serve<S: Storage>(
@@ -83,13 +118,15 @@ impl TestServer {
         cfg: ServiceConfig,
         server_cfg: ServerConfig,
         max_blocking: usize,
+        prefix: Option<wirespeed_net::PathPrefix>,
     ) -> Self {
         let mut rt = tokio::runtime::Builder::new_multi_thread();
         rt.worker_threads(2).max_blocking_threads(max_blocking);
         let server = ThreadServer::start(rt, move |listener, stop| async move {
             let router = wirespeed_service::router(storage, cfg);
+            let mounted = wirespeed_net::Mount::new(prefix, router);
             Server::new(server_cfg)
-                .serve(listener, Arc::new(router), stop)
+                .serve(listener, Arc::new(mounted), stop)
                 .await
                 .unwrap();
         });

@@ -43,8 +43,11 @@ pub enum As {
     Anyone,
     User(String),
     Token,
-    /// A share link's `share=` value.
+    /// A share link's `share=` value, in the query.
     Link(String),
+    /// The same value in the `X-Wirespeed-Share` header (how rclone and
+    /// other tools that keep no query carry a link).
+    LinkHeader(String),
 }
 
 /// A server with a rules file, share links and a `--token`.
@@ -56,6 +59,9 @@ pub struct Site {
     /// The bucket when the storage is S3 (each restart takes a new prefix).
     s3: Option<S3Config>,
     restarts: u32,
+    /// `serve --path-prefix`: every request goes below it, and every path
+    /// the server names comes back below it.
+    pub prefix: Option<&'static str>,
     /// The storage was last seen holding the tree every operation starts
     /// from (so the next one need not make it again: on S3 that is many
     /// requests).
@@ -74,14 +80,21 @@ fn config(users: &Arc<Users>, shares: &Arc<Shares>) -> ServiceConfig {
 
 /// The server over a temporary folder, or over `s3`'s bucket below a
 /// prefix of its own (`n`).
-fn serve(users: &Arc<Users>, shares: &Arc<Shares>, s3: Option<&S3Config>, n: u32) -> TestServer {
+fn serve(
+    users: &Arc<Users>,
+    shares: &Arc<Shares>,
+    s3: Option<&S3Config>,
+    n: u32,
+    prefix: Option<&str>,
+) -> TestServer {
     let cfg = config(users, shares);
-    match s3 {
-        None => TestServer::with(cfg),
-        Some(s3) => {
+    match (s3, prefix) {
+        (None, None) => TestServer::with(cfg),
+        (None, Some(p)) => TestServer::under_prefix(cfg, p),
+        (Some(s3), _) => {
             let mut c = s3.clone();
             c.prefix = format!("{}-{n}", s3.prefix);
-            TestServer::on_storage(S3Storage::new(&c).unwrap(), cfg)
+            TestServer::on_storage_under(S3Storage::new(&c).unwrap(), cfg, prefix)
         }
     }
 }
@@ -94,6 +107,11 @@ impl Site {
 
     /// [`Site::start`] over `s3`'s bucket when given.
     pub fn start_on(text: &str, s3: Option<S3Config>) -> Site {
+        Site::start_under(text, s3, None)
+    }
+
+    /// [`Site::start_on`], served under `prefix` when given.
+    pub fn start_under(text: &str, s3: Option<S3Config>, prefix: Option<&'static str>) -> Site {
         let dir = wirespeed_testkit::fs::tempdir();
         let rules_file = dir.path().join("users.toml");
         std::fs::write(&rules_file, text).unwrap();
@@ -101,7 +119,7 @@ impl Site {
             Users::load(&rules_file).unwrap_or_else(|e| panic!("rules refused: {e}\n{text}")),
         );
         let shares = Arc::new(Shares::new(KEY, DEFAULT_MAX_EXPIRY, None));
-        let server = serve(&users, &shares, s3.as_ref(), 0);
+        let server = serve(&users, &shares, s3.as_ref(), 0, prefix);
         Site {
             server,
             users,
@@ -109,6 +127,7 @@ impl Site {
             rules_file,
             s3,
             restarts: 0,
+            prefix,
             clean: false,
             _dir: dir,
         }
@@ -119,7 +138,13 @@ impl Site {
     pub fn restart(&mut self) {
         self.restarts += 1;
         self.clean = false;
-        self.server = serve(&self.users, &self.shares, self.s3.as_ref(), self.restarts);
+        self.server = serve(
+            &self.users,
+            &self.shares,
+            self.s3.as_ref(),
+            self.restarts,
+            self.prefix,
+        );
     }
 
     pub fn on_s3(&self) -> bool {
@@ -261,7 +286,13 @@ impl Site {
         &self.server.root
     }
 
-    /// One request as `who` (a link's value goes in the query).
+    /// `path` (at the root) as the client names it: below the prefix.
+    pub fn url_path(&self, path: &str) -> String {
+        format!("{}{path}", self.prefix.unwrap_or(""))
+    }
+
+    /// One request as `who` (a link's value goes in the query or its
+    /// header), to `path` and `Destination` below the prefix.
     pub fn send(
         &self,
         who: &As,
@@ -270,8 +301,17 @@ impl Site {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> Resp {
-        let mut path = path.to_string();
-        let mut h: Vec<(&str, String)> = headers.iter().map(|(n, v)| (*n, v.to_string())).collect();
+        let mut path = self.url_path(path);
+        let mut h: Vec<(&str, String)> = headers
+            .iter()
+            .map(|(n, v)| {
+                if n.eq_ignore_ascii_case("destination") && v.starts_with('/') {
+                    (*n, self.url_path(v))
+                } else {
+                    (*n, v.to_string())
+                }
+            })
+            .collect();
         match who {
             As::Anyone => {}
             As::User(u) => h.push(("Authorization", basic(u))),
@@ -281,6 +321,7 @@ impl Site {
                 path.push_str("share=");
                 path.push_str(v);
             }
+            As::LinkHeader(v) => h.push(("X-Wirespeed-Share", v.clone())),
         }
         let h: Vec<(&str, &str)> = h.iter().map(|(n, v)| (*n, v.as_str())).collect();
         self.server.req(method, &path, &h, body)

@@ -65,7 +65,7 @@ pub fn run(site: &mut Site, who: &As, op: &Op, exp: &Expected, initial: &Tree) -
         ));
     }
     if ok {
-        problems.extend(check_read(op, exp, &r, initial));
+        problems.extend(check_read(site, op, exp, &r, initial));
     }
     if let (Op::Lock(p, _), true) = (op, ok) {
         let token = drive::lock_token(&r).unwrap_or_default();
@@ -89,7 +89,13 @@ pub fn run(site: &mut Site, who: &As, op: &Op, exp: &Expected, initial: &Tree) -
 }
 
 /// What a successful read showed, against the model's bounds.
-fn check_read(op: &Op, exp: &Expected, r: &wirespeed_testkit::Resp, tree: &Tree) -> Vec<String> {
+fn check_read(
+    site: &Site,
+    op: &Op,
+    exp: &Expected,
+    r: &wirespeed_testkit::Resp,
+    tree: &Tree,
+) -> Vec<String> {
     let mut problems = Vec::new();
     let shown = match op {
         Op::GetFile(_) => {
@@ -101,7 +107,7 @@ fn check_read(op: &Op, exp: &Expected, r: &wirespeed_testkit::Resp, tree: &Tree)
             return problems;
         }
         Op::List(_) => drive::listed(r),
-        Op::Propfind(p) => drive::propfound(r, p),
+        Op::Propfind(p) => drive::propfound(r, &site.url_path(p)),
         Op::Archive(p) => {
             let entries = drive::tar_entries(&r.body);
             for (rel, bytes) in &entries {
