@@ -126,6 +126,12 @@ impl Exchange {
         self.forwarded.map_or(self.conn.peer.ip(), |(ip, _)| ip)
     }
 
+    /// Whether the peer is a `--trusted-proxy` (whose headers that speak
+    /// for the client are believed).
+    pub fn from_trusted_proxy(&self) -> bool {
+        self.forwarded.is_some()
+    }
+
     /// `http` or `https` as a trusted proxy's `X-Forwarded-Proto` says;
     /// `None` from anyone else or without the field.
     pub fn forwarded_proto(&self) -> Option<&'static str> {

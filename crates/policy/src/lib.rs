@@ -15,6 +15,7 @@
 //! ([`Policy::with_users`]), signed in by HTTP Basic ([`basic`], [`users`]).
 
 pub mod basic;
+pub mod groups;
 pub mod hidden;
 pub mod limiter;
 pub mod link_records;
@@ -141,6 +142,8 @@ pub struct Policy {
     sessions: Option<Arc<Sessions>>,
     /// Names nobody sees (`--hidden`): as if absent, for every principal.
     hidden: Arc<hidden::Hidden>,
+    /// The headers a trusted proxy signs users in with, when on.
+    proxy_sign_in: Option<Arc<groups::ProxySignIn>>,
 }
 
 impl std::fmt::Debug for Policy {
@@ -197,6 +200,7 @@ impl Policy {
             shares: None,
             sessions: None,
             hidden: Arc::default(),
+            proxy_sign_in: None,
         }
     }
 
@@ -300,6 +304,33 @@ impl Policy {
     pub fn with_users(mut self, users: Arc<Users>) -> Self {
         self.users = Some(users);
         self
+    }
+
+    /// The policy plus sign-in by a trusted proxy's headers
+    /// (`--user-header`, `--groups-header`): the caller asks
+    /// [`Policy::proxy_user`] only for requests from a `--trusted-proxy`.
+    pub fn with_proxy_sign_in(mut self, headers: groups::ProxySignIn) -> Self {
+        self.proxy_sign_in = Some(Arc::new(headers));
+        self
+    }
+
+    /// The proxy's sign-in headers, if on.
+    pub fn proxy_sign_in(&self) -> Option<&groups::ProxySignIn> {
+        self.proxy_sign_in.as_deref()
+    }
+
+    /// The user a trusted proxy's user header names (`name`), in the
+    /// groups its groups header names that the rules file knows. Only
+    /// with a rules file: without one no right names a user.
+    pub fn proxy_user(
+        &self,
+        name: &str,
+        groups_header: Option<&str>,
+    ) -> Result<Principal, groups::ProxySignInError> {
+        let Some(users) = &self.users else {
+            return Err(groups::ProxySignInError::NoRules);
+        };
+        groups::signed_in(&users.rules(), name, groups_header).map(Principal::User)
     }
 
     /// The rules file in force, if any.

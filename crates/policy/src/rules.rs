@@ -21,33 +21,56 @@ use std::sync::{Mutex, OnceLock};
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::groups::{GroupSet, Groups, RawGroups};
 use super::rights::parse_letters;
 use super::Rights;
 
 /// A configured user's name: interned (names only ever come from a rules
 /// file, never from a request), so a principal stays `Copy` and outlives a
 /// reload of the file.
+/// It carries the groups a trusted proxy signed it in with (`groups.rs`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct UserName(&'static str);
+pub struct UserName(&'static str, GroupSet);
 
 impl UserName {
-    fn intern(name: &str) -> UserName {
-        static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
-        let mut names = NAMES
-            .get_or_init(Default::default)
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = names.get(name) {
-            return UserName(n);
-        }
-        let n: &'static str = Box::leak(name.to_owned().into_boxed_str());
-        names.insert(n);
-        UserName(n)
+    pub(crate) fn intern(name: &str) -> UserName {
+        static_names(|names| {
+            if let Some(n) = names.get(name) {
+                return UserName(n, GroupSet::EMPTY);
+            }
+            let n: &'static str = Box::leak(name.to_owned().into_boxed_str());
+            names.insert(n);
+            UserName(n, GroupSet::EMPTY)
+        })
+    }
+
+    /// The name if some rules file (or proxy sign-in) interned it already.
+    pub(crate) fn interned(name: &str) -> Option<UserName> {
+        static_names(|names| names.get(name).map(|n| UserName(n, GroupSet::EMPTY)))
+    }
+
+    /// The same user, also in `groups` (named by a trusted proxy).
+    pub fn with_groups(self, groups: GroupSet) -> UserName {
+        UserName(self.0, self.1.union(groups))
+    }
+
+    /// The groups a trusted proxy named for this sign-in.
+    pub fn proxy_groups(self) -> GroupSet {
+        self.1
     }
 
     pub fn as_str(self) -> &'static str {
         self.0
     }
+}
+
+fn static_names<T>(f: impl FnOnce(&mut HashSet<&'static str>) -> T) -> T {
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    f(&mut names)
 }
 
 impl std::fmt::Debug for UserName {
@@ -76,6 +99,8 @@ struct Entry {
     segments: Vec<String>,
     anyone: Rights,
     users: Vec<(UserName, Rights)>,
+    /// `"@group"` keys: the group's bit (`groups.rs`) and its rights.
+    groups: Vec<(u8, Rights)>,
 }
 
 /// A parsed rules file.
@@ -84,6 +109,7 @@ pub struct Rules {
     /// Each user's argon2id hash (PHC string), by name.
     users: BTreeMap<String, (UserName, String)>,
     entries: Vec<Entry>,
+    groups: Groups,
 }
 
 #[derive(Deserialize)]
@@ -93,6 +119,8 @@ struct RawFile {
     users: BTreeMap<Spanned<String>, Spanned<String>>,
     #[serde(default)]
     paths: BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<String>>>,
+    #[serde(default)]
+    groups: RawGroups,
 }
 
 impl Rules {
@@ -116,6 +144,7 @@ impl Rules {
                 (UserName::intern(name.get_ref()), hash.get_ref().clone()),
             );
         }
+        let mut groups = Groups::parse(&raw.groups, err)?;
         let mut entries: Vec<Entry> = Vec::new();
         for (path, table) in &raw.paths {
             let segments = path_segments(path.get_ref()).map_err(|r| err(path.span().start, r))?;
@@ -133,6 +162,7 @@ impl Rules {
                 segments,
                 anyone: Rights::NONE,
                 users: Vec::new(),
+                groups: Vec::new(),
             };
             for (who, letters) in table {
                 let rights =
@@ -141,22 +171,65 @@ impl Rules {
                     entry.anyone = rights;
                     continue;
                 }
-                let Some((name, _)) = users.get(who.get_ref()) else {
+                if let Some(group) = who.get_ref().strip_prefix('@') {
+                    let bit = groups.define(group).map_err(|r| err(who.span().start, r))?;
+                    entry.groups.push((bit, rights));
+                    continue;
+                }
+                let known = users.get(who.get_ref()).map(|(n, _)| *n);
+                let Some(name) = known.or_else(|| groups.member(who.get_ref())) else {
                     return Err(err(
                         who.span().start,
                         format!(
                             "{:?} is named in [paths.{:?}] but missing from [users] \
-                             (add it with a hash from `wirespeed passwd`, or use \"*\" for everyone)",
+                             (add it with a hash from `wirespeed passwd`, or to a [groups] list if \
+                             it signs in only through the proxy, or use \"*\" for everyone)",
                             who.get_ref(),
                             path.get_ref()
                         ),
                     ));
                 };
-                entry.users.push((*name, rights));
+                entry.users.push((name, rights));
             }
             entries.push(entry);
         }
-        Ok(Rules { users, entries })
+        Ok(Rules {
+            users,
+            entries,
+            groups,
+        })
+    }
+
+    /// `who`'s own rights in `entry`: by name, and by each of its groups
+    /// (listed here or named by the proxy that signed it in).
+    fn own(&self, entry: &Entry, who: Option<UserName>) -> Rights {
+        let Some(u) = who else {
+            return Rights::NONE;
+        };
+        let by_name = entry.users.iter().filter(|(n, _)| n.0 == u.0);
+        let mut own = by_name.fold(Rights::NONE, |acc, (_, r)| acc.union(*r));
+        if !entry.groups.is_empty() {
+            let groups = self.groups.of(u).union(u.proxy_groups());
+            for (bit, r) in &entry.groups {
+                if groups.contains(*bit) {
+                    own = own.union(*r);
+                }
+            }
+        }
+        own
+    }
+
+    /// A user the file names: with a password in `[users]`, or listed in
+    /// a group (signing in only through the proxy).
+    pub fn known(&self, name: &str) -> Option<UserName> {
+        self.user(name)
+            .map(|(u, _)| u)
+            .or_else(|| self.groups.member(name))
+    }
+
+    /// The `[groups]` table.
+    pub fn groups(&self) -> &Groups {
+        &self.groups
     }
 
     /// The number of users and of configured paths.
@@ -189,10 +262,7 @@ impl Rules {
         let Some(entry) = self.deciding(path) else {
             return Rights::NONE;
         };
-        let own = who
-            .and_then(|u| entry.users.iter().find(|(n, _)| *n == u))
-            .map_or(Rights::NONE, |(_, r)| *r);
-        own.union(entry.anyone)
+        self.own(entry, who).union(entry.anyone)
     }
 
     /// The rights of `who` at every configured path strictly below `path`,
@@ -204,10 +274,7 @@ impl Rules {
             .iter()
             .filter(|e| e.segments.len() > path.len() && e.segments.starts_with(path))
             .fold(Rights::ALL, |acc, e| {
-                let own = who
-                    .and_then(|u| e.users.iter().find(|(n, _)| *n == u))
-                    .map_or(Rights::NONE, |(_, r)| *r);
-                acc.intersect(own.union(e.anyone))
+                acc.intersect(self.own(e, who).union(e.anyone))
             })
     }
 
@@ -218,7 +285,9 @@ impl Rules {
             e.anyone.contains(needs)
                 || e.users
                     .iter()
-                    .any(|(_, r)| r.union(e.anyone).contains(needs))
+                    .map(|(_, r)| r)
+                    .chain(e.groups.iter().map(|(_, r)| r))
+                    .any(|r| r.union(e.anyone).contains(needs))
         })
     }
 
@@ -291,6 +360,11 @@ fn path_segments(p: &str) -> Result<Vec<String>, String> {
 fn check_user_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name == "*" {
         return Err("a user needs a name (\"*\" means everyone and is not a user)".into());
+    }
+    if name.starts_with('@') {
+        return Err(format!(
+            "the user name {name:?} starts with @, which marks a group"
+        ));
     }
     if name == super::shares::TOKEN_MINTER {
         // Links minted by a token holder name it as their minter.
@@ -392,7 +466,7 @@ mod tests {
             ("[paths.\"a\"]\n", 4, "must start with /"),
             ("[paths.\"/a/../b\"]\n", 4, ".. segment"),
             ("[paths.\"/\"\n", 4, ""),
-            ("[groups]\n", 4, "unknown field"),
+            ("[group]\n", 4, "unknown field"),
             ("[paths.\"/\"]\n\"*\" = 1\n", 5, ""),
         ] {
             let e = Rules::parse(&file(body)).unwrap_err();

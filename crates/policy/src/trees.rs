@@ -32,10 +32,7 @@ impl Policy {
         if by == shares::TOKEN_MINTER {
             return at(Principal::TokenHolder);
         }
-        let name = self
-            .users
-            .as_ref()
-            .and_then(|u| u.rules().user(by).map(|(name, _)| name));
+        let name = self.users.as_ref().and_then(|u| u.rules().known(by));
         name.map_or(Rights::NONE, |name| at(Principal::User(name)))
     }
 

@@ -55,6 +55,8 @@ pub struct ServiceConfig {
     /// WebDAV locks, shared by every front that writes (a clone of the
     /// config shares the table; `dav` takes locks, the others ask).
     pub locks: std::sync::Arc<crate::locks::LockTable>,
+    /// Sign-in by a trusted proxy's headers (`serve --user-header`).
+    pub proxy_sign_in: Option<crate::policy::groups::ProxySignIn>,
 }
 
 /// Entries one folder archive may hold unless `--archive-max-entries` says
@@ -75,6 +77,9 @@ impl ServiceConfig {
         }
         if let Some(sessions) = &self.sessions {
             policy = policy.with_sessions(sessions.clone());
+        }
+        if let Some(headers) = &self.proxy_sign_in {
+            policy = policy.with_proxy_sign_in(headers.clone());
         }
         policy
     }

@@ -62,6 +62,7 @@ pub mod locks;
 pub mod metrics;
 pub mod mtime;
 pub mod page;
+mod proxy_signin;
 mod respond;
 pub mod revocations;
 pub mod session;

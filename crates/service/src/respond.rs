@@ -251,9 +251,18 @@ pub(crate) async fn admit_with(
     // The page's own requests must never meet a Basic challenge: it would
     // open the browser's dialog over the page's sign-in form.
     let from_page = sessions::from_page(ex.header_str(sessions::PAGE_MARKER));
-    let who = policy
-        .authenticate(authorization.as_deref(), session.as_deref(), ex.client_ip())
-        .await;
+    let who = match crate::proxy_signin::signed_in(policy, ex) {
+        Some(Ok(who)) => Ok(who),
+        Some(Err(why)) => {
+            close_if_body(ex);
+            return Err(Error::status(403, why));
+        }
+        None => {
+            policy
+                .authenticate(authorization.as_deref(), session.as_deref(), ex.client_ip())
+                .await
+        }
+    };
     let who = match who {
         Ok(who) => who,
         Err(crate::policy::SignInFailed {

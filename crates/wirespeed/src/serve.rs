@@ -13,6 +13,7 @@ use wirespeed_service::{
 };
 
 mod flags;
+mod identity;
 mod listen;
 mod reach;
 mod settings;

@@ -365,6 +365,10 @@ pub struct ServeArgs {
     /// S3 storage (`--storage s3://…`); boxed, being rarely used.
     #[command(flatten)]
     pub s3: Box<S3Args>,
+
+    /// Sign-in by an identity proxy, the audit trail and event hooks.
+    #[command(flatten)]
+    pub identity: Box<super::identity::IdentityArgs>,
 }
 
 /// `serve`'s folder options: creating it, hidden names, symlinks, static sites.

@@ -102,6 +102,7 @@ pub(super) fn service(
         allow_scripts: args.content.allow_scripts,
         // WebDAV locks start empty; every route shares this table.
         locks: Default::default(),
+        proxy_sign_in: super::identity::proxy_sign_in(args)?,
     })
 }
 
