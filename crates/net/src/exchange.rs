@@ -126,6 +126,16 @@ impl Exchange {
         self.forwarded.map_or(self.conn.peer.ip(), |(ip, _)| ip)
     }
 
+    /// Request body bytes read so far.
+    pub fn body_received(&self) -> u64 {
+        self.body.bytes_read()
+    }
+
+    /// Response body bytes sent so far.
+    pub fn response_bytes(&self) -> u64 {
+        self.out.body_sent()
+    }
+
     /// Whether the peer is a `--trusted-proxy` (whose headers that speak
     /// for the client are believed).
     pub fn from_trusted_proxy(&self) -> bool {

@@ -57,6 +57,8 @@ pub struct ServiceConfig {
     pub locks: std::sync::Arc<crate::locks::LockTable>,
     /// Sign-in by a trusted proxy's headers (`serve --user-header`).
     pub proxy_sign_in: Option<crate::policy::groups::ProxySignIn>,
+    /// The audit trail and the hooks (`serve --audit-log`, `--hook`).
+    pub events: Option<std::sync::Arc<crate::events::Events>>,
 }
 
 /// Entries one folder archive may hold unless `--archive-max-entries` says

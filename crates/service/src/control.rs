@@ -34,11 +34,14 @@ pub(crate) fn control_routes(
     );
     let router = match &cfg.shares {
         Some(shares) => {
-            let routes = || crate::shares::ShareRoutes {
-                cfg: cfg.clone(),
-                policy: cfg.policy(),
-                shares: shares.clone(),
-                files: files.clone(),
+            let routes = || crate::events::Recorded {
+                inner: crate::shares::ShareRoutes {
+                    cfg: cfg.clone(),
+                    policy: cfg.policy(),
+                    shares: shares.clone(),
+                    files: files.clone(),
+                },
+                events: cfg.events.clone(),
             };
             let methods = ["GET", "POST", "DELETE"];
             router
@@ -49,11 +52,14 @@ pub(crate) fn control_routes(
     };
     let router = match (&cfg.sessions, &cfg.users) {
         (Some(sessions), Some(users)) => {
-            let routes = || crate::session::SessionRoutes {
-                cfg: cfg.clone(),
-                policy: cfg.policy(),
-                users: users.clone(),
-                sessions: sessions.clone(),
+            let routes = || crate::events::Recorded {
+                inner: crate::session::SessionRoutes {
+                    cfg: cfg.clone(),
+                    policy: cfg.policy(),
+                    users: users.clone(),
+                    sessions: sessions.clone(),
+                },
+                events: cfg.events.clone(),
             };
             router
                 .route(&["GET", "POST", "DELETE"], crate::session::PATH, routes())

@@ -56,6 +56,7 @@ pub mod conditional;
 pub mod config;
 pub(crate) mod content_type;
 pub mod digest;
+pub mod events;
 pub mod hash_gate;
 pub mod links;
 pub mod locks;
@@ -115,7 +116,10 @@ pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
     control::control_routes(&cfg, files.clone()).route(
         &FILE_METHODS,
         "/*",
-        front_door::SharedFileRoutes(files),
+        events::Recorded {
+            inner: front_door::SharedFileRoutes(files),
+            events: cfg.events.clone(),
+        },
     )
 }
 
@@ -133,14 +137,20 @@ pub fn router_with_uploads<S: Storage + PartialUploads + Clone>(
         .route(
             &["OPTIONS", "POST", "HEAD", "PATCH", "DELETE"],
             resumable::UPLOADS_PREFIX_ROUTE,
-            resumable::UploadRoutes(uploads.clone()),
+            events::Recorded {
+                inner: resumable::UploadRoutes(uploads.clone()),
+                events: cfg.events.clone(),
+            },
         )
         .route(
             &FILE_METHODS,
             "/*",
-            front_door::FileRoutesWithUploads {
-                routes: files,
-                uploads: uploads.clone(),
+            events::Recorded {
+                inner: front_door::FileRoutesWithUploads {
+                    routes: files,
+                    uploads: uploads.clone(),
+                },
+                events: cfg.events.clone(),
             },
         );
     (router, uploads)

@@ -285,6 +285,8 @@ pub(crate) async fn admit_with(
             return Ok(None);
         }
     };
+    // Named before any decision: a refusal is told (audit) with its asker.
+    let who = acting(policy, who);
     // A cookie rides along whoever triggers the request: a write it signs
     // must show where it comes from (browsers send `Origin` or
     // `Sec-Fetch-Site` on every write; a match was checked above).
@@ -304,7 +306,7 @@ pub(crate) async fn admit_with(
             ex.send(text(404), b"not found\n").await?;
             Ok(None)
         }
-        Decision::Allow => Ok(Some(acting(policy, who))),
+        Decision::Allow => Ok(Some(who)),
         Decision::Forbidden(_)
             if crate::page::sent_upload_page(policy, ex, who, action, path).await? =>
         {

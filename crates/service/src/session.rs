@@ -180,6 +180,7 @@ impl SessionRoutes {
         };
         if let Ok(session) = self.sessions.verify(token, now()) {
             self.sessions.revoke(&session, now());
+            crate::storage::changes::set_actor(session.user.as_str().into());
             tracing::info!(target: "wirespeed::signin", user = %session.user, client = %ex.client_ip(), "signed out");
         }
     }
@@ -214,7 +215,11 @@ impl SessionRoutes {
         // The stamp is that of the hash the password was checked against,
         // never of one a reload put in meanwhile.
         let (name, stamp) = match self.users.sign_in(&creds, ex.client_ip()).await {
-            SignIn::User { name, stamp } => (name, stamp),
+            SignIn::User { name, stamp } => {
+                // The audit trail and hooks name who signed in.
+                crate::storage::changes::set_actor(name.as_str().into());
+                (name, stamp)
+            }
             SignIn::TooMany { retry_after } => {
                 let secs = crate::policy::limiter::whole_seconds(retry_after);
                 let resp = Response::new(429).header("Retry-After", secs.to_string());

@@ -1,6 +1,8 @@
 //! Running it for a team: sign-in by an identity proxy in front (its user
 //! and groups headers believed from a trusted proxy only, the rules file
-//! giving names and "@group"s their rights).
+//! giving names and "@group"s their rights); the audit trail and the event
+//! hooks over one scripted session (every action once, with who, what,
+//! where and the status; the hook gets each event once, in order, signed).
 
 mod common;
 
@@ -8,6 +10,7 @@ use std::sync::Arc;
 
 use common::*;
 use wirespeed_net::{ServerConfig, TrustedProxies};
+use wirespeed_service::events::{sign, Audit, Events, HookConfig, HookUrl, Hooks};
 use wirespeed_service::policy::groups::ProxySignIn;
 use wirespeed_service::policy::password;
 use wirespeed_service::{ServiceConfig, Users};
@@ -119,4 +122,217 @@ fn the_user_header_from_an_untrusted_peer_is_ignored() {
     assert!(!s.root.join("ops/a.txt").exists());
     std::fs::write(s.root.join("carol/b.txt"), b"b").unwrap();
     assert_eq!(as_user(&s, "GET", "/carol/b.txt", "carol", None, b""), 401);
+}
+
+/// A sink the test reads.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A loopback HTTP receiver: each POST's signature header and body.
+fn receiver() -> (String, Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", l.local_addr().unwrap());
+    let got = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let g = got.clone();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut r = BufReader::new(conn.try_clone().unwrap());
+            let (mut len, mut sig) = (0usize, String::new());
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                let (k, v) = line.split_once(':').unwrap_or(("", ""));
+                match k.to_ascii_lowercase().as_str() {
+                    "content-length" => len = v.trim().parse().unwrap(),
+                    "x-wirespeed-signature" => sig = v.trim().to_string(),
+                    _ => {}
+                }
+            }
+            let mut body = vec![0; len];
+            r.read_exact(&mut body).unwrap();
+            g.lock().unwrap().push((sig, body));
+            let _ = conn.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+        }
+    });
+    (url, got)
+}
+
+const SECRET: &str = "hook-secret-1";
+
+fn audited_server(hook_url: &str) -> (TestServer, Captured, Arc<Events>) {
+    let rules = format!(
+        "[users]\nalice = \"{}\"\nbob = \"{}\"\n[paths.\"/\"]\nalice = \"rwd\"\nbob = \"r\"\n",
+        password::hash(b"alice-pw").unwrap(),
+        password::hash(b"bob-pw").unwrap()
+    );
+    let (shares, sessions) = signed_tables([5; 32]);
+    let out = Captured::default();
+    let hooks = Hooks::start(HookConfig {
+        urls: vec![HookUrl::parse(hook_url).unwrap()],
+        secret: Some(SECRET.as_bytes().to_vec()),
+        ..HookConfig::default()
+    })
+    .unwrap();
+    let events = Arc::new(Events::new(
+        Some(Audit::to_sink(Box::new(out.clone())).unwrap()),
+        Some(hooks),
+    ));
+    let cfg = ServiceConfig {
+        users: Some(Arc::new(Users::from_text("users.toml", &rules).unwrap())),
+        shares: Some(shares),
+        sessions: Some(sessions),
+        events: Some(events.clone()),
+        ..ServiceConfig::default()
+    };
+    (
+        TestServer::with_uploads(cfg, wirespeed_service::UploadsConfig::default()),
+        out,
+        events,
+    )
+}
+
+fn basic(user: &str, pw: &str) -> String {
+    let raw = format!("{user}:{pw}");
+    format!(
+        "Basic {}",
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, raw)
+    )
+}
+
+#[test]
+fn audit_and_hooks_tell_each_action_once_in_order_signed() {
+    let (url, got) = receiver();
+    let (s, out, events) = audited_server(&url);
+    let alice = basic("alice", "alice-pw");
+    let bob = basic("bob", "bob-pw");
+    let a: &[(&str, &str)] = &[("Authorization", &alice), SAME_ORIGIN];
+    // The script: each step's request, and what its line must say.
+    let mut want: Vec<(&str, Option<&str>, &str, u16)> = Vec::new();
+    let (r, cookie) = sign_in(&s, "alice", "alice-pw");
+    assert_eq!(r.status, 200, "{}", r.text());
+    want.push(("signin", Some("alice"), "/-/session", 200));
+    assert_eq!(s.req("PUT", "/a.txt", a, b"hello").status, 201);
+    want.push(("upload", Some("alice"), "/a.txt", 201));
+    assert_eq!(
+        s.req("GET", "/a.txt", &[("Authorization", &alice)], b"")
+            .status,
+        200
+    );
+    want.push(("download", Some("alice"), "/a.txt", 200));
+    assert_eq!(
+        s.req("GET", "/", &[("Authorization", &alice)], b"").status,
+        200
+    );
+    want.push(("list", Some("alice"), "/", 200));
+    let h = [
+        ("Authorization", alice.as_str()),
+        SAME_ORIGIN,
+        ("Destination", "http://test/b.txt"),
+    ];
+    assert_eq!(s.req("COPY", "/a.txt", &h, b"").status, 201);
+    want.push(("copy", Some("alice"), "/a.txt", 201));
+    let h = [
+        ("Authorization", alice.as_str()),
+        SAME_ORIGIN,
+        ("Destination", "http://test/c.txt"),
+    ];
+    assert_eq!(s.req("MOVE", "/b.txt", &h, b"").status, 201);
+    want.push(("move", Some("alice"), "/b.txt", 201));
+    let lockinfo = "<?xml version=\"1.0\"?><D:lockinfo xmlns:D=\"DAV:\"><D:lockscope>\
+        <D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>";
+    let h = [
+        ("Authorization", alice.as_str()),
+        SAME_ORIGIN,
+        ("Depth", "0"),
+    ];
+    let r = s.req("LOCK", "/c.txt", &h, lockinfo.as_bytes());
+    assert_eq!(r.status, 200, "{}", r.text());
+    want.push(("lock", Some("alice"), "/c.txt", 200));
+    let tok = format!(
+        "<{}>",
+        r.header("lock-token")
+            .unwrap()
+            .trim_matches(|c| c == '<' || c == '>')
+    );
+    let h = [
+        ("Authorization", alice.as_str()),
+        SAME_ORIGIN,
+        ("Lock-Token", tok.as_str()),
+    ];
+    assert_eq!(s.req("UNLOCK", "/c.txt", &h, b"").status, 204);
+    want.push(("unlock", Some("alice"), "/c.txt", 204));
+    let r = s.req("POST", "/-/shares/a.txt", a, b"");
+    assert_eq!(r.status, 201, "{}", r.text());
+    want.push(("share.mint", Some("alice"), "/-/shares/a.txt", 201));
+    let minted: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    let link = minted["share"].as_str().unwrap().to_string();
+    let used = format!("/a.txt?share={link}");
+    assert_eq!(s.get(&used).status, 200);
+    want.push(("download", None, "/a.txt", 200));
+    let revoke = format!("/-/shares/?link={link}");
+    let r = s.req("DELETE", &revoke, a, b"");
+    assert_eq!(r.status, 204, "{}", r.text());
+    want.push(("share.revoke", Some("alice"), "/-/shares/", 204));
+    // A refusal is told too, with who was refused.
+    let h = [("Authorization", bob.as_str()), SAME_ORIGIN];
+    assert_eq!(s.req("DELETE", "/a.txt", &h, b"").status, 403);
+    want.push(("delete", Some("bob"), "/a.txt", 403));
+    assert_eq!(s.req("DELETE", "/a.txt", a, b"").status, 204);
+    want.push(("delete", Some("alice"), "/a.txt", 204));
+    let cookie = cookie.unwrap();
+    let h = [("Cookie", cookie.as_str()), SAME_ORIGIN];
+    assert_eq!(s.req("DELETE", "/-/session", &h, b"").status, 204);
+    want.push(("signout", Some("alice"), "/-/session", 204));
+
+    events.flush();
+    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let mut lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    lines.sort_by_key(|v| v["seq"].as_u64());
+    assert_eq!(lines.len(), want.len(), "{text}");
+    for (v, (action, user, path, status)) in lines.iter().zip(&want) {
+        assert_eq!(v["action"], *action, "{v}");
+        assert_eq!(v["user"].as_str(), *user, "{v}");
+        assert_eq!(v["path"], *path, "{v}");
+        assert_eq!(v["status"], *status, "{v}");
+        assert_eq!(v["address"], "127.0.0.1", "{v}");
+        assert!(v["time"].as_str().unwrap().ends_with('Z'), "{v}");
+    }
+    // The link's download names the link and the one it acts for.
+    let used = &lines[9];
+    assert_eq!(used["minter"], "alice", "{used}");
+    assert!(used["link"].is_string(), "{used}");
+    assert_eq!(lines[4]["to"], "http://test/b.txt");
+    assert_eq!(lines[1]["bytes_in"], 5);
+    assert_eq!(lines[2]["bytes_out"], 5);
+
+    // The hook: the same events, each once, in order, signed.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while got.lock().unwrap().len() < want.len() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let got = got.lock().unwrap().clone();
+    assert_eq!(got.len(), want.len());
+    for (i, (sig, body)) in got.iter().enumerate() {
+        assert_eq!(*sig, sign(SECRET.as_bytes(), body), "event {i}");
+        let v: serde_json::Value = serde_json::from_slice(body).unwrap();
+        assert_eq!(v, lines[i], "event {i}");
+        assert_eq!(v["seq"], i as u64 + 1);
+    }
 }

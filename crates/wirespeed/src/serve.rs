@@ -72,6 +72,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // The start line comes from the policy that decides every request.
     let mode_line = cfg.policy().describe();
     let auth = cfg.users.clone();
+    let events = cfg.events.clone();
+    let flush_events = events.clone();
     // Before the server's settings: its default connection cap follows the
     // raised limit.
     let fd_limit = wirespeed_io::raise_open_file_limit();
@@ -141,6 +143,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             }
             users::reload_on_sighup(auth, root).context("listening for SIGHUP")?;
         }
+        if let Some(events) = events {
+            identity::reopen_on_sighup(events).context("listening for SIGHUP")?;
+        }
         let router = match storage {
             Either::Folder(storage) => {
                 tracing::info!(%addr, dir = %storage.root().display(), max_connections = server_cfg.max_connections, ?fd_limit, "serving");
@@ -188,6 +193,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     });
     // Every access line of the requests served, before the process exits.
     flush_log.flush_access_log();
+    if let Some(events) = flush_events {
+        events.flush();
+    }
     drop(cert_dir);
     served
 }

@@ -67,7 +67,7 @@ impl Clock {
 
 /// Seconds since the epoch as `YYYY-MM-DDTHH:MM:SS` (proleptic Gregorian,
 /// Howard Hinnant's days-to-civil).
-fn civil_time(secs: u64) -> [u8; 19] {
+pub(crate) fn civil_time(secs: u64) -> [u8; 19] {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let z = days + 719_468;

@@ -15,6 +15,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+pub(crate) use line::civil_time;
 use line::{write_line, Clock};
 pub use line::{Entry, Format};
 
@@ -191,6 +192,23 @@ impl AccessLog {
     /// Add one request's line to this thread's buffer.
     pub fn record(&self, e: &Entry<'_>) {
         let format = self.shared.format;
+        self.append(|clock, buf| write_line(format, clock, e, buf));
+    }
+
+    /// Add a line made elsewhere (`line` ends with its newline): the audit
+    /// trail's JSON lines take the same way off the request's path.
+    pub fn record_raw(&self, line: &[u8]) {
+        self.append(|_, buf| buf.extend_from_slice(line));
+    }
+
+    /// Write what is recorded so far to the old sink, then go on in `sink`
+    /// (a log file reopened after rotation).
+    pub fn replace_sink(&self, sink: Sink) {
+        self.shared.drain(true);
+        *lock(&self.shared.sink) = sink;
+    }
+
+    fn append(&self, write_line: impl Fn(&mut Clock, &mut Vec<u8>)) {
         let done = MINE.try_with(|mine| {
             let Ok(mut mine) = mine.try_borrow_mut() else {
                 return false;
@@ -212,7 +230,7 @@ impl AccessLog {
             };
             let mut l = lock(&mine[i].1);
             let Local { buf, clock } = &mut *l;
-            write_line(format, clock, e, buf);
+            write_line(clock, buf);
             if buf.len() >= BATCH {
                 let batch = std::mem::replace(buf, Vec::with_capacity(BATCH + 1024));
                 drop(l);
@@ -223,7 +241,7 @@ impl AccessLog {
         if done != Ok(true) {
             // This thread is ending (its locals are gone): write directly.
             let mut out = Vec::new();
-            write_line(format, &mut Clock::default(), e, &mut out);
+            write_line(&mut Clock::default(), &mut out);
             self.shared.write(&out);
         }
     }

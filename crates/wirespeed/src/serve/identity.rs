@@ -1,9 +1,15 @@
 //! `serve`'s options for running it for a team: sign-in by an identity
 //! proxy in front (`--user-header`, `--groups-header`), and the checks that
 //! refuse a start where the header would be believed from nobody, or would
-//! name users no rules file gives rights.
+//! name users no rules file gives rights; the audit trail (`--audit-log`,
+//! reopened on SIGHUP) and the event hooks (`--hook`, `--hook-command`).
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
 use clap::Args;
+use wirespeed_service::events::{Audit, Events, HookConfig, HookUrl, Hooks};
 use wirespeed_service::policy::groups::ProxySignIn;
 
 use super::flags::ServeArgs;
@@ -28,6 +34,74 @@ pub struct IdentityArgs {
     /// its rights. Needs --user-header.
     #[arg(long, value_name = "NAME", requires = "user_header")]
     pub groups_header: Option<String>,
+
+    /// Append one JSON line per action that changes or reveals content
+    /// (upload, download, listing, delete, move, copy, lock, share links,
+    /// sign-in/out, refusals too) to FILE; `-` is stderr (journald takes it
+    /// from there). Reopened on SIGHUP, for logrotate.
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
+
+    /// POST each event (the audit line's JSON) to this http:// URL, in
+    /// order, retried with back-off, from a bounded queue (repeatable).
+    #[arg(long = "hook", value_name = "URL", value_parser = HookUrl::parse)]
+    pub hooks: Vec<HookUrl>,
+
+    /// Sign each hook POST: X-Wirespeed-Signature: sha256=HEX, the
+    /// HMAC-SHA256 of the body under SECRET.
+    #[arg(long, value_name = "SECRET", env = "WIRESPEED_HOOK_SECRET")]
+    pub hook_secret: Option<String>,
+
+    /// Run CMD (by sh -c) for each event, the JSON on its standard input,
+    /// one at a time, killed after 10 s (repeatable).
+    #[arg(long = "hook-command", value_name = "CMD")]
+    pub hook_commands: Vec<String>,
+}
+
+/// The audit trail and the hooks, started; `None` when neither is asked.
+pub(super) fn events(args: &ServeArgs) -> anyhow::Result<Option<Arc<Events>>> {
+    let id = &args.identity;
+    let audit = id
+        .audit_log
+        .as_deref()
+        .map(|p| Audit::open(p).with_context(|| format!("--audit-log {}", p.display())))
+        .transpose()?;
+    if id.hook_secret.as_deref() == Some("") {
+        anyhow::bail!("--hook-secret is empty: give a secret, or drop the option");
+    }
+    let hooks = if id.hooks.is_empty() && id.hook_commands.is_empty() {
+        None
+    } else {
+        let cfg = HookConfig {
+            urls: id.hooks.clone(),
+            secret: id.hook_secret.as_ref().map(|s| s.as_bytes().to_vec()),
+            commands: id.hook_commands.clone(),
+            ..HookConfig::default()
+        };
+        Some(Hooks::start(cfg).context("starting the hooks' thread")?)
+    };
+    if audit.is_none() && hooks.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(Arc::new(Events::new(audit, hooks))))
+}
+
+/// Reopen the audit file on every SIGHUP (after logrotate moved it).
+pub(super) fn reopen_on_sighup(events: Arc<Events>) -> std::io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hup = signal(SignalKind::hangup())?;
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            if let Some(a) = events.audit() {
+                if let Err(e) = a.reopen() {
+                    crate::notice::say(&format!(
+                        "--audit-log: reopening failed, lines go on to the old file: {e}"
+                    ));
+                }
+            }
+        }
+    });
+    Ok(())
 }
 
 /// The proxy's sign-in headers, checked against the other flags.

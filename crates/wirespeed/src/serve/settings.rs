@@ -103,6 +103,7 @@ pub(super) fn service(
         // WebDAV locks start empty; every route shares this table.
         locks: Default::default(),
         proxy_sign_in: super::identity::proxy_sign_in(args)?,
+        events: super::identity::events(args)?,
     })
 }
 

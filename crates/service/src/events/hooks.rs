@@ -1,0 +1,390 @@
+//! `serve --hook URL` and `--hook-command CMD`: each event, in order, POSTed
+//! as JSON to each URL (signed: [`SIGNATURE_HEADER`] is `sha256=HEX`, the
+//! HMAC-SHA256 of the body under `--hook-secret`; the body carries its time
+//! and sequence number, so a receiver refuses replays and old events), and
+//! given on the standard input of each command.
+//!
+//! Never on the request's path: a request puts its event in a bounded queue
+//! and goes on; one thread delivers. When the queue is full the oldest
+//! event waiting is dropped, counted and logged (a hook that is down must
+//! not hold memory or a transfer). A POST is tried again after 0.5, 1, 2
+//! and 4 s (a 2xx answer is delivered; anything else, or no answer, is
+//! not); a command has a time limit and is killed past it. Delivery is at
+//! least once: a receiver that answered after the time limit may get an
+//! event twice, and tells by its `seq`.
+//!
+//! URLs are `http://` (a receiver on the same host or network, or a relay):
+//! this is a plain HTTP/1.1 POST over a socket, without a client library.
+
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use hmac::{Hmac, Mac};
+
+/// The signature's header: `sha256=` and the HMAC-SHA256 of the body, hex.
+pub const SIGNATURE_HEADER: &str = "X-Wirespeed-Signature";
+/// The time the POST was made (Unix seconds), also signed into the body's
+/// `time`.
+pub const TIMESTAMP_HEADER: &str = "X-Wirespeed-Timestamp";
+
+/// Waits between the tries of one POST.
+const BACKOFF: [Duration; 4] = [
+    Duration::from_millis(500),
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(4),
+];
+
+/// One hook URL, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookUrl {
+    /// `host:port`, for the socket.
+    pub addr: String,
+    /// `host[:port]` as the `Host` field says it.
+    pub host: String,
+    pub path: String,
+}
+
+impl HookUrl {
+    /// `http://HOST[:PORT][/PATH]`.
+    pub fn parse(url: &str) -> Result<HookUrl, String> {
+        let rest = url.strip_prefix("http://").ok_or_else(|| {
+            format!(
+                "{url:?}: a hook URL is http://HOST[:PORT]/PATH (https is not spoken here: \
+                 point it at a receiver on this host or network, or a relay)"
+            )
+        })?;
+        let (host, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        if host.is_empty() || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return Err(format!("{url:?} is not a usable http:// URL"));
+        }
+        let addr = if host
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+            && !host.ends_with(']')
+        {
+            host.to_string()
+        } else {
+            format!("{host}:80")
+        };
+        Ok(HookUrl {
+            addr,
+            host: host.to_string(),
+            path: path.to_string(),
+        })
+    }
+}
+
+/// What `serve` gives the hooks.
+#[derive(Debug, Clone)]
+pub struct HookConfig {
+    pub urls: Vec<HookUrl>,
+    /// `--hook-secret`: the HMAC key (without it, no signature header).
+    pub secret: Option<Vec<u8>>,
+    /// `--hook-command`: run by `sh -c`, the event on stdin.
+    pub commands: Vec<String>,
+    /// Events waiting at most; more drop the oldest.
+    pub queue: usize,
+    /// One POST's or one command's time limit.
+    pub timeout: Duration,
+}
+
+impl Default for HookConfig {
+    fn default() -> Self {
+        HookConfig {
+            urls: Vec::new(),
+            secret: None,
+            commands: Vec::new(),
+            queue: 4096,
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// `sha256=HEX`: the HMAC-SHA256 of `body` under `secret`.
+pub fn sign(secret: &[u8], body: &[u8]) -> String {
+    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(secret)
+        .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+    mac.update(body);
+    let d = mac.finalize().into_bytes();
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256=");
+    for b in d {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+struct Inner {
+    cfg: HookConfig,
+    queue: Mutex<VecDeque<Vec<u8>>>,
+    wake: Condvar,
+    /// Events taken by the thread and not yet delivered.
+    busy: AtomicBool,
+    stop: AtomicBool,
+    dropped: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The hooks' queue and its delivering thread.
+pub struct Hooks {
+    inner: Arc<Inner>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooks")
+            .field("urls", &self.inner.cfg.urls.len())
+            .field("commands", &self.inner.cfg.commands.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Hooks {
+    pub fn start(cfg: HookConfig) -> std::io::Result<Hooks> {
+        let inner = Arc::new(Inner {
+            cfg,
+            queue: Mutex::new(VecDeque::new()),
+            wake: Condvar::new(),
+            busy: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            dropped: AtomicU64::new(0),
+        });
+        let i = inner.clone();
+        let thread = std::thread::Builder::new()
+            .name("wirespeed-hooks".into())
+            .spawn(move || i.run())?;
+        Ok(Hooks {
+            inner,
+            thread: Some(thread),
+        })
+    }
+
+    /// Queue one event (its JSON line); never waits.
+    pub(super) fn send(&self, line: Vec<u8>) {
+        let mut q = lock(&self.inner.queue);
+        if q.len() >= self.inner.cfg.queue.max(1) {
+            q.pop_front();
+            self.inner.dropped.fetch_add(1, Relaxed);
+        }
+        q.push_back(line);
+        drop(q);
+        self.inner.wake.notify_one();
+    }
+
+    /// Events dropped so far because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.inner.dropped.load(Relaxed)
+    }
+
+    /// Wait (a bounded time) for the queue to be delivered.
+    pub fn flush(&self) {
+        let until = Instant::now() + self.inner.cfg.timeout;
+        while Instant::now() < until {
+            if lock(&self.inner.queue).is_empty() && !self.inner.busy.load(Relaxed) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Hooks {
+    fn drop(&mut self) {
+        self.flush();
+        self.inner.stop.store(true, Relaxed);
+        self.inner.wake.notify_one();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Inner {
+    fn run(&self) {
+        let mut told = 0;
+        loop {
+            let next = {
+                let mut q = lock(&self.queue);
+                loop {
+                    if let Some(e) = q.pop_front() {
+                        self.busy.store(true, Relaxed);
+                        break Some(e);
+                    }
+                    if self.stop.load(Relaxed) {
+                        break None;
+                    }
+                    q = self
+                        .wake
+                        .wait_timeout(q, Duration::from_secs(1))
+                        .map_or_else(|e| e.into_inner().0, |(q, _)| q);
+                }
+            };
+            let Some(body) = next else {
+                return;
+            };
+            let dropped = self.dropped.load(Relaxed);
+            if dropped > told {
+                tracing::warn!(target: "wirespeed::hooks", dropped = dropped - told, "hook queue full: the oldest events were dropped");
+                told = dropped;
+            }
+            for url in &self.cfg.urls {
+                self.post_with_retries(url, &body);
+            }
+            for cmd in &self.cfg.commands {
+                if let Err(e) = run_command(cmd, &body, self.cfg.timeout) {
+                    tracing::warn!(target: "wirespeed::hooks", command = %cmd, error = %e, "hook command failed");
+                }
+            }
+            self.busy.store(false, Relaxed);
+        }
+    }
+
+    fn post_with_retries(&self, url: &HookUrl, body: &[u8]) {
+        let mut last = String::new();
+        for (i, wait) in std::iter::once(Duration::ZERO).chain(BACKOFF).enumerate() {
+            if self.stop.load(Relaxed) && i > 0 {
+                break;
+            }
+            std::thread::sleep(wait);
+            match post(url, body, self.cfg.secret.as_deref(), self.cfg.timeout) {
+                Ok(s) if (200..300).contains(&s) => return,
+                Ok(s) => last = format!("answered {s}"),
+                Err(e) => last = e.to_string(),
+            }
+        }
+        tracing::warn!(target: "wirespeed::hooks", host = %url.host, path = %url.path, error = %last, "hook POST failed after retries; event not delivered");
+    }
+}
+
+/// One POST; the status answered.
+fn post(
+    url: &HookUrl,
+    body: &[u8],
+    secret: Option<&[u8]>,
+    timeout: Duration,
+) -> std::io::Result<u16> {
+    let addr = url
+        .addr
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::other("the hook's host has no address"))?;
+    let mut s = TcpStream::connect_timeout(&addr, timeout)?;
+    s.set_read_timeout(Some(timeout))?;
+    s.set_write_timeout(Some(timeout))?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut head = format!(
+        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\nUser-Agent: wirespeed-hooks\r\n\
+         {TIMESTAMP_HEADER}: {now}\r\n",
+        url.path,
+        url.host,
+        body.len()
+    );
+    if let Some(k) = secret {
+        head.push_str(&format!("{SIGNATURE_HEADER}: {}\r\n", sign(k, body)));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes())?;
+    s.write_all(body)?;
+    // The status line is all that matters: read a little, bounded.
+    let mut buf = [0u8; 64];
+    let mut n = 0;
+    while n < 12 {
+        let got = s.read(&mut buf[n..])?;
+        if got == 0 {
+            break;
+        }
+        n += got;
+    }
+    let line = std::str::from_utf8(&buf[..n]).unwrap_or("");
+    line.strip_prefix("HTTP/1.")
+        .and_then(|r| r.get(2..5))
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| std::io::Error::other("no HTTP status line in the hook's answer"))
+}
+
+/// Run `cmd` by `sh -c` with `body` on stdin; killed past `timeout`.
+/// Its exit status, as a result.
+pub(super) fn run_command(cmd: &str, body: &[u8], timeout: Duration) -> std::io::Result<()> {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A command that does not read its input is no failure.
+        let _ = stdin.write_all(body);
+    }
+    let until = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return if status.success() {
+                Ok(())
+            } else {
+                Err(std::io::Error::other(format!("exited with {status}")))
+            };
+        }
+        if Instant::now() >= until {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::other("killed past its time limit"));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signature_is_rfc_4231_hmac_sha256() {
+        // RFC 4231, test case 2.
+        assert_eq!(
+            sign(b"Jefe", b"what do ya want for nothing?"),
+            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
+    #[test]
+    fn urls() {
+        let u = HookUrl::parse("http://127.0.0.1:9000/in").unwrap();
+        assert_eq!(
+            (u.addr.as_str(), u.path.as_str()),
+            ("127.0.0.1:9000", "/in")
+        );
+        let u = HookUrl::parse("http://hooks.lan").unwrap();
+        assert_eq!(
+            (u.addr.as_str(), u.host.as_str(), u.path.as_str()),
+            ("hooks.lan:80", "hooks.lan", "/")
+        );
+        assert!(HookUrl::parse("https://x/").unwrap_err().contains("https"));
+        assert!(HookUrl::parse("http:///x").is_err());
+        assert!(HookUrl::parse("http://x/a b").is_err());
+    }
+
+    #[test]
+    fn commands_time_out_and_say_their_status() {
+        assert!(run_command("cat >/dev/null", b"{}", Duration::from_secs(5)).is_ok());
+        assert!(run_command("exit 3", b"{}", Duration::from_secs(5)).is_err());
+        let t = Instant::now();
+        let e = run_command("sleep 5", b"", Duration::from_millis(100)).unwrap_err();
+        assert!(e.to_string().contains("time limit") && t.elapsed() < Duration::from_secs(3));
+    }
+}
