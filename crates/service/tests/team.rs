@@ -336,3 +336,87 @@ fn audit_and_hooks_tell_each_action_once_in_order_signed() {
         assert_eq!(v["seq"], i as u64 + 1);
     }
 }
+
+/// Refuses a file holding EICAR (reading the temporary file it is shown)
+/// and any name ending in .exe, saying why; publishes the rest.
+const CHECK: &str = r#"e=$(cat)
+case "$e" in *'"action":"upload.before"'*) ;; *) exit 3;; esac
+case "$e" in *'"path":"'*'.exe"'*) echo "no programs here"; exit 1;; esac
+f=$(printf '%s' "$e" | sed -n 's/.*"file":"\([^"]*\)".*/\1/p')
+if grep -q EICAR "$f"; then echo "virus found: EICAR"; echo more; exit 1; fi"#;
+
+#[test]
+fn a_pre_publication_hook_refuses_uploads_on_every_write_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = wirespeed_service::events::CommandGate {
+        command: CHECK.into(),
+        timeout: std::time::Duration::from_secs(20),
+    };
+    let storage = wirespeed_service::LocalStorage::new(dir.path())
+        .unwrap()
+        .with_fsync(false)
+        .with_publish_gate(Arc::new(gate));
+    let s = TestServer::with_uploads_on(
+        storage,
+        ServiceConfig::default(),
+        wirespeed_service::UploadsConfig::default(),
+    );
+    let published = |name: &str| dir.path().join(name).exists();
+    // PUT (WebDAV's PUT is the same route).
+    let r = s.req("PUT", "/bad.txt", &[], b"xx EICAR xx");
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert!(r.text().contains("virus found: EICAR"), "{}", r.text());
+    assert!(!published("bad.txt"));
+    assert_eq!(s.req("PUT", "/tool.exe", &[], b"MZ").status, 422);
+    assert!(!published("tool.exe"));
+    assert_eq!(s.req("PUT", "/good.txt", &[], b"fine").status, 201);
+    assert!(published("good.txt"));
+    // A form POST.
+    let form = |name: &str, content: &str| {
+        let body = format!(
+            "--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"{name}\"\r\n\
+             Content-Type: application/octet-stream\r\n\r\n{content}\r\n--b--\r\n"
+        );
+        let h = [("Content-Type", "multipart/form-data; boundary=b")];
+        s.req("POST", "/", &h, body.as_bytes())
+    };
+    assert_eq!(form("f.txt", "EICAR").status, 422);
+    assert!(!published("f.txt"));
+    assert!(form("g.txt", "ok").status < 300);
+    assert!(published("g.txt"));
+    // tus: creation, then the one PATCH that completes it.
+    let tus = ("Tus-Resumable", "1.0.0");
+    let r = s.req(
+        "POST",
+        "/-/uploads/t.txt",
+        &[tus, ("Upload-Length", "5")],
+        b"",
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let loc = r.header("location").unwrap().to_string();
+    let h = [
+        tus,
+        ("Content-Type", "application/offset+octet-stream"),
+        ("Upload-Offset", "0"),
+    ];
+    let r = s.req("PATCH", &loc, &h, b"EICAR");
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert!(!published("t.txt"));
+    // IETF: one complete upload.
+    let h = [
+        ("Upload-Draft-Interop-Version", "8"),
+        ("Upload-Complete", "?1"),
+    ];
+    let r = s.req("PUT", "/i.exe", &h, b"ietf!");
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert!(!published("i.exe"));
+    // Nothing of the refused uploads is left behind but the uploads' own folder.
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| !n.starts_with(".wirespeed-"))
+        .collect();
+    let mut left = left;
+    left.sort();
+    assert_eq!(left, ["g.txt", "good.txt"]);
+}

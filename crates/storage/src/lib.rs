@@ -38,6 +38,7 @@ use wirespeed_path::RelPath;
 
 pub mod changes;
 pub mod digest_store;
+pub mod gate;
 pub mod local;
 pub mod partial;
 pub mod resolve;
@@ -165,6 +166,9 @@ pub enum StorageError {
     /// A remote store cannot be reached (connection refused, timeout).
     #[error("{0}")]
     Unavailable(String),
+    /// The publish gate (`gate.rs`) refused the upload: its message.
+    #[error("the upload was refused before publication: {0}")]
+    Refused(String),
 }
 
 impl StorageError {
@@ -185,6 +189,7 @@ impl StorageError {
             StorageError::Io(_) => 500,
             StorageError::Backend(_) => 502,
             StorageError::Unavailable(_) => 503,
+            StorageError::Refused(_) => 422,
         }
     }
 }

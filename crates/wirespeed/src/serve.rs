@@ -41,13 +41,20 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         args.s3.storage.as_deref(),
         args.content.create,
     )? {
+        Target::S3(_) if args.identity.hook_before_upload.is_some() => anyhow::bail!(
+            "--hook-before-upload checks uploads in a served folder; S3 storage is not covered yet"
+        ),
         Target::S3(url) => Either::S3(target::s3_config(&url, &args.s3)?),
-        Target::Folder(dir) => Either::Folder(
-            LocalStorage::new(&dir)
+        Target::Folder(dir) => {
+            let local = LocalStorage::new(&dir)
                 .with_context(|| format!("opening the folder to serve, {}", dir.display()))?
                 .with_fsync(!args.no_fsync)
-                .with_symlinks_outside(args.content.allow_symlink),
-        ),
+                .with_symlinks_outside(args.content.allow_symlink);
+            Either::Folder(match identity::publish_gate(&args) {
+                Some(gate) => local.with_publish_gate(gate),
+                None => local,
+            })
+        }
     };
     let listen = args.listen.addr;
     let access_log = match args.access_log {

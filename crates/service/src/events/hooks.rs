@@ -320,20 +320,43 @@ fn post(
 /// Run `cmd` by `sh -c` with `body` on stdin; killed past `timeout`.
 /// Its exit status, as a result.
 pub(super) fn run_command(cmd: &str, body: &[u8], timeout: Duration) -> std::io::Result<()> {
+    run_command_saying(cmd, body, timeout, &mut Vec::new())
+}
+
+/// [`run_command`], keeping the first KiB the command prints in `said`
+/// (a refusal's message).
+pub(super) fn run_command_saying(
+    cmd: &str,
+    body: &[u8],
+    timeout: Duration,
+    said: &mut Vec<u8>,
+) -> std::io::Result<()> {
     use std::process::{Command, Stdio};
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(cmd)
         .stdin(Stdio::piped())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .spawn()?;
     if let Some(mut stdin) = child.stdin.take() {
         // A command that does not read its input is no failure.
         let _ = stdin.write_all(body);
     }
+    // Read what it says on a thread of its own (bounded), so a command
+    // printing more than a pipe holds is not stalled, nor the wait below.
+    let reader = child.stdout.take().map(|out| {
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            let _ = out.take(1024).read_to_end(&mut kept);
+            kept
+        })
+    });
     let until = Instant::now() + timeout;
     loop {
         if let Some(status) = child.try_wait()? {
+            if let Some(r) = reader {
+                *said = r.join().unwrap_or_default();
+            }
             return if status.success() {
                 Ok(())
             } else {

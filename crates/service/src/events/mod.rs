@@ -17,6 +17,7 @@
 //! an actor scope and one JSON line per request (see `docs/team.md`).
 
 mod audit;
+mod gate;
 mod hooks;
 mod json;
 
@@ -27,6 +28,7 @@ use std::time::SystemTime;
 use wirespeed_net::{Error, Exchange, Handler};
 
 pub use audit::Audit;
+pub use gate::CommandGate;
 pub use hooks::{sign, HookConfig, HookUrl, Hooks, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 pub use json::Event;
 

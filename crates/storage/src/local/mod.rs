@@ -52,6 +52,8 @@ pub struct LocalStorage {
     /// Small files kept in memory for GET/HEAD (`None`: opened every time).
     small: Option<Arc<SmallFiles>>,
     changes: Changes,
+    /// Asked before an upload is published (`gate.rs`).
+    gate: Option<Arc<dyn crate::gate::PublishGate>>,
 }
 
 impl LocalStorage {
@@ -75,7 +77,14 @@ impl LocalStorage {
             digests,
             small,
             changes: Changes::default(),
+            gate: None,
         })
+    }
+
+    /// Ask `gate` before each upload is published (`gate.rs`).
+    pub fn with_publish_gate(mut self, gate: Arc<dyn crate::gate::PublishGate>) -> Self {
+        self.gate = Some(gate);
+        self
     }
 
     /// Whether uploads are fsync'd before the rename (default on). Off trades
@@ -367,6 +376,10 @@ impl Storage for LocalStorage {
             modified: None,
             key: key.clone(),
             changes: self.changes.clone(),
+            gate: self
+                .gate
+                .clone()
+                .map(|g| (g, self.root.path().to_path_buf())),
         })
     }
 

@@ -212,6 +212,11 @@ impl PartialUploads for LocalStorage {
                 .ok()
                 .map(|st| Version::of_stat(&st));
             drop(file);
+            if let Some(gate) = &this.gate {
+                let at = this.root.path().join(UPLOADS_DIR).join(data_name(&id));
+                let size = after.as_ref().map_or(0, |v| v.size);
+                gate.check(&key, &at, size).map_err(StorageError::Refused)?;
+            }
             let uploads = this.uploads_dir(false)?;
             let (parent, created) = this.make_parents(key.parent())?;
             let parent = Arc::new(parent);

@@ -79,6 +79,9 @@ pub struct LocalUpload {
     /// Where it lands, for the change it emits.
     pub(super) key: RelPath,
     pub(super) changes: Changes,
+    /// The publish gate, and the served folder's path (the gate is given
+    /// the temporary file by path).
+    pub(super) gate: Option<(Arc<dyn crate::gate::PublishGate>, std::path::PathBuf)>,
 }
 
 impl LocalUpload {
@@ -174,6 +177,7 @@ impl Upload for LocalUpload {
         let (name, fsync, digests) = (std::mem::take(&mut self.name), self.fsync, self.digests);
         let check = self.check.take();
         let modified = self.modified;
+        let (gate, key, size) = (self.gate.take(), self.key.clone(), self.written);
         // fsync of a large file takes as long as the disk needs: off the
         // async workers. The guard moves along, so any failure in here
         // (or a panic) still removes the temporary file.
@@ -204,6 +208,13 @@ impl Upload for LocalUpload {
                 return Err(StorageError::Conflict("upload already finished"));
             };
             let dir = guard.dir.clone();
+            if let Some((gate, root)) = &gate {
+                // The temporary file sits next to its target.
+                let mut at = root.clone();
+                at.extend(key.parent());
+                at.push(tmp.as_str());
+                gate.check(&key, &at, size).map_err(StorageError::Refused)?;
+            }
             if let Some(check) = &check {
                 // The same descriptor walk as the rename below, microseconds
                 // before it (the window another writer could use).

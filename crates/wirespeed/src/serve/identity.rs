@@ -56,6 +56,26 @@ pub struct IdentityArgs {
     /// one at a time, killed after 10 s (repeatable).
     #[arg(long = "hook-command", value_name = "CMD")]
     pub hook_commands: Vec<String>,
+
+    /// Before each upload is published (PUT, form POSTs, WebDAV PUT,
+    /// tus/IETF completion), run CMD (by sh -c) with {"action":
+    /// "upload.before","path","file","size","time"} on stdin, `file` the
+    /// complete temporary file: exit 0 publishes; anything else, or no
+    /// answer within 60 s, refuses it (422, the first line CMD printed) and
+    /// nothing is published. A folder only (not S3).
+    #[arg(long, value_name = "CMD")]
+    pub hook_before_upload: Option<String>,
+}
+
+/// The publish gate `--hook-before-upload` asks, if given.
+pub(super) fn publish_gate(
+    args: &ServeArgs,
+) -> Option<Arc<dyn wirespeed_service::storage::gate::PublishGate>> {
+    let cmd = args.identity.hook_before_upload.clone()?;
+    Some(Arc::new(wirespeed_service::events::CommandGate {
+        command: cmd,
+        timeout: std::time::Duration::from_secs(60),
+    }))
 }
 
 /// The audit trail and the hooks, started; `None` when neither is asked.

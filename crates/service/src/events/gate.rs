@@ -1,0 +1,86 @@
+//! `serve --hook-before-upload CMD`: the publish gate (`storage::gate`) as a
+//! command. Before an upload becomes visible, CMD runs (by `sh -c`) with a
+//! JSON event on its standard input — `{"action":"upload.before","path":…,
+//! "file":…,"size":…,"time":…}`, `file` being the complete temporary file,
+//! readable, not yet published — and decides: exit 0 publishes; any other
+//! exit, or no answer within the time limit, refuses: nothing is published
+//! and the client gets 422 with the first line the command printed.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::path::RelPath;
+use crate::storage::gate::PublishGate;
+
+#[derive(Debug, Clone)]
+pub struct CommandGate {
+    pub command: String,
+    pub timeout: Duration,
+}
+
+impl PublishGate for CommandGate {
+    fn check(&self, key: &RelPath, file: &Path, size: u64) -> Result<(), String> {
+        let secs = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let civil = crate::access_log::civil_time(secs);
+        let event = serde_json::json!({
+            "action": "upload.before",
+            "path": key.to_string(),
+            "file": file.to_string_lossy(),
+            "size": size,
+            "time": format!("{}Z", String::from_utf8_lossy(&civil)),
+        });
+        let mut body = event.to_string().into_bytes();
+        body.push(b'\n');
+        let mut said = Vec::new();
+        match super::hooks::run_command_saying(&self.command, &body, self.timeout, &mut said) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let said = String::from_utf8_lossy(&said);
+                let first = said.lines().next().unwrap_or("").trim();
+                tracing::info!(target: "wirespeed::hooks", path = %key, reason = %e, said = %first, "upload refused by --hook-before-upload");
+                Err(if first.is_empty() {
+                    format!("refused by the server's upload check ({e})")
+                } else {
+                    first.to_string()
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_status_decides_and_the_message_is_the_first_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("t");
+        std::fs::write(&f, b"EICAR").unwrap();
+        let key = crate::path::parse_request_path("/a/b.txt").unwrap();
+        let gate = |cmd: &str| CommandGate {
+            command: cmd.into(),
+            timeout: Duration::from_secs(5),
+        };
+        // The command sees the event and the file.
+        let ok = gate(r#"grep -q '"action":"upload.before"' && grep -q '"path":"/a/b.txt"'"#);
+        assert_eq!(ok.check(&key, &f, 5), Ok(()));
+        let scan = format!(
+            "if grep -q EICAR {}; then echo 'virus found: EICAR'; echo more; exit 1; fi",
+            f.display()
+        );
+        assert_eq!(
+            gate(&scan).check(&key, &f, 5).unwrap_err(),
+            "virus found: EICAR"
+        );
+        let silent = gate("exit 2").check(&key, &f, 5).unwrap_err();
+        assert!(silent.contains("refused"), "{silent}");
+        let slow = CommandGate {
+            command: "sleep 5".into(),
+            timeout: Duration::from_millis(100),
+        };
+        assert!(slow.check(&key, &f, 5).unwrap_err().contains("time limit"));
+    }
+}

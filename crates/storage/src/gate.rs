@@ -1,0 +1,22 @@
+//! The last word before an upload is published: a gate the folder backend
+//! asks with the finished temporary file, right before the rename that
+//! makes it visible (a virus scanner, a naming rule: `serve
+//! --hook-command` with `upload.before`). Every write front reaches the
+//! storage through [`Upload::commit`](crate::Upload::commit) or a resumable
+//! upload's publication, so asking there covers PUT, form and encoded
+//! POSTs, WebDAV PUT and tus/IETF completion alike. A refusal publishes
+//! nothing (the temporary file is removed) and is
+//! [`StorageError::Refused`](crate::StorageError::Refused), 422, with the
+//! gate's message.
+
+use std::path::Path;
+
+use wirespeed_path::RelPath;
+
+/// Asked on a blocking thread (it may run a program); must bound its own
+/// time.
+pub trait PublishGate: Send + Sync + std::fmt::Debug + 'static {
+    /// `Ok` publishes `file` (the complete bytes, not yet visible) as
+    /// `key`; `Err(message)` refuses it with that message.
+    fn check(&self, key: &RelPath, file: &Path, size: u64) -> Result<(), String>;
+}
