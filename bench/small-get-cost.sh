@@ -11,6 +11,8 @@
 #   BINS="/tmp/ws-before target/release/wirespeed" bash bench/small-get-cost.sh
 #   N1=200 N2=1200 …   (defaults)
 #   TOOLS=strace …      (system calls only: any build, even a debug one)
+#   SERVE_ARGS="--audit-log /tmp/audit.jsonl" …   (more serve options, e.g.
+#                       the audit trail's cost per request)
 set -euo pipefail
 BENCH=small-get-cost
 # shellcheck source=bench/lib.sh
@@ -52,7 +54,7 @@ run() {
     strace) pre=(strace -f -c -o "$out.st") ;;
     esac
     "${pre[@]}" "$bin" serve "$W/data" --listen 127.0.0.1:0 --threads 1 --access-log "$lg" \
-        >"$out.addr" 2>"$out.log" &
+        ${SERVE_ARGS:-} >"$out.addr" 2>"$out.log" &
     local pid=$!
     local url
     url=$(wait_listening "$out.addr") || { sleep 20; url=$(wait_listening "$out.addr"); }
