@@ -22,6 +22,7 @@ pub mod link_records;
 pub mod origin;
 pub mod password;
 pub mod presets;
+pub mod proxy_user;
 pub mod revoked;
 mod rights;
 pub mod rules;
@@ -326,11 +327,11 @@ impl Policy {
         &self,
         name: &str,
         groups_header: Option<&str>,
-    ) -> Result<Principal, groups::ProxySignInError> {
+    ) -> Result<Principal, proxy_user::ProxySignInError> {
         let Some(users) = &self.users else {
-            return Err(groups::ProxySignInError::NoRules);
+            return Err(proxy_user::ProxySignInError::NoRules);
         };
-        groups::signed_in(&users.rules(), name, groups_header).map(Principal::User)
+        proxy_user::signed_in(&users.rules(), name, groups_header).map(Principal::User)
     }
 
     /// The rules file in force, if any.

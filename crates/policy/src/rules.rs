@@ -177,7 +177,10 @@ impl Rules {
                     continue;
                 }
                 let known = users.get(who.get_ref()).map(|(n, _)| *n);
-                let Some(name) = known.or_else(|| groups.member(who.get_ref())) else {
+                let member = || groups.is_member(who.get_ref());
+                let Some(name) =
+                    known.or_else(|| member().then(|| UserName::intern(who.get_ref())))
+                else {
                     return Err(err(
                         who.span().start,
                         format!(
@@ -209,7 +212,7 @@ impl Rules {
         let by_name = entry.users.iter().filter(|(n, _)| n.0 == u.0);
         let mut own = by_name.fold(Rights::NONE, |acc, (_, r)| acc.union(*r));
         if !entry.groups.is_empty() {
-            let groups = self.groups.of(u).union(u.proxy_groups());
+            let groups = self.groups.of(u.as_str()).union(u.proxy_groups());
             for (bit, r) in &entry.groups {
                 if groups.contains(*bit) {
                     own = own.union(*r);
@@ -224,7 +227,7 @@ impl Rules {
     pub fn known(&self, name: &str) -> Option<UserName> {
         self.user(name)
             .map(|(u, _)| u)
-            .or_else(|| self.groups.member(name))
+            .or_else(|| self.groups.is_member(name).then(|| UserName::intern(name)))
     }
 
     /// The `[groups]` table.

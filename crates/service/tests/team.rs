@@ -138,8 +138,11 @@ impl std::io::Write for Captured {
     }
 }
 
+/// What the receiver got: each POST's signature header and body.
+type Received = Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
+
 /// A loopback HTTP receiver: each POST's signature header and body.
-fn receiver() -> (String, Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>) {
+fn receiver() -> (String, Received) {
     use std::io::{BufRead, BufReader, Read, Write};
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/hook", l.local_addr().unwrap());

@@ -12,8 +12,6 @@ use clap::Args;
 use wirespeed_service::events::{Audit, Events, HookConfig, HookUrl, Hooks};
 use wirespeed_service::policy::groups::ProxySignIn;
 
-use super::flags::ServeArgs;
-
 #[derive(Args, Debug)]
 pub struct IdentityArgs {
     /// Sign users in by this request header, set by an identity proxy in
@@ -69,9 +67,9 @@ pub struct IdentityArgs {
 
 /// The publish gate `--hook-before-upload` asks, if given.
 pub(super) fn publish_gate(
-    args: &ServeArgs,
+    id: &IdentityArgs,
 ) -> Option<Arc<dyn wirespeed_service::storage::gate::PublishGate>> {
-    let cmd = args.identity.hook_before_upload.clone()?;
+    let cmd = id.hook_before_upload.clone()?;
     Some(Arc::new(wirespeed_service::events::CommandGate {
         command: cmd,
         timeout: std::time::Duration::from_secs(60),
@@ -79,8 +77,7 @@ pub(super) fn publish_gate(
 }
 
 /// The audit trail and the hooks, started; `None` when neither is asked.
-pub(super) fn events(args: &ServeArgs) -> anyhow::Result<Option<Arc<Events>>> {
-    let id = &args.identity;
+pub(super) fn events(id: &IdentityArgs) -> anyhow::Result<Option<Arc<Events>>> {
     let audit = id
         .audit_log
         .as_deref()
@@ -124,18 +121,23 @@ pub(super) fn reopen_on_sighup(events: Arc<Events>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The proxy's sign-in headers, checked against the other flags.
-pub(super) fn proxy_sign_in(args: &ServeArgs) -> anyhow::Result<Option<ProxySignIn>> {
-    let Some(user_header) = &args.identity.user_header else {
+/// The proxy's sign-in headers, checked against the other flags (whether
+/// any `--trusted-proxy` and an `--auth` file are given).
+pub(super) fn proxy_sign_in(
+    id: &IdentityArgs,
+    trusted_proxies: bool,
+    rules_file: bool,
+) -> anyhow::Result<Option<ProxySignIn>> {
+    let Some(user_header) = &id.user_header else {
         return Ok(None);
     };
-    if args.trusted_proxies.is_empty() {
+    if !trusted_proxies {
         anyhow::bail!(
             "--user-header {user_header} needs --trusted-proxy: the header is believed from \
              trusted proxies only (name the identity proxy's address)"
         );
     }
-    if args.auth.is_none() {
+    if !rules_file {
         anyhow::bail!(
             "--user-header {user_header} needs --auth FILE: the rules file gives the signed-in \
              names and \"@group\"s their rights"
@@ -150,11 +152,6 @@ pub(super) fn proxy_sign_in(args: &ServeArgs) -> anyhow::Result<Option<ProxySign
     };
     Ok(Some(ProxySignIn {
         user_header: checked(user_header)?,
-        groups_header: args
-            .identity
-            .groups_header
-            .as_deref()
-            .map(checked)
-            .transpose()?,
+        groups_header: id.groups_header.as_deref().map(checked).transpose()?,
     }))
 }

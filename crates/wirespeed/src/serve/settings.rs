@@ -102,8 +102,12 @@ pub(super) fn service(
         allow_scripts: args.content.allow_scripts,
         // WebDAV locks start empty; every route shares this table.
         locks: Default::default(),
-        proxy_sign_in: super::identity::proxy_sign_in(args)?,
-        events: super::identity::events(args)?,
+        proxy_sign_in: super::identity::proxy_sign_in(
+            &args.identity,
+            !args.trusted_proxies.is_empty(),
+            args.auth.is_some(),
+        )?,
+        events: super::identity::events(&args.identity)?,
     })
 }
 
