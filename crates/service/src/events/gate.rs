@@ -65,7 +65,10 @@ mod tests {
             timeout: Duration::from_secs(5),
         };
         // The command sees the event and the file.
-        let ok = gate(r#"grep -q '"action":"upload.before"' && grep -q '"path":"/a/b.txt"'"#);
+        let ok = gate(
+            r#"e=$(cat); printf %s "$e" | grep -q '"action":"upload.before"' &&
+               printf %s "$e" | grep -q '"path":"/a/b.txt"'"#,
+        );
         assert_eq!(ok.check(&key, &f, 5), Ok(()));
         let scan = format!(
             "if grep -q EICAR {}; then echo 'virus found: EICAR'; echo more; exit 1; fi",
