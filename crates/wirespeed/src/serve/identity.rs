@@ -150,6 +150,15 @@ pub(super) fn proxy_sign_in(
         anyhow::ensure!(ok, "{h:?} is not a header name (letters, digits, - and _)");
         Ok(h.to_ascii_lowercase())
     };
+    // `--user-header` may stand alone (Remote-User), so a folder written
+    // right after it would be taken for the header's name and another
+    // folder served: refuse a name that is also a path here.
+    if std::path::Path::new(user_header).exists() {
+        anyhow::bail!(
+            "--user-header {user_header}: {user_header:?} is also a file or folder here; \
+             write --user-header=NAME for a header name, or put the folder before the flags"
+        );
+    }
     Ok(Some(ProxySignIn {
         user_header: checked(user_header)?,
         groups_header: id.groups_header.as_deref().map(checked).transpose()?,
