@@ -8,6 +8,7 @@
 //! with [`UploadState::record`]. Nothing here touches a socket or a file.
 
 pub mod client;
+pub mod concat;
 mod id;
 pub mod ietf;
 mod state;
@@ -110,6 +111,12 @@ pub enum Reason {
     TooLarge,
     /// The upload is complete; nothing more can be appended (400).
     AlreadyComplete,
+    /// The asker may not use what it named (403): another principal's
+    /// partial upload, or appending to a final upload.
+    Forbidden,
+    /// The upload is in a state that excludes the request (409): a partial
+    /// upload already part of a final one.
+    Conflict,
 }
 
 /// What to answer instead of accepting a request.
@@ -126,7 +133,7 @@ pub struct Refusal {
 }
 
 impl Refusal {
-    fn new(reason: Reason, message: impl Into<String>) -> Self {
+    pub(crate) fn new(reason: Reason, message: impl Into<String>) -> Self {
         Refusal {
             reason,
             message: message.into(),
@@ -146,7 +153,8 @@ impl Refusal {
             Reason::UnsupportedVersion => 412,
             Reason::BadField | Reason::InconsistentLength | Reason::AlreadyComplete => 400,
             Reason::WrongContentType => 415,
-            Reason::OffsetMismatch => 409,
+            Reason::OffsetMismatch | Reason::Conflict => 409,
+            Reason::Forbidden => 403,
             Reason::TooLarge => 413,
         }
     }

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::concat::Concat;
 use crate::{Append, Reason, Refusal};
 
 /// Which protocol created an upload (its resource answers in that protocol).
@@ -40,6 +41,14 @@ pub struct UploadState {
     /// checked before the upload is published.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// Who created it, as the service names principals (a share link
+    /// under its minter's name): a final upload may only use its
+    /// creator's partial uploads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Its part in the tus concatenation extension, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concat: Option<Concat>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -103,12 +112,21 @@ impl UploadState {
             if_none_match: false,
             no_replace: false,
             sha256: None,
+            owner: None,
+            concat: None,
         }
     }
 
-    /// Whether the sweep may remove this upload.
+    /// A partial upload of the concatenation extension (published only as
+    /// part of a final upload).
+    pub fn is_partial(&self) -> bool {
+        matches!(self.concat, Some(Concat::Partial { .. }))
+    }
+
+    /// Whether the sweep may remove this upload: a complete one is
+    /// published and gone, except a partial upload no final one took.
     pub fn expired(&self, now: u64) -> bool {
-        !self.complete && now >= self.expires
+        (!self.complete || self.is_partial()) && now >= self.expires
     }
 
     /// Bytes still allowed before the upload reaches its length or `max_size`.
@@ -379,6 +397,11 @@ mod tests {
         assert!(s.expired(1060));
         s.complete = true;
         assert!(!s.expired(5000));
+        // A complete partial upload no final one took is not published:
+        // it expires like an unfinished one.
+        s.concat = Some(Concat::Partial { used: false });
+        assert!(!s.expired(1059));
+        assert!(s.expired(1060));
     }
 
     #[test]

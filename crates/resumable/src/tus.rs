@@ -1,9 +1,11 @@
 //! tus 1.0.0 (<https://tus.io/protocols/resumable-upload>): the core protocol
 //! and the creation, creation-with-upload, creation-defer-length,
-//! termination, expiration and checksum extensions.
+//! termination, expiration, checksum and concatenation extensions
+//! (the last where the store can assemble: [`discovery_fields`]).
 
 use base64::Engine as _;
 
+use crate::concat::{self, Concat};
 use crate::{
     media_type_is, parse_decimal, Append, Checksum, ChecksumAlgorithm, Limits, Reason, Refusal,
     UploadState,
@@ -14,6 +16,9 @@ pub const VERSION: &str = "1.0.0";
 /// `Tus-Extension` of an OPTIONS answer.
 pub const EXTENSIONS: &str =
     "creation,creation-with-upload,creation-defer-length,termination,expiration,checksum";
+/// The concatenation extension's name, added to [`EXTENSIONS`] where the
+/// store can assemble final uploads.
+pub const CONCATENATION: &str = "concatenation";
 /// `Tus-Checksum-Algorithm` of an OPTIONS answer.
 pub const CHECKSUM_ALGORITHMS: &str = "sha1,sha256";
 /// The content type of a PATCH.
@@ -38,6 +43,7 @@ pub struct Fields<'a> {
     pub upload_defer_length: Option<&'a [u8]>,
     pub upload_metadata: Option<&'a [u8]>,
     pub upload_checksum: Option<&'a [u8]>,
+    pub upload_concat: Option<&'a [u8]>,
 }
 
 /// An accepted creation.
@@ -51,6 +57,9 @@ pub struct Creation {
     pub filename: Option<String>,
     /// The request carries the first bytes (creation-with-upload).
     pub first: Option<Append>,
+    /// `Upload-Concat`: a partial upload, or a final one of these URLs
+    /// (its length is then the sum of theirs, and it carries no bytes).
+    pub concat: Option<concat::Request>,
 }
 
 /// Every request but OPTIONS must name version 1.0.0; others get 412.
@@ -76,7 +85,23 @@ pub fn check_version(fields: &Fields) -> Result<(), Refusal> {
 /// Decides a creation (POST to the upload endpoint).
 pub fn create(fields: &Fields, limits: &Limits) -> Result<Creation, Refusal> {
     check_version(fields)?;
+    let concat = fields.upload_concat.map(concat::parse).transpose()?;
+    if let Some(concat::Request::Final(_)) = concat {
+        if fields.upload_length.is_some() || fields.upload_defer_length.is_some() {
+            return Err(bad(
+                "a final upload's length is its partial uploads': no Upload-Length",
+            ));
+        }
+        if fields.has_body {
+            return Err(Refusal::new(
+                Reason::Forbidden,
+                "a final upload carries no bytes of its own",
+            ));
+        }
+    }
+    let final_upload = matches!(concat, Some(concat::Request::Final(_)));
     let length = match (fields.upload_length, fields.upload_defer_length) {
+        (None, None) if final_upload => None,
         (Some(_), Some(_)) => {
             return Err(bad("give Upload-Length or Upload-Defer-Length, not both"))
         }
@@ -128,6 +153,7 @@ pub fn create(fields: &Fields, limits: &Limits) -> Result<Creation, Refusal> {
         metadata,
         filename,
         first,
+        concat,
     })
 }
 
@@ -175,6 +201,21 @@ pub fn append(fields: &Fields, state: &UploadState, limits: &Limits) -> Result<A
             }
         }
     };
+    match state.concat {
+        Some(Concat::Final { .. }) => {
+            return Err(Refusal::new(
+                Reason::Forbidden,
+                "a final upload is made of its partial uploads; it takes no PATCH",
+            ))
+        }
+        Some(Concat::Partial { used: true }) => {
+            return Err(Refusal::new(
+                Reason::Conflict,
+                "this partial upload is part of a final upload",
+            ))
+        }
+        _ => {}
+    }
     let length = set_length.or(state.length);
     if state.complete && fields.has_body {
         return Err(Refusal::new(
@@ -207,15 +248,24 @@ pub fn offset_fields(state: &UploadState) -> Vec<(&'static str, String)> {
     if let Some(m) = &state.metadata {
         out.push(("Upload-Metadata", m.clone()));
     }
+    if let Some(c) = concat::field(state) {
+        out.push(("Upload-Concat", c));
+    }
     out
 }
 
-/// The fields of an OPTIONS answer (discovery).
-pub fn discovery_fields(limits: &Limits) -> Vec<(&'static str, String)> {
+/// The fields of an OPTIONS answer (discovery); `concatenation`: the
+/// store can assemble final uploads.
+pub fn discovery_fields(limits: &Limits, concatenation: bool) -> Vec<(&'static str, String)> {
+    let extensions = if concatenation {
+        format!("{EXTENSIONS},{CONCATENATION}")
+    } else {
+        EXTENSIONS.to_string()
+    };
     vec![
         ("Tus-Resumable", VERSION.to_string()),
         ("Tus-Version", VERSION.to_string()),
-        ("Tus-Extension", EXTENSIONS.to_string()),
+        ("Tus-Extension", extensions),
         ("Tus-Max-Size", limits.max_size.to_string()),
         ("Tus-Checksum-Algorithm", CHECKSUM_ALGORITHMS.to_string()),
     ]
@@ -582,6 +632,52 @@ mod tests {
             ..patch(b"0", 5)
         };
         assert_eq!(append(&short, &s, &limits).unwrap_err().status(), 400);
+    }
+
+    #[test]
+    fn concatenation_creations_and_appends() {
+        let limits = Limits::default();
+        let partial = Fields {
+            upload_length: Some(b"5"),
+            upload_concat: Some(b"partial"),
+            ..base()
+        };
+        let c = create(&partial, &limits).unwrap();
+        assert_eq!((c.length, c.concat), (Some(5), Some(concat::Request::Partial)));
+        let fin = Fields {
+            upload_concat: Some(b"final;/-/uploads/a /-/uploads/b"),
+            ..base()
+        };
+        let c = create(&fin, &limits).unwrap();
+        assert_eq!(c.length, None);
+        assert!(matches!(c.concat, Some(concat::Request::Final(ref u)) if u.len() == 2));
+        let with_length = Fields {
+            upload_length: Some(b"5"),
+            ..fin
+        };
+        assert_eq!(create(&with_length, &limits).unwrap_err().status(), 400);
+        let with_body = Fields {
+            has_body: true,
+            content_length: Some(3),
+            content_type: Some(b"application/offset+octet-stream"),
+            ..fin
+        };
+        assert_eq!(create(&with_body, &limits).unwrap_err().status(), 403);
+
+        let mut s = state(0, Some(4));
+        s.concat = Some(Concat::Partial { used: false });
+        assert!(append(&patch(b"0", 4), &s, &limits).is_ok());
+        s.concat = Some(Concat::Partial { used: true });
+        assert_eq!(append(&patch(b"0", 4), &s, &limits).unwrap_err().status(), 409);
+        s.concat = Some(Concat::Final { parts: vec![] });
+        assert_eq!(append(&patch(b"0", 4), &s, &limits).unwrap_err().status(), 403);
+        let ext = |c| {
+            discovery_fields(&limits, c)
+                .into_iter()
+                .find(|(n, _)| *n == "Tus-Extension")
+                .map(|(_, v)| v.contains("concatenation"))
+        };
+        assert_eq!((ext(true), ext(false)), (Some(true), Some(false)));
     }
 
     #[test]
