@@ -57,6 +57,30 @@ pub trait PartialUploads: Send + Sync + 'static {
         key: &RelPath,
         check: Option<CommitCheck>,
     ) -> impl Future<Output = Result<Written, StorageError>> + Send;
+    /// Whether [`concat_partials`](Self::concat_partials) works here (the
+    /// tus concatenation extension is offered only then).
+    fn concatenates(&self) -> bool {
+        false
+    }
+    /// Publish the bytes of the complete uploads `parts`, one after the
+    /// other, under `key` atomically (as [`complete_partial`](Self::complete_partial)
+    /// does for one, `mtime` given to the file first), then forget them.
+    /// The bytes are not copied where the store can avoid it. On failure
+    /// the parts stay as they were, so a final upload can be tried again.
+    fn concat_partials(
+        &self,
+        parts: &[UploadId],
+        key: &RelPath,
+        check: Option<CommitCheck>,
+        mtime: Option<std::time::SystemTime>,
+    ) -> impl Future<Output = Result<Written, StorageError>> + Send {
+        let _ = (parts, key, check, mtime);
+        async {
+            Err(StorageError::Unsupported(
+                "assembling uploads (tus concatenation)",
+            ))
+        }
+    }
     /// Remove the upload (data and record); an unknown id is not an error.
     fn delete_partial(
         &self,

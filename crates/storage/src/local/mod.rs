@@ -13,6 +13,7 @@ use std::time::SystemTime;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 
+mod concat;
 mod listing;
 mod meta;
 mod object;

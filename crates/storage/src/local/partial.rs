@@ -27,11 +27,11 @@ use wirespeed_path::{RelPath, TEMP_PREFIX};
 /// bounded by the request head size).
 const MAX_RECORD: u64 = 1 << 20;
 
-fn data_name(id: &UploadId) -> String {
+pub(super) fn data_name(id: &UploadId) -> String {
     format!("{id}.part")
 }
 
-fn record_name(id: &UploadId) -> String {
+pub(super) fn record_name(id: &UploadId) -> String {
     format!("{id}.json")
 }
 
@@ -47,7 +47,7 @@ async fn blocking<T: Send + 'static>(
 impl LocalStorage {
     /// The uploads folder below the root (never through a symlink),
     /// created on demand.
-    fn uploads_dir(&self, create: bool) -> Result<OwnedFd, StorageError> {
+    pub(super) fn uploads_dir(&self, create: bool) -> Result<OwnedFd, StorageError> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         match rustix::fs::openat(self.root.fd(), UPLOADS_DIR, flags, Mode::empty()) {
             Ok(fd) => Ok(fd),
@@ -284,6 +284,20 @@ impl PartialUploads for LocalStorage {
         Ok(landed.emit(&self.changes, key))
     }
 
+    fn concatenates(&self) -> bool {
+        true
+    }
+
+    async fn concat_partials(
+        &self,
+        parts: &[UploadId],
+        key: &RelPath,
+        check: Option<CommitCheck>,
+        mtime: Option<std::time::SystemTime>,
+    ) -> Result<Written, StorageError> {
+        self.concat_local(parts, key, check, mtime).await
+    }
+
     async fn delete_partial(&self, id: &UploadId) -> Result<(), StorageError> {
         let dir = match self.uploads_dir(false) {
             Err(StorageError::NotFound) => return Ok(()),
@@ -354,6 +368,12 @@ impl LocalStorage {
 pub struct LocalPartial {
     file: File,
     fsync: bool,
+}
+
+impl LocalPartial {
+    pub(super) fn of(file: File, fsync: bool) -> Self {
+        LocalPartial { file, fsync }
+    }
 }
 
 impl PartialData for LocalPartial {
