@@ -1046,3 +1046,128 @@ fn a_refused_creation_with_upload_leaves_no_partial() {
     assert_eq!(tus_patch(&srv, &loc, 0, b"hello", &[]).status, 204);
     assert_eq!(std::fs::read(srv.root.join("c.txt")).unwrap(), b"hello");
 }
+
+// ---- tus concatenation -------------------------------------------------------
+
+/// A complete partial upload of `bytes` created at `place` by `auth`.
+fn tus_partial(srv: &TestServer, place: &str, bytes: &[u8], auth: &[(&str, &str)]) -> String {
+    let len = bytes.len().to_string();
+    let mut h = vec![("Upload-Concat", "partial"), ("Upload-Length", len.as_str())];
+    h.extend_from_slice(auth);
+    let loc = tus_create(srv, place, &h);
+    // A share link's holder keeps the link on every URL.
+    let query = place.split_once('?').map(|(_, q)| format!("?{q}"));
+    let at = format!("{loc}{}", query.unwrap_or_default());
+    let r = tus_patch(srv, &at, 0, bytes, auth);
+    assert_eq!(r.status, 204, "{}", r.text());
+    loc
+}
+
+fn tus_final(srv: &TestServer, place: &str, name: &str, parts: &[&str], auth: &[(&str, &str)]) -> Resp {
+    let concat = format!("final;{}", parts.join(" "));
+    let meta = format!("filename {}", b64(name.as_bytes()));
+    let mut h = vec![TUS, ("Upload-Concat", concat.as_str()), ("Upload-Metadata", meta.as_str())];
+    h.extend_from_slice(auth);
+    srv.req("POST", place, &h, b"")
+}
+
+#[test]
+fn tus_concatenation_joins_partials_into_one_file_published_once() {
+    let srv = server();
+    let r = srv.req("OPTIONS", "/-/uploads/", &[TUS], b"");
+    assert!(r.header("tus-extension").is_some_and(|e| e.contains("concatenation")));
+    let pieces: [&[u8]; 3] = [b"first piece, ", &[7u8; 200_000], b", the end"];
+    // Made in a different order than they are joined: parallel clients finish in any order.
+    let c = tus_partial(&srv, "/-/uploads/d/", pieces[2], &[]);
+    let a = tus_partial(&srv, "/-/uploads/d/", pieces[0], &[]);
+    let b = tus_partial(&srv, "/-/uploads/d/", pieces[1], &[]);
+    // A complete partial is not a file.
+    assert_eq!(srv.names(""), vec![".wirespeed-uploads".to_string()]);
+    let r = tus_offset(&srv, &a);
+    assert_eq!(r.header("upload-concat"), Some("partial"));
+    assert_eq!(r.header("upload-offset"), Some("13"));
+    // tus-js-client names them by absolute URL; relative ones count too.
+    let abs = format!("http://{}{b}", srv.addr);
+    let r = tus_final(&srv, "/-/uploads/d/", "joined.bin", &[&a, &abs, &c], &[]);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let fin = r.header("location").unwrap().to_string();
+    assert_eq!(std::fs::read(srv.root.join("d/joined.bin")).unwrap(), pieces.concat());
+    let total = pieces.iter().map(|p| p.len()).sum::<usize>().to_string();
+    let r = tus_offset(&srv, &fin);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("upload-offset"), Some(total.as_str()));
+    assert_eq!(r.header("upload-length"), Some(total.as_str()));
+    assert!(r.header("upload-concat").is_some_and(|v| v.starts_with("final;") && v.contains(&a[11..])));
+    // The parts are consumed: gone from the store, and not usable twice.
+    assert_eq!(partial_files(&srv), Vec::<String>::new());
+    assert_eq!(srv.req("HEAD", &a, &[TUS], b"").status, 404);
+    let r = tus_final(&srv, "/-/uploads/d/", "again.bin", &[&a, &b, &c], &[]);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(srv.names("d"), vec!["joined.bin".to_string()]);
+    // A final takes no PATCH.
+    assert_eq!(tus_patch(&srv, &fin, 0, b"x", &[]).status, 404);
+}
+
+#[test]
+fn a_final_of_missing_incomplete_or_foreign_partials_publishes_nothing() {
+    use wirespeed_service::policy::shares::DEFAULT_MAX_EXPIRY;
+    use wirespeed_service::policy::{password, Shares};
+    use wirespeed_service::{Rights, Users};
+    let text = format!(
+        "[users]\nalice = \"{}\"\nbob = \"{}\"\n[paths.\"/team\"]\nalice = \"rwd\"\nbob = \"rwd\"\n",
+        password::hash(b"alice-pw").unwrap(),
+        password::hash(b"bob-pw").unwrap()
+    );
+    let shares = Shares::new([5; 32], DEFAULT_MAX_EXPIRY, None);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let link = shares.mint("/team/", Rights::WRITE, 3600, "alice", now).unwrap().1;
+    let cfg = ServiceConfig {
+        users: Some(std::sync::Arc::new(Users::from_text("u.toml", &text).unwrap())),
+        shares: Some(std::sync::Arc::new(shares)),
+        ..ServiceConfig::default()
+    };
+    let srv = TestServer::with_uploads(cfg, UploadsConfig::default());
+    let basic = |u: &str| format!("Basic {}", b64(format!("{u}:{u}-pw").as_bytes()));
+    let (alice, bob) = (basic("alice"), basic("bob"));
+    let alice = [("Authorization", alice.as_str())];
+    let bob = [("Authorization", bob.as_str())];
+    let place = "/-/uploads/team/";
+    let one = tus_partial(&srv, place, b"alice's ", &alice);
+    let two = tus_partial(&srv, place, b"bytes", &alice);
+    // Someone else's parts: 403, even with the right to write there.
+    let r = tus_final(&srv, place, "f.bin", &[&one, &two], &bob);
+    assert_eq!(r.status, 403, "{}", r.text());
+    // Missing (never made, or of another server's path), or incomplete: 400.
+    let unknown = "/-/uploads/0123456789abcdef0123456789abcdef";
+    let r = tus_final(&srv, place, "f.bin", &[&one, unknown], &alice);
+    assert_eq!(r.status, 400, "{}", r.text());
+    let elsewhere = format!("/other{two}");
+    assert_eq!(tus_final(&srv, place, "f.bin", &[&one, &elsewhere], &alice).status, 400);
+    let mut h = vec![("Upload-Concat", "partial"), ("Upload-Length", "10")];
+    h.extend_from_slice(&alice);
+    let half = tus_create(&srv, place, &h);
+    assert_eq!(tus_patch(&srv, &half, 0, b"12345", &alice).status, 204);
+    let r = tus_final(&srv, place, "f.bin", &[&one, &half], &alice);
+    assert!(r.status == 400 && r.text().contains("not complete"), "{}", r.text());
+    // An ordinary upload is no partial.
+    let mut h = vec![("Upload-Length", "1")];
+    h.extend_from_slice(&alice);
+    let plain = tus_create(&srv, "/-/uploads/team/plain", &h);
+    assert_eq!(tus_final(&srv, place, "f.bin", &[&one, &plain], &alice).status, 400);
+    // The target is judged like any upload's: bob may not write at the root.
+    let r = tus_final(&srv, "/-/uploads/", "f.bin", &[&one, &two], &alice);
+    assert!(matches!(r.status, 401 | 403), "{}", r.status);
+    assert_eq!(srv.names("team"), Vec::<String>::new());
+    // A share link acts for its minter: alice's link may join alice's parts.
+    let path = format!("{place}?share={link}");
+    let three = tus_partial(&srv, &path, b" and more", &[]);
+    let joined = tus_final(&srv, &path, "f.bin", &[&one, &two, &three], &[]);
+    assert_eq!(joined.status, 201, "{}", joined.text());
+    assert_eq!(
+        std::fs::read(srv.root.join("team/f.bin")).unwrap(),
+        b"alice's bytes and more"
+    );
+}

@@ -309,6 +309,15 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 }
                 *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = next;
             }
+            Progress::Complete { .. } if next.is_partial() => {
+                // A piece of a final upload: kept, complete, until a final
+                // takes it (the record says so across a restart).
+                self.storage
+                    .save_partial(id, &next)
+                    .await
+                    .map_err(storage_answer)?;
+                *slot.state.lock().unwrap_or_else(|e| e.into_inner()) = next;
+            }
             Progress::Complete { length } => {
                 if let Some(want) = next.sha256.clone() {
                     let file = match data.as_file() {

@@ -58,6 +58,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 &guard,
                 if_none_match,
                 client,
+                None,
             )
             .await?;
         // The 104 lets a client resume a body cut short; a creation

@@ -35,6 +35,7 @@ use crate::upload::UploadPath;
 
 mod append;
 mod completed;
+mod concat_routes;
 mod expiry;
 mod ietf_routes;
 mod slot;
@@ -97,6 +98,9 @@ pub struct Uploads<S> {
     /// Held from the capacity check to the new upload's first record, so a
     /// burst of creations cannot all pass `max_partials` together.
     creating: tokio::sync::Mutex<()>,
+    /// Held while a final upload (tus concatenation) checks and takes its
+    /// partial uploads.
+    finals: tokio::sync::Mutex<()>,
 }
 
 fn now() -> u64 {
@@ -163,6 +167,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             completed: Mutex::new(completed::Completed::default()),
             unusable: Mutex::new(std::collections::HashSet::new()),
             creating: tokio::sync::Mutex::new(()),
+            finals: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -234,7 +239,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 "Upload-Draft-Interop-Version",
                 ietf::INTEROP_VERSION.to_string(),
             );
-        for (name, value) in tus::discovery_fields(&self.ucfg.limits) {
+        for (name, value) in tus::discovery_fields(&self.ucfg.limits, self.storage.concatenates()) {
             resp = resp.header(name, value);
         }
         ex.send(resp, b"").await

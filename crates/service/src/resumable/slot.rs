@@ -245,6 +245,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         guard: &WriteGuard,
         if_none_match: bool,
         client: (Principal, std::net::IpAddr),
+        concat: Option<wirespeed_resumable::concat::Concat>,
     ) -> Result<(UploadId, Arc<Slot>), Error> {
         let _one_at_a_time = self.creating.lock().await;
         self.check_capacity(length).await?;
@@ -268,6 +269,8 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         state.metadata = metadata;
         state.if_none_match = if_none_match;
         state.no_replace = !guard.may_replace();
+        state.owner = Some(super::concat_routes::owner_key(&self.policy, client.0));
+        state.concat = concat;
         if let Err(e) = self.storage.create_partial(&id, &state).await {
             release(owner);
             return Err(e.on_write(target).into_answer());

@@ -2,6 +2,7 @@
 //! on `/-/uploads/`.
 
 use super::*;
+use wirespeed_resumable::concat;
 
 pub(super) fn tus_fields(ex: &Exchange) -> tus::Fields<'_> {
     tus::Fields {
@@ -14,6 +15,7 @@ pub(super) fn tus_fields(ex: &Exchange) -> tus::Fields<'_> {
         upload_defer_length: ex.header("upload-defer-length"),
         upload_metadata: ex.header("upload-metadata"),
         upload_checksum: ex.header("upload-checksum"),
+        upload_concat: ex.header("upload-concat"),
     }
 }
 
@@ -31,7 +33,21 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         };
         let place =
             parse_request_path(rest).map_err(|e| Error::status(e.status(), e.to_string()))?;
-        let target = if place.trailing_slash() {
+        let partial = match creation.concat {
+            Some(_) if !self.storage.concatenates() => {
+                return Err(Error::status(
+                    501,
+                    "this server's storage cannot assemble uploads (no tus concatenation)",
+                ))
+            }
+            Some(concat::Request::Partial) => true,
+            _ => false,
+        };
+        let target = if partial {
+            // A piece of a file, named by its final upload: kept where it
+            // was created (its creation was judged there).
+            place
+        } else if place.trailing_slash() {
             let Some(name) = creation.filename.as_deref() else {
                 return Err(Error::status(
                     400,
@@ -44,10 +60,15 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         } else {
             place
         };
+        if let Some(concat::Request::Final(urls)) = creation.concat {
+            return self.tus_final(ex, target, urls, who).await;
+        }
         // Refused now, not after the last byte (publishing onto a folder fails).
         let guard = WriteGuard::new(&self.policy, who, &target);
         let if_field = crate::locks::IfField::of(ex);
-        self.check_target(&guard, who, &target, &if_field).await?;
+        if !partial {
+            self.check_target(&guard, who, &target, &if_field).await?;
+        }
         let client = (who, ex.peer_addr().ip());
         let (id, slot) = self
             .create(
@@ -58,6 +79,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 &guard,
                 false,
                 client,
+                partial.then_some(concat::Concat::Partial { used: false }),
             )
             .await?;
         let mut resp = Response::new(201)
