@@ -234,6 +234,46 @@ fn tus_js_client_uploads_64_mib_through_a_cut() {
     );
 }
 
+/// tus-js-client's `parallelUploads: 4` under `--path-prefix`: four
+/// partial uploads of a quarter each, cut mid-way and resumed each on its
+/// own, then the final upload (absolute URLs) joins them.
+#[test]
+fn tus_js_client_parallel_uploads_through_a_cut() {
+    let modules = node_modules();
+    if Command::new("node").arg("--version").output().is_err() {
+        return missing("node");
+    }
+    if !modules.join("tus-js-client").exists() {
+        return missing(&format!("tus-js-client in {}", modules.display()));
+    }
+    let served = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let (source, data) = interop_file(work.path(), 24 << 20);
+    let srv = Serve::start(served.path(), &["--path-prefix", "/files"]);
+    let proxy = CuttingProxy::start(srv.addr);
+    proxy.cut_upstream_once(3 << 20);
+    let out = Command::new("node")
+        .arg(interop_dir().join("tus_js_upload.cjs"))
+        .arg(format!("http://{}/files/-/uploads/js/", proxy.addr))
+        .arg(&source)
+        .arg("4")
+        .env("WIRESPEED_NODE_MODULES", &modules)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "node failed: {stdout}\n{stderr}");
+    // Each partial's connection is cut once, mid-way, and resumes alone.
+    assert!(proxy.cuts() >= 1, "the proxy cut connections");
+    assert!(stdout.contains("retry after error"), "resumed: {stdout}");
+    let stored = std::fs::read(served.path().join("js/source.bin")).unwrap();
+    assert!(stored == data, "byte-identical ({} of {} bytes)", stored.len(), data.len());
+    let left: Vec<_> = std::fs::read_dir(served.path().join(".wirespeed-uploads"))
+        .unwrap()
+        .collect();
+    assert!(left.is_empty(), "the partial uploads were consumed");
+}
+
 #[test]
 fn tuspy_uploads_in_several_patches_through_a_cut() {
     let probe = Command::new("python3")
