@@ -3,8 +3,12 @@
 // offset instead of starting over. The library is fetched on the first
 // large upload: the page's first load does not carry it.
 //
-// Configured for this server: one upload per file (no parallelUploads:
-// the server has no tus concatenation extension), 8 MiB per PATCH, the
+// Configured for this server: a file of PARALLEL_FROM or more goes as
+// PARTS partial uploads in parallel, joined by a final one (tus
+// concatenation: over a long or lossy link one TCP connection carries a
+// fraction of the line, and the browser's operating system, not the page,
+// picks the congestion control); a server whose storage cannot join them
+// answers 501 and the file goes as one upload. 8 MiB per PATCH, the
 // file's date as `X-OC-Mtime` on every request (the completing one sets
 // it), the page's marker and token on each, a share token on every URL.
 // tus-js-client remembers each upload's URL in localStorage under a
@@ -17,6 +21,13 @@ import { encPath } from './dom.js';
 import { Cancelled, mtimeOf, statusError, waitForNetwork } from './transfer.js';
 
 const CHUNK = 8 * 1024 * 1024; // bytes per PATCH
+// A browser opens at most six connections per host over HTTP/1.1: six
+// parts fill them for one large file; with several uploads at once (the
+// queue runs three) the browser queues the rest. Below 64 MiB a part
+// would be under ~11 MiB, and the final's extra round trips and the
+// extra creations cost more than parallel streams gain.
+const PARTS = 6;
+const PARALLEL_FROM = 64 * 1024 * 1024;
 
 let library = null;
 /** tus-js-client (its browser build sets `window.tus`). */
@@ -48,7 +59,7 @@ export function prepareResume() {
 /** Send `it.file` through tus; `onProgress(bytes)` as it goes. Resolves
  * true when stored, false when this server has no resumable routes (then
  * send it plainly); rejects on a failure. */
-export async function tusUpload(it, onProgress) {
+export async function tusUpload(it, onProgress, parts = it.file.size >= PARALLEL_FROM ? PARTS : 1) {
   const tus = await tusClient();
   return new Promise((resolve, reject) => {
     if (it.state === 'cancelled') return reject(new Cancelled('cancelled'));
@@ -57,6 +68,7 @@ export async function tusUpload(it, onProgress) {
     const upload = new tus.Upload(it.file, {
       endpoint: new URL(UPLOADS + path + encPath(it.path), location.href).href,
       chunkSize: CHUNK,
+      parallelUploads: parts,
       retryDelays: null,
       metadata: { filename: it.path.split('/').pop() },
       headers: Object.assign({ 'X-Wirespeed-Page': '1' }, mtimeOf(it)),
@@ -91,6 +103,11 @@ export async function tusUpload(it, onProgress) {
       }
       const status = res.getStatus();
       if (status === 401 && (await askToken())) return again();
+      // No concatenation on this server: one upload per file instead.
+      if (req.getMethod() === 'POST' && status === 501 && parts > 1) {
+        upload.abort(true).catch(() => {});
+        return resolve(tusUpload(it, onProgress, 1));
+      }
       // No resumable routes on this server: one plain PUT instead.
       if (req.getMethod() === 'POST' && [404, 405, 501].includes(status)) return resolve(false);
       // Another tab or attempt moved the offset on: ask it, go on.

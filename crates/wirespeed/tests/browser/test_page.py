@@ -11,6 +11,7 @@ Each check (run by chromium_checks.py, shared with test_signin.py) prints
 of failures. The Rust test then checks the files on disk again.
 """
 import argparse
+import os
 import hashlib
 import time
 from pathlib import Path
@@ -225,6 +226,29 @@ def offline(browser):
         print("  no tus routes on this server: the upload restarted as a PUT", flush=True)
     if args.expect_tus:
         assert any(m == "PATCH" for m, _ in methods), "expected the tus path"
+    p.close()
+
+
+@check("a file of 64 MiB goes as six parallel partial uploads joined by a final one (tus concatenation)")
+def parallel_parts(browser):
+    if not args.expect_tus:
+        print("  no tus routes on this server: skipped", flush=True)
+        return
+    (Path(args.root) / "pdir").mkdir(exist_ok=True)
+    p = Page(browser, args.base + "pdir/")
+    concat = []
+    p.page.on("request", lambda r: r.method == "POST" and "/-/uploads/" in r.url
+              and concat.append(r.headers.get("upload-concat", "")))
+    src = Path(args.work) / "parts.bin"
+    if not src.exists():
+        src.write_bytes(os.urandom(64 * 1024 * 1024))
+    p.page.set_input_files("#files", str(src))
+    expect(p.page.locator("#uploads li.done")).to_have_count(1, timeout=120_000)
+    assert digest(Path(args.root) / "pdir" / "parts.bin") == digest(src), "bytes differ"
+    assert concat.count("partial") == 6, concat
+    finals = [c for c in concat if c.startswith("final;")]
+    assert len(finals) == 1 and len(finals[0].split()) == 6, finals
+    assert not list((Path(args.root) / ".wirespeed-uploads").glob("*.part")), "partials left"
     p.close()
 
 
