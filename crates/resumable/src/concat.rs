@@ -117,7 +117,10 @@ pub fn check_final(parts: &[Part], owner: &str, max_size: u64) -> Result<u64, Re
             Some(Concat::Partial { used: true }) => {
                 return Err(Refusal::new(
                     Reason::Conflict,
-                    format!("partial upload {} is already part of a final upload", part.id),
+                    format!(
+                        "partial upload {} is already part of a final upload",
+                        part.id
+                    ),
                 ))
             }
             _ => {
@@ -140,7 +143,9 @@ pub fn check_final(parts: &[Part], owner: &str, max_size: u64) -> Result<u64, Re
     if total > max_size {
         return Err(Refusal::new(
             Reason::TooLarge,
-            format!("the final upload would have {total} bytes, over this server's limit of {max_size}"),
+            format!(
+                "the final upload would have {total} bytes, over this server's limit of {max_size}"
+            ),
         ));
     }
     Ok(total)
@@ -201,7 +206,10 @@ mod tests {
         let up = "/p/-/uploads/";
         assert_eq!(id_of_url(&format!("/p/-/uploads/{i}"), up), Some(id(7)));
         assert_eq!(
-            id_of_url(&format!("https://example.org:8443/p/-/uploads/{i}?share=x"), up),
+            id_of_url(
+                &format!("https://example.org:8443/p/-/uploads/{i}?share=x"),
+                up
+            ),
             Some(id(7))
         );
         // Without the prefix, another path, or not an id.
@@ -233,7 +241,10 @@ mod tests {
             id: id(3),
             state: None,
         }];
-        assert_eq!(check_final(&missing, "u:ann", 100).unwrap_err().status(), 400);
+        assert_eq!(
+            check_final(&missing, "u:ann", 100).unwrap_err().status(),
+            400
+        );
         let half = partial(5, 2, "u:ann");
         let r = check_final(
             &[Part {
@@ -247,11 +258,24 @@ mod tests {
         assert!((r.status(), r.message.contains("not complete")) == (400, true));
         let mut used = partial(5, 5, "u:ann");
         used.concat = Some(Concat::Partial { used: true });
-        let one = |s| [Part { id: id(5), state: Some(s) }];
-        assert_eq!(check_final(&one(&used), "u:ann", 100).unwrap_err().status(), 409);
+        let one = |s| {
+            [Part {
+                id: id(5),
+                state: Some(s),
+            }]
+        };
+        assert_eq!(
+            check_final(&one(&used), "u:ann", 100).unwrap_err().status(),
+            409
+        );
         let mut plain = partial(5, 5, "u:ann");
         plain.concat = None;
-        assert_eq!(check_final(&one(&plain), "u:ann", 100).unwrap_err().status(), 400);
+        assert_eq!(
+            check_final(&one(&plain), "u:ann", 100)
+                .unwrap_err()
+                .status(),
+            400
+        );
         let twice = [parts[0], parts[0]];
         assert_eq!(check_final(&twice, "u:ann", 100).unwrap_err().status(), 400);
     }
@@ -263,7 +287,10 @@ mod tests {
         s.concat = Some(Concat::Final {
             parts: vec!["/-/uploads/a".into(), "/-/uploads/b".into()],
         });
-        assert_eq!(field(&s).as_deref(), Some("final;/-/uploads/a /-/uploads/b"));
+        assert_eq!(
+            field(&s).as_deref(),
+            Some("final;/-/uploads/a /-/uploads/b")
+        );
         s.concat = None;
         assert_eq!(field(&s), None);
     }

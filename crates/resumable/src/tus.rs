@@ -643,7 +643,10 @@ mod tests {
             ..base()
         };
         let c = create(&partial, &limits).unwrap();
-        assert_eq!((c.length, c.concat), (Some(5), Some(concat::Request::Partial)));
+        assert_eq!(
+            (c.length, c.concat),
+            (Some(5), Some(concat::Request::Partial))
+        );
         let fin = Fields {
             upload_concat: Some(b"final;/-/uploads/a /-/uploads/b"),
             ..base()
@@ -668,9 +671,15 @@ mod tests {
         s.concat = Some(Concat::Partial { used: false });
         assert!(append(&patch(b"0", 4), &s, &limits).is_ok());
         s.concat = Some(Concat::Partial { used: true });
-        assert_eq!(append(&patch(b"0", 4), &s, &limits).unwrap_err().status(), 409);
+        assert_eq!(
+            append(&patch(b"0", 4), &s, &limits).unwrap_err().status(),
+            409
+        );
         s.concat = Some(Concat::Final { parts: vec![] });
-        assert_eq!(append(&patch(b"0", 4), &s, &limits).unwrap_err().status(), 403);
+        assert_eq!(
+            append(&patch(b"0", 4), &s, &limits).unwrap_err().status(),
+            403
+        );
         let ext = |c| {
             discovery_fields(&limits, c)
                 .into_iter()

@@ -1052,7 +1052,10 @@ fn a_refused_creation_with_upload_leaves_no_partial() {
 /// A complete partial upload of `bytes` created at `place` by `auth`.
 fn tus_partial(srv: &TestServer, place: &str, bytes: &[u8], auth: &[(&str, &str)]) -> String {
     let len = bytes.len().to_string();
-    let mut h = vec![("Upload-Concat", "partial"), ("Upload-Length", len.as_str())];
+    let mut h = vec![
+        ("Upload-Concat", "partial"),
+        ("Upload-Length", len.as_str()),
+    ];
     h.extend_from_slice(auth);
     let loc = tus_create(srv, place, &h);
     // A share link's holder keeps the link on every URL.
@@ -1063,10 +1066,20 @@ fn tus_partial(srv: &TestServer, place: &str, bytes: &[u8], auth: &[(&str, &str)
     loc
 }
 
-fn tus_final(srv: &TestServer, place: &str, name: &str, parts: &[&str], auth: &[(&str, &str)]) -> Resp {
+fn tus_final(
+    srv: &TestServer,
+    place: &str,
+    name: &str,
+    parts: &[&str],
+    auth: &[(&str, &str)],
+) -> Resp {
     let concat = format!("final;{}", parts.join(" "));
     let meta = format!("filename {}", b64(name.as_bytes()));
-    let mut h = vec![TUS, ("Upload-Concat", concat.as_str()), ("Upload-Metadata", meta.as_str())];
+    let mut h = vec![
+        TUS,
+        ("Upload-Concat", concat.as_str()),
+        ("Upload-Metadata", meta.as_str()),
+    ];
     h.extend_from_slice(auth);
     srv.req("POST", place, &h, b"")
 }
@@ -1075,7 +1088,9 @@ fn tus_final(srv: &TestServer, place: &str, name: &str, parts: &[&str], auth: &[
 fn tus_concatenation_joins_partials_into_one_file_published_once() {
     let srv = server();
     let r = srv.req("OPTIONS", "/-/uploads/", &[TUS], b"");
-    assert!(r.header("tus-extension").is_some_and(|e| e.contains("concatenation")));
+    assert!(r
+        .header("tus-extension")
+        .is_some_and(|e| e.contains("concatenation")));
     let pieces: [&[u8]; 3] = [b"first piece, ", &[7u8; 200_000], b", the end"];
     // Made in a different order than they are joined: parallel clients finish in any order.
     let c = tus_partial(&srv, "/-/uploads/d/", pieces[2], &[]);
@@ -1091,13 +1106,18 @@ fn tus_concatenation_joins_partials_into_one_file_published_once() {
     let r = tus_final(&srv, "/-/uploads/d/", "joined.bin", &[&a, &abs, &c], &[]);
     assert_eq!(r.status, 201, "{}", r.text());
     let fin = r.header("location").unwrap().to_string();
-    assert_eq!(std::fs::read(srv.root.join("d/joined.bin")).unwrap(), pieces.concat());
+    assert_eq!(
+        std::fs::read(srv.root.join("d/joined.bin")).unwrap(),
+        pieces.concat()
+    );
     let total = pieces.iter().map(|p| p.len()).sum::<usize>().to_string();
     let r = tus_offset(&srv, &fin);
     assert_eq!(r.status, 200);
     assert_eq!(r.header("upload-offset"), Some(total.as_str()));
     assert_eq!(r.header("upload-length"), Some(total.as_str()));
-    assert!(r.header("upload-concat").is_some_and(|v| v.starts_with("final;") && v.contains(&a[11..])));
+    assert!(r
+        .header("upload-concat")
+        .is_some_and(|v| v.starts_with("final;") && v.contains(&a[11..])));
     // The parts are consumed: gone from the store, and not usable twice.
     assert_eq!(partial_files(&srv), Vec::<String>::new());
     assert_eq!(srv.req("HEAD", &a, &[TUS], b"").status, 404);
@@ -1123,9 +1143,14 @@ fn a_final_of_missing_incomplete_or_foreign_partials_publishes_nothing() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    let link = shares.mint("/team/", Rights::WRITE, 3600, "alice", now).unwrap().1;
+    let link = shares
+        .mint("/team/", Rights::WRITE, 3600, "alice", now)
+        .unwrap()
+        .1;
     let cfg = ServiceConfig {
-        users: Some(std::sync::Arc::new(Users::from_text("u.toml", &text).unwrap())),
+        users: Some(std::sync::Arc::new(
+            Users::from_text("u.toml", &text).unwrap(),
+        )),
         shares: Some(std::sync::Arc::new(shares)),
         ..ServiceConfig::default()
     };
@@ -1145,18 +1170,28 @@ fn a_final_of_missing_incomplete_or_foreign_partials_publishes_nothing() {
     let r = tus_final(&srv, place, "f.bin", &[&one, unknown], &alice);
     assert_eq!(r.status, 400, "{}", r.text());
     let elsewhere = format!("/other{two}");
-    assert_eq!(tus_final(&srv, place, "f.bin", &[&one, &elsewhere], &alice).status, 400);
+    assert_eq!(
+        tus_final(&srv, place, "f.bin", &[&one, &elsewhere], &alice).status,
+        400
+    );
     let mut h = vec![("Upload-Concat", "partial"), ("Upload-Length", "10")];
     h.extend_from_slice(&alice);
     let half = tus_create(&srv, place, &h);
     assert_eq!(tus_patch(&srv, &half, 0, b"12345", &alice).status, 204);
     let r = tus_final(&srv, place, "f.bin", &[&one, &half], &alice);
-    assert!(r.status == 400 && r.text().contains("not complete"), "{}", r.text());
+    assert!(
+        r.status == 400 && r.text().contains("not complete"),
+        "{}",
+        r.text()
+    );
     // An ordinary upload is no partial.
     let mut h = vec![("Upload-Length", "1")];
     h.extend_from_slice(&alice);
     let plain = tus_create(&srv, "/-/uploads/team/plain", &h);
-    assert_eq!(tus_final(&srv, place, "f.bin", &[&one, &plain], &alice).status, 400);
+    assert_eq!(
+        tus_final(&srv, place, "f.bin", &[&one, &plain], &alice).status,
+        400
+    );
     // The target is judged like any upload's: bob may not write at the root.
     let r = tus_final(&srv, "/-/uploads/", "f.bin", &[&one, &two], &alice);
     assert!(matches!(r.status, 401 | 403), "{}", r.status);

@@ -267,7 +267,12 @@ fn tus_js_client_parallel_uploads_through_a_cut() {
     assert!(proxy.cuts() >= 1, "the proxy cut connections");
     assert!(stdout.contains("retry after error"), "resumed: {stdout}");
     let stored = std::fs::read(served.path().join("js/source.bin")).unwrap();
-    assert!(stored == data, "byte-identical ({} of {} bytes)", stored.len(), data.len());
+    assert!(
+        stored == data,
+        "byte-identical ({} of {} bytes)",
+        stored.len(),
+        data.len()
+    );
     let left: Vec<_> = std::fs::read_dir(served.path().join(".wirespeed-uploads"))
         .unwrap()
         .collect();

@@ -52,7 +52,9 @@ pub(super) fn append_file(dst: &File, src: &File, at: u64, len: u64) -> io::Resu
     }
     let (mut from, mut to) = (0u64, at);
     while from < len {
-        let chunk = usize::try_from(len - from).unwrap_or(usize::MAX).min(1 << 30);
+        let chunk = usize::try_from(len - from)
+            .unwrap_or(usize::MAX)
+            .min(1 << 30);
         let n = rustix::fs::copy_file_range(src, Some(&mut from), dst, Some(&mut to), chunk)?;
         if n == 0 {
             return Err(io::Error::new(
@@ -90,13 +92,15 @@ impl LocalStorage {
             let base = open(&first_id, OFlags::RDWR)?;
             let base_len = base.metadata()?.len();
             let mut at = base_len;
-            let grown = rest_ids.iter().try_for_each(|id| -> Result<(), StorageError> {
-                let src = open(id, OFlags::RDONLY)?;
-                let len = src.metadata()?.len();
-                append_file(&base, &src, at, len)?;
-                at += len;
-                Ok(())
-            });
+            let grown = rest_ids
+                .iter()
+                .try_for_each(|id| -> Result<(), StorageError> {
+                    let src = open(id, OFlags::RDONLY)?;
+                    let len = src.metadata()?.len();
+                    append_file(&base, &src, at, len)?;
+                    at += len;
+                    Ok(())
+                });
             if let Err(e) = grown {
                 // The first part stays what it was: the final can be retried.
                 let _ = base.set_len(base_len);
@@ -139,7 +143,13 @@ mod tests {
     }
 
     async fn part(s: &LocalStorage, n: u8, bytes: &[u8]) {
-        let state = UploadState::new(Protocol::Tus, "/d/".into(), Some(bytes.len() as u64), 0, 1 << 40);
+        let state = UploadState::new(
+            Protocol::Tus,
+            "/d/".into(),
+            Some(bytes.len() as u64),
+            0,
+            1 << 40,
+        );
         let mut data = s.create_partial(&id(n), &state).await.unwrap();
         data.write(bytes).await.unwrap();
     }
