@@ -338,7 +338,10 @@ fn discovery_answers_tus_and_upload_limit() {
     assert_eq!(r.header("tus-version"), Some("1.0.0"));
     assert_eq!(
         r.header("tus-extension"),
-        Some("creation,creation-with-upload,creation-defer-length,termination,expiration,checksum")
+        Some(
+            "creation,creation-with-upload,creation-defer-length,termination,expiration,checksum,\
+             concatenation"
+        )
     );
     assert_eq!(r.header("tus-max-size"), Some("1000"));
     assert_eq!(r.header("tus-checksum-algorithm"), Some("sha1,sha256"));
