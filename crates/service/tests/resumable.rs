@@ -1209,3 +1209,41 @@ fn a_final_of_missing_incomplete_or_foreign_partials_publishes_nothing() {
         b"alice's bytes and more"
     );
 }
+
+/// A join longer than `join_wait` goes on after the answer: `HEAD` has no
+/// offset until the file is published whole, then offset = length.
+#[test]
+fn a_long_join_answers_first_and_head_says_when_it_is_done() {
+    let ucfg = UploadsConfig {
+        join_wait: Duration::ZERO,
+        ..UploadsConfig::default()
+    };
+    let srv = TestServer::with_uploads(ServiceConfig::default(), ucfg);
+    let pieces: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i; 3 << 20]).collect();
+    let locs: Vec<String> = pieces
+        .iter()
+        .map(|p| tus_partial(&srv, "/-/uploads/", p, &[]))
+        .collect();
+    let names: Vec<&str> = locs.iter().map(String::as_str).collect();
+    let r = tus_final(&srv, "/-/uploads/", "late.bin", &names, &[]);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.header("upload-length"), Some("12582912"));
+    let fin = r.header("location").unwrap().to_string();
+    srv.eventually("the join ends", || {
+        let h = tus_offset(&srv, &fin);
+        assert_eq!(h.status, 200);
+        assert!(h
+            .header("upload-concat")
+            .is_some_and(|c| c.starts_with("final;")));
+        match h.header("upload-offset") {
+            // Before: no name shows a partial file.
+            None => {
+                assert!(std::fs::metadata(srv.root.join("late.bin")).is_err());
+                false
+            }
+            Some(o) => o == "12582912",
+        }
+    });
+    assert!(std::fs::read(srv.root.join("late.bin")).unwrap() == pieces.concat());
+    assert_eq!(partial_files(&srv), Vec::<String>::new());
+}

@@ -640,6 +640,34 @@ mod resumable {
         assert!(m.multipart_uploads(bucket).is_empty());
     }
 
+    /// S3 storage cannot join uploads yet: it does not offer tus
+    /// concatenation, and a partial or final creation is 501 with nothing
+    /// made (the page then sends one upload).
+    #[test]
+    fn concatenation_is_not_offered_on_s3_and_refused_plainly() {
+        let Some(m) = Minio::start() else { return };
+        m.create_bucket("cat");
+        let s = on_s3(&m, "cat");
+        let r = s.req("OPTIONS", "/-/uploads/", &[TUS], b"");
+        let ext = r.header("tus-extension").unwrap_or_default();
+        assert!(
+            ext.contains("creation") && !ext.contains("concatenation"),
+            "{ext}"
+        );
+        for concat in [
+            "partial",
+            "final;/-/uploads/0123456789abcdef0123456789abcdef",
+        ] {
+            let mut h = vec![TUS, ("Upload-Concat", concat)];
+            if concat == "partial" {
+                h.push(("Upload-Length", "3"));
+            }
+            let r = s.req("POST", "/-/uploads/d/", &h, b"");
+            assert_eq!(r.status, 501, "{}", r.text());
+        }
+        nothing_left(&m, "cat", &[]);
+    }
+
     #[test]
     fn tus_appends_across_part_boundaries_byte_identical_on_both_backends() {
         let m = on_both_uploads(UploadsConfig::default(), |s| {

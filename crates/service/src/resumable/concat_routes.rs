@@ -93,20 +93,6 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         let length = parts.iter().map(|s| s.snapshot().offset).sum::<u64>();
         let guard = guard.with_locks(&self.cfg.locks, submitted);
         let check = guard.commit_check(&target, None);
-        let joined = self
-            .storage
-            .concat_partials(&ids, &target, check, mtime)
-            .await
-            .map_err(|e| guard.explain(e.on_write(&target).into_answer()));
-        if let Err(e) = joined {
-            for slot in &parts {
-                set_used(slot, false);
-            }
-            return Err(e);
-        }
-        for id in &ids {
-            self.forget(id);
-        }
         let id = new_id()?;
         let mut state = UploadState::new(
             Protocol::Tus,
@@ -117,20 +103,138 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         );
         state.owner = Some(owner);
         state.concat = Some(Concat::Final { parts: urls });
-        self.completed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, &state, length, now());
+        let join = Arc::new(Join {
+            state,
+            parts: ids.clone(),
+            slots: parts,
+            outcome: Mutex::new(None),
+        });
+        self.joins().insert(id, join.clone());
+        // The join runs on its own: a client that leaves, or a proxy that
+        // gives up waiting, does not stop it half-way.
+        let storage = self.storage.clone();
+        let mut task = tokio::spawn(async move {
+            let r = storage
+                .concat_partials(&join.parts, &target, check, mtime)
+                .await
+                .map(|_| ())
+                .map_err(|e| {
+                    let e = guard.explain(e.on_write(&target).into_answer());
+                    (e.http_status(), e.to_string())
+                });
+            *join.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+        });
+        let _ = tokio::time::timeout(self.ucfg.join_wait, &mut task).await;
         let mut resp = Response::new(201)
             .header("Tus-Resumable", tus::VERSION)
             .header("Location", location(ex.base(), &id))
-            .header("Upload-Offset", length.to_string())
             .header("Upload-Length", length.to_string());
-        if mtime.is_some() {
-            resp = resp.header(crate::mtime::ANSWER.0, crate::mtime::ANSWER.1);
+        match self.settle_join(&id) {
+            Joined::Failed(e) => return Err(e),
+            Joined::Done => {
+                resp = resp.header("Upload-Offset", length.to_string());
+                if mtime.is_some() {
+                    resp = resp.header(crate::mtime::ANSWER.0, crate::mtime::ANSWER.1);
+                }
+            }
+            // Still joining: `HEAD` has no `Upload-Offset` until the file
+            // is published (as tus says for a final being assembled).
+            Joined::Running(_) => {}
         }
         ex.send(resp, b"").await
     }
+
+    pub(super) fn joins(&self) -> std::sync::MutexGuard<'_, HashMap<UploadId, Arc<Join>>> {
+        self.joining.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The state of a final upload whose join has not been settled.
+    pub(super) fn joining_state(&self, id: &UploadId) -> Option<UploadState> {
+        self.joins().get(id).map(|j| j.state.clone())
+    }
+
+    /// Where the join of final upload `id` stands; an ended one is settled
+    /// here: done, its parts are forgotten and it answers as a completed
+    /// upload; failed, its parts are free again for another final.
+    pub(super) fn settle_join(&self, id: &UploadId) -> Joined {
+        let Some(join) = self.joins().get(id).cloned() else {
+            return Joined::Done;
+        };
+        let outcome = join
+            .outcome
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        match outcome {
+            None => Joined::Running(join.state.clone()),
+            Some(r) => {
+                self.joins().remove(id);
+                match r {
+                    Ok(()) => {
+                        for part in &join.parts {
+                            self.forget(part);
+                        }
+                        let length = join.state.length.unwrap_or(0);
+                        self.completed
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(*id, &join.state, length, now());
+                        Joined::Done
+                    }
+                    Err((status, message)) => {
+                        for slot in &join.slots {
+                            set_used(slot, false);
+                        }
+                        Joined::Failed(Error::status(status, message))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Settles every ended join (the sweep calls it).
+    pub(super) fn settle_joins(&self) {
+        let ids: Vec<UploadId> = self.joins().keys().copied().collect();
+        for id in ids {
+            if let Joined::Failed(e) = self.settle_join(&id) {
+                tracing::warn!(%id, error = %e, "a final upload could not be joined");
+            }
+        }
+    }
+
+    /// `HEAD` of a final upload still being joined: its length and parts,
+    /// no offset yet.
+    pub(super) async fn head_joining(
+        &self,
+        ex: &mut Exchange,
+        state: &UploadState,
+    ) -> Result<(), Error> {
+        let mut resp = Response::new(200);
+        for (name, value) in tus::offset_fields(state) {
+            if name != "Upload-Offset" {
+                resp = resp.header(name, value);
+            }
+        }
+        resp = resp.header("Upload-Expires", http_date(state.expires));
+        ex.send(resp, b"").await
+    }
+}
+
+/// A final upload's join: what it will be, and how it ended.
+pub(super) struct Join {
+    state: UploadState,
+    parts: Vec<UploadId>,
+    slots: Vec<Arc<Slot>>,
+    /// `None` while running; then done, or the status and message of why not.
+    outcome: Mutex<Option<Result<(), (u16, String)>>>,
+}
+
+/// Where a final upload's join stands.
+pub(super) enum Joined {
+    Running(UploadState),
+    /// Published (or never joined here).
+    Done,
+    Failed(Error),
 }
 
 /// Marks a part as taken by a final upload (or free again after a failed

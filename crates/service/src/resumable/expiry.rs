@@ -8,6 +8,8 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
     /// unusable ones seen by two sweeps in a row; returns how many were
     /// removed. Uploads with an append running are left for the next sweep.
     pub async fn sweep_expired(&self) -> usize {
+        // Joins that ended while nobody asked: their parts are let go here.
+        self.settle_joins();
         let list = match self.storage.list_partials().await {
             Ok(list) => list,
             Err(e) => {

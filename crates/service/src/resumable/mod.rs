@@ -66,6 +66,10 @@ pub struct UploadsConfig {
     /// Seconds an upload that never received a byte is kept (an empty
     /// creation holds a place of `max_partials` only this long).
     pub empty_expiry_secs: u64,
+    /// How long a final upload's request (tus concatenation) waits for its
+    /// parts to be joined; a longer join goes on without it, and `HEAD`
+    /// says when it is done (a proxy's read timeout must not cut it).
+    pub join_wait: Duration,
 }
 
 impl Default for UploadsConfig {
@@ -75,6 +79,7 @@ impl Default for UploadsConfig {
             max_partials: 1000,
             max_partials_per_client: 100,
             empty_expiry_secs: 600,
+            join_wait: Duration::from_secs(10),
         }
     }
 }
@@ -101,6 +106,9 @@ pub struct Uploads<S> {
     /// Held while a final upload (tus concatenation) checks and takes its
     /// partial uploads.
     finals: tokio::sync::Mutex<()>,
+    /// Final uploads whose parts are being joined (or whose join ended
+    /// and nobody has looked since).
+    joining: Mutex<HashMap<UploadId, Arc<concat_routes::Join>>>,
 }
 
 fn now() -> u64 {
@@ -168,6 +176,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             unusable: Mutex::new(std::collections::HashSet::new()),
             creating: tokio::sync::Mutex::new(()),
             finals: tokio::sync::Mutex::new(()),
+            joining: Mutex::new(HashMap::new()),
         }
     }
 
@@ -257,6 +266,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                     Ok(slot) => parse_request_path(&slot.snapshot().target).ok(),
                     Err(_) => self
                         .completed(&id)
+                        .or_else(|| self.joining_state(&id))
                         .and_then(|s| parse_request_path(&s.target).ok()),
                 },
                 None => None,

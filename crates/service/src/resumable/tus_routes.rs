@@ -1,6 +1,7 @@
 //! tus 1.0.0: creation (with or without first bytes), offset and append,
 //! on `/-/uploads/`.
 
+use super::concat_routes::Joined;
 use super::*;
 use wirespeed_resumable::concat;
 
@@ -126,6 +127,13 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
     pub(super) async fn tus_head(&self, ex: &mut Exchange, id: &UploadId) -> Result<(), Error> {
         if let Err(r) = tus::check_version(&tus_fields(ex)) {
             return refuse(ex, r, true).await;
+        }
+        if self.joining_state(id).is_some() {
+            match self.settle_join(id) {
+                Joined::Running(state) => return self.head_joining(ex, &state).await,
+                Joined::Failed(e) => return Err(e),
+                Joined::Done => {}
+            }
         }
         let state = self.settled_state(id).await?;
         let mut resp = Response::new(200);

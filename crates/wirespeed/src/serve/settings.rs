@@ -153,6 +153,7 @@ pub(super) fn uploads(args: &ServeArgs) -> UploadsConfig {
         max_partials: args.max_partial_uploads,
         max_partials_per_client: args.max_partial_uploads_per_client,
         empty_expiry_secs: args.upload_empty_expiry,
+        ..UploadsConfig::default()
     }
 }
 
