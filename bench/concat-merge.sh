@@ -9,7 +9,9 @@
 # Serves DIR/wirespeed-concat-bench (removed at exit; `--no-fsync` unless
 # FSYNC=1), sends PARTS partial uploads of SIZE_GIB/PARTS each with curl
 # (zeros from /dev/zero: the join does not look at the bytes), then times
-# the final POST, which answers once the file is published. Peak space:
+# the final POST (it answers once the file is published, or after 10 s
+# with the join going on) and how long until `HEAD` on the final says
+# offset = length (the file published whole). Peak space:
 # the parts plus what is appended to the first (about 2x SIZE_GIB less a
 # part, less where the filesystem clones ranges).
 set -euo pipefail
@@ -43,8 +45,8 @@ FS=$(stat -f -c %T "$DIR")
 PART=$(((SIZE_GIB << 30) / PARTS))
 log "$PARTS parts of $PART bytes on $DIR ($FS)"
 
-echo "| filesystem | file | parts | final POST (s) | server CPU in it (s) | load avg | publishes |"
-echo "|---|---:|---:|---:|---:|---:|---|"
+echo "| filesystem | file | parts | final POST answered (s) | published after (s) | server CPU for the join (s) | load avg | publishes |"
+echo "|---|---:|---:|---:|---:|---:|---:|---|"
 for round in $(seq "$ROUNDS"); do
     urls=()
     for i in $(seq "$PARTS"); do
@@ -59,11 +61,18 @@ for round in $(seq "$ROUNDS"); do
     sync
     meta=$(printf 'filename %s' "$(printf 'f%s.bin' "$round" | base64)")
     c0=$(cpu)
-    t=$(curl -sS -o "$W/final.body" -w '%{http_code} %{time_total}' -X POST "$BASE/-/uploads/m/" \
-        -H 'Tus-Resumable: 1.0.0' -H "Upload-Concat: final;${urls[*]}" -H "Upload-Metadata: $meta")
+    t0=$(date +%s.%N)
+    t=$(curl -sS -D "$W/final.head" -o "$W/final.body" -w '%{http_code} %{time_total}' -X POST \
+        "$BASE/-/uploads/m/" -H 'Tus-Resumable: 1.0.0' -H "Upload-Concat: final;${urls[*]}" \
+        -H "Upload-Metadata: $meta")
+    fin=$(tr -d '\r' <"$W/final.head" | sed -n 's/^[Ll]ocation: //p')
+    until curl -sS -I "$BASE$fin" -H 'Tus-Resumable: 1.0.0' | grep -qi '^upload-offset'; do
+        sleep 0.2
+    done
+    t1=$(date +%s.%N)
     c1=$(cpu)
     load=$(cut -d' ' -f1 /proc/loadavg)
     size=$(stat -c %s "$ROOT/m/f$round.bin")
-    echo "| $FS | $((size >> 30)) GiB | $PARTS | ${t#* } | $(awk -v a="$c0" -v b="$c1" 'BEGIN{printf "%.2f", b-a}') | $load | ${t% *}, $size bytes |"
+    echo "| $FS | $((size >> 30)) GiB | $PARTS | ${t#* } | $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') | $(awk -v a="$c0" -v b="$c1" 'BEGIN{printf "%.2f", b-a}') | $load | ${t% *}, $size bytes |"
     rm -f "$ROOT/m/f$round.bin"
 done
