@@ -35,6 +35,9 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                 continue;
             }
             let slot = self.slots().get(&id).cloned();
+            if slot.as_ref().is_some_and(|s| is_taken(&s.snapshot())) {
+                continue; // a final upload is joining it
+            }
             let _held = match &slot {
                 Some(s) => match s.append.try_lock() {
                     Ok(g) => Some(g),

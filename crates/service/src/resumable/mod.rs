@@ -132,6 +132,14 @@ fn new_id() -> Result<UploadId, Error> {
     Ok(UploadId::from_random(bytes))
 }
 
+/// A partial upload a final one is joining (it may not go away meanwhile).
+fn is_taken(state: &UploadState) -> bool {
+    matches!(
+        state.concat,
+        Some(wirespeed_resumable::concat::Concat::Partial { used: true })
+    )
+}
+
 fn location(base: &str, id: &UploadId) -> String {
     format!("{base}{UPLOADS_PREFIX}{id}")
 }
@@ -210,6 +218,12 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
 
     async fn cancel(&self, ex: &mut Exchange, id: &UploadId, tus: bool) -> Result<(), Error> {
         let slot = self.slot(id).await?;
+        if is_taken(&slot.snapshot()) {
+            return Err(Error::status(
+                409,
+                "this partial upload is being joined into a final upload",
+            ));
+        }
         // A running append is cut (the draft asks for it) and finds the upload gone.
         slot.gone.store(true, Ordering::Relaxed);
         slot.takeover.notify_waiters();
