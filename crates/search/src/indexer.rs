@@ -455,3 +455,12 @@ fn lower_priority() {
         libc::syscall(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_CLASS_IDLE << 13);
     }
 }
+
+impl std::fmt::Debug for Search {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Search")
+            .field("db", &self.db)
+            .field("status", &self.status())
+            .finish()
+    }
+}

@@ -35,6 +35,7 @@ mod archive;
 pub mod dav;
 mod encoded;
 mod files;
+pub mod search;
 pub mod resumable;
 
 // The policy (who is asking, what they may do on a path), the storage
@@ -44,6 +45,7 @@ pub mod resumable;
 pub use wirespeed_path as path;
 pub use wirespeed_policy as policy;
 pub use wirespeed_storage as storage;
+pub use wirespeed_search as search_index;
 
 // The door to the fronts, and the control routes beside them.
 mod control;

@@ -213,7 +213,7 @@ pub fn rfc3339(t: SystemTime) -> Option<String> {
 
 /// A listing row's date, UTC to the second, as lighttpd writes it
 /// (`2023-Nov-14 22:13:20`): the form lftp reads exactly.
-fn listing_date(t: SystemTime) -> Option<String> {
+pub(crate) fn listing_date(t: SystemTime) -> Option<String> {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
