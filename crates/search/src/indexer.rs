@@ -63,7 +63,8 @@ const READERS: usize = 4;
 
 enum Job {
     Refresh { path: String, deep: bool },
-    WalkAll,
+    /// Walk everything; then tell the sender, if any.
+    WalkAll(Option<SyncSender<()>>),
 }
 
 /// What the index is doing.
@@ -118,7 +119,7 @@ impl Search {
                     w.run(|seen| {
                         let job = match seen {
                             Seen::Path(path) => Job::Refresh { path, deep: true },
-                            Seen::Overflow => Job::WalkAll,
+                            Seen::Overflow => Job::WalkAll(None),
                         };
                         send(&tx, &sh, job)
                     })
@@ -173,7 +174,19 @@ impl Search {
     /// Everything may have changed (a change stream's subscriber fell
     /// behind): walk it all again.
     pub fn walk_all(&self) {
-        send(&self.tx, &self.shared, Job::WalkAll);
+        send(&self.tx, &self.shared, Job::WalkAll(None));
+    }
+
+    /// Walks everything now and waits (at most `timeout`) until the index
+    /// holds what the tree holds: for tests and tools that change the tree
+    /// behind the server's back and must not race the watch. Whether the
+    /// walk finished in time.
+    pub fn walk_and_wait(&self, timeout: Duration) -> bool {
+        let (done, wait) = mpsc::sync_channel(1);
+        if self.tx.send(Job::WalkAll(Some(done))).is_err() {
+            return false;
+        }
+        wait.recv_timeout(timeout).is_ok()
     }
 
     pub fn status(&self) -> Status {
@@ -260,9 +273,20 @@ impl Indexer {
                 .as_ref()
                 .is_none_or(|w| w.len() >= self.settings.watch_budget);
             let due = unwatched && last_walk.elapsed() >= self.settings.reconcile_every;
-            if overflow || due || jobs.iter().any(|j| matches!(j, Job::WalkAll)) {
+            let waiting: Vec<SyncSender<()>> = jobs
+                .iter_mut()
+                .filter_map(|j| match j {
+                    Job::WalkAll(done) => done.take(),
+                    _ => None,
+                })
+                .collect();
+            let walk_asked = jobs.iter().any(|j| matches!(j, Job::WalkAll(_)));
+            if overflow || due || walk_asked {
                 self.walk_all();
                 last_walk = Instant::now();
+                for done in waiting {
+                    let _ = done.send(());
+                }
             } else if !jobs.is_empty() {
                 self.apply(jobs);
             } else if self.texts_left {
