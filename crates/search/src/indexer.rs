@@ -62,7 +62,10 @@ const TEXT_BATCH: usize = 32;
 const READERS: usize = 4;
 
 enum Job {
-    Refresh { path: String, deep: bool },
+    Refresh {
+        path: String,
+        deep: bool,
+    },
     /// Walk everything; then tell the sender, if any.
     WalkAll(Option<SyncSender<()>>),
 }
@@ -476,7 +479,12 @@ fn lower_priority() {
         libc::setpriority(libc::PRIO_PROCESS, 0, 19);
         const IOPRIO_WHO_PROCESS: libc::c_long = 1;
         const IOPRIO_CLASS_IDLE: libc::c_long = 3;
-        libc::syscall(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_CLASS_IDLE << 13);
+        libc::syscall(
+            libc::SYS_ioprio_set,
+            IOPRIO_WHO_PROCESS,
+            0,
+            IOPRIO_CLASS_IDLE << 13,
+        );
     }
 }
 

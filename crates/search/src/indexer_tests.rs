@@ -44,7 +44,10 @@ fn host_changes_show_within_two_seconds() {
     let s = Search::open(settings(root.path(), &state.path().join("i.db"))).unwrap();
     assert!(within(10, || s.status().complete && !s.status().walking));
     assert_eq!(names(&s, "", "report"), ["a/b/first-report.txt"]);
-    assert!(names(&s, "", "wirespeed").is_empty(), "reserved names are not indexed");
+    assert!(
+        names(&s, "", "wirespeed").is_empty(),
+        "reserved names are not indexed"
+    );
     if s.status().watched == 0 {
         eprintln!("SKIPPED: no inotify here");
         return;
@@ -59,7 +62,8 @@ fn host_changes_show_within_two_seconds() {
         == ["a/b/first-report.txt", "moved/deeper/second-report.txt"]));
     // Deleted.
     std::fs::remove_file(root.path().join("a/b/first-report.txt")).unwrap();
-    assert!(within(2, || names(&s, "", "report") == ["moved/deeper/second-report.txt"]));
+    assert!(within(2, || names(&s, "", "report")
+        == ["moved/deeper/second-report.txt"]));
     assert_eq!(names(&s, "a", "report"), Vec::<String>::new());
 }
 

@@ -218,9 +218,7 @@ impl Store {
 
     /// Up to `limit` names below `below` matching `q`, after `after`.
     pub fn names(&self, below: &str, q: &NameQuery, after: i64, limit: usize) -> Result<Vec<Hit>> {
-        let mut sql = String::from(
-            "SELECT e.id, e.path, e.name, e.dir, e.size, e.mtime FROM ",
-        );
+        let mut sql = String::from("SELECT e.id, e.path, e.name, e.dir, e.size, e.mtime FROM ");
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
         match &q.fts {
             Some(m) => {
@@ -303,12 +301,25 @@ mod tests {
     fn names_below_a_folder_by_fragment_with_continuation() {
         let dir = tempfile::tempdir().unwrap();
         let s = Store::open_writer(&dir.path().join("i.db")).unwrap();
-        for p in ["a/report-1.txt", "a/b/report-2.txt", "ab/report-3.txt", "a/other"] {
+        for p in [
+            "a/report-1.txt",
+            "a/b/report-2.txt",
+            "ab/report-3.txt",
+            "a/other",
+        ] {
             s.upsert(p, file(1), 1).unwrap();
         }
         let q = NameQuery::parse("PORT").unwrap();
-        let all: Vec<String> = s.names("", &q, 0, 10).unwrap().into_iter().map(|h| h.path).collect();
-        assert_eq!(all, ["a/report-1.txt", "a/b/report-2.txt", "ab/report-3.txt"]);
+        let all: Vec<String> = s
+            .names("", &q, 0, 10)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.path)
+            .collect();
+        assert_eq!(
+            all,
+            ["a/report-1.txt", "a/b/report-2.txt", "ab/report-3.txt"]
+        );
         let below = s.names("a", &q, 0, 1).unwrap();
         assert_eq!(below[0].path, "a/report-1.txt");
         let next = s.names("a", &q, below[0].id, 10).unwrap();
@@ -316,10 +327,18 @@ mod tests {
         assert_eq!(next[0].path, "a/b/report-2.txt");
         // Short fragments scan.
         let short = NameQuery::parse("-2").unwrap();
-        assert_eq!(s.names("", &short, 0, 10).unwrap()[0].path, "a/b/report-2.txt");
+        assert_eq!(
+            s.names("", &short, 0, 10).unwrap()[0].path,
+            "a/b/report-2.txt"
+        );
         // A subtree removed, its names gone.
         s.remove_tree("a").unwrap();
-        let left: Vec<String> = s.names("", &q, 0, 10).unwrap().into_iter().map(|h| h.path).collect();
+        let left: Vec<String> = s
+            .names("", &q, 0, 10)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.path)
+            .collect();
         assert_eq!(left, ["ab/report-3.txt"]);
     }
 

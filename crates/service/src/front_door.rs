@@ -119,7 +119,10 @@ impl<S: Storage> FileRoutes<S> {
         };
         if let Some(asked) = search_asked(cfg, ex, &key) {
             RouteClass::Listing.set(ex);
-            return Box::pin(crate::search::send(storage, cfg, policy, ex, &key, who, asked)).await;
+            return Box::pin(crate::search::send(
+                storage, cfg, policy, ex, &key, who, asked,
+            ))
+            .await;
         }
         let result = match ex.method() {
             "POST" => {

@@ -142,7 +142,11 @@ impl Html<'_> {
         s.push_str("<td class=\"n\"><a href=\"");
         s.push_str(&href(self.key, hit, self.link));
         s.push_str("\">");
-        let shown: Vec<&str> = hit.path.split('/').skip(self.key.segments().len()).collect();
+        let shown: Vec<&str> = hit
+            .path
+            .split('/')
+            .skip(self.key.segments().len())
+            .collect();
         escape_html(&shown.join("/"), s);
         if hit.dir {
             s.push('/');

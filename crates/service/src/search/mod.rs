@@ -84,7 +84,10 @@ pub(crate) async fn send<S: Storage>(
     asked: Asked,
 ) -> Result<(), Error> {
     let Some(search) = cfg.search.clone() else {
-        return Err(Error::status(404, "search is off on this server (serve --search)"));
+        return Err(Error::status(
+            404,
+            "search is off on this server (serve --search)",
+        ));
     };
     let page = judged_page(storage, policy, &search, key, who, &asked).await?;
     let format = Format::choose(ex.query(), ex.header_str("accept"));

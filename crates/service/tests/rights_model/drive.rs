@@ -107,7 +107,10 @@ fn serve(
     }
 }
 
-type Served = (TestServer, Option<Arc<wirespeed_service::search_index::Search>>);
+type Served = (
+    TestServer,
+    Option<Arc<wirespeed_service::search_index::Search>>,
+);
 
 impl Site {
     /// A server over an empty root with the rules file `text`.

@@ -299,7 +299,12 @@ pub fn expect(j: &Judge, tree: &Tree, op: &Op) -> Expected {
             let no_link_above = |rel: &String| {
                 let mut at = f.clone();
                 let mut ok = model::target(&at) == at;
-                for seg in rel.split('/').collect::<Vec<_>>().split_last().map_or(&[][..], |x| x.1) {
+                for seg in rel
+                    .split('/')
+                    .collect::<Vec<_>>()
+                    .split_last()
+                    .map_or(&[][..], |x| x.1)
+                {
                     at = join(&at, seg);
                     ok &= model::target(&at) == at;
                 }
