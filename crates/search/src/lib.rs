@@ -20,7 +20,7 @@ mod watch;
 
 pub use indexer::{Search, Settings, Status};
 pub use query::{below_range, NameQuery, TextQuery};
-pub use store::{Hit, Store};
+pub use store::{Hit, Meta, Store};
 pub use text::{is_text_name, looks_like_text};
 
 /// What can go wrong with the index.

@@ -246,6 +246,8 @@ pub struct Formatter {
     link: String,
     /// The server's path prefix, before every URL the page names.
     base: String,
+    /// The server searches (`serve --search`): the page shows its box.
+    search: bool,
 }
 
 impl Formatter {
@@ -259,7 +261,14 @@ impl Formatter {
             nonce: None,
             link: String::new(),
             base: String::new(),
+            search: false,
         }
+    }
+
+    /// Whether the page offers the search box (off by default).
+    pub fn with_search(mut self, on: bool) -> Self {
+        self.search = on;
+        self
     }
 
     /// The share link every href carries on (`None`: none, the default).
@@ -492,6 +501,9 @@ fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool, f: &Formatte
     }
     if rights.share {
         state.push_str(" data-share=\"1\"");
+    }
+    if f.search && rights.read {
+        state.push_str(" data-search=\"1\"");
     }
     if rights.top > 0 {
         state.push_str(&format!(" data-top=\"{}\"", rights.top));

@@ -108,7 +108,8 @@ impl Html<'_> {
             .with_nonce(self.nonce.clone())
             .with_rights(crate::page::page_rights(self.policy, self.who, self.key))
             .with_user(crate::page::PageUser::of(self.policy, self.who))
-            .with_link(self.link);
+            .with_link(self.link)
+            .with_search(true);
         fmt.begin(&mut out, self.key.segments(), false);
         let mut rows = String::new();
         rows.push_str("<tr class=\"search\"><td class=\"n\" colspan=\"3\">Results for <q>");
