@@ -212,8 +212,8 @@ impl Search {
     }
 
     /// How many names the index holds.
-    pub fn len(&self) -> Result<u64> {
-        self.with_reader(|s| s.len())
+    pub fn count(&self) -> Result<u64> {
+        self.with_reader(|s| s.count())
     }
 
     fn with_reader<T>(&self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
@@ -394,7 +394,8 @@ impl Indexer {
                     stack.push(path);
                 }
                 written += 1;
-                if written % WALK_BATCH == 0 {
+                if written == WALK_BATCH {
+                    written = 0;
                     self.store.commit()?;
                     self.store.begin()?;
                 }

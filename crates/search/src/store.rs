@@ -277,7 +277,7 @@ impl Store {
     }
 
     /// How many names the index holds.
-    pub fn len(&self) -> Result<u64> {
+    pub fn count(&self) -> Result<u64> {
         let n: i64 = self
             .conn
             .query_row("SELECT count(*) FROM entries", [], |r| r.get(0))?;
@@ -358,6 +358,6 @@ mod tests {
         assert_eq!(s.untexted(10, 100).unwrap().len(), 1);
         // Unseen by walk 3: gone, words and all.
         s.remove_unseen("", 3).unwrap();
-        assert_eq!(s.len().unwrap(), 0);
+        assert_eq!(s.count().unwrap(), 0);
     }
 }
