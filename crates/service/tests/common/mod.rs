@@ -80,7 +80,7 @@ impl TestServer {
         let search = Arc::new(Search::open(settings).unwrap());
         cfg.search = Some(search.clone());
         let storage = LocalStorage::new(&root).unwrap().with_fsync(false);
-        let s = Self::serve(storage, tmp, root, cfg, ServerConfig::default(), 512);
+        let s = Self::serve(storage, tmp, root, cfg, ServerConfig::default(), 512, None);
         (s, search)
     }
 
