@@ -59,6 +59,9 @@ pub struct ServiceConfig {
     pub proxy_sign_in: Option<crate::policy::groups::ProxySignIn>,
     /// The audit trail and the hooks (`serve --audit-log`, `--hook`).
     pub events: Option<std::sync::Arc<crate::events::Events>>,
+    /// The index `?q=` searches (`serve --search`); `None`: a `?q=` is
+    /// an ordinary listing's query.
+    pub search: Option<std::sync::Arc<wirespeed_search::Search>>,
 }
 
 /// Entries one folder archive may hold unless `--archive-max-entries` says

@@ -53,6 +53,9 @@ pub struct FileRoutes<S> {
 
 impl<S: Storage> FileRoutes<S> {
     pub fn new(storage: S, cfg: ServiceConfig) -> Self {
+        if let (Some(search), Some(changes)) = (&cfg.search, storage.changes()) {
+            crate::search::follow(search.clone(), changes);
+        }
         FileRoutes {
             archives: archive::Archives::new(&cfg, storage.changes()),
             files: Files::new(storage, cfg),
@@ -114,6 +117,13 @@ impl<S: Storage> FileRoutes<S> {
             "PUT" | "POST" => cfg.metrics.as_ref().map(|m| m.upload_started()),
             _ => None,
         };
+        if let Some(asked) = search_asked(cfg, ex, &key) {
+            RouteClass::Listing.set(ex);
+            return Box::pin(crate::search::send(
+                storage, cfg, policy, ex, &key, who, asked,
+            ))
+            .await;
+        }
         let result = match ex.method() {
             "POST" => {
                 // WebDAV locks (PUT's are checked in `files`): the `If`
@@ -154,6 +164,15 @@ impl<S: Storage> FileRoutes<S> {
         };
         result.map_err(|e| explain_too_large(e, cfg.max_body))
     }
+}
+
+/// What a folder's GET asks to search (`?q=TEXT`), where search is on.
+fn search_asked(cfg: &ServiceConfig, ex: &Exchange, key: &RelPath) -> Option<crate::search::Asked> {
+    let get = matches!(ex.method(), "GET" | "HEAD");
+    if !get || !key.trailing_slash() || cfg.search.is_none() {
+        return None;
+    }
+    crate::search::wanted(ex.query())
 }
 
 async fn is_folder<S: Storage>(storage: &S, key: &RelPath) -> bool {

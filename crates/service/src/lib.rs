@@ -36,6 +36,7 @@ pub mod dav;
 mod encoded;
 mod files;
 pub mod resumable;
+pub mod search;
 
 // The policy (who is asking, what they may do on a path), the storage
 // (where bytes live) and the request paths both speak are crates of their
@@ -43,6 +44,7 @@ pub mod resumable;
 // network, storage asks no policy. Re-exported under their old names.
 pub use wirespeed_path as path;
 pub use wirespeed_policy as policy;
+pub use wirespeed_search as search_index;
 pub use wirespeed_storage as storage;
 
 // The door to the fronts, and the control routes beside them.

@@ -4,6 +4,8 @@
 //! asked, where, and the file's identity before and after; reads emit none.
 
 mod common;
+#[path = "changes/search.rs"]
+mod search;
 
 use std::sync::Arc;
 

@@ -92,6 +92,8 @@ enum Command {
     Get(client_cmd::GetArgs),
     /// List a directory URL: type, size, modified, name (--json for the raw listing).
     Ls(client_cmd::LsArgs),
+    /// Find names anywhere below a folder URL (--content: words inside files), from `serve --search`.
+    Find(client_cmd::FindArgs),
     /// Delete file URLs, or a folder and everything in it (-r).
     Rm(client_cmd::RmArgs),
     /// Make a share link for a file or folder URL (--upload: a drop-box link), --list or --revoke them.
@@ -240,6 +242,7 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
         Command::Put(args) => client_cmd::put(args)?,
         Command::Get(args) => client_cmd::get(args)?,
         Command::Ls(args) => client_cmd::ls(args)?,
+        Command::Find(args) => client_cmd::find(args)?,
         Command::Rm(args) => client_cmd::rm(args)?,
         Command::Passwd(args) => passwd::run(args)?,
         Command::Share(args) => client_cmd::share(args)?,

@@ -16,6 +16,7 @@ mod flags;
 mod identity;
 mod listen;
 mod reach;
+mod search;
 mod settings;
 mod shares;
 mod shutdown;
@@ -69,7 +70,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let metrics = Arc::new(Metrics::with_access_log(access_log));
     let flush_log = metrics.clone();
-    let cfg = settings::service(&args, &tokens, &metrics)?;
+    let mut cfg = settings::service(&args, &tokens, &metrics)?;
+    if let (true, Either::Folder(local)) = (args.search, &s3) {
+        cfg.search = Some(search::open(&args, local.root())?);
+    }
     // Stripped once in front of every route; the URL to hand out has it.
     let prefix = args.path_prefix.clone();
     let base = prefix

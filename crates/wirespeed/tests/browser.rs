@@ -225,7 +225,9 @@ fn signin_rules(dir: &Path) -> PathBuf {
 /// the page's form, bob signs in, uploads, sees no Delete on /team, signs
 /// out, and the old cookie is refused; the cookie's flags; "Share link…"
 /// for a file, a folder and an upload link, used without a cookie; the
-/// upload-only page of an upload link and of a drop box; "Links".
+/// upload-only page of an upload link and of a drop box; "Links"; the
+/// search box as anyone, bob (no read on the drop box beside /team), alice
+/// and through bob's link.
 #[test]
 fn signin_in_chromium() {
     if let Some(why) = missing_tools() {
@@ -252,7 +254,7 @@ fn signin_in_chromium() {
     write(&work.join("big-via-link.bin"), &big);
     let rules = signin_rules(tmp.path());
     let rules = rules.to_str().unwrap();
-    let plain = Serve::start(&root, &["--auth", rules]);
+    let plain = Serve::start(&root, &["--auth", rules, "--search"]);
     let tls = Serve::start(&root, &["--auth", rules, "--tls-self-signed"]);
 
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/test_signin.py");

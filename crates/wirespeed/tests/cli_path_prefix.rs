@@ -417,3 +417,58 @@ fn rules_text() -> String {
     let line = String::from_utf8(out.stdout).unwrap();
     format!("[users]\n{}\n[paths.\"/\"]\nalice = \"rwd\"\n", line.trim())
 }
+
+/// `wirespeed find` against `serve --search --path-prefix`: names anywhere
+/// below a folder with sizes, dates and paths, `--json`, `--content`, and
+/// every page followed (more results than one page holds).
+#[test]
+fn find_lists_names_below_a_folder_under_a_path_prefix() {
+    let root = wirespeed_testkit::fs::tempdir();
+    std::fs::create_dir_all(root.path().join("docs/deep")).unwrap();
+    std::fs::write(
+        root.path().join("docs/deep/plan-2024.md"),
+        "budget meeting notes",
+    )
+    .unwrap();
+    std::fs::write(root.path().join("plan-outside.txt"), "x").unwrap();
+    for i in 0..120 {
+        std::fs::write(root.path().join(format!("docs/many-{i:03}.log")), "y").unwrap();
+    }
+    let srv = Serve::start(root.path(), &["--path-prefix", "/files/", "--search"]);
+    let folder = format!("{}/files/docs/", srv.base());
+    // The index is built in the background: poll, with a bound.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let out = loop {
+        let (code, out, err) = common::run_client(&["find", &folder, "plan"]);
+        assert_eq!(code, Some(0), "{err}");
+        if out.contains("plan-2024.md") || std::time::Instant::now() > deadline {
+            break out;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let rows: Vec<&str> = out.lines().collect();
+    assert!(rows[0].starts_with("TYPE"), "{out}");
+    assert_eq!(rows.len(), 2, "only below the folder asked: {out}");
+    assert!(
+        rows[1].starts_with("file") && rows[1].contains(" 20 "),
+        "{out}"
+    );
+    assert!(rows[1].ends_with("/docs/deep/plan-2024.md"), "{out}");
+    // JSON, across pages (the server's pages hold 100).
+    let (code, out, err) = common::run_client(&["find", &folder, "many-", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 120, "{out}");
+    assert_eq!(v[0]["type"], "file");
+    // Words inside files (read after the names, a few at a time).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (code, out, err) = common::run_client(&["find", &folder, "meeting", "--content"]);
+        assert_eq!(code, Some(0), "{err}");
+        if out.contains("/docs/deep/plan-2024.md") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{out}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

@@ -25,6 +25,7 @@ mod remote;
 mod resume;
 pub mod retry;
 pub mod saved;
+pub mod search;
 pub mod validators;
 
 pub use download::{

@@ -12,6 +12,7 @@ import { setupDrop } from './drop.js';
 import { buildTable, load, render, setupTable, takeServerRows } from './listing.js';
 import { openMenu, setupMenus } from './menus.js';
 import { setupUser, signIn } from './signin.js';
+import { searchOn, setupSearch, urlQuery } from './search.js';
 import { setupBar } from './toolbar.js';
 import { prepareResume } from './tus.js';
 
@@ -34,10 +35,21 @@ async function init() {
     root.dataset.ready = '1';
     return;
   }
+  if (searchOn && urlQuery()) {
+    // A search's page (?q=): its rows are paths, not this folder's names.
+    rows.remove();
+    setupBar();
+    setupUser();
+    await setupSearch();
+    window.wirespeedReadyAt = performance.now();
+    root.dataset.ready = '1';
+    return;
+  }
   buildTable();
   setupTable(openMenu);
   setupMenus();
   setupBar();
+  setupSearch();
   if (canWrite) {
     setupDrop();
     prepareResume();

@@ -332,7 +332,8 @@ impl<S: Storage> Files<S> {
             .with_base(ex.base())
             .with_nonce(nonce)
             .with_rights(crate::page::page_rights(&self.policy, who, key))
-            .with_user(crate::page::PageUser::of(&self.policy, who));
+            .with_user(crate::page::PageUser::of(&self.policy, who))
+            .with_search(self.cfg.search.is_some());
         // Hrefs carry a link on only to its holder, and only when it came
         // in the URL (a header goes with every request by itself).
         if matches!(who, Principal::Link(_)) {

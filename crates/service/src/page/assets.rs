@@ -35,6 +35,7 @@ const FILES: &[(&str, &str, &[u8])] = &[
     js!("page/share.js"),
     js!("page/links.js"),
     js!("page/toolbar.js"),
+    js!("page/search.js"),
     js!("page/drop.js"),
     js!("page/upload.js"),
     js!("page/transfer.js"),

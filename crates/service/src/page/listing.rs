@@ -213,7 +213,7 @@ pub fn rfc3339(t: SystemTime) -> Option<String> {
 
 /// A listing row's date, UTC to the second, as lighttpd writes it
 /// (`2023-Nov-14 22:13:20`): the form lftp reads exactly.
-fn listing_date(t: SystemTime) -> Option<String> {
+pub(crate) fn listing_date(t: SystemTime) -> Option<String> {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
@@ -246,6 +246,8 @@ pub struct Formatter {
     link: String,
     /// The server's path prefix, before every URL the page names.
     base: String,
+    /// The server searches (`serve --search`): the page shows its box.
+    search: bool,
 }
 
 impl Formatter {
@@ -259,7 +261,14 @@ impl Formatter {
             nonce: None,
             link: String::new(),
             base: String::new(),
+            search: false,
         }
+    }
+
+    /// Whether the page offers the search box (off by default).
+    pub fn with_search(mut self, on: bool) -> Self {
+        self.search = on;
+        self
     }
 
     /// The share link every href carries on (`None`: none, the default).
@@ -492,6 +501,9 @@ fn html_begin(out: &mut Vec<u8>, segments: &[String], locked: bool, f: &Formatte
     }
     if rights.share {
         state.push_str(" data-share=\"1\"");
+    }
+    if f.search && rights.read {
+        state.push_str(" data-search=\"1\"");
     }
     if rights.top > 0 {
         state.push_str(&format!(" data-top=\"{}\"", rights.top));

@@ -69,6 +69,21 @@ impl TestServer {
         Self::serve(storage, tmp, root, cfg, server_cfg, max_blocking, None)
     }
 
+    /// The server with a search index of its root (kept beside the root,
+    /// not in it), and the index.
+    pub fn with_search(
+        mut cfg: ServiceConfig,
+    ) -> (Self, Arc<wirespeed_service::search_index::Search>) {
+        use wirespeed_service::search_index::{Search, Settings};
+        let (tmp, root) = temp_root();
+        let settings = Settings::new(root.clone(), tmp.path().join("search.db"));
+        let search = Arc::new(Search::open(settings).unwrap());
+        cfg.search = Some(search.clone());
+        let storage = LocalStorage::new(&root).unwrap().with_fsync(false);
+        let s = Self::serve(storage, tmp, root, cfg, ServerConfig::default(), 512, None);
+        (s, search)
+    }
+
     /// The server over any storage (e.g. S3); `root` is then an unused
     /// empty directory.
     pub fn on_storage<S: Storage>(storage: S, cfg: ServiceConfig) -> Self {

@@ -66,6 +66,8 @@ pub struct Site {
     /// from (so the next one need not make it again: on S3 that is many
     /// requests).
     pub clean: bool,
+    /// The folder's search index (none on S3).
+    pub search: Option<Arc<wirespeed_service::search_index::Search>>,
     _dir: tempfile::TempDir,
 }
 
@@ -86,18 +88,29 @@ fn serve(
     s3: Option<&S3Config>,
     n: u32,
     prefix: Option<&str>,
-) -> TestServer {
+) -> Served {
     let cfg = config(users, shares);
     match (s3, prefix) {
-        (None, None) => TestServer::with(cfg),
-        (None, Some(p)) => TestServer::under_prefix(cfg, p),
+        (None, None) => {
+            let (s, search) = TestServer::with_search(cfg);
+            (s, Some(search))
+        }
+        (None, Some(p)) => (TestServer::under_prefix(cfg, p), None),
         (Some(s3), _) => {
             let mut c = s3.clone();
             c.prefix = format!("{}-{n}", s3.prefix);
-            TestServer::on_storage_under(S3Storage::new(&c).unwrap(), cfg, prefix)
+            (
+                TestServer::on_storage_under(S3Storage::new(&c).unwrap(), cfg, prefix),
+                None,
+            )
         }
     }
 }
+
+type Served = (
+    TestServer,
+    Option<Arc<wirespeed_service::search_index::Search>>,
+);
 
 impl Site {
     /// A server over an empty root with the rules file `text`.
@@ -119,9 +132,10 @@ impl Site {
             Users::load(&rules_file).unwrap_or_else(|e| panic!("rules refused: {e}\n{text}")),
         );
         let shares = Arc::new(Shares::new(KEY, DEFAULT_MAX_EXPIRY, None));
-        let server = serve(&users, &shares, s3.as_ref(), 0, prefix);
+        let (server, search) = serve(&users, &shares, s3.as_ref(), 0, prefix);
         Site {
             server,
+            search,
             users,
             shares,
             rules_file,
@@ -138,7 +152,7 @@ impl Site {
     pub fn restart(&mut self) {
         self.restarts += 1;
         self.clean = false;
-        self.server = serve(
+        (self.server, self.search) = serve(
             &self.users,
             &self.shares,
             self.s3.as_ref(),
@@ -444,6 +458,24 @@ pub fn listed(r: &Resp) -> BTreeSet<String> {
                 .as_str()
                 .unwrap()
                 .trim_end_matches('/')
+                .to_string()
+        })
+        .collect()
+}
+
+/// A search's results as paths below `folder` (`sub/f2.txt`).
+pub fn searched(r: &Resp, folder: &str) -> BTreeSet<String> {
+    let v: serde_json::Value = serde_json::from_slice(&r.body)
+        .unwrap_or_else(|e| panic!("search answer is not JSON ({e}): {}", r.text()));
+    let top = format!("{}/", folder.trim_end_matches('/'));
+    v["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("search answer has no entries: {v}"))
+        .iter()
+        .map(|e| {
+            let p = e["path"].as_str().unwrap().trim_end_matches('/');
+            p.strip_prefix(top.as_str())
+                .unwrap_or_else(|| panic!("result {p} is not below {top}"))
                 .to_string()
         })
         .collect()

@@ -15,6 +15,8 @@ pub enum Op {
     Propfind(&'static str),
     /// `GET ?archive=tar`.
     Archive(&'static str),
+    /// `GET ?q=FRAGMENT&format=json`: names below the folder.
+    Search(&'static str, &'static str),
     PutNew(&'static str),
     PutOver(&'static str),
     Delete(&'static str),
@@ -84,6 +86,9 @@ pub fn catalogue() -> Vec<Op> {
         ops.push(Op::List(d));
         ops.push(Op::Propfind(d));
         ops.push(Op::Archive(d));
+        // Through the trigram index, and a short fragment's scan.
+        ops.push(Op::Search(d, "txt"));
+        ops.push(Op::Search(d, "f"));
         if d != "/" && !d.starts_with("/a/l") {
             ops.push(Op::Delete(d));
             ops.push(Op::Lock(d, false));
@@ -114,6 +119,7 @@ impl Op {
     pub fn paths(&self) -> Vec<&'static str> {
         match self {
             Op::Move(a, b) | Op::Copy(a, b) => vec![a, b],
+            Op::Search(p, _) => vec![p],
             Op::GetFile(p)
             | Op::List(p)
             | Op::Propfind(p)
@@ -280,6 +286,32 @@ pub fn expect(j: &Judge, tree: &Tree, op: &Op) -> Expected {
             let f = trim(p);
             let mut e = Expected::new(judge(&[with(j.content(&f), R)]), same);
             archive_walk(j, tree, &f, "", true, true, &mut e);
+            e
+        }
+        Op::Search(p, fragment) => {
+            // What an archive may and must hold, by name; but the index
+            // does not walk into a symlinked folder, so nothing below a
+            // link is a name it must show.
+            let f = trim(p);
+            let mut e = Expected::new(judge(&[with(j.content(&f), R)]), same);
+            archive_walk(j, tree, &f, "", true, true, &mut e);
+            let named = |rel: &String| rel.rsplit('/').next().unwrap_or(rel).contains(fragment);
+            let no_link_above = |rel: &String| {
+                let mut at = f.clone();
+                let mut ok = model::target(&at) == at;
+                for seg in rel
+                    .split('/')
+                    .collect::<Vec<_>>()
+                    .split_last()
+                    .map_or(&[][..], |x| x.1)
+                {
+                    at = join(&at, seg);
+                    ok &= model::target(&at) == at;
+                }
+                ok
+            };
+            e.may_show.retain(named);
+            e.must_show.retain(|r| named(r) && no_link_above(r));
             e
         }
         Op::PutNew(p) => {

@@ -11,12 +11,21 @@ pub fn run(site: &mut Site, who: &As, op: &Op, exp: &Expected, initial: &Tree) -
     if !site.clean {
         site.reset(initial);
     }
+    if let Op::Search(..) = op {
+        // The tree was made behind the server's back: the index catches
+        // up before it is asked (no race with the host watch).
+        match &site.search {
+            Some(s) => assert!(s.walk_and_wait(std::time::Duration::from_secs(20))),
+            None => return Vec::new(),
+        }
+    }
     let send = |m: &str, p: &str, h: &[(&str, &str)], b: &[u8]| site.send(who, m, p, h, b);
     let r = match op {
         Op::GetFile(p) => send("GET", p, &[], b""),
         Op::List(p) => send("GET", p, &[("Accept", "application/json")], b""),
         Op::Propfind(p) => send("PROPFIND", p, &[("Depth", "1")], b""),
         Op::Archive(p) => send("GET", &format!("{p}?archive=tar"), &[], b""),
+        Op::Search(p, q) => send("GET", &format!("{p}?q={q}&format=json"), &[], b""),
         Op::PutNew(p) => send("PUT", p, &[], b"new"),
         Op::PutOver(p) => send("PUT", p, &[], b"over"),
         Op::Delete(p) => send("DELETE", p, &[], b""),
@@ -107,6 +116,7 @@ fn check_read(
             return problems;
         }
         Op::List(_) => drive::listed(r),
+        Op::Search(p, _) => drive::searched(r, p),
         Op::Propfind(p) => drive::propfound(r, &site.url_path(p)),
         Op::Archive(p) => {
             let entries = drive::tar_entries(&r.body);

@@ -2,6 +2,7 @@
 //! `wirespeed_client::transfer`. Shared here: options, the client, progress
 //! bars, the parallel runner; one file per subcommand.
 
+mod find;
 mod folder;
 mod form;
 mod get;
@@ -19,6 +20,7 @@ mod rm;
 mod share;
 mod status_hint;
 
+pub use find::{find, FindArgs};
 pub use get::get;
 pub use get_args::GetArgs;
 pub use put::{put, PutArgs};

@@ -142,6 +142,18 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 
+    /// Keep a search index of the folder: names (GET /PATH/?q=TEXT,
+    /// `wirespeed find`) and the words of text-like files (&content=1).
+    /// Kept under the state folder (search/), current as files change
+    /// through the server or on the host; a restart answers from it at once.
+    #[arg(long)]
+    pub search: bool,
+
+    /// With --search, index the words of text-like files up to this size
+    /// (0: names only).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "10M")]
+    pub search_max_text: u64,
+
     /// On an address beyond loopback without --token, let anyone upload
     /// (PUT/POST); without it such a server refuses uploads.
     #[arg(long)]

@@ -108,6 +108,8 @@ pub(super) fn service(
             args.auth.is_some(),
         )?,
         events: super::identity::events(&args.identity)?,
+        // `serve --search` opens it once the folder is (serve/search.rs).
+        search: None,
     })
 }
 

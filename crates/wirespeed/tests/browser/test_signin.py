@@ -277,6 +277,78 @@ def share_links(browser):
     assert r.status_code == 404, r.status_code
 
 
+def found(p):
+    """The paths the search box shows."""
+    return p.page.eval_on_selector_all("#found td.n a", "els => els.map(e => e.textContent)")
+
+
+def search_for(p, text):
+    """Type `text` into the search box, as a person does."""
+    box = p.page.locator("#search")
+    box.fill("")
+    box.press_sequentially(text, delay=40)
+
+
+@check("search as you type: paths, sizes and dates below the folder; nothing of a folder without read; a link's folder only")
+def search_box(browser):
+    # Anyone: the public file, with its size and date; nothing of /team
+    # (no rights) or of the drop box (write only), whatever is typed.
+    p = Page(browser, args.base)
+    search_for(p, "pub")
+    expect(p.page.locator("#found td.n a")).to_have_text(["pub.txt"])
+    expect(p.page.locator("#found td.s")).to_have_text(["7 B"])
+    assert p.page.locator("#found td.m time").get_attribute("datetime"), "no date"
+    expect(p.page.locator("#list")).to_be_hidden()
+    search_for(p, "secret")
+    expect(p.page.locator("#no-results")).to_be_visible()
+    search_for(p, "inner")
+    expect(p.page.locator("#no-results")).to_be_visible()
+    # Cleared: the folder's own listing is back.
+    p.page.locator("#search").fill("")
+    expect(p.page.locator("#list")).to_be_visible()
+    # bob reads /team but not the drop box beside it.
+    p.page.locator("#signin-btn").click()
+    p.signed_in("bob", "bob-pw")
+    search_for(p, "inner")
+    expect(p.page.locator("#found td.n a")).to_have_text(["team/sub/inner.txt"])
+    search_for(p, "secret")
+    expect(p.page.locator("#no-results")).to_be_visible()
+    # Inside a folder: paths below it, links that open the file.
+    p.goto(args.base + "team/")
+    search_for(p, "x.t")
+    expect(p.page.locator("#found td.n a")).to_have_text(["sub/deeper/x.txt"])
+    href = p.page.locator("#found td.n a").get_attribute("href")
+    r = p.page.request.get(args.base + "team/" + href)
+    assert r.status == 200 and r.body() == b"x\n", (href, r.status)
+    p.page.locator("#search").fill("")
+    expect(p.page.locator("#list")).to_be_visible()
+    link = mint(p, "sub/")
+    p.assert_clean()
+    p.close()
+    # alice reads the drop box: the same search finds its file.
+    a = Page(browser, args.base)
+    a.page.locator("#signin-btn").click()
+    a.signed_in("alice", "alice-pw")
+    search_for(a, "secret")
+    expect(a.page.locator("#found td.n a")).to_have_text(["drop/secret.txt"])
+    a.close()
+    # Through bob's link to /team/sub/: its folder only, links kept on.
+    q = Page(browser, link)
+    search_for(q, "txt")
+    expect(q.page.locator("#found td.n a").first).to_be_visible()
+    shown = sorted(found(q))
+    assert "t.txt" not in shown and all(not s.startswith("..") for s in shown), shown
+    assert {"inner.txt", "deeper/x.txt"} <= set(shown), shown
+    href = q.page.locator("#found td.n a", has_text="inner.txt").get_attribute("href")
+    assert "share=" in href, href
+    # The link's URL with ?q= (a search page) shows the same, no more.
+    q.goto(link + "&q=txt")
+    expect(q.page.locator("#found td.n a").first).to_be_visible()
+    assert "t.txt" not in found(q), found(q)
+    q.assert_clean()
+    q.close()
+
+
 @check("the share-link dialog holds its link: nothing sticks out sideways on a desktop")
 def share_dialog_fits(browser):
     p = Page(browser, args.base + "team/", viewport={"width": 1280, "height": 800})
