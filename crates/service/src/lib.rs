@@ -36,6 +36,7 @@ pub mod dav;
 mod encoded;
 mod files;
 pub mod resumable;
+pub mod thumbnail;
 
 // The policy (who is asking, what they may do on a path), the storage
 // (where bytes live) and the request paths both speak are crates of their
