@@ -126,7 +126,7 @@ impl<S: Storage> FileRoutes<S> {
                 r.map_err(|e| guard.explain(e))
             }
             "GET" | "HEAD" if crate::thumbnail::wanted(ex.query()) => {
-                Box::pin(crate::thumbnail::send(storage, cfg, ex, &key)).await
+                Box::pin(crate::thumbnail::send(storage, &cfg.thumbnails, ex, &key)).await
             }
             "GET" | "HEAD" if key.trailing_slash() => match archive::wanted(ex.query())? {
                 Some(wanted) if is_folder(storage, &key).await => {

@@ -18,16 +18,25 @@ use wirespeed_service::thumbnail::{DiskCache, Thumbnails};
 use wirespeed_service::{Access, ServiceConfig, Users};
 
 fn picture(format: ImageFormat, w: u32, h: u32, shade: u8) -> Vec<u8> {
-    let rgb = RgbImage::from_fn(w, h, |x, y| image::Rgb([shade, (x % 256) as u8, (y % 256) as u8]));
+    let rgb = RgbImage::from_fn(w, h, |x, y| {
+        image::Rgb([shade, (x % 256) as u8, (y % 256) as u8])
+    });
     if format == ImageFormat::Jpeg {
         let mut out = Vec::new();
         jpeg_encoder::Encoder::new(&mut out, 90)
-            .encode(rgb.as_raw(), w as u16, h as u16, jpeg_encoder::ColorType::Rgb)
+            .encode(
+                rgb.as_raw(),
+                w as u16,
+                h as u16,
+                jpeg_encoder::ColorType::Rgb,
+            )
             .unwrap();
         return out;
     }
     let mut out = Cursor::new(Vec::new());
-    DynamicImage::ImageRgb8(rgb).write_to(&mut out, format).unwrap();
+    DynamicImage::ImageRgb8(rgb)
+        .write_to(&mut out, format)
+        .unwrap();
     out.into_inner()
 }
 
@@ -38,7 +47,8 @@ fn decoded(jpeg: &[u8]) -> (u32, u32, u8) {
     let px = d.decode().unwrap();
     let i = d.info().unwrap();
     let img = RgbImage::from_raw(u32::from(i.width), u32::from(i.height), px).unwrap();
-    let red = img.pixels().map(|p| u64::from(p[0])).sum::<u64>() / u64::from(img.width() * img.height());
+    let red =
+        img.pixels().map(|p| u64::from(p[0])).sum::<u64>() / u64::from(img.width() * img.height());
     (img.width(), img.height(), red as u8)
 }
 
@@ -90,8 +100,8 @@ fn exif_orientation_turns_the_picture() {
     // A 40x20 JPEG whose EXIF says "rotate 90° clockwise" (orientation 6).
     let plain = picture(ImageFormat::Jpeg, 40, 20, 10);
     let exif: &[u8] = &[
-        b'E', b'x', b'i', b'f', 0, 0, b'M', b'M', 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0,
-        0, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0,
+        b'E', b'x', b'i', b'f', 0, 0, b'M', b'M', 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0,
+        0, 1, 0, 6, 0, 0, 0, 0, 0, 0,
     ];
     let mut jpeg = plain[..2].to_vec();
     jpeg.extend_from_slice(&[0xFF, 0xE1]);
@@ -108,7 +118,11 @@ fn exif_orientation_turns_the_picture() {
 #[test]
 fn etag_revalidates_and_a_replaced_file_never_shows_the_old_picture() {
     let (s, cache) = with_cache();
-    std::fs::write(s.root.join("p.jpg"), picture(ImageFormat::Jpeg, 800, 600, 240)).unwrap();
+    std::fs::write(
+        s.root.join("p.jpg"),
+        picture(ImageFormat::Jpeg, 800, 600, 240),
+    )
+    .unwrap();
     let first = s.get("/p.jpg?thumbnail");
     assert_eq!(first.status, 200);
     assert!(decoded(&first.body).2 > 200, "the bright picture");
@@ -117,9 +131,15 @@ fn etag_revalidates_and_a_replaced_file_never_shows_the_old_picture() {
     let again = s.req("GET", "/p.jpg?thumbnail", &[("If-None-Match", &tag)], b"");
     assert_eq!(again.status, 304);
     // Kept on disk, outside the served tree.
-    let kept = std::fs::read_dir(cache.path().join("thumbs")).unwrap().count();
+    let kept = std::fs::read_dir(cache.path().join("thumbs"))
+        .unwrap()
+        .count();
     assert_eq!(kept, 1);
-    assert!(s.names("").iter().all(|n| n == "p.jpg"), "{:?}", s.names(""));
+    assert!(
+        s.names("").iter().all(|n| n == "p.jpg"),
+        "{:?}",
+        s.names("")
+    );
     // Replaced (same size, by an upload): a dark picture now.
     let r = s.put("/p.jpg", &picture(ImageFormat::Jpeg, 800, 600, 10));
     assert!(r.status == 204 || r.status == 201, "{}", r.text());
@@ -128,7 +148,11 @@ fn etag_revalidates_and_a_replaced_file_never_shows_the_old_picture() {
     assert_ne!(stale.header("etag"), Some(tag.as_str()));
     assert!(decoded(&stale.body).2 < 60, "the dark picture");
     // Replaced on the host, under the same name.
-    std::fs::write(s.root.join("p.jpg"), picture(ImageFormat::Jpeg, 800, 600, 240)).unwrap();
+    std::fs::write(
+        s.root.join("p.jpg"),
+        picture(ImageFormat::Jpeg, 800, 600, 240),
+    )
+    .unwrap();
     let host = s.get("/p.jpg?thumbnail");
     assert!(decoded(&host.body).2 > 200, "the bright picture again");
 }
@@ -164,7 +188,11 @@ fn users_server() -> TestServer {
         let p = picture(ImageFormat::Png, 300, 200, 90);
         std::fs::write(s.root.join(dir).join("p.png"), p).unwrap();
     }
-    std::fs::write(s.root.join("public/x.secret.jpg"), picture(ImageFormat::Jpeg, 64, 64, 1)).unwrap();
+    std::fs::write(
+        s.root.join("public/x.secret.jpg"),
+        picture(ImageFormat::Jpeg, 64, 64, 1),
+    )
+    .unwrap();
     s
 }
 
@@ -185,7 +213,10 @@ fn rights_are_those_of_get() {
     let get = as_user("/alice/p.png", &bob).status;
     assert_ne!(get, 200);
     assert_eq!(as_user("/alice/p.png?thumbnail", &bob).status, get);
-    assert_eq!(s.get("/alice/p.png?thumbnail").status, s.get("/alice/p.png").status);
+    assert_eq!(
+        s.get("/alice/p.png?thumbnail").status,
+        s.get("/alice/p.png").status
+    );
     assert_eq!(s.get("/public/p.png?thumbnail").status, 200);
     // A hidden name is absent, thumbnail or not.
     assert_eq!(s.get("/public/x.secret.jpg?thumbnail").status, 404);
@@ -205,7 +236,11 @@ fn rights_are_those_of_get() {
 fn a_symlink_out_of_the_tree_gives_no_thumbnail() {
     let s = TestServer::start();
     let outside = tempfile::tempdir().unwrap();
-    std::fs::write(outside.path().join("o.png"), picture(ImageFormat::Png, 50, 50, 3)).unwrap();
+    std::fs::write(
+        outside.path().join("o.png"),
+        picture(ImageFormat::Png, 50, 50, 3),
+    )
+    .unwrap();
     std::os::unix::fs::symlink(outside.path().join("o.png"), s.root.join("o.png")).unwrap();
     let get = s.get("/o.png").status;
     assert_ne!(get, 200);
@@ -219,12 +254,21 @@ fn a_video_gives_a_frame_through_ffmpeg() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !has_ffmpeg {
-        return wirespeed_testkit::tools::missing("ffmpeg is not installed (apt-get install ffmpeg)")
-            .unwrap_or(());
+        return wirespeed_testkit::tools::missing(
+            "ffmpeg is not installed (apt-get install ffmpeg)",
+        )
+        .unwrap_or(());
     }
     let s = TestServer::start();
     let made = std::process::Command::new("ffmpeg")
-        .args(["-v", "error", "-f", "lavfi", "-i", "testsrc=size=640x360:rate=10:duration=2"])
+        .args([
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=size=640x360:rate=10:duration=2",
+        ])
         .args(["-pix_fmt", "yuv420p"])
         .arg(s.root.join("clip.mp4"))
         .status()

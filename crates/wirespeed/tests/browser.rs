@@ -257,7 +257,10 @@ fn signin_in_chromium() {
     // The media run's folder: pictures, a video, text.
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/fixtures");
     for name in ["p1.jpg", "p2.jpg", "p3.png", "clip.webm"] {
-        write(&root.join("gallery").join(name), &std::fs::read(fixtures.join(name)).unwrap());
+        write(
+            &root.join("gallery").join(name),
+            &std::fs::read(fixtures.join(name)).unwrap(),
+        );
     }
     write(
         &root.join("gallery/notes.md"),

@@ -66,7 +66,9 @@ impl DiskCache {
     /// Keeps `bytes` under `name` (written whole, then renamed in place);
     /// a failure only means it is made again next time.
     pub fn put(&self, name: &str, bytes: &[u8]) {
-        let tmp = self.dir.join(format!(".tmp-{name}-{:?}", std::thread::current().id()));
+        let tmp = self
+            .dir
+            .join(format!(".tmp-{name}-{:?}", std::thread::current().id()));
         let written = self
             .made()
             .and_then(|()| fs::File::create(&tmp))
@@ -84,7 +86,10 @@ impl DiskCache {
 
     fn made(&self) -> std::io::Result<()> {
         use std::os::unix::fs::DirBuilderExt as _;
-        fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir)
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
     }
 
     /// Bytes held now (as counted).

@@ -84,9 +84,9 @@ fn decode_jpeg(bytes: &[u8]) -> Result<DynamicImage, MakeError> {
                 .collect();
             image::ImageBuffer::from_raw(w, h, wide).map(DynamicImage::ImageLuma16)
         }
-        jpeg_decoder::PixelFormat::CMYK32 => Some(DynamicImage::ImageRgb8(cmyk_to_rgb(
-            w, h, &pixels,
-        )?)),
+        jpeg_decoder::PixelFormat::CMYK32 => {
+            Some(DynamicImage::ImageRgb8(cmyk_to_rgb(w, h, &pixels)?))
+        }
     };
     let mut picture = picture.ok_or(MakeError::Corrupt("short pixel data".into()))?;
     let orientation = dec
@@ -190,11 +190,18 @@ mod tests {
         if format == ImageFormat::Jpeg {
             let mut v = Vec::new();
             jpeg_encoder::Encoder::new(&mut v, 90)
-                .encode(picture.as_raw(), w as u16, h as u16, jpeg_encoder::ColorType::Rgb)
+                .encode(
+                    picture.as_raw(),
+                    w as u16,
+                    h as u16,
+                    jpeg_encoder::ColorType::Rgb,
+                )
                 .unwrap();
             return v;
         }
-        DynamicImage::ImageRgb8(picture).write_to(&mut out, format).unwrap();
+        DynamicImage::ImageRgb8(picture)
+            .write_to(&mut out, format)
+            .unwrap();
         out.into_inner()
     }
 
@@ -207,7 +214,12 @@ mod tests {
 
     #[test]
     fn every_format_shrinks_to_the_longest_side() {
-        for format in [ImageFormat::Jpeg, ImageFormat::Png, ImageFormat::Gif, ImageFormat::WebP] {
+        for format in [
+            ImageFormat::Jpeg,
+            ImageFormat::Png,
+            ImageFormat::Gif,
+            ImageFormat::WebP,
+        ] {
             let out = thumbnail(&encoded(format, 1200, 600)).unwrap();
             assert_eq!(size_of(&out), (512, 256), "{format:?}");
         }

@@ -18,7 +18,6 @@ use std::sync::Arc;
 use wirespeed_net::{Error, Exchange, Response};
 
 use crate::answers::storage_answer;
-use crate::config::ServiceConfig;
 use crate::path::RelPath;
 use crate::storage::{Object, Storage, StorageError};
 
@@ -90,7 +89,7 @@ enum Source {
 /// Answers `GET`/`HEAD KEY?thumbnail` for an admitted principal.
 pub(crate) async fn send<S: Storage>(
     storage: &S,
-    cfg: &ServiceConfig,
+    thumbnails: &Thumbnails,
     ex: &mut Exchange,
     key: &RelPath,
 ) -> Result<(), Error> {
@@ -119,12 +118,12 @@ pub(crate) async fn send<S: Storage>(
     if revalidated {
         return ex.send(headers(Response::new(304), &tag), b"").await;
     }
-    let thumbs = &cfg.thumbnails.inner;
+    let thumbs = &thumbnails.inner;
     if let Some(bytes) = thumbs.cache.as_ref().and_then(|c| c.get(&name)) {
         return send_jpeg(ex, &tag, &bytes).await;
     }
     let source = source(key, obj, meta.size).await?;
-    let inner = cfg.thumbnails.inner.clone();
+    let inner = thumbnails.inner.clone();
     let job = move || {
         let made = match source {
             Source::Bytes(bytes) => make::thumbnail(&bytes),
@@ -166,7 +165,9 @@ async fn source<O: Object>(key: &RelPath, mut obj: O, size: u64) -> Result<Sourc
     if essence.starts_with("video/") {
         return match obj.as_file().map(std::fs::File::try_clone) {
             Some(Ok(f)) if video::available() => Ok(Source::Video(f)),
-            _ => Err(unsupported("no thumbnail for a video here (ffmpeg is not installed)")),
+            _ => Err(unsupported(
+                "no thumbnail for a video here (ffmpeg is not installed)",
+            )),
         };
     }
     if !matches!(
@@ -176,16 +177,15 @@ async fn source<O: Object>(key: &RelPath, mut obj: O, size: u64) -> Result<Sourc
         return Err(unsupported("no thumbnail for this kind of file"));
     }
     if size > MAX_SOURCE {
-        return Err(unsupported("the picture is too large to make a thumbnail of"));
+        return Err(unsupported(
+            "the picture is too large to make a thumbnail of",
+        ));
     }
     if let Some(all) = obj.in_memory() {
         return Ok(Source::Bytes(all.to_vec()));
     }
     if let Some(f) = obj.as_file() {
-        return f
-            .try_clone()
-            .map(Source::File)
-            .map_err(|e| Error::Io(e));
+        return f.try_clone().map(Source::File).map_err(|e| Error::Io(e));
     }
     let mut bytes = vec![0u8; size as usize];
     let mut at = 0;

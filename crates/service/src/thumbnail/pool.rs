@@ -127,7 +127,10 @@ impl Pool {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.shared.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -141,7 +144,10 @@ impl Shared {
                         Some(job) if job.abandoned() => continue,
                         Some(job) => break job,
                         None => {
-                            state = self.ready.wait(state).unwrap_or_else(PoisonError::into_inner)
+                            state = self
+                                .ready
+                                .wait(state)
+                                .unwrap_or_else(PoisonError::into_inner)
                         }
                     }
                 }
@@ -192,7 +198,9 @@ mod tests {
         drop(a);
         let c = pool.submit(|| 3).unwrap();
         go.send(()).unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         rt.block_on(async {
             running.await.unwrap();
             assert_eq!(b.await.unwrap(), 2);
@@ -223,7 +231,9 @@ mod tests {
     #[test]
     fn a_panicking_job_leaves_the_pool_working() {
         let pool = Pool::new(1, 4);
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         rt.block_on(async {
             let boom = pool.submit(|| -> u8 { panic!("decoder bug") }).unwrap();
             assert!(boom.await.is_err());

@@ -85,7 +85,9 @@ pub fn frame(file: &File) -> Result<Vec<u8>, MakeError> {
 /// Runs `cmd` with `file` as its input and returns what it printed; killed
 /// past [`DEADLINE`].
 fn run(file: &File, cmd: &mut Command) -> Result<Vec<u8>, MakeError> {
-    let input = file.try_clone().map_err(|e| MakeError::Corrupt(e.to_string()))?;
+    let input = file
+        .try_clone()
+        .map_err(|e| MakeError::Corrupt(e.to_string()))?;
     let mut child = cmd
         .stdin(Stdio::from(input))
         .stdout(Stdio::piped())
@@ -111,6 +113,8 @@ fn run(file: &File, cmd: &mut Command) -> Result<Vec<u8>, MakeError> {
     let status = child.wait();
     match (got, status) {
         (Ok(Ok(bytes)), Ok(s)) if s.success() => Ok(bytes),
-        _ => Err(MakeError::Corrupt("ffmpeg could not read this video".into())),
+        _ => Err(MakeError::Corrupt(
+            "ffmpeg could not read this video".into(),
+        )),
     }
 }
