@@ -27,6 +27,9 @@ pub use cache::DiskCache;
 /// grid, a few times over.
 const QUEUE_CAP: usize = 64;
 
+/// MiB of remote pictures held in memory at once (see `Inner`).
+const REMOTE_BUDGET_MIB: usize = 256;
+
 /// The largest picture file read to make a thumbnail; bigger is 415.
 const MAX_SOURCE: u64 = 64 << 20;
 
@@ -40,6 +43,10 @@ pub struct Thumbnails {
 struct Inner {
     pool: pool::Pool,
     cache: Option<DiskCache>,
+    /// MiB of pictures read from a backend without local files (S3) and
+    /// held in memory until their thumbnail is made: a request past it
+    /// waits, so a grid of large pictures cannot fill memory.
+    remote_budget: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for Thumbnails {
@@ -65,6 +72,7 @@ impl Thumbnails {
             inner: Arc::new(Inner {
                 pool: pool::Pool::sized_for_machine(QUEUE_CAP),
                 cache,
+                remote_budget: Arc::new(tokio::sync::Semaphore::new(REMOTE_BUDGET_MIB)),
             }),
         }
     }
@@ -82,6 +90,8 @@ pub fn wanted(query: Option<&str>) -> bool {
 /// What a thumbnail is made from.
 enum Source {
     Bytes(Vec<u8>),
+    /// Read from a remote backend, holding its share of the budget.
+    Remote(Vec<u8>, tokio::sync::OwnedSemaphorePermit),
     File(std::fs::File),
     Video(std::fs::File),
 }
@@ -122,11 +132,11 @@ pub(crate) async fn send<S: Storage>(
     if let Some(bytes) = thumbs.cache.as_ref().and_then(|c| c.get(&name)) {
         return send_jpeg(ex, &tag, &bytes).await;
     }
-    let source = source(key, obj, meta.size).await?;
+    let source = source(key, obj, meta.size, &thumbs.remote_budget).await?;
     let inner = thumbnails.inner.clone();
     let job = move || {
         let made = match source {
-            Source::Bytes(bytes) => make::thumbnail(&bytes),
+            Source::Bytes(bytes) | Source::Remote(bytes, _) => make::thumbnail(&bytes),
             Source::File(f) => read_capped(&f).and_then(|b| make::thumbnail(&b)),
             Source::Video(f) => video::frame(&f).and_then(|png| make::thumbnail(&png)),
         };
@@ -160,7 +170,12 @@ pub(crate) async fn send<S: Storage>(
 
 /// The picture's bytes (or its open file, read on the pool), or 415 when
 /// its name says it is not one we make a thumbnail of.
-async fn source<O: Object>(key: &RelPath, mut obj: O, size: u64) -> Result<Source, Error> {
+async fn source<O: Object>(
+    key: &RelPath,
+    mut obj: O,
+    size: u64,
+    budget: &Arc<tokio::sync::Semaphore>,
+) -> Result<Source, Error> {
     let essence = crate::content_type::of(key.name().unwrap_or(""));
     if essence.starts_with("video/") {
         return match obj.as_file().map(std::fs::File::try_clone) {
@@ -185,8 +200,14 @@ async fn source<O: Object>(key: &RelPath, mut obj: O, size: u64) -> Result<Sourc
         return Ok(Source::Bytes(all.to_vec()));
     }
     if let Some(f) = obj.as_file() {
-        return f.try_clone().map(Source::File).map_err(|e| Error::Io(e));
+        return f.try_clone().map(Source::File).map_err(Error::Io);
     }
+    let mib = u32::try_from(size.div_ceil(1 << 20).max(1)).unwrap_or(u32::MAX);
+    let permit = budget
+        .clone()
+        .acquire_many_owned(mib)
+        .await
+        .map_err(|_| Error::status(503, "thumbnails are shutting down"))?;
     let mut bytes = vec![0u8; size as usize];
     let mut at = 0;
     while at < bytes.len() {
@@ -200,7 +221,7 @@ async fn source<O: Object>(key: &RelPath, mut obj: O, size: u64) -> Result<Sourc
         at += n;
     }
     bytes.truncate(at);
-    Ok(Source::Bytes(bytes))
+    Ok(Source::Remote(bytes, permit))
 }
 
 fn read_capped(f: &std::fs::File) -> Result<Vec<u8>, make::MakeError> {
