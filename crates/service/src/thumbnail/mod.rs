@@ -91,7 +91,10 @@ pub fn wanted(query: Option<&str>) -> bool {
 enum Source {
     Bytes(Vec<u8>),
     /// Read from a remote backend, holding its share of the budget.
-    Remote(Vec<u8>, tokio::sync::OwnedSemaphorePermit),
+    Remote {
+        bytes: Vec<u8>,
+        _held: tokio::sync::OwnedSemaphorePermit,
+    },
     File(std::fs::File),
     Video(std::fs::File),
 }
@@ -136,7 +139,7 @@ pub(crate) async fn send<S: Storage>(
     let inner = thumbnails.inner.clone();
     let job = move || {
         let made = match source {
-            Source::Bytes(bytes) | Source::Remote(bytes, _) => make::thumbnail(&bytes),
+            Source::Bytes(bytes) | Source::Remote { bytes, .. } => make::thumbnail(&bytes),
             Source::File(f) => read_capped(&f).and_then(|b| make::thumbnail(&b)),
             Source::Video(f) => video::frame(&f).and_then(|png| make::thumbnail(&png)),
         };
@@ -221,7 +224,10 @@ async fn source<O: Object>(
         at += n;
     }
     bytes.truncate(at);
-    Ok(Source::Remote(bytes, permit))
+    Ok(Source::Remote {
+        bytes,
+        _held: permit,
+    })
 }
 
 fn read_capped(f: &std::fs::File) -> Result<Vec<u8>, make::MakeError> {
