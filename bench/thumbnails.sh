@@ -12,6 +12,7 @@
 #
 #   bash bench/thumbnails.sh               # PHOTOS=24 ROUNDS=3
 #   PHOTOS=6 ROUNDS=1 bash bench/thumbnails.sh   # smoke test
+#   BIN=target/debug/wirespeed bash bench/thumbnails.sh   # another build
 #
 # Needs ffmpeg (to make the photos), python3 with Pillow and Playwright,
 # /usr/bin/chromium, taskset.
@@ -22,8 +23,10 @@ PHOTOS=${PHOTOS:-24}
 ROUNDS=${ROUNDS:-3}
 FOLDER=${FOLDER:-500}
 
-cargo build --release -q -p wirespeed --manifest-path "$REPO/Cargo.toml"
-BIN=$REPO/target/release/wirespeed
+if [[ -z "${BIN:-}" ]]; then
+    cargo build --release -q -p wirespeed --manifest-path "$REPO/Cargo.toml"
+    BIN=$REPO/target/release/wirespeed
+fi
 mkdir -p "$W/photos" "$W/grid"
 log "making $PHOTOS photos of 4000x3000"
 for i in $(seq "$PHOTOS"); do
