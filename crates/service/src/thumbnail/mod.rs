@@ -138,6 +138,11 @@ pub(crate) async fn send<S: Storage>(
     let source = source(key, obj, meta.size, &thumbs.remote_budget).await?;
     let inner = thumbnails.inner.clone();
     let job = move || {
+        // Asked for by several viewers at once, it is made once: the jobs
+        // queued behind the first find it kept.
+        if let Some(bytes) = inner.cache.as_ref().and_then(|c| c.get(&name)) {
+            return Ok(bytes);
+        }
         let made = match source {
             Source::Bytes(bytes) | Source::Remote { bytes, .. } => make::thumbnail(&bytes),
             Source::File(f) => read_capped(&f).and_then(|b| make::thumbnail(&b)),
