@@ -116,6 +116,20 @@ impl Exchange {
             .and_then(|v| std::str::from_utf8(v).ok())
     }
 
+    /// Resolves once the client has closed the connection (a browser that
+    /// gave up on an image it no longer shows), so a handler waiting on slow
+    /// work can drop it. Never resolves where that cannot be seen without
+    /// reading: over TLS, or when bytes of a next request are waiting.
+    pub async fn peer_gone(&mut self) {
+        if let Some(tcp) = self.conn.io.plain_tcp() {
+            let mut one = [0u8; 1];
+            if matches!(tcp.peek(&mut one).await, Ok(0) | Err(_)) {
+                return;
+            }
+        }
+        std::future::pending::<()>().await
+    }
+
     pub fn peer_addr(&self) -> SocketAddr {
         self.conn.peer
     }

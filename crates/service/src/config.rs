@@ -62,6 +62,8 @@ pub struct ServiceConfig {
     /// The index `?q=` searches (`serve --search`); `None`: a `?q=` is
     /// an ordinary listing's query.
     pub search: Option<std::sync::Arc<wirespeed_search::Search>>,
+    /// `?thumbnail`: its threads and disk cache (a clone shares them).
+    pub thumbnails: crate::thumbnail::Thumbnails,
 }
 
 /// Entries one folder archive may hold unless `--archive-max-entries` says

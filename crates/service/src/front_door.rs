@@ -1,7 +1,7 @@
 //! The front door of the file URL space: it asks the policy once, then
 //! hands the request to the front that speaks its protocol.
 //!
-//! The fronts (`files`, `encoded`, `archive`, `resumable`) never import one
+//! The fronts (`files`, `encoded`, `archive`, `resumable`, `thumbnail`) never import one
 //! another; this module is the only place that knows them all, so adding a
 //! front (WebDAV) is one more arm here, not an edit inside a sibling.
 
@@ -134,6 +134,9 @@ impl<S: Storage> FileRoutes<S> {
                 let guard = WriteGuard::new(policy, who, &key).with_locks(&cfg.locks, submitted);
                 let r = Box::pin(crate::encoded::post(storage, cfg, &guard, ex, key)).await;
                 r.map_err(|e| guard.explain(e))
+            }
+            "GET" | "HEAD" if crate::thumbnail::wanted(ex.query()) => {
+                Box::pin(crate::thumbnail::send(storage, &cfg.thumbnails, ex, &key)).await
             }
             "GET" | "HEAD" if key.trailing_slash() => match archive::wanted(ex.query())? {
                 Some(wanted) if is_folder(storage, &key).await => {

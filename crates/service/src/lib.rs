@@ -37,6 +37,7 @@ mod encoded;
 mod files;
 pub mod resumable;
 pub mod search;
+pub mod thumbnail;
 
 // The policy (who is asking, what they may do on a path), the storage
 // (where bytes live) and the request paths both speak are crates of their

@@ -205,14 +205,18 @@ fn run_script(mut cmd: Command) -> std::process::ExitStatus {
 }
 
 /// The rules of the sign-in run: bob adds to /team and shares it, alice also
-/// deletes; anyone may add to /drop (a drop box), alice also reads it.
+/// deletes; anyone may add to /drop (a drop box), alice also reads it;
+/// alice writes in /gallery, bob reads and shares it, and nobody but alice
+/// reads /gallery/closed.
 fn signin_rules(dir: &Path) -> PathBuf {
     use wirespeed_service::policy::password::hash;
     let file = dir.join("users.toml");
     let text = format!(
         "[users]\nalice = \"{}\"\nbob = \"{}\"\n\
          [paths.\"/\"]\n\"*\" = \"r\"\n[paths.\"/team\"]\nalice = \"rwd\"\nbob = \"rws\"\n\
-         [paths.\"/drop\"]\n\"*\" = \"w\"\nalice = \"rwd\"\n",
+         [paths.\"/drop\"]\n\"*\" = \"w\"\nalice = \"rwd\"\n\
+         [paths.\"/gallery\"]\nalice = \"rwd\"\nbob = \"rs\"\n\
+         [paths.\"/gallery/closed\"]\nalice = \"rwd\"\nbob = \"\"\n\"*\" = \"\"\n",
         hash(b"alice-pw").unwrap(),
         hash(b"bob-pw").unwrap()
     );
@@ -252,6 +256,25 @@ fn signin_in_chromium() {
     // Above the page's plain-PUT size: sent with tus through the link.
     let big = noise(9 << 20, 9);
     write(&work.join("big-via-link.bin"), &big);
+    // The media run's folder: pictures, a video, text.
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/fixtures");
+    for name in ["p1.jpg", "p2.jpg", "p3.png", "clip.webm"] {
+        write(
+            &root.join("gallery").join(name),
+            &std::fs::read(fixtures.join(name)).unwrap(),
+        );
+    }
+    write(
+        &root.join("gallery/notes.md"),
+        b"# Notes\n\nSome **bold** text.\n\n<script>window.pwned = 1</script>\n\n\
+          [click](javascript:window.pwned=2)\n",
+    );
+    write(&root.join("gallery/edit.txt"), b"first version\n");
+    write(&root.join("gallery/media/in.txt"), b"in\n");
+    write(
+        &root.join("gallery/closed/c.jpg"),
+        &std::fs::read(fixtures.join("p1.jpg")).unwrap(),
+    );
     let rules = signin_rules(tmp.path());
     let rules = rules.to_str().unwrap();
     let plain = Serve::start(&root, &["--auth", rules, "--search"]);
@@ -270,6 +293,18 @@ fn signin_in_chromium() {
     assert!(
         status.success(),
         "sign-in checks failed ({status}); see the FAIL lines above"
+    );
+    // The grid, the viewer and the editor, on the same server.
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/test_media.py");
+    let mut cmd = Command::new("python3");
+    cmd.arg(&script)
+        .args(["--base", &format!("{}/", plain.base())])
+        .arg("--root")
+        .arg(&root);
+    let status = run_script(cmd);
+    assert!(
+        status.success(),
+        "media checks failed ({status}); see the FAIL lines above"
     );
     assert_eq!(
         std::fs::read(root.join("team/from-bob.txt")).unwrap(),

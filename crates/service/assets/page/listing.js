@@ -8,6 +8,7 @@ import { api } from './api.js';
 import { depth, here, isDir, path, top, withShare } from './context.js';
 import { failure, toast } from './dialogs.js';
 import { $, collator, doc, dtf, enc, h, humanSize } from './dom.js';
+import { renderGrid } from './grid.js';
 import { keepOnly, select, selected } from './selection.js';
 
 const FIRST = 150; // rows rendered before the page counts as ready
@@ -20,6 +21,10 @@ let sortKey = 'name';
 let sortDir = 1;
 let filterText = '';
 let generation = 0;
+let current = [];
+
+/** The entries as shown now (sorted, filtered): the viewer steps through them. */
+export const shownNow = () => current;
 
 /** A row's URL (carrying a share token on). */
 export const link = (e) => withShare(here + enc(e.name) + (e.dir ? '/' : ''));
@@ -116,6 +121,8 @@ export function render() {
     ? entries.filter((e) => e.name.toLowerCase().includes(filterText))
     : entries.slice();
   shown.sort(compare);
+  current = shown;
+  renderGrid(shown, link, (e) => withShare(pathOf(e) + '?thumbnail'));
   const rowsOf = (from, to) => {
     const frag = doc.createDocumentFragment();
     for (let i = from; i < to; i++) {

@@ -9,7 +9,9 @@ import { toast } from './dialogs.js';
 import { $, doc } from './dom.js';
 import { saveWithToken } from './downloads.js';
 import { setupDrop } from './drop.js';
-import { buildTable, load, render, setupTable, takeServerRows } from './listing.js';
+import { openViewer } from './gallery.js';
+import { onOpen } from './grid.js';
+import { buildTable, link, load, render, setupTable, shownNow, takeServerRows } from './listing.js';
 import { openMenu, setupMenus } from './menus.js';
 import { setupUser, signIn } from './signin.js';
 import { searchOn, setupSearch, urlQuery } from './search.js';
@@ -47,6 +49,9 @@ async function init() {
   }
   buildTable();
   setupTable(openMenu);
+  // A picture, a video or a text opens in the viewer (a modified click,
+  // or any other file, goes where its link does).
+  onOpen($('main'), (e) => openViewer(e, shownNow(), link));
   setupMenus();
   setupBar();
   setupSearch();

@@ -6,7 +6,8 @@ import { canShare, canWrite, here, uploadOnly } from './context.js';
 import { $, h } from './dom.js';
 import { archiveLink } from './downloads.js';
 import { toggleLinks } from './links.js';
-import { setFilter } from './listing.js';
+import { gridButton } from './grid.js';
+import { render, setFilter } from './listing.js';
 import { selectionLink } from './selection.js';
 import { addFiles } from './upload.js';
 
@@ -25,8 +26,9 @@ export function setupBar() {
   const folderZip = uploadOnly ? null : archiveLink(here, folder, 'zip', 'Download folder (zip)');
   const selLink = uploadOnly ? null : selectionLink(folder);
   const links = canShare ? h('button', { type: 'button', id: 'links-btn', 'aria-expanded': 'false', onclick: (ev) => toggleLinks(ev.currentTarget) }, 'Links') : '';
+  const view = uploadOnly ? null : gridButton(render);
   if (!canWrite) {
-    bar.prepend(filter, folderZip, selLink, links);
+    bar.prepend(filter, view, folderZip, selLink, links);
     return;
   }
   input.tabIndex = -1; // the Upload files button stands in for it
@@ -37,7 +39,7 @@ export function setupBar() {
     h('button', { type: 'button', id: 'upload-folder-btn', onclick: () => folderInput.click() }, 'Upload folder'),
   ];
   if (uploadOnly) bar.prepend(...upload, folderInput);
-  else bar.prepend(filter, ...upload, h('button', { type: 'button', id: 'mkdir-btn', onclick: newFolder }, 'New folder'), folderZip, selLink, links, folderInput);
+  else bar.prepend(filter, view, ...upload, h('button', { type: 'button', id: 'mkdir-btn', onclick: newFolder }, 'New folder'), folderZip, selLink, links, folderInput);
   // With the script, the file input uploads on choice; the form stays for
   // browsers without it.
   $('#upform').addEventListener('submit', (ev) => ev.preventDefault());

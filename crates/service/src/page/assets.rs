@@ -40,6 +40,10 @@ const FILES: &[(&str, &str, &[u8])] = &[
     js!("page/upload.js"),
     js!("page/transfer.js"),
     js!("page/tus.js"),
+    js!("page/grid.js"),
+    js!("page/kinds.js"),
+    js!("page/gallery.js"),
+    js!("page/render.js"),
     // tus-js-client's browser build, fetched on the first large upload.
     js!("vendor/tus.min.js"),
     (

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use wirespeed_net::{FileSend, ServerConfig};
+use wirespeed_service::thumbnail::{DiskCache, Thumbnails};
 use wirespeed_service::{
     Access, DigestPolicy, HashMode, Metrics, ServiceConfig, UploadPath, UploadsConfig, Writes,
 };
@@ -29,6 +30,9 @@ pub(super) fn tokens(args: &ServeArgs) -> anyhow::Result<Vec<String>> {
     }
     Ok(args.tokens.clone())
 }
+
+/// The most bytes of thumbnails kept on disk (the oldest go first).
+const THUMBNAIL_CACHE_BYTES: u64 = 512 << 20;
 
 /// The service's settings; every route's policy comes from them.
 pub(super) fn service(
@@ -110,6 +114,12 @@ pub(super) fn service(
         events: super::identity::events(&args.identity)?,
         // `serve --search` opens it once the folder is (serve/search.rs).
         search: None,
+        // Thumbnails are kept beside the other state, outside the served tree.
+        thumbnails: Thumbnails::new(
+            state
+                .as_deref()
+                .map(|d| DiskCache::open(&d.join("thumbnails"), THUMBNAIL_CACHE_BYTES)),
+        ),
     })
 }
 
