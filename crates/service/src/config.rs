@@ -59,6 +59,12 @@ pub struct ServiceConfig {
     pub proxy_sign_in: Option<crate::policy::groups::ProxySignIn>,
     /// The audit trail and the hooks (`serve --audit-log`, `--hook`).
     pub events: Option<std::sync::Arc<crate::events::Events>>,
+    /// What each quota of the rules file holds, counted and kept current
+    /// (a clone of the config shares it).
+    pub quotas: std::sync::Arc<crate::usage::QuotaBook>,
+    /// Days a deleted or overwritten file stays in the trash
+    /// (`serve --trash-days`; 0: no trash, deletes are final).
+    pub trash_days: u32,
 }
 
 /// Entries one folder archive may hold unless `--archive-max-entries` says
@@ -95,4 +101,12 @@ impl ServiceConfig {
     ) -> Option<HashMode> {
         digest::hash_upload(self.digest, ex, expected).then_some(self.hash)
     }
+}
+
+/// What a control route over the files needs (the trash, a quota): the
+/// storage, the config and the policy of the file routes, without knowing
+/// the fronts.
+pub(crate) trait FileParts: Send + Sync + 'static {
+    type Storage: crate::storage::Storage;
+    fn parts(&self) -> (&Self::Storage, &ServiceConfig, &Policy);
 }

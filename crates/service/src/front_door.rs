@@ -53,6 +53,7 @@ pub struct FileRoutes<S> {
 
 impl<S: Storage> FileRoutes<S> {
     pub fn new(storage: S, cfg: ServiceConfig) -> Self {
+        cfg.quotas.watch(storage.changes());
         FileRoutes {
             archives: archive::Archives::new(&cfg, storage.changes()),
             files: Files::new(storage, cfg),
@@ -69,6 +70,14 @@ impl<S: Storage> FileRoutes<S> {
             locks: &cfg.locks,
             base: base.to_string(),
         }
+    }
+}
+
+impl<S: Storage> crate::config::FileParts for FileRoutes<S> {
+    type Storage = S;
+    fn parts(&self) -> (&S, &ServiceConfig, &crate::policy::Policy) {
+        let (storage, cfg) = self.files.parts();
+        (storage, cfg, self.files.policy())
     }
 }
 

@@ -212,7 +212,7 @@ fn signin_rules(dir: &Path) -> PathBuf {
     let text = format!(
         "[users]\nalice = \"{}\"\nbob = \"{}\"\n\
          [paths.\"/\"]\n\"*\" = \"r\"\n[paths.\"/team\"]\nalice = \"rwd\"\nbob = \"rws\"\n\
-         [paths.\"/drop\"]\n\"*\" = \"w\"\nalice = \"rwd\"\n",
+         [paths.\"/drop\"]\n\"*\" = \"w\"\nalice = \"rwd\"\n[quota.\"/team\"]\nbytes = \"1G\"\n",
         hash(b"alice-pw").unwrap(),
         hash(b"bob-pw").unwrap()
     );
@@ -225,7 +225,8 @@ fn signin_rules(dir: &Path) -> PathBuf {
 /// the page's form, bob signs in, uploads, sees no Delete on /team, signs
 /// out, and the old cookie is refused; the cookie's flags; "Share link…"
 /// for a file, a folder and an upload link, used without a cookie; the
-/// upload-only page of an upload link and of a drop box; "Links".
+/// upload-only page of an upload link and of a drop box; "Links";
+/// "Recently deleted" with Restore, and the quota bar.
 #[test]
 fn signin_in_chromium() {
     if let Some(why) = missing_tools() {

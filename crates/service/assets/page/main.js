@@ -13,6 +13,7 @@ import { buildTable, load, render, setupTable, takeServerRows } from './listing.
 import { openMenu, setupMenus } from './menus.js';
 import { setupUser, signIn } from './signin.js';
 import { setupBar } from './toolbar.js';
+import { setupQuota } from './trash.js';
 import { prepareResume } from './tus.js';
 
 const root = doc.documentElement;
@@ -55,6 +56,7 @@ async function init() {
     if (isDir) await load();
     else await saveWithToken(here, decodeURIComponent(here.split('/').pop()));
   } else {
+    setupQuota().catch(() => {}); // a bar, if a quota covers the folder
     const unread = takeServerRows(rows);
     rows.remove(); // the shown table replaces it
     const all = render();

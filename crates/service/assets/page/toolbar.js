@@ -1,6 +1,6 @@
 // The toolbar above the listing: the filter, Upload files / Upload folder
 // (the server's file input stands behind them), New folder, the folder's
-// zip, the selection's zip and Links, as the rights allow.
+// zip, the selection's zip, Links and Recently deleted, as the rights allow.
 import { newFolder } from './actions.js';
 import { canShare, canWrite, here, uploadOnly } from './context.js';
 import { $, h } from './dom.js';
@@ -8,6 +8,7 @@ import { archiveLink } from './downloads.js';
 import { toggleLinks } from './links.js';
 import { setFilter } from './listing.js';
 import { selectionLink } from './selection.js';
+import { trashButton } from './trash.js';
 import { addFiles } from './upload.js';
 
 export function setupBar() {
@@ -25,8 +26,9 @@ export function setupBar() {
   const folderZip = uploadOnly ? null : archiveLink(here, folder, 'zip', 'Download folder (zip)');
   const selLink = uploadOnly ? null : selectionLink(folder);
   const links = canShare ? h('button', { type: 'button', id: 'links-btn', 'aria-expanded': 'false', onclick: (ev) => toggleLinks(ev.currentTarget) }, 'Links') : '';
+  const trash = uploadOnly ? '' : trashButton();
   if (!canWrite) {
-    bar.prepend(filter, folderZip, selLink, links);
+    bar.prepend(filter, folderZip, selLink, links, trash);
     return;
   }
   input.tabIndex = -1; // the Upload files button stands in for it
@@ -37,7 +39,7 @@ export function setupBar() {
     h('button', { type: 'button', id: 'upload-folder-btn', onclick: () => folderInput.click() }, 'Upload folder'),
   ];
   if (uploadOnly) bar.prepend(...upload, folderInput);
-  else bar.prepend(filter, ...upload, h('button', { type: 'button', id: 'mkdir-btn', onclick: newFolder }, 'New folder'), folderZip, selLink, links, folderInput);
+  else bar.prepend(filter, ...upload, h('button', { type: 'button', id: 'mkdir-btn', onclick: newFolder }, 'New folder'), folderZip, selLink, links, trash, folderInput);
   // With the script, the file input uploads on choice; the form stays for
   // browsers without it.
   $('#upform').addEventListener('submit', (ev) => ev.preventDefault());

@@ -18,6 +18,7 @@ mod report;
 mod rm;
 mod share;
 mod status_hint;
+mod trash;
 
 pub use get::get;
 pub use get_args::GetArgs;
@@ -25,6 +26,7 @@ pub use put::{put, PutArgs};
 pub use rm::{rm, RmArgs};
 pub use share::{share, ShareArgs};
 pub use status_hint::explain;
+pub use trash::{trash, TrashArgs};
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
