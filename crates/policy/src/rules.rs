@@ -110,6 +110,7 @@ pub struct Rules {
     users: BTreeMap<String, (UserName, String)>,
     entries: Vec<Entry>,
     groups: Groups,
+    quotas: super::quotas::Quotas,
 }
 
 #[derive(Deserialize)]
@@ -121,6 +122,9 @@ struct RawFile {
     paths: BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<String>>>,
     #[serde(default)]
     groups: RawGroups,
+    /// Read by [`Quotas::parse`](super::quotas::Quotas::parse).
+    #[serde(default, rename = "quota")]
+    _quota: Option<toml::Table>,
 }
 
 impl Rules {
@@ -196,10 +200,15 @@ impl Rules {
             }
             entries.push(entry);
         }
+        let quotas = super::quotas::Quotas::parse(text, path_segments).map_err(|e| RulesError {
+            line: e.line,
+            reason: e.reason,
+        })?;
         Ok(Rules {
             users,
             entries,
             groups,
+            quotas,
         })
     }
 
@@ -233,6 +242,11 @@ impl Rules {
     /// The `[groups]` table.
     pub fn groups(&self) -> &Groups {
         &self.groups
+    }
+
+    /// The `[quota…]` tables.
+    pub fn quotas(&self) -> &super::quotas::Quotas {
+        &self.quotas
     }
 
     /// The number of users and of configured paths.

@@ -64,6 +64,12 @@ pub struct ServiceConfig {
     pub search: Option<std::sync::Arc<wirespeed_search::Search>>,
     /// `?thumbnail`: its threads and disk cache (a clone shares them).
     pub thumbnails: crate::thumbnail::Thumbnails,
+    /// What each quota of the rules file holds, counted and kept current
+    /// (a clone of the config shares it).
+    pub quotas: std::sync::Arc<crate::usage::QuotaBook>,
+    /// Days a deleted or overwritten file stays in the trash
+    /// (`serve --trash-days`; 0: no trash, deletes are final).
+    pub trash_days: u32,
 }
 
 /// Entries one folder archive may hold unless `--archive-max-entries` says
@@ -100,4 +106,12 @@ impl ServiceConfig {
     ) -> Option<HashMode> {
         digest::hash_upload(self.digest, ex, expected).then_some(self.hash)
     }
+}
+
+/// What a control route over the files needs (the trash, a quota): the
+/// storage, the config and the policy of the file routes, without knowing
+/// the fronts.
+pub(crate) trait FileParts: Send + Sync + 'static {
+    type Storage: crate::storage::Storage;
+    fn parts(&self) -> (&Self::Storage, &ServiceConfig, &Policy);
 }

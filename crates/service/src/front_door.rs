@@ -56,6 +56,7 @@ impl<S: Storage> FileRoutes<S> {
         if let (Some(search), Some(changes)) = (&cfg.search, storage.changes()) {
             crate::search::follow(search.clone(), changes);
         }
+        cfg.quotas.watch(storage.changes());
         FileRoutes {
             archives: archive::Archives::new(&cfg, storage.changes()),
             files: Files::new(storage, cfg),
@@ -72,6 +73,14 @@ impl<S: Storage> FileRoutes<S> {
             locks: &cfg.locks,
             base: base.to_string(),
         }
+    }
+}
+
+impl<S: Storage> crate::config::FileParts for FileRoutes<S> {
+    type Storage = S;
+    fn parts(&self) -> (&S, &ServiceConfig, &crate::policy::Policy) {
+        let (storage, cfg) = self.files.parts();
+        (storage, cfg, self.files.policy())
     }
 }
 

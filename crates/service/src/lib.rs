@@ -67,12 +67,15 @@ pub mod metrics;
 pub mod mtime;
 pub mod page;
 mod proxy_signin;
+pub mod quota;
 mod respond;
 pub mod revocations;
 pub mod session;
 mod shares;
 mod through_links;
+pub mod trash;
 pub mod upload;
+mod usage;
 
 pub use access_log::AccessLog;
 pub use config::{ServiceConfig, ARCHIVE_MAX_ENTRIES};
@@ -116,14 +119,36 @@ const FILE_METHODS: [&str; 12] = [
 /// no stored file hides behind a control path).
 pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
     let files = std::sync::Arc::new(front_door::FileRoutes::new(storage, cfg.clone()));
-    control::control_routes(&cfg, files.clone()).route(
-        &FILE_METHODS,
-        "/*",
-        events::Recorded {
-            inner: front_door::SharedFileRoutes(files),
-            events: cfg.events.clone(),
-        },
-    )
+    control::control_routes(&cfg, files.clone())
+        .route(
+            &["GET", "POST"],
+            trash::PATH,
+            trash::TrashRoutes {
+                files: files.clone(),
+            },
+        )
+        .route(
+            &["GET", "POST"],
+            trash::ROUTE,
+            trash::TrashRoutes {
+                files: files.clone(),
+            },
+        )
+        .route(
+            &["GET"],
+            quota::ROUTE,
+            quota::QuotaRoute {
+                files: files.clone(),
+            },
+        )
+        .route(
+            &FILE_METHODS,
+            "/*",
+            events::Recorded {
+                inner: front_door::SharedFileRoutes(files),
+                events: cfg.events.clone(),
+            },
+        )
 }
 
 /// [`router`] plus resumable uploads: `/-/uploads/…` (tus 1.0 and the IETF
@@ -137,6 +162,27 @@ pub fn router_with_uploads<S: Storage + PartialUploads + Clone>(
     let uploads = std::sync::Arc::new(Uploads::new(storage.clone(), cfg.clone(), ucfg));
     let files = std::sync::Arc::new(front_door::FileRoutes::new(storage, cfg.clone()));
     let router = control::control_routes(&cfg, files.clone())
+        .route(
+            &["GET", "POST"],
+            trash::PATH,
+            trash::TrashRoutes {
+                files: files.clone(),
+            },
+        )
+        .route(
+            &["GET", "POST"],
+            trash::ROUTE,
+            trash::TrashRoutes {
+                files: files.clone(),
+            },
+        )
+        .route(
+            &["GET"],
+            quota::ROUTE,
+            quota::QuotaRoute {
+                files: files.clone(),
+            },
+        )
         .route(
             &["OPTIONS", "POST", "HEAD", "PATCH", "DELETE"],
             resumable::UPLOADS_PREFIX_ROUTE,

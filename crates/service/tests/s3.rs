@@ -373,6 +373,48 @@ fn digests_on_both_backends() {
     }
 }
 
+fn quota_config() -> ServiceConfig {
+    let rules = "[paths.\"/\"]\n\"*\" = \"rwd\"\n[quota.\"/team\"]\nbytes = \"1K\"\n";
+    ServiceConfig {
+        users: Some(std::sync::Arc::new(
+            wirespeed_service::Users::from_text("rules.toml", rules).unwrap(),
+        )),
+        ..ServiceConfig::default()
+    }
+}
+
+#[test]
+fn folder_quotas_on_both_backends() {
+    let Some(m) = on_both(quota_config, |s| {
+        let r = s.put("/team/a.bin", &[1; 1000]);
+        assert_eq!(r.status, 201, "{}", r.text());
+        // Only the head, waiting for 100 Continue: refused before the body.
+        let head = "PUT /team/b.bin HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\
+                    Expect: 100-continue\r\nContent-Length: 100\r\n\r\n";
+        let r = s.raw(head.as_bytes(), false);
+        assert_eq!(r.status, 507, "{}", r.text());
+        assert!(
+            r.text().contains("the quota of /team is full"),
+            "{}",
+            r.text()
+        );
+        assert_eq!(s.get("/team/b.bin").status, 404);
+        assert_eq!(s.req("DELETE", "/team/a.bin", &[], b"").status, 204);
+        assert_eq!(s.put("/team/b.bin", &[1; 100]).status, 201);
+    }) else {
+        return;
+    };
+    // Another node's delete (the bucket changed behind this one's back)
+    // frees the room for this node's next write.
+    m.create_bucket("quota");
+    let a = TestServer::on_storage(s3_storage(&m, "quota", "p"), quota_config());
+    let b = TestServer::on_storage(s3_storage(&m, "quota", "p"), quota_config());
+    assert_eq!(a.put("/team/a.bin", &[1; 1000]).status, 201);
+    assert_eq!(a.put("/team/b.bin", &[1; 100]).status, 507);
+    assert_eq!(b.req("DELETE", "/team/a.bin", &[], b"").status, 204);
+    assert_eq!(a.put("/team/b.bin", &[1; 100]).status, 201);
+}
+
 #[test]
 fn two_nodes_on_one_bucket_see_each_others_writes() {
     let Some(m) = Minio::start() else { return };

@@ -322,6 +322,42 @@ pub trait Storage: Send + Sync + 'static {
     fn used(&self) -> impl Future<Output = Option<u64>> + Send {
         async { None }
     }
+    /// Move `key` (a file, or a folder with everything in it) into the
+    /// trash whole, as entry `id` (letters, digits, `-`), with `record`
+    /// (the caller's) kept beside it; emitted as a delete.
+    fn trash(
+        &self,
+        _key: &RelPath,
+        _id: &str,
+        _record: &[u8],
+    ) -> impl Future<Output = Result<(), StorageError>> + Send {
+        async { Err(StorageError::Unsupported("a trash")) }
+    }
+    /// The trash's entries as (id, record), at most `max`, in no order.
+    fn trash_records(
+        &self,
+        _max: usize,
+    ) -> impl Future<Output = Result<Vec<(String, Vec<u8>)>, StorageError>> + Send {
+        async { Ok(Vec::new()) }
+    }
+    /// Move entry `id` back to `to` (missing folders on the way are made),
+    /// never over an existing name ([`StorageError::Exists`]).
+    fn untrash(
+        &self,
+        _id: &str,
+        _to: &RelPath,
+    ) -> impl Future<Output = Result<(), StorageError>> + Send {
+        async { Err(StorageError::Unsupported("a trash")) }
+    }
+    /// Remove entry `id` for good.
+    fn purge_trash(&self, _id: &str) -> impl Future<Output = Result<(), StorageError>> + Send {
+        async { Err(StorageError::Unsupported("a trash")) }
+    }
+    /// Who owns the file at `key`: the principal (as the change stream
+    /// names it) whose request wrote it, where the backend records one.
+    fn owner(&self, _key: &RelPath) -> impl Future<Output = Option<String>> + Send {
+        async { None }
+    }
     /// The WebDAV dead properties recorded with `key` (the `dav` module's
     /// serialized set), `None` when there are none.
     fn dead_props(

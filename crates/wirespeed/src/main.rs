@@ -98,6 +98,8 @@ enum Command {
     Rm(client_cmd::RmArgs),
     /// Make a share link for a file or folder URL (--upload: a drop-box link), --list or --revoke them.
     Share(client_cmd::ShareArgs),
+    /// What was deleted or overwritten (`trash ls URL`), and putting it back (`trash restore URL`).
+    Trash(client_cmd::TrashArgs),
     /// Print an argon2id hash of a password (typed, or stdin's first line) for `serve --auth`.
     Passwd(passwd::PasswdArgs),
     /// Print a shell completion script to stdout (e.g. `wirespeed completions bash`).
@@ -244,6 +246,7 @@ fn run() -> anyhow::Result<std::process::ExitCode> {
         Command::Ls(args) => client_cmd::ls(args)?,
         Command::Find(args) => client_cmd::find(args)?,
         Command::Rm(args) => client_cmd::rm(args)?,
+        Command::Trash(args) => client_cmd::trash(args)?,
         Command::Passwd(args) => passwd::run(args)?,
         Command::Share(args) => client_cmd::share(args)?,
         Command::Completions { shell } => {

@@ -216,7 +216,8 @@ fn signin_rules(dir: &Path) -> PathBuf {
          [paths.\"/\"]\n\"*\" = \"r\"\n[paths.\"/team\"]\nalice = \"rwd\"\nbob = \"rws\"\n\
          [paths.\"/drop\"]\n\"*\" = \"w\"\nalice = \"rwd\"\n\
          [paths.\"/gallery\"]\nalice = \"rwd\"\nbob = \"rs\"\n\
-         [paths.\"/gallery/closed\"]\nalice = \"rwd\"\nbob = \"\"\n\"*\" = \"\"\n",
+         [paths.\"/gallery/closed\"]\nalice = \"rwd\"\nbob = \"\"\n\"*\" = \"\"\n\
+         [quota.\"/team\"]\nbytes = \"1G\"\n",
         hash(b"alice-pw").unwrap(),
         hash(b"bob-pw").unwrap()
     );
@@ -231,7 +232,7 @@ fn signin_rules(dir: &Path) -> PathBuf {
 /// for a file, a folder and an upload link, used without a cookie; the
 /// upload-only page of an upload link and of a drop box; "Links"; the
 /// search box as anyone, bob (no read on the drop box beside /team), alice
-/// and through bob's link.
+/// and through bob's link; "Recently deleted" with Restore, and the quota bar.
 #[test]
 fn signin_in_chromium() {
     if let Some(why) = missing_tools() {

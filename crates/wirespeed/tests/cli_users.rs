@@ -329,6 +329,40 @@ fn client_user_put_get_ls_rm() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!root.join("alice/a.txt").exists());
+
+    // The trash (on by default): listed for her, not for anyone else, and
+    // restored with its bytes.
+    let folder = format!("{}/alice/", serve.base());
+    let out = run("alice-pw", &["trash", "ls", "--user", "alice", &folder]);
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        listed.contains("/alice/a.txt") && listed.contains("\talice\t"),
+        "{listed}"
+    );
+    // Not signed in: nothing of hers (the root lists nothing, her folder
+    // asks to sign in).
+    let (code, stdout, _) = run_client(&["trash", "ls", &format!("{}/", serve.base())]);
+    assert_eq!((code, stdout.as_str()), (Some(0), ""));
+    let (code, stdout, _) = run_client(&["trash", "ls", &folder]);
+    assert_eq!((code, stdout.as_str()), (Some(1), ""));
+    let out = run("alice-pw", &["trash", "restore", "--user", "alice", &url]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("alice/a.txt")).unwrap(),
+        "alice's file"
+    );
+    // Twice: nothing left to restore.
+    let out = run("alice-pw", &["trash", "restore", "--user", "alice", &url]);
+    assert_eq!(out.status.code(), Some(1));
 }
 
 #[test]

@@ -16,6 +16,7 @@ import { openMenu, setupMenus } from './menus.js';
 import { setupUser, signIn } from './signin.js';
 import { searchOn, setupSearch, urlQuery } from './search.js';
 import { setupBar } from './toolbar.js';
+import { setupQuota } from './trash.js';
 import { prepareResume } from './tus.js';
 
 const root = doc.documentElement;
@@ -72,6 +73,7 @@ async function init() {
     if (isDir) await load();
     else await saveWithToken(here, decodeURIComponent(here.split('/').pop()));
   } else {
+    setupQuota().catch(() => {}); // a bar, if a quota covers the folder
     const unread = takeServerRows(rows);
     rows.remove(); // the shown table replaces it
     const all = render();

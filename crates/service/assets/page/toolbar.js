@@ -1,6 +1,6 @@
 // The toolbar above the listing: the filter, Upload files / Upload folder
 // (the server's file input stands behind them), New folder, the folder's
-// zip, the selection's zip and Links, as the rights allow.
+// zip, the selection's zip, Links and Recently deleted, as the rights allow.
 import { newFolder } from './actions.js';
 import { canShare, canWrite, here, uploadOnly } from './context.js';
 import { $, h } from './dom.js';
@@ -9,6 +9,7 @@ import { toggleLinks } from './links.js';
 import { gridButton } from './grid.js';
 import { render, setFilter } from './listing.js';
 import { selectionLink } from './selection.js';
+import { trashButton } from './trash.js';
 import { addFiles } from './upload.js';
 
 export function setupBar() {
@@ -27,8 +28,9 @@ export function setupBar() {
   const selLink = uploadOnly ? null : selectionLink(folder);
   const links = canShare ? h('button', { type: 'button', id: 'links-btn', 'aria-expanded': 'false', onclick: (ev) => toggleLinks(ev.currentTarget) }, 'Links') : '';
   const view = uploadOnly ? null : gridButton(render);
+  const trash = uploadOnly ? '' : trashButton();
   if (!canWrite) {
-    bar.prepend(filter, view, folderZip, selLink, links);
+    bar.prepend(filter, view, folderZip, selLink, links, trash);
     return;
   }
   input.tabIndex = -1; // the Upload files button stands in for it
@@ -39,7 +41,7 @@ export function setupBar() {
     h('button', { type: 'button', id: 'upload-folder-btn', onclick: () => folderInput.click() }, 'Upload folder'),
   ];
   if (uploadOnly) bar.prepend(...upload, folderInput);
-  else bar.prepend(filter, view, ...upload, h('button', { type: 'button', id: 'mkdir-btn', onclick: newFolder }, 'New folder'), folderZip, selLink, links, folderInput);
+  else bar.prepend(filter, view, ...upload, h('button', { type: 'button', id: 'mkdir-btn', onclick: newFolder }, 'New folder'), folderZip, selLink, links, trash, folderInput);
   // With the script, the file input uploads on choice; the form stays for
   // browsers without it.
   $('#upform').addEventListener('submit', (ev) => ev.preventDefault());

@@ -118,8 +118,18 @@ impl<S: Storage> Dav<'_, S> {
             Some("0") => true,
             Some(_) => return Err(Error::status(400, "DELETE takes Depth infinity (or 0)")),
         };
-        self.storage.stat(key).await.map_err(storage_answer)?;
+        let meta = self.storage.stat(key).await.map_err(storage_answer)?;
         self.check_locks(ex, &[(key, Reach::Tree)], who).await?;
+        // With a trash, what the principal may delete whole goes there in
+        // one piece; else member by member below.
+        let whole = meta.kind != Kind::Dir || !only_empty;
+        if self.cfg.trash_days > 0 && whole && self.deletable_whole(key, &meta, who).await {
+            crate::trash::discard(self.storage, self.cfg, key, &meta)
+                .await
+                .map_err(|e| e.on_write(key).into_answer())?;
+            self.forget_locks(key).await;
+            return ex.send(Response::new(204), b"").await;
+        }
         if only_empty {
             self.storage.delete(key).await.map_err(|e| match e {
                 StorageError::NotEmpty => Error::status(
@@ -135,6 +145,41 @@ impl<S: Storage> Dav<'_, S> {
         let failed = self.remove_tree(key, who).await?;
         self.forget_locks(key).await;
         self.answer_failures(ex, failed, 204).await
+    }
+
+    /// Whether `who` may delete `key` and everything below it (no hidden
+    /// member, `d` at each): then it can go to the trash in one piece.
+    async fn deletable_whole(
+        &self,
+        key: &RelPath,
+        meta: &crate::storage::Meta,
+        who: Principal,
+    ) -> bool {
+        if meta.kind != Kind::Dir {
+            return true;
+        }
+        let mut folders = vec![key.clone()];
+        while let Some(dir) = folders.pop() {
+            let Ok(mut listing) = self.storage.list(&dir).await else {
+                return false;
+            };
+            while let Ok(Some(batch)) = listing.next_batch().await {
+                for e in batch {
+                    let Ok(child) = dir.join(&e.name) else {
+                        return false;
+                    };
+                    if self.policy.hides_name(&e.name)
+                        || !self.policy.rights(who, &child).may_delete()
+                    {
+                        return false;
+                    }
+                    if e.meta.kind == Kind::Dir && !self.storage.is_symlink(&child).await {
+                        folders.push(child);
+                    }
+                }
+            }
+        }
+        true
     }
 
     /// 207 listing `failed`, or `ok` when nothing failed.
@@ -236,7 +281,12 @@ impl<S: Storage> Dav<'_, S> {
                         failed_below.push(child);
                         continue;
                     }
-                    match self.storage.delete(&child).await {
+                    let removed = if e.meta.kind == Kind::File {
+                        crate::trash::discard(self.storage, self.cfg, &child, &e.meta).await
+                    } else {
+                        self.storage.delete(&child).await
+                    };
+                    match removed {
                         Ok(()) | Err(StorageError::NotFound) => {}
                         Err(StorageError::NotEmpty) => stack.push((dir_key(child), false)),
                         Err(err) => {
@@ -356,9 +406,25 @@ impl<S: Storage> Dav<'_, S> {
             targets.insert(0, (key, Reach::Tree));
         }
         self.check_locks(ex, &targets, who).await?;
+        if moving {
+            let cfg = self.cfg;
+            cfg.quotas
+                .ensure_move(self.storage, cfg, key, &to, &src)
+                .await?;
+        }
+        // With a trash, a file replaced goes there first (the name is
+        // empty for that moment).
+        let trashed = over_file && self.cfg.trash_days > 0;
+        if trashed {
+            let old = self.storage.stat(&to).await.map_err(storage_answer)?;
+            crate::trash::discard(self.storage, self.cfg, &to, &old)
+                .await
+                .map_err(|e| e.on_write(&to).into_answer())?;
+        }
+        let over_file = over_file && !trashed;
         // A file over a file is replaced atomically by the rename or the
         // copy's commit; anything else is removed first.
-        if existing && !over_file {
+        if existing && !over_file && !trashed {
             let failed = self.remove_tree(&to, who).await?;
             if !failed.is_empty() {
                 return self.answer_failures(ex, failed, 204).await;
@@ -481,6 +547,8 @@ impl<S: Storage> Dav<'_, S> {
             ));
         }
         crate::respond::ensure_room(self.storage, Some(size)).await?;
+        let cfg = self.cfg;
+        cfg.quotas.ensure(self.storage, cfg, to, Some(size)).await?;
         let mut up = self
             .storage
             .create(to)

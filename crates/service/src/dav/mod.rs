@@ -201,7 +201,11 @@ impl<S: Storage> Dav<'_, S> {
         let want = xml::parse_propfind(&body).map_err(|e| Error::status(400, e.to_string()))?;
         let meta = self.storage.stat(key).await.map_err(storage_answer)?;
         let quota = if propfind::needs_quota(&want) {
-            (self.storage.available().await, self.storage.used().await)
+            // RFC 4331: a folder quota over the path is its quota; else the disk's.
+            match self.cfg.quotas.shown(self.storage, self.cfg, key).await {
+                Some((used, left)) => (Some(left), Some(used)),
+                None => (self.storage.available().await, self.storage.used().await),
+            }
         } else {
             (None, None)
         };

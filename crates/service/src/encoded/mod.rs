@@ -75,13 +75,14 @@ pub(crate) async fn post<S: Storage>(
     };
     let query = Query::parse(ex.query())?;
     crate::respond::check_room(storage, cfg, ex).await?;
+    let room = crate::quota::admit_body(storage, cfg, ex, &key).await?;
     // The stored file is hashed when asked for; a Repr-Digest sent with a
     // POST describes the request body and is checked separately.
     let checks = Checks {
         hash: cfg.hash_for(ex, None),
         digest: RequestDigest::from_request(ex, cfg.metrics.clone())?,
     };
-    match media.essence() {
+    let result = match media.essence() {
         "multipart/form-data" => {
             let boundary = media.boundary().map_err(multipart_error)?.to_owned();
             let format = match query.get("format") {
@@ -150,7 +151,8 @@ pub(crate) async fn post<S: Storage>(
             415,
             format!("unsupported POST Content-Type {other:?}; {SUPPORTED}"),
         )),
-    }
+    };
+    result.map_err(|e| crate::quota::explain_cut(e, room, cfg))
 }
 
 // ---- query ----------------------------------------------------------------

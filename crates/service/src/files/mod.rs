@@ -17,7 +17,7 @@ use crate::page::listing::{new_nonce, page_csp_nonce, Format, Formatter, FLUSH_A
 use crate::path::RelPath;
 use crate::policy::{Policy, Principal};
 use crate::respond::{check_room, etag, respond_stored_with, write_preconditions, WriteGuard};
-use crate::storage::{Listing, Object, Storage, StorageError, Upload};
+use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload, Written};
 use crate::upload::receive;
 
 /// Files under a storage backend.
@@ -369,6 +369,7 @@ impl<S: Storage> Files<S> {
         }
         let mtime = crate::mtime::requested(ex)?;
         check_room(&self.storage, &self.cfg, ex).await?;
+        let room = crate::quota::admit_body(&self.storage, &self.cfg, ex, &key).await?;
         let expected = crate::digest::expected_from(ex)?;
         let hash = self.cfg.hash_for(ex, expected.as_ref());
         let check = write_preconditions(&self.storage, ex, &key).await?;
@@ -388,7 +389,7 @@ impl<S: Storage> Files<S> {
             Err(e) => {
                 // Disconnect, timeout, 413 mid-body: nothing may remain.
                 up.abort().await;
-                return Err(e);
+                return Err(crate::quota::explain_cut(e, room, &self.cfg));
             }
         };
         if let (Some(want), Some(got)) = (expected, sum) {
@@ -405,10 +406,29 @@ impl<S: Storage> Files<S> {
                     .await;
             }
         }
+        // With a trash, the file replaced goes there right before the new
+        // one takes its name (a conditional write keeps the atomic
+        // replace: its precondition is judged on the old file at commit).
+        let trashed = self.cfg.trash_days > 0
+            && guard.may_replace()
+            && ex.header("if-match").is_none()
+            && match self.storage.stat(&key).await {
+                Ok(old) if old.kind == Kind::File => {
+                    match crate::trash::discard(&self.storage, &self.cfg, &key, &old).await {
+                        Ok(()) => true,
+                        Err(e) => {
+                            up.abort().await;
+                            return Err(e.on_write(&key).into_answer());
+                        }
+                    }
+                }
+                _ => false,
+            };
         let written = up
             .commit(sum)
             .await
             .map_err(|e| guard.explain(e.on_write(&key).into_answer()))?;
+        let written = if trashed { Written::Replaced } else { written };
         let extra: &[(&str, &str)] = if mtime_applied {
             &[crate::mtime::ANSWER]
         } else {

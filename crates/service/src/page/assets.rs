@@ -34,6 +34,7 @@ const FILES: &[(&str, &str, &[u8])] = &[
     js!("page/actions.js"),
     js!("page/share.js"),
     js!("page/links.js"),
+    js!("page/trash.js"),
     js!("page/toolbar.js"),
     js!("page/search.js"),
     js!("page/drop.js"),

@@ -226,6 +226,14 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         let if_field = crate::locks::IfField::of(ex);
         let submitted = self.check_locks(who, &key, &if_field).await?;
         ensure_room(&self.storage, ex.content_length()).await?;
+        // Each append is judged again: the bytes kept so far plus these (the
+        // tree may have filled since the creation).
+        let so_far = slot.snapshot().offset;
+        let adding = so_far.saturating_add(ex.content_length().unwrap_or(0));
+        let cfg = &self.cfg;
+        cfg.quotas
+            .ensure(&self.storage, cfg, &key, Some(adding))
+            .await?;
         // The request that completes the upload may carry `X-OC-Mtime`.
         let mtime = crate::mtime::requested(ex)?;
         ex.limit_body(plan.max_bytes)?;

@@ -249,6 +249,11 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
     ) -> Result<(UploadId, Arc<Slot>), Error> {
         let _one_at_a_time = self.creating.lock().await;
         self.check_capacity(length).await?;
+        // The declared length is judged against the quotas at creation.
+        let cfg = &self.cfg;
+        cfg.quotas
+            .ensure(&self.storage, cfg, target, length)
+            .await?;
         let owner = self.claim_client_slot(client.0, client.1)?;
         let release = |owner: Option<std::net::IpAddr>| {
             if let Some(owner) = owner {

@@ -20,12 +20,14 @@ mod object;
 mod partial;
 mod props;
 mod small_files;
+mod trash;
 mod upload;
 
 pub use listing::{LocalListing, LIST_BATCH};
 pub use object::LocalObject;
 pub use partial::LocalPartial;
 pub use small_files::{SmallFiles, RECHECK as SMALL_FILE_RECHECK};
+pub use trash::TRASH_DIR;
 pub use upload::LocalUpload;
 
 use listing::ListState;
@@ -577,6 +579,26 @@ impl Storage for LocalStorage {
 
     async fn dead_props(&self, key: &RelPath) -> Result<Option<Vec<u8>>, StorageError> {
         self.read_props(key)
+    }
+
+    async fn owner(&self, key: &RelPath) -> Option<String> {
+        self.read_owner(key)
+    }
+
+    async fn trash(&self, key: &RelPath, id: &str, record: &[u8]) -> Result<(), StorageError> {
+        self.trash_entry(key, id, record)
+    }
+
+    async fn trash_records(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        self.trash_records(max)
+    }
+
+    async fn untrash(&self, id: &str, to: &RelPath) -> Result<(), StorageError> {
+        LocalStorage::untrash(self, id, to)
+    }
+
+    async fn purge_trash(&self, id: &str) -> Result<(), StorageError> {
+        LocalStorage::purge_trash(self, id)
     }
 
     async fn set_dead_props(&self, key: &RelPath, blob: Option<&[u8]>) -> Result<(), StorageError> {

@@ -19,7 +19,28 @@ pub const PROPS_XATTR: &str = "user.wirespeed.dav";
 /// unless `ea_inode` is on; larger sets fail there with 507).
 pub const MAX_PROPS: usize = 64 * 1024;
 
+/// The extended attribute naming a file's owner: the principal whose
+/// request wrote it (a rename keeps it, a copy is owned by its copier).
+pub const OWNER_XATTR: &str = "user.wirespeed.owner";
+
+/// Records `owner` on a file about to be published (a filesystem without
+/// user attributes keeps no owner: its files count for no user).
+pub(super) fn record_owner(file: &std::fs::File, owner: &str) {
+    if let Err(e) = rustix::fs::fsetxattr(file, OWNER_XATTR, owner.as_bytes(), XattrFlags::empty())
+    {
+        tracing::debug!(error = %e, "the file's owner was not recorded");
+    }
+}
+
 impl LocalStorage {
+    /// The owner recorded with `key`, if any.
+    pub(super) fn read_owner(&self, key: &RelPath) -> Option<String> {
+        let fd = self.open_props(key).ok()?;
+        let mut buf = [0u8; 256];
+        let n = rustix::fs::fgetxattr(&fd, OWNER_XATTR, &mut buf).ok()?;
+        String::from_utf8(buf[..n].to_vec()).ok()
+    }
+
     /// A readable descriptor of a file or folder (never a FIFO's blocking open).
     fn open_props(&self, key: &RelPath) -> Result<std::os::fd::OwnedFd, StorageError> {
         self.root

@@ -178,6 +178,9 @@ impl Upload for LocalUpload {
         let check = self.check.take();
         let modified = self.modified;
         let (gate, key, size) = (self.gate.take(), self.key.clone(), self.written);
+        // Who owns the file: the principal whose request wrote it (a
+        // user's quota counts the files they own).
+        let owner = crate::changes::actor();
         // fsync of a large file takes as long as the disk needs: off the
         // async workers. The guard moves along, so any failure in here
         // (or a panic) still removes the temporary file.
@@ -196,6 +199,9 @@ impl Upload for LocalUpload {
                 {
                     tracing::warn!(error = %e, "could not record the upload's digest");
                 }
+            }
+            if let Some(owner) = &owner {
+                super::props::record_owner(&file, owner);
             }
             if fsync {
                 file.sync_all()?;

@@ -19,6 +19,7 @@ mod report;
 mod rm;
 mod share;
 mod status_hint;
+mod trash;
 
 pub use find::{find, FindArgs};
 pub use get::get;
@@ -27,6 +28,7 @@ pub use put::{put, PutArgs};
 pub use rm::{rm, RmArgs};
 pub use share::{share, ShareArgs};
 pub use status_hint::explain;
+pub use trash::{trash, TrashArgs};
 
 use std::io::IsTerminal;
 use std::path::PathBuf;

@@ -231,6 +231,13 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = wirespeed_service::ARCHIVE_MAX_ENTRIES, value_name = "N")]
     pub archive_max_entries: usize,
 
+    /// Days a deleted or overwritten file (or deleted folder) is kept in the
+    /// trash (`.wirespeed-trash` in the folder, renamed there: no copy),
+    /// restorable with `wirespeed trash restore`; it counts in folder
+    /// quotas. 0: no trash, deletes are final.
+    #[arg(long, default_value_t = 30, value_name = "N")]
+    pub trash_days: u32,
+
     /// Most unfinished resumable uploads kept at once; a creation beyond gets
     /// 503 with Retry-After until some finish, are cancelled or expire.
     #[arg(long, default_value_t = 1000, value_name = "N")]

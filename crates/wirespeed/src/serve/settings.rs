@@ -87,6 +87,8 @@ pub(super) fn service(
         writes,
         max_body: args.max_body,
         archive_max_entries: Some(args.archive_max_entries),
+        trash_days: args.trash_days,
+        quotas: Default::default(),
         upload_path: match args.upload_path {
             UploadArg::Copy => UploadPath::Copy,
             UploadArg::Splice => UploadPath::Splice,

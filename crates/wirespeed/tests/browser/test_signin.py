@@ -459,6 +459,30 @@ def links_view(browser):
     p.close()
 
 
+@check("Recently deleted: alice restores a deleted file from the page; bob (no d) has no such button; the quota bar")
+def trash_view(browser):
+    r = requests.put(args.base + "team/gone.txt", data=b"restore me\n", auth=("alice", "alice-pw"), timeout=10)
+    assert r.status_code == 201, r.status_code
+    r = requests.delete(args.base + "team/gone.txt", auth=("alice", "alice-pw"), timeout=10)
+    assert r.status_code == 204, r.status_code
+    p = Page(browser, args.base + "team/")
+    p.signed_in("bob", "bob-pw")
+    expect(p.page.locator("#quota")).to_contain_text("of 1.0 GiB used")
+    expect(p.page.locator("#trash-btn")).to_have_count(0)
+    p.close()
+    p = Page(browser, args.base + "team/")
+    p.signed_in("alice", "alice-pw")
+    page = p.page
+    page.locator("#trash-btn").click()
+    row = page.locator("#trash tbody tr").filter(has_text="/team/gone.txt")
+    expect(row).to_have_count(1)
+    row.get_by_role("button", name="Restore").click()
+    expect(page.locator("#toast")).to_have_text('Restored "gone.txt"')
+    expect(page.locator("#list td.n a", has_text="gone.txt")).to_be_visible()
+    assert (Path(args.root) / "team/gone.txt").read_bytes() == b"restore me\n"
+    p.close()
+
+
 @check("on a phone, two folders deep, the breadcrumb and 'Signed in as' do not overlap")
 def phone_header(browser):
     p = Page(browser, args.base + "team/sub/deeper/", viewport={"width": 390, "height": 844},

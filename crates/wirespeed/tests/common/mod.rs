@@ -276,13 +276,21 @@ pub fn run_bounded(cmd: &mut Command) -> Output {
     out
 }
 
-/// Every file below `dir`, relative, sorted.
+/// Every file below `dir`, relative, sorted (the server's own reserved
+/// names, such as its trash, left out: no request reaches them).
 pub fn files_below(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
+            let e = e.unwrap();
+            if e.file_name()
+                .to_string_lossy()
+                .starts_with(".wirespeed-trash")
+            {
+                continue;
+            }
+            let p = e.path();
             if p.is_dir() {
                 stack.push(p);
             } else {
