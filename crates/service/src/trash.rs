@@ -75,21 +75,57 @@ pub(crate) async fn discard<S: Storage>(
     let json = serde_json::to_vec(&record).map_err(|e| StorageError::Io(e.into()))?;
     match storage.trash(key, &new_id()?, &json).await {
         Ok(()) => {
-            // A sweep reads every record: at most once a minute from here
-            // (a `rm -r` of many files is many discards).
-            let now = now_secs();
-            let last = LAST_SWEEP.load(Ordering::Relaxed);
-            if now >= last + 60
-                && LAST_SWEEP
-                    .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-            {
-                sweep(storage, cfg).await;
-            }
+            now_and_then_sweep(storage, cfg).await;
             Ok(())
         }
         Err(StorageError::Unsupported(_)) => storage.delete(key).await,
         Err(e) => Err(e),
+    }
+}
+
+/// Keeps the file `key` (`meta`: what it is) in the trash before an
+/// upload replaces it, its name left for the replacement's one rename
+/// (no reader finds it missing in between); `false` when nothing was
+/// kept (no trash here: the replacement simply overwrites).
+pub(crate) async fn keep_replaced<S: Storage>(
+    storage: &S,
+    cfg: &ServiceConfig,
+    key: &RelPath,
+    meta: &Meta,
+) -> Result<bool, StorageError> {
+    if cfg.trash_days == 0 || meta.kind != Kind::File {
+        return Ok(false);
+    }
+    let record = Record {
+        path: key.to_url(false),
+        by: changes::actor().map(|a| a.to_string()),
+        at: now_secs(),
+        size: meta.size,
+        files: 1,
+        folder: false,
+    };
+    let json = serde_json::to_vec(&record).map_err(|e| StorageError::Io(e.into()))?;
+    match storage.trash_replaced(key, &new_id()?, &json).await {
+        Ok(()) => {
+            now_and_then_sweep(storage, cfg).await;
+            Ok(true)
+        }
+        Err(StorageError::Unsupported(_)) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// A sweep reads every record: at most once a minute from the request
+/// path (a `rm -r` of many files is many discards).
+async fn now_and_then_sweep<S: Storage>(storage: &S, cfg: &ServiceConfig) {
+    let now = now_secs();
+    let last = LAST_SWEEP.load(Ordering::Relaxed);
+    if now >= last + 60
+        && LAST_SWEEP
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        sweep(storage, cfg).await;
     }
 }
 

@@ -309,6 +309,42 @@ fn a_deleted_file_comes_back_byte_identical_with_its_mtime() {
 }
 
 #[test]
+fn an_overwrite_kept_in_the_trash_never_leaves_the_name_empty() {
+    // The file replaced is kept by a second name and the new one renames
+    // over it: a reader meets the old bytes or the new, never a 404.
+    let s = trash_server(RULES);
+    assert_eq!(s.put("/live.txt", b"v0").status, 201);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (reads, empty) = std::thread::scope(|t| {
+        let reader = t.spawn(|| {
+            let (mut reads, mut empty) = (0u32, Vec::new());
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let r = s.get("/live.txt");
+                reads += 1;
+                if r.status != 200 || !r.text().starts_with('v') {
+                    empty.push(format!("{} {:?}", r.status, r.text()));
+                }
+            }
+            (reads, empty)
+        });
+        for i in 1..=60 {
+            assert_eq!(s.put("/live.txt", format!("v{i}").as_bytes()).status, 204);
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        reader.join().unwrap()
+    });
+    assert!(
+        empty.is_empty(),
+        "{} of {reads} reads found no file: {empty:?}",
+        empty.len()
+    );
+    assert_eq!(std::fs::read(s.root.join("live.txt")).unwrap(), b"v60");
+    // Every version replaced is in the trash, the first one included.
+    let kept = trash_entries(&s, "/", &[]);
+    assert_eq!(kept.len(), 60, "{kept:?}");
+}
+
+#[test]
 fn overwrites_and_whole_folders_go_to_the_trash() {
     let s = trash_server(RULES);
     assert_eq!(s.put("/notes.txt", b"first").status, 201);

@@ -333,6 +333,17 @@ pub trait Storage: Send + Sync + 'static {
     ) -> impl Future<Output = Result<(), StorageError>> + Send {
         async { Err(StorageError::Unsupported("a trash")) }
     }
+    /// Keep the file `key` in the trash as entry `id` without taking its
+    /// name away (the caller is about to replace it, and a reader must
+    /// find the old file or the new one, never nothing); not emitted.
+    fn trash_replaced(
+        &self,
+        _key: &RelPath,
+        _id: &str,
+        _record: &[u8],
+    ) -> impl Future<Output = Result<(), StorageError>> + Send {
+        async { Err(StorageError::Unsupported("a trash")) }
+    }
     /// The trash's entries as (id, record), at most `max`, in no order.
     fn trash_records(
         &self,

@@ -17,7 +17,7 @@ use crate::page::listing::{new_nonce, page_csp_nonce, Format, Formatter, FLUSH_A
 use crate::path::RelPath;
 use crate::policy::{Policy, Principal};
 use crate::respond::{check_room, etag, respond_stored_with, write_preconditions, WriteGuard};
-use crate::storage::{Kind, Listing, Object, Storage, StorageError, Upload, Written};
+use crate::storage::{Listing, Object, Storage, StorageError, Upload};
 use crate::upload::receive;
 
 /// Files under a storage backend.
@@ -406,29 +406,24 @@ impl<S: Storage> Files<S> {
                     .await;
             }
         }
-        // With a trash, the file replaced goes there right before the new
-        // one takes its name (a conditional write keeps the atomic
-        // replace: its precondition is judged on the old file at commit).
-        let trashed = self.cfg.trash_days > 0
-            && guard.may_replace()
-            && ex.header("if-match").is_none()
-            && match self.storage.stat(&key).await {
-                Ok(old) if old.kind == Kind::File => {
-                    match crate::trash::discard(&self.storage, &self.cfg, &key, &old).await {
-                        Ok(()) => true,
-                        Err(e) => {
-                            up.abort().await;
-                            return Err(e.on_write(&key).into_answer());
-                        }
-                    }
+        // With a trash, the file replaced is kept there by a second name
+        // right before the new one renames over its name (which so never
+        // stands empty). A conditional write is left out: its precondition
+        // is judged on the old file at commit, and may still refuse.
+        if self.cfg.trash_days > 0 && guard.may_replace() && ex.header("if-match").is_none() {
+            if let Ok(old) = self.storage.stat(&key).await {
+                if let Err(e) =
+                    crate::trash::keep_replaced(&self.storage, &self.cfg, &key, &old).await
+                {
+                    up.abort().await;
+                    return Err(e.on_write(&key).into_answer());
                 }
-                _ => false,
-            };
+            }
+        }
         let written = up
             .commit(sum)
             .await
             .map_err(|e| guard.explain(e.on_write(&key).into_answer()))?;
-        let written = if trashed { Written::Replaced } else { written };
         let extra: &[(&str, &str)] = if mtime_applied {
             &[crate::mtime::ANSWER]
         } else {

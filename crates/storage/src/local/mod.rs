@@ -589,6 +589,15 @@ impl Storage for LocalStorage {
         self.trash_entry(key, id, record)
     }
 
+    async fn trash_replaced(
+        &self,
+        key: &RelPath,
+        id: &str,
+        record: &[u8],
+    ) -> Result<(), StorageError> {
+        self.trash_link(key, id, record)
+    }
+
     async fn trash_records(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
         self.trash_records(max)
     }

@@ -2,7 +2,8 @@
 //! reserved name: never listed, served or taken by a request). An entry
 //! is the deleted file or folder itself, renamed there whole (no byte is
 //! copied; its inode, mtime and attributes stay), under its id, with the
-//! caller's record beside it as `ID.json`.
+//! caller's record beside it as `ID.json`. A file about to be replaced is
+//! linked there instead, so that its name never stands empty.
 
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
@@ -14,6 +15,15 @@ use super::LocalStorage;
 use crate::changes::{Change, ChangeKind, Version};
 use crate::StorageError;
 use wirespeed_path::RelPath;
+
+/// How an entry gets into the trash.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// Renamed there: the name is gone (a delete).
+    Move,
+    /// Linked there: the name stays until its replacement renames over it.
+    Link,
+}
 
 /// The trash folder's name under the root.
 pub const TRASH_DIR: &str = ".wirespeed-trash";
@@ -54,6 +64,29 @@ impl LocalStorage {
         id: &str,
         record: &[u8],
     ) -> Result<(), StorageError> {
+        self.keep_in_trash(key, id, record, Keep::Move)
+    }
+
+    /// The file at `key` kept in the trash as a second name of the same
+    /// inode, its own name left in place: the upload about to replace it
+    /// publishes by one rename over that name, so no reader ever finds the
+    /// name empty. Nothing is emitted (the replacement is the change).
+    pub(super) fn trash_link(
+        &self,
+        key: &RelPath,
+        id: &str,
+        record: &[u8],
+    ) -> Result<(), StorageError> {
+        self.keep_in_trash(key, id, record, Keep::Link)
+    }
+
+    fn keep_in_trash(
+        &self,
+        key: &RelPath,
+        id: &str,
+        record: &[u8],
+        how: Keep,
+    ) -> Result<(), StorageError> {
         check_id(id)?;
         let Some(name) = key.name() else {
             return Err(StorageError::Forbidden);
@@ -67,9 +100,20 @@ impl LocalStorage {
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
         let fd = rustix::fs::openat(&trash, json.as_str(), flags, Mode::from_raw_mode(0o600))?;
         std::fs::File::from(fd).write_all(record)?;
-        if let Err(e) = rustix::fs::renameat(&parent, name, &trash, id) {
+        let kept = match how {
+            Keep::Move => rustix::fs::renameat(&parent, name, &trash, id),
+            Keep::Link if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile => {
+                rustix::fs::linkat(&parent, name, &trash, id, AtFlags::empty())
+            }
+            // Only a plain file is kept by a second name.
+            Keep::Link => Err(Errno::ISDIR),
+        };
+        if let Err(e) = kept {
             let _ = rustix::fs::unlinkat(&trash, json.as_str(), AtFlags::empty());
             return Err(e.into());
+        }
+        if how == Keep::Link {
+            return Ok(());
         }
         let before = if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
             Version::folder()
