@@ -24,6 +24,12 @@ pub struct DownloadOptions {
     pub notice: Option<Notice>,
     /// Give the file the server's `Last-Modified` (as `wget`, `curl -R`).
     pub keep_mtime: bool,
+    /// At most this many connections for one file, by ranges (adaptive up
+    /// to it); 0 or 1: one stream (the `Default`).
+    pub connections: usize,
+    /// Files at least this large are fetched by ranges when `connections`
+    /// allows ([`crate::transfer::ranges::RANGED_FROM`] unless told).
+    pub ranged_from: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -103,6 +109,12 @@ pub async fn download_file(
     let had = part_len(&part);
     if opts.resume && had == 0 {
         if let Some(rep) = already_complete(client, url, dest).await? {
+            return Ok(rep);
+        }
+    }
+    if opts.connections > 1 {
+        if let Some(rep) = crate::transfer::ranged::download_ranged(client, url, dest, opts).await?
+        {
             return Ok(rep);
         }
     }
@@ -226,7 +238,7 @@ fn part_len(part: &Path) -> u64 {
 
 /// The validator `If-Range` can carry: a strong ETag, else Last-Modified
 /// (RFC 9110 §13.1.5: a weak ETag cannot).
-fn range_validator(resp: &Response) -> Option<String> {
+pub(crate) fn range_validator(resp: &Response) -> Option<String> {
     match resp.header("ETag") {
         Some(e) if !e.starts_with("W/") => Some(e.to_string()),
         _ => resp.header("Last-Modified").map(str::to_string),
@@ -393,7 +405,7 @@ fn parse_content_range_star(v: &str) -> Option<u64> {
     v.trim().strip_prefix("bytes */")?.parse().ok()
 }
 
-async fn finish_download(
+pub(crate) async fn finish_download(
     part: &Path,
     dest: &Path,
     bytes: u64,
@@ -478,7 +490,7 @@ pub async fn download_to<W: tokio::io::AsyncWrite + Unpin + ?Sized>(
 /// A folder's listing is not the file the user asked for: a download that
 /// ended at a URL with a trailing `/` is an error that points to `ls`,
 /// unless it asked for the folder as an archive (`?archive=`).
-fn refuse_folder(resp: &Response, final_url: &Url) -> Result<(), Error> {
+pub(crate) fn refuse_folder(resp: &Response, final_url: &Url) -> Result<(), Error> {
     let archive = final_url
         .target
         .split_once('?')

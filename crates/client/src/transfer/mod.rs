@@ -3,7 +3,8 @@
 //! form upload, listing and delete. The CLI is a thin shell over these.
 //!
 //! One file per concern: `upload.rs` (PUT and form POST), `download.rs`
-//! (GET into a file or a writer), `remote.rs` (listing, walking, delete).
+//! (GET into a file or a writer; `ranged.rs` and `ranges.rs`: a large file
+//! by ranges over parallel connections), `remote.rs` (listing, walking, delete).
 //! What they share lives here: progress, digests, redirect following.
 
 use std::fs::File;
@@ -21,6 +22,8 @@ mod download;
 mod file_upload;
 pub mod mtime;
 mod put;
+mod ranged;
+pub mod ranges;
 mod remote;
 mod resume;
 pub mod retry;
