@@ -50,9 +50,9 @@ fi
 
 mkdir -p "$W/srv/up" "$W/cli" "$W/ng" "$W/cp"
 # Sparse: reading it costs nothing, so the link is the only limit.
-truncate -s 16G "$W/srv/big.bin"
-truncate -s 16G "$W/cli/big.bin"
-ln -f "$W/srv/big.bin" "$W/ng/big.bin" 2>/dev/null || truncate -s 16G "$W/ng/big.bin"
+truncate -s 2G "$W/srv/big.bin"
+truncate -s 2G "$W/cli/big.bin"
+ln -f "$W/srv/big.bin" "$W/ng/big.bin" 2>/dev/null || truncate -s 2G "$W/ng/big.bin"
 
 rx() { # NS DEV: bytes the device received
     ip netns exec "$1" cat "/sys/class/net/$2/statistics/rx_bytes"
@@ -127,29 +127,29 @@ for p in $PROFILES; do
         log "  $name"
         MBS[$name]=$(row "$@")
         ORDER+=("$name")
-        rm -f "$W"/srv/up/* "$W"/cli/dl* "$W"/cp/*.bin 2>/dev/null || true
+        rm -rf "$W"/srv/up/* "$W"/srv/up/.wirespeed* "$W"/cli/dl* "$W"/cli/.wirespeed* "$W"/cp/*.bin 2>/dev/null || true
     }
-    ip3=(in_b iperf3 -c "$WAN_IP_A" -p 5201 -R -t "$((SECS + 5))")
+    ip3=(ip netns exec "$WAN_B" iperf3 -c "$WAN_IP_A" -p 5201 -R -t "$((SECS + 5))")
     add "ceiling: iperf3 -P 8 -C bbr" down "${ip3[@]}" -P 8 -C bbr
     add "iperf3, one stream, CUBIC" down "${ip3[@]}" -C cubic
     add "iperf3, one stream, BBR" down "${ip3[@]}" -C bbr
     add "iperf3 -P 6, CUBIC (a browser's share)" down "${ip3[@]}" -P 6 -C cubic
-    add "GET curl from wirespeed" down in_b curl -s -o /dev/null "$WSU/big.bin"
-    add "GET wirespeed get" down in_b "$WS" get -q "$WSU/big.bin" -o "$W/cli/dl.bin"
-    add "GET curl from nginx" down in_b curl -s -o /dev/null "$NGU/big.bin"
-    add "GET aria2c -x8 from nginx" down in_b aria2c -q -x8 -s8 -k1M --file-allocation=none \
+    add "GET curl from wirespeed" down ip netns exec "$WAN_B" curl -s -o /dev/null "$WSU/big.bin"
+    add "GET wirespeed get" down ip netns exec "$WAN_B" "$WS" get -q "$WSU/big.bin" -o "$W/cli/dl.bin"
+    add "GET curl from nginx" down ip netns exec "$WAN_B" curl -s -o /dev/null "$NGU/big.bin"
+    add "GET aria2c -x8 from nginx" down ip netns exec "$WAN_B" aria2c -q -x8 -s8 -k1M --file-allocation=none \
         --allow-overwrite=true -d "$W/cli" -o dl-aria.bin "$NGU/big.bin"
-    add "GET rclone :http: from wirespeed" down in_b rclone copy -q --http-url "$WSU/" \
+    add "GET rclone :http: from wirespeed" down ip netns exec "$WAN_B" rclone copy -q --http-url "$WSU/" \
         ":http:big.bin" "$W/cli/dl-rclone/"
-    add "PUT curl -T to wirespeed" up in_b curl -s -o /dev/null -T "$W/cli/big.bin" "$WSU/up/curl.bin"
-    add "PUT wirespeed put" up in_b "$WS" put -q "$W/cli/big.bin" "$WSU/up/ws.bin"
-    add "PUT rclone :webdav: to wirespeed" up in_b rclone copyto -q --webdav-url "$WSU/" \
+    add "PUT curl -T to wirespeed" up ip netns exec "$WAN_B" curl -s -o /dev/null -T "$W/cli/big.bin" "$WSU/up/curl.bin"
+    add "PUT wirespeed put" up ip netns exec "$WAN_B" "$WS" put -q "$W/cli/big.bin" "$WSU/up/ws.bin"
+    add "PUT rclone :webdav: to wirespeed" up ip netns exec "$WAN_B" rclone copyto -q --webdav-url "$WSU/" \
         "$W/cli/big.bin" ":webdav:up/rclone.bin"
     if python3 -c 'import copyparty' 2>/dev/null; then
         U2C=$(python3 -c 'import copyparty, os; print(os.path.join(os.path.dirname(copyparty.__file__), "web", "a", "u2c.py"))')
         [[ -f $U2C ]] || U2C=$(find / -name u2c.py -path '*copyparty*' 2>/dev/null | head -1)
         if [[ -n $U2C ]]; then
-            add "PUT copyparty u2c.py -j 8 to copyparty" up in_b python3 "$U2C" -j 8 \
+            add "PUT copyparty u2c.py -j 8 to copyparty" up ip netns exec "$WAN_B" python3 "$U2C" -j 8 \
                 "http://$WAN_IP_A:3923/" "$W/cli/big.bin"
         fi
     fi
