@@ -23,6 +23,7 @@ mod file_upload;
 pub mod mtime;
 mod put;
 mod ranged;
+pub use ranged::download_file;
 pub mod ranges;
 mod remote;
 mod resume;
@@ -32,8 +33,8 @@ pub mod search;
 pub mod validators;
 
 pub use download::{
-    download_file, download_to, is_current, is_part_name, parse_content_range, part_path,
-    DownloadOptions, DownloadReport, OUTPUT_CONTEXT, PART_PREFIX,
+    download_to, is_current, is_part_name, parse_content_range, part_path, DownloadOptions,
+    DownloadReport, OUTPUT_CONTEXT, PART_PREFIX,
 };
 pub use file_upload::upload_file;
 pub use put::{

@@ -22,7 +22,8 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 
 use crate::transfer::download::{
-    finish_download, part_path, range_validator, refuse_folder, DownloadOptions, DownloadReport,
+    already_complete, download_stream, finish_download, part_len, part_path, range_validator,
+    refuse_folder, DownloadOptions, DownloadReport,
 };
 use crate::transfer::ranges::{Adapt, Pieces};
 use crate::transfer::retry;
@@ -100,11 +101,35 @@ async fn probe(client: &Client, url: &Url) -> Result<Probe, Error> {
     })
 }
 
+/// GET `url` into `dest` through `DEST.part`, renamed into place once
+/// complete and verified: by ranges over parallel connections when
+/// `opts.connections` allows and it pays ([`download_ranged`]), else in
+/// one stream (`download_stream`). `resume` of a file already whole (the
+/// server's size and version) transfers nothing.
+pub async fn download_file(
+    client: &Client,
+    url: &Url,
+    dest: &Path,
+    opts: &DownloadOptions,
+) -> Result<DownloadReport, Error> {
+    if opts.resume && part_len(&part_path(dest)) == 0 {
+        if let Some(rep) = already_complete(client, url, dest).await? {
+            return Ok(rep);
+        }
+    }
+    if opts.connections > 1 {
+        if let Some(rep) = download_ranged(client, url, dest, opts).await? {
+            return Ok(rep);
+        }
+    }
+    download_stream(client, url, dest, opts).await
+}
+
 /// Downloads `url` into `dest` by ranges when it pays: `Ok(None)` when it
 /// does not (smaller than `from`, no `Accept-Ranges: bytes`, no validator
 /// to hold the pieces to one version, or a single-stream partial file to
 /// continue): the caller fetches it in one stream.
-pub async fn download_ranged(
+async fn download_ranged(
     client: &Client,
     url: &Url,
     dest: &Path,
