@@ -60,6 +60,7 @@ wan_up() { # RATE_MBIT RTT_MS LOSS_PERCENT [BUFFER_MS]
     ip netns add "$WAN_A"
     ip netns add "$WAN_B"
     local out="$W/wan-link.out"
+    rm -f "$out"
     "$WAN_LINK_BIN" wsa0 wsb0 --rate-mbit "$rate" --delay-ms "$(awk -v r="$rtt" 'BEGIN{print r/2}')" \
         --loss "$(awk -v l="$loss" 'BEGIN{print l/100}')" --buffer-ms "$buf" --seed 7 >"$out" 2>"$W/wan-link.err" &
     WAN_LINK_PID=$!

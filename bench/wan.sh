@@ -66,7 +66,7 @@ row() {
     if [[ $dir == down ]]; then ns=$WAN_B dev=wsb0; else ns=$WAN_A dev=wsa0; fi
     before=$(rx "$ns" "$dev")
     t0=$(date +%s.%N)
-    timeout -s INT "$SECS" "$@" >"$W/row.out" 2>&1 || true
+    timeout -k 3 -s INT "$SECS" "$@" >"$W/row.out" 2>&1 || true
     t1=$(date +%s.%N)
     after=$(rx "$ns" "$dev")
     awk -v b="$before" -v a="$after" -v t0="$t0" -v t1="$t1" 'BEGIN {printf "%.1f", (a-b)/(t1-t0)/1e6}'
@@ -104,7 +104,7 @@ for p in $PROFILES; do
     log "profile $p: ${LABEL[$p]}"
     wan_up "$rate" "$rtt" "$loss"
     SRV=()
-    in_a "$WS" serve "$W/srv" --no-fsync --listen "$WAN_IP_A:8080" --allow-host '*' >"$W/ws.out" 2>"$W/ws.err" &
+    in_a "$WS" serve "$W/srv" --no-fsync --allow-upload --listen "$WAN_IP_A:8080" --allow-host '*' >"$W/ws.out" 2>"$W/ws.err" &
     SRV+=($!)
     in_a nginx -e "$W/ng-error.log" -c "$W/ng.conf" -g 'daemon off;' &
     SRV+=($!)
