@@ -172,6 +172,7 @@ impl Conn {
         // Heads are small and must not wait for Nagle; bodies are written in
         // large pieces anyway.
         let _ = tcp.set_nodelay(true);
+        cfg.congestion.apply(&tcp);
         let stream = if url.tls {
             let s = wirespeed_tls::connect(tls.clone(), host, tcp)
                 .await

@@ -81,6 +81,9 @@ pub struct ClientConfig {
     pub user_agent: String,
     /// Limits applied to response heads and chunked framing.
     pub limits: Limits,
+    /// TCP congestion control set on our sockets (we send the uploads);
+    /// the default leaves the system's.
+    pub congestion: wirespeed_io::congestion::Congestion,
 }
 
 impl Default for ClientConfig {
@@ -99,6 +102,7 @@ impl Default for ClientConfig {
             expect_continue_wait: Duration::from_secs(1),
             user_agent: concat!("wirespeed/", env!("CARGO_PKG_VERSION")).to_string(),
             limits: Limits::default(),
+            congestion: wirespeed_io::congestion::Congestion::system(),
         }
     }
 }

@@ -8,6 +8,7 @@
 //! - [`copy_file`]: the user-space fallback for streams that must see the
 //!   bytes (TLS encrypts them).
 //! - [`Cork`]: TCP_CORK while a head and a file body go out.
+//! - [`congestion`]: TCP_CONGESTION (BBR where we send, when offered).
 //! - [`open_file_limit`], [`raise_open_file_limit`], [`is_resource_exhaustion`]:
 //!   RLIMIT_NOFILE, which bounds a server's connections.
 //!
@@ -15,6 +16,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod congestion;
 mod fd_limit;
 mod file;
 mod read_buf;

@@ -73,6 +73,9 @@ pub struct ServerConfig {
     /// address and scheme for logs, handlers and the origin check); they
     /// are also exempt from `max_connections_per_ip`, carrying many clients.
     pub trusted_proxies: TrustedProxies,
+    /// TCP congestion control set on accepted sockets (we send the
+    /// downloads); the default leaves the system's.
+    pub congestion: wirespeed_io::congestion::Congestion,
 }
 
 /// Half the soft open-file limit (at least 1): a connection moving a file
@@ -105,6 +108,7 @@ impl Default for ServerConfig {
             max_connections_per_ip: None,
             linger: Linger::default(),
             trusted_proxies: TrustedProxies::default(),
+            congestion: wirespeed_io::congestion::Congestion::system(),
         }
     }
 }

@@ -263,6 +263,7 @@ impl Server {
                     };
                     backoff.succeeded();
                     let _ = tcp.set_nodelay(true);
+                    self.cfg.congestion.apply(&tcp);
                     let accepted_at = Instant::now();
                     let slot = match self.admit(peer.ip(), per_ip.as_ref()) {
                         Ok(slot) => slot,

@@ -89,6 +89,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // raised limit.
     let fd_limit = wirespeed_io::raise_open_file_limit();
     let server_cfg = settings::server(&args, metrics)?;
+    let congestion_line = format!("congestion control: {}", server_cfg.congestion.describe());
 
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all().thread_name("wirespeed");
@@ -133,6 +134,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             out.flush()?;
         }
         crate::notice::say(&mode_line);
+        crate::notice::say(&congestion_line);
         if !base.is_empty() {
             crate::notice::say(&format!(
                 "serving under {base} only (--path-prefix): other paths answer 404"

@@ -389,3 +389,62 @@ fn ctrl_c_says_what_it_finishes_and_a_second_stops_at_once() {
 }
 
 use std::process::Command;
+
+/// The algorithms of the established TCP sockets whose local port is `port`
+/// (`ss -ti` names each socket's congestion control).
+fn congestion_of_sockets_on(port: u16) -> String {
+    let out = Command::new("ss")
+        .args([
+            "-tinH",
+            "state",
+            "established",
+            "sport",
+            "=",
+            &format!(":{port}"),
+        ])
+        .output()
+        .expect("ss (iproute2) runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn congestion_control_is_set_on_accepted_sockets_and_said_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), b"hello").unwrap();
+    // reno: always built in and never a distribution's default, so seeing it
+    // on the socket proves the server set it.
+    let srv = Serve::start(dir.path(), &["--congestion-control", "reno"]);
+    srv.wait_stderr("congestion control: reno");
+    let mut c = TcpStream::connect(srv.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    c.write_all(b"GET /f.txt HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut buf = [0u8; 512];
+    let n = c.read(&mut buf).unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).contains("hello"));
+    let ss = congestion_of_sockets_on(srv.addr.port());
+    assert!(ss.contains(" reno "), "the server's socket runs reno: {ss}");
+    drop(c);
+    drop(srv);
+    // `system` leaves the namespace's default, and says which it is.
+    let system = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap();
+    let srv = Serve::start(dir.path(), &["--congestion-control", "system"]);
+    srv.wait_stderr(&format!("congestion control: system ({})", system.trim()));
+    drop(srv);
+    // A name the kernel does not offer stops the start with the reason.
+    let out = Serve::command(dir.path())
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--congestion-control",
+            "nosuchcc",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("\"nosuchcc\" is not available") && err.contains("modprobe tcp_nosuchcc"),
+        "{err}"
+    );
+}

@@ -115,6 +115,8 @@ fn get_resumes_through_cuts_and_verifies_the_digest() {
         &s.state,
         &[
             "get",
+            "--connections",
+            "1",
             &format!("{}/big.bin", proxy.base()),
             "-o",
             dest.to_str().unwrap(),
@@ -151,6 +153,8 @@ fn get_restarts_when_the_file_changes_between_attempts() {
         &s.state,
         &[
             "get",
+            "--connections",
+            "1",
             &format!("{}/moving.bin", proxy.base()),
             "-o",
             dest.to_str().unwrap(),
@@ -271,18 +275,36 @@ fn plain_server(root: PathBuf) -> (std::net::SocketAddr, Arc<Mutex<Vec<String>>>
                         }
                     }
                     let body: Vec<u8> = buf.drain(..len).collect();
-                    let answer: &[u8] = match method.as_str() {
+                    let answer: Vec<u8> = match method.as_str() {
                         "OPTIONS" => {
                             b"HTTP/1.1 200 OK\r\nAllow: GET, PUT\r\nContent-Length: 0\r\n\r\n"
+                                .to_vec()
                         }
                         "PUT" => {
                             let name = path.trim_start_matches('/');
                             std::fs::write(root.join(name), &body).unwrap();
-                            b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"
+                            b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n".to_vec()
                         }
-                        _ => b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n",
+                        // The whole file whatever Range says, and no
+                        // Accept-Ranges (a server that does not do ranges).
+                        "GET" | "HEAD" => {
+                            let file =
+                                std::fs::read(root.join(path.trim_start_matches('/'))).unwrap();
+                            let mut a = format!(
+                                "HTTP/1.1 200 OK\r\nETag: \"v1\"\r\nContent-Length: {}\r\n\r\n",
+                                file.len()
+                            )
+                            .into_bytes();
+                            if method == "GET" {
+                                a.extend_from_slice(&file);
+                            }
+                            a
+                        }
+                        _ => {
+                            b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n".to_vec()
+                        }
                     };
-                    if c.write_all(answer).is_err() {
+                    if c.write_all(&answer).is_err() {
                         return;
                     }
                 }
@@ -566,4 +588,190 @@ fn get_archive_resumes_through_cuts_and_equals_a_fresh_one() {
     .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_same_file(&s.local.join("photos.tar"), &s.local.join("fresh.tar"));
+}
+
+/// The access log's 206 answers since `from` bytes of stderr: how many, and
+/// the body bytes they carried.
+fn ranges_served(stderr: &str) -> (usize, u64) {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("status=206"))
+        .collect();
+    let bytes = lines
+        .iter()
+        .filter_map(|l| {
+            l.split("bytes_out=")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    (lines.len(), bytes)
+}
+
+/// 24 MiB in 4 MiB pieces (the smallest piece size): six ranges.
+const RANGED: usize = 24 * MIB;
+const PIECE: u64 = 4 * MIB as u64;
+
+fn ranged_get(s: &Setup, base: &str, name: &str, dest: &Path, extra: &[&str]) -> Output {
+    let url = format!("{base}/{name}");
+    let mut args = vec!["get", "--ranged-from", "1M"];
+    args.extend_from_slice(extra);
+    if !extra.contains(&"--connections") {
+        args.extend_from_slice(&["--connections", "4"]);
+    }
+    args.extend_from_slice(&[url.as_str(), "-o", dest.to_str().unwrap()]);
+    run(&s.state, &args)
+}
+
+#[test]
+fn get_by_ranges_is_byte_identical_and_a_cut_fetches_only_the_missing_ranges() {
+    let s = setup(&[]);
+    let bytes = data(RANGED, 4);
+    seed(&s, "r.bin", &bytes);
+    // Whole, over parallel connections.
+    let whole = s.local.join("whole.bin");
+    let before = s.serve.stderr().len();
+    let out = ranged_get(&s, &s.serve.base(), "r.bin", &whole, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read(&whole).unwrap() == bytes, "bytes differ");
+    assert!(stdout_says_verified(&out), "{}", text(&out.stdout));
+    let (n, b) = ranges_served(&s.serve.stderr()[before..]);
+    assert_eq!((n, b), (6, RANGED as u64), "six ranges, each byte once");
+
+    // Cut after two and a half pieces on one connection, no retries: two
+    // pieces are on disk and recorded.
+    let proxy = CuttingProxy::start(s.serve.addr);
+    proxy.cut_downstream_every(Some(2 * PIECE + PIECE / 2));
+    let dest = s.local.join("cut.bin");
+    let out = ranged_get(
+        &s,
+        &proxy.base(),
+        "r.bin",
+        &dest,
+        &["--retries", "0", "--connections", "2"],
+    );
+    assert!(
+        !out.status.success(),
+        "the cut fails it: {}",
+        text(&out.stderr)
+    );
+    let part = s.local.join(".wirespeed-part-cut.bin");
+    let len = std::fs::metadata(&part).map(|m| m.len());
+    assert_eq!(
+        len.ok(),
+        Some(RANGED as u64),
+        "preallocated: {}",
+        text(&out.stderr)
+    );
+    let done = pieces_done(&part);
+    assert!(
+        (1..6).contains(&done),
+        "{done} pieces recorded before the cut"
+    );
+    // The server logs the cut answer once it notices: wait for it (the
+    // pieces done and the one cut), so it is not counted as the rerun's.
+    let until = Instant::now() + Duration::from_secs(10);
+    while ranges_served(&s.serve.stderr()).0 < 6 + done + 1 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The rerun (the same URL, no more cuts) fetches the missing pieces only.
+    proxy.cut_downstream_every(None);
+    let before = s.serve.stderr().len();
+    let out = ranged_get(&s, &proxy.base(), "r.bin", &dest, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        std::fs::read(&dest).unwrap() == bytes,
+        "bytes differ after the resume"
+    );
+    let (n, b) = ranges_served(&s.serve.stderr()[before..]);
+    assert_eq!(
+        (n, b),
+        (6 - done, RANGED as u64 - done as u64 * PIECE),
+        "only the missing ranges"
+    );
+    assert!(!part.exists());
+}
+
+/// How many pieces the partial file's record says are on disk.
+fn pieces_done(part: &Path) -> usize {
+    let mut buf = vec![0u8; 4096];
+    let n =
+        rustix::fs::getxattr(part, "user.wirespeed.pieces", &mut buf[..]).expect("a pieces record");
+    let rec = std::str::from_utf8(&buf[..n]).unwrap();
+    let pieces = wirespeed_client::transfer::ranges::Pieces::decode(rec, RANGED as u64)
+        .expect("a valid record");
+    pieces.count() - pieces.missing().count()
+}
+
+fn stdout_says_verified(out: &Output) -> bool {
+    text(&out.stdout).contains("sha-256 verified")
+}
+
+#[test]
+fn get_by_ranges_starts_over_when_the_file_changed_between_runs() {
+    let s = setup(&[]);
+    seed(&s, "m.bin", &data(RANGED, 5));
+    let proxy = CuttingProxy::start(s.serve.addr);
+    proxy.cut_downstream_every(Some(2 * PIECE + PIECE / 2));
+    let dest = s.local.join("m.bin");
+    let out = ranged_get(
+        &s,
+        &proxy.base(),
+        "m.bin",
+        &dest,
+        &["--retries", "0", "--connections", "2"],
+    );
+    assert!(
+        !out.status.success(),
+        "the cut fails it: {}",
+        text(&out.stderr)
+    );
+    assert!(pieces_done(&s.local.join(".wirespeed-part-m.bin")) > 0);
+    // A new version (another ETag) before the rerun.
+    let changed = data(RANGED, 6);
+    seed(&s, "m.bin", &changed);
+    proxy.cut_downstream_every(None);
+    let before = s.serve.stderr().len();
+    let out = ranged_get(&s, &proxy.base(), "m.bin", &dest, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        std::fs::read(&dest).unwrap() == changed,
+        "not the new version"
+    );
+    let (_, b) = ranges_served(&s.serve.stderr()[before..]);
+    assert_eq!(b, RANGED as u64, "every byte fetched again");
+}
+
+#[test]
+fn get_by_ranges_falls_back_to_one_stream_without_range_support() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let (root, state) = (tmp.path().join("root"), tmp.path().join("state"));
+    std::fs::create_dir_all(&root).unwrap();
+    let bytes = data(8 * MIB, 7);
+    std::fs::write(root.join("f.bin"), &bytes).unwrap();
+    let (addr, seen) = plain_server(root.clone());
+    let dest = tmp.path().join("f.bin");
+    let out = run(
+        &state,
+        &[
+            "get",
+            "--ranged-from",
+            "1M",
+            "--connections",
+            "4",
+            &format!("http://{addr}/f.bin"),
+            "-o",
+            dest.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read(&dest).unwrap() == bytes, "bytes differ");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["HEAD", "GET"],
+        "one stream after the HEAD"
+    );
 }

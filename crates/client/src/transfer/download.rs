@@ -24,6 +24,12 @@ pub struct DownloadOptions {
     pub notice: Option<Notice>,
     /// Give the file the server's `Last-Modified` (as `wget`, `curl -R`).
     pub keep_mtime: bool,
+    /// At most this many connections for one file, by ranges (adaptive up
+    /// to it); 0 or 1: one stream (the `Default`).
+    pub connections: usize,
+    /// Files at least this large are fetched by ranges when `connections`
+    /// allows ([`crate::transfer::ranges::RANGED_FROM`] unless told).
+    pub ranged_from: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -82,18 +88,19 @@ pub fn parse_content_range(v: &str) -> Option<(u64, u64, Option<u64>)> {
     Some((s.parse().ok()?, e.parse().ok()?, total))
 }
 
-/// GET `url` into `dest`: the body streams into `DEST.part`, which is
-/// renamed to `dest` only once complete (and verified when the server sends
-/// `Repr-Digest`). On failure `dest` is untouched; the `.part` file stays
-/// for `resume` unless its content is known to be wrong. A failure that may
-/// pass (broken connection, 5xx) is retried from where the `.part` ends,
-/// with `If-Range` so a file changed meanwhile starts over.
+/// [`crate::transfer::download_file`] in one stream: the body streams
+/// into `DEST.part`, which is renamed to `dest` only once complete (and
+/// verified when the server sends `Repr-Digest`). On failure `dest` is
+/// untouched; the `.part` file stays for `resume` unless its content is
+/// known to be wrong. A failure that may pass (broken connection, 5xx) is
+/// retried from where the `.part` ends, with `If-Range` so a file changed
+/// meanwhile starts over.
 ///
 /// A `.part` left by an earlier run that recorded the server's version
 /// ([`validators`]) is continued with or without `resume`: `If-Range`
 /// with that version makes a changed file start over, so continuing is
 /// never wrong, and a rerun need not know it was interrupted.
-pub async fn download_file(
+pub(crate) async fn download_stream(
     client: &Client,
     url: &Url,
     dest: &Path,
@@ -101,11 +108,6 @@ pub async fn download_file(
 ) -> Result<DownloadReport, Error> {
     let part = part_path(dest);
     let had = part_len(&part);
-    if opts.resume && had == 0 {
-        if let Some(rep) = already_complete(client, url, dest).await? {
-            return Ok(rep);
-        }
-    }
     // `-c` on a partial file that recorded nothing (an older client's, or
     // a file system without attributes) resumes without `If-Range`, as
     // `curl -C -` and `wget -c` do: the user said it is the same file.
@@ -163,7 +165,7 @@ fn remove_if_empty(part: &Path) {
 /// `--continue` (or a tree's rerun) of a file that is already whole: its
 /// size is the server's and so is its version, asked with HEAD. A report
 /// saying so, and nothing transferred.
-async fn already_complete(
+pub(crate) async fn already_complete(
     client: &Client,
     url: &Url,
     dest: &Path,
@@ -217,7 +219,7 @@ pub async fn is_current(client: &Client, url: &Url, dest: &Path, have: u64) -> R
     })
 }
 
-fn part_len(part: &Path) -> u64 {
+pub(crate) fn part_len(part: &Path) -> u64 {
     std::fs::metadata(part)
         .ok()
         .filter(|m| m.is_file())
@@ -226,7 +228,7 @@ fn part_len(part: &Path) -> u64 {
 
 /// The validator `If-Range` can carry: a strong ETag, else Last-Modified
 /// (RFC 9110 §13.1.5: a weak ETag cannot).
-fn range_validator(resp: &Response) -> Option<String> {
+pub(crate) fn range_validator(resp: &Response) -> Option<String> {
     match resp.header("ETag") {
         Some(e) if !e.starts_with("W/") => Some(e.to_string()),
         _ => resp.header("Last-Modified").map(str::to_string),
@@ -393,7 +395,7 @@ fn parse_content_range_star(v: &str) -> Option<u64> {
     v.trim().strip_prefix("bytes */")?.parse().ok()
 }
 
-async fn finish_download(
+pub(crate) async fn finish_download(
     part: &Path,
     dest: &Path,
     bytes: u64,
@@ -478,7 +480,7 @@ pub async fn download_to<W: tokio::io::AsyncWrite + Unpin + ?Sized>(
 /// A folder's listing is not the file the user asked for: a download that
 /// ended at a URL with a trailing `/` is an error that points to `ls`,
 /// unless it asked for the folder as an archive (`?archive=`).
-fn refuse_folder(resp: &Response, final_url: &Url) -> Result<(), Error> {
+pub(crate) fn refuse_folder(resp: &Response, final_url: &Url) -> Result<(), Error> {
     let archive = final_url
         .target
         .split_once('?')

@@ -3,7 +3,8 @@
 //! form upload, listing and delete. The CLI is a thin shell over these.
 //!
 //! One file per concern: `upload.rs` (PUT and form POST), `download.rs`
-//! (GET into a file or a writer), `remote.rs` (listing, walking, delete).
+//! (GET into a file or a writer; `ranged.rs` and `ranges.rs`: a large file
+//! by ranges over parallel connections), `remote.rs` (listing, walking, delete).
 //! What they share lives here: progress, digests, redirect following.
 
 use std::fs::File;
@@ -21,6 +22,9 @@ mod download;
 mod file_upload;
 pub mod mtime;
 mod put;
+mod ranged;
+pub use ranged::download_file;
+pub mod ranges;
 mod remote;
 mod resume;
 pub mod retry;
@@ -29,8 +33,8 @@ pub mod search;
 pub mod validators;
 
 pub use download::{
-    download_file, download_to, is_current, is_part_name, parse_content_range, part_path,
-    DownloadOptions, DownloadReport, OUTPUT_CONTEXT, PART_PREFIX,
+    download_to, is_current, is_part_name, parse_content_range, part_path, DownloadOptions,
+    DownloadReport, OUTPUT_CONTEXT, PART_PREFIX,
 };
 pub use file_upload::upload_file;
 pub use put::{

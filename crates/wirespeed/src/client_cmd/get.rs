@@ -178,6 +178,13 @@ fn get_one(
         retry: args.retry.policy(),
         notice: notice(&args.opts),
         keep_mtime: !args.no_mtime,
+        connections: args.connections.map_or(
+            wirespeed_client::transfer::ranges::DEFAULT_MAX_CONNECTIONS,
+            usize::from,
+        ),
+        ranged_from: args
+            .ranged_from
+            .unwrap_or(wirespeed_client::transfer::ranges::RANGED_FROM),
     };
     let again = interrupt::rerun_command(Some(("--continue", "-c")));
     let result = interrupt::block_on(

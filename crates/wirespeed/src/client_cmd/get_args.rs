@@ -102,6 +102,15 @@ pub struct GetArgs {
     /// stay on stderr. Not with -o - (the file is stdout then).
     #[arg(long)]
     pub json: bool,
+    /// At most N parallel connections (default: adaptive, up to 8): a file
+    /// of 64 MiB or more is fetched by ranges, starting with one connection
+    /// and adding one while the total keeps growing; 1: one stream. A cut
+    /// download continues with only the missing ranges.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub connections: Option<u16>,
+    /// Files at least this large are fetched by ranges (tests and benches).
+    #[arg(long, value_name = "SIZE", hide = true, value_parser = crate::size::parse_size)]
+    pub ranged_from: Option<u64>,
     #[command(flatten)]
     pub parallel: ParallelOpts,
     #[command(flatten)]

@@ -104,6 +104,9 @@ pub(super) fn run_jobs(
         retry: args.retry.policy(),
         notice: notice(&args.opts),
         keep_mtime: !args.no_mtime,
+        // Files of a tree already share the connections (--parallel).
+        connections: 1,
+        ranged_from: u64::MAX,
     };
     let parallel = usize::from(args.parallel.parallel);
     let again = interrupt::rerun_command((!args.recursive).then_some(("--continue", "-c")));

@@ -85,6 +85,12 @@ pub struct ClientOpts {
     /// The bar (on stderr) is also off when stderr is not a terminal.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// TCP congestion control for our connections (we send the uploads): a
+    /// name the kernel offers (bbr, cubic, reno, …) or `system` for the
+    /// system default. Default: bbr when the kernel offers it (and this
+    /// namespace allows it), else the system default.
+    #[arg(long, value_name = "NAME|system", value_parser = wirespeed_io::congestion::Request::parse)]
+    pub congestion_control: Option<wirespeed_io::congestion::Request>,
 }
 
 #[derive(Args, Debug)]
@@ -177,15 +183,23 @@ impl WalkOpts {
 /// A client that moves bytes (`--buffer-size`) whose pool keeps
 /// `parallel` connections per server.
 fn client(opts: &ClientOpts, parallel: usize) -> anyhow::Result<Client> {
-    client_with(&opts.conn, Some(opts.buffer_size), parallel)
+    let congestion = wirespeed_io::congestion::Congestion::resolve(
+        &opts.congestion_control.clone().unwrap_or_default(),
+    )?;
+    client_with(&opts.conn, Some(opts.buffer_size), parallel, congestion)
 }
 
 /// A client with the default buffers, for `ls`, `rm` and `share`.
 fn plain_client(opts: &ConnOpts, parallel: usize) -> anyhow::Result<Client> {
-    client_with(opts, None, parallel)
+    client_with(opts, None, parallel, Default::default())
 }
 
-fn client_with(opts: &ConnOpts, buffer: Option<usize>, parallel: usize) -> anyhow::Result<Client> {
+fn client_with(
+    opts: &ConnOpts,
+    buffer: Option<usize>,
+    parallel: usize,
+    congestion: wirespeed_io::congestion::Congestion,
+) -> anyhow::Result<Client> {
     status_hint::token_given(opts.token.as_deref().is_some_and(|t| !t.is_empty()));
     let defaults = ClientConfig::default();
     let cfg = ClientConfig {
@@ -198,6 +212,7 @@ fn client_with(opts: &ConnOpts, buffer: Option<usize>, parallel: usize) -> anyho
         },
         token: opts.token.clone().filter(|t| !t.is_empty()),
         basic: sign_in(opts)?,
+        congestion,
         ..defaults
     };
     Ok(Client::new(cfg)?)

@@ -319,6 +319,13 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", value_parser = parse_connection_cap)]
     pub max_connections_per_ip: Option<usize>,
 
+    /// TCP congestion control for the connections we send on: a name the kernel
+    /// offers (bbr, cubic, reno, …) or `system` for the system default. Default:
+    /// bbr when the kernel offers it (and this namespace allows it), else the
+    /// system default. The start line says which is in use.
+    #[arg(long, value_name = "NAME|system", value_parser = wirespeed_io::congestion::Request::parse)]
+    pub congestion_control: Option<wirespeed_io::congestion::Request>,
+
     /// Give up on a request body (or a slow reader of a response) after this many
     /// seconds without progress.
     #[arg(long, default_value_t = 30, value_name = "SECS")]

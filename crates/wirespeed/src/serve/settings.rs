@@ -149,6 +149,9 @@ pub(super) fn server(args: &ServeArgs, metrics: Arc<Metrics>) -> anyhow::Result<
             .context("--body-buffer must be between 16K and 64M")?,
         observer: Some(metrics),
         trusted_proxies: wirespeed_net::TrustedProxies::new(args.trusted_proxies.clone()),
+        congestion: wirespeed_io::congestion::Congestion::resolve(
+            &args.congestion_control.clone().unwrap_or_default(),
+        )?,
         ..ServerConfig::default()
     })
 }

@@ -1,0 +1,439 @@
+//! A large download by ranges over parallel connections: one loss-limited
+//! TCP flow across a long, lossy link gets a few percent of it, N flows
+//! about N times that. The file is split into pieces ([`Pieces`]) fetched
+//! with `Range` and `If-Range` over up to N kept-alive connections, opened
+//! one by one while the total keeps growing ([`Adapt`]), and written at
+//! their offsets into the preallocated `DEST.part`. Each finished piece is
+//! synced and recorded on the partial file (extended attribute
+//! `user.wirespeed.pieces`, beside the version record of [`validators`]),
+//! so a rerun after a cut fetches only the missing pieces. Every piece
+//! must come from the same version: a changed validator (or a 200 for
+//! `If-Range`) starts over from nothing. Memory: one read buffer per
+//! connection.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::task::JoinSet;
+
+use crate::transfer::download::{
+    already_complete, download_stream, finish_download, part_len, part_path, range_validator,
+    refuse_folder, DownloadOptions, DownloadReport,
+};
+use crate::transfer::ranges::{Adapt, Pieces};
+use crate::transfer::retry;
+use crate::transfer::{get_following, hash_file, mtime, parse_sha256, validators};
+use crate::{Client, Error, Request, Url};
+
+/// The extended attribute holding which pieces are on disk.
+const PIECES: &str = "user.wirespeed.pieces";
+
+/// How long a connection count runs before its total rate is judged.
+const WINDOW: Duration = Duration::from_millis(1500);
+
+/// Restarts after the file changed on the server, before giving up.
+const MAX_RESTARTS: u32 = 3;
+
+/// What a piece's fetch ended in.
+enum PieceError {
+    /// Another version answered: everything starts over.
+    Changed,
+    Failed(Error),
+}
+
+impl From<Error> for PieceError {
+    fn from(e: Error) -> Self {
+        PieceError::Failed(e)
+    }
+}
+
+/// What the workers share.
+struct Shared {
+    client: Client,
+    url: Url,
+    part: PathBuf,
+    file: File,
+    validator: String,
+    size: u64,
+    state: Mutex<State>,
+    /// Bytes received by all connections (the adaptive rate's sample).
+    moved: AtomicU64,
+    digest: Mutex<Option<[u8; 32]>>,
+    opts: DownloadOptions,
+}
+
+struct State {
+    pieces: Pieces,
+    queue: VecDeque<usize>,
+}
+
+/// The version a HEAD told: size, validator, whether ranges are served.
+struct Probe {
+    size: u64,
+    validator: Option<String>,
+    ranges: bool,
+    modified: Option<std::time::SystemTime>,
+    url: Url,
+}
+
+async fn probe(client: &Client, url: &Url) -> Result<Probe, Error> {
+    let (resp, final_url) = get_following(client, url, |u| Request::new("HEAD", u.clone())).await?;
+    refuse_folder(&resp, &final_url)?;
+    let resp = resp.error_for_status().await?;
+    Ok(Probe {
+        size: resp
+            .header("Content-Length")
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0),
+        validator: range_validator(&resp),
+        ranges: resp
+            .header("Accept-Ranges")
+            .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("bytes"))),
+        modified: resp
+            .header("Last-Modified")
+            .and_then(mtime::from_last_modified),
+        url: final_url,
+    })
+}
+
+/// GET `url` into `dest` through `DEST.part`, renamed into place once
+/// complete and verified: by ranges over parallel connections when
+/// `opts.connections` allows and it pays ([`download_ranged`]), else in
+/// one stream (`download_stream`). `resume` of a file already whole (the
+/// server's size and version) transfers nothing.
+pub async fn download_file(
+    client: &Client,
+    url: &Url,
+    dest: &Path,
+    opts: &DownloadOptions,
+) -> Result<DownloadReport, Error> {
+    if opts.resume && part_len(&part_path(dest)) == 0 {
+        if let Some(rep) = already_complete(client, url, dest).await? {
+            return Ok(rep);
+        }
+    }
+    if opts.connections > 1 {
+        if let Some(rep) = download_ranged(client, url, dest, opts).await? {
+            return Ok(rep);
+        }
+    }
+    download_stream(client, url, dest, opts).await
+}
+
+/// Downloads `url` into `dest` by ranges when it pays: `Ok(None)` when it
+/// does not (smaller than `from`, no `Accept-Ranges: bytes`, no validator
+/// to hold the pieces to one version, or a single-stream partial file to
+/// continue): the caller fetches it in one stream.
+async fn download_ranged(
+    client: &Client,
+    url: &Url,
+    dest: &Path,
+    opts: &DownloadOptions,
+) -> Result<Option<DownloadReport>, Error> {
+    let part = part_path(dest);
+    for restart in 0..=MAX_RESTARTS {
+        let p = probe(client, url).await?;
+        let Some(validator) = p.validator.clone() else {
+            return Ok(None);
+        };
+        if p.size < opts.ranged_from || !p.ranges {
+            return Ok(None);
+        }
+        let pieces = match resumable(&part, url, &validator, p.size) {
+            Resume::Pieces(pieces) => pieces,
+            Resume::SingleStream => return Ok(None),
+            Resume::Fresh => fresh(&part, url, &validator, p.size)?,
+        };
+        match fetch_all(client, dest, &part, &validator, &p, pieces, opts).await? {
+            Some(rep) => return Ok(Some(rep)),
+            None => {
+                // Changed between pieces: the bytes on disk are of two versions.
+                let _ = std::fs::remove_file(&part);
+                if let Some(n) = &opts.notice {
+                    n(&format!(
+                        "the file changed on the server; restarting from byte 0 (restart {} of {MAX_RESTARTS})",
+                        restart + 1
+                    ));
+                }
+            }
+        }
+    }
+    Err(Error::Resumable(format!(
+        "{url} kept changing while it was downloaded ({MAX_RESTARTS} restarts)"
+    )))
+}
+
+enum Resume {
+    Pieces(Pieces),
+    /// A partial file of a one-stream download: that continues it.
+    SingleStream,
+    Fresh,
+}
+
+fn resumable(part: &Path, url: &Url, validator: &str, size: u64) -> Resume {
+    let Ok(meta) = std::fs::symlink_metadata(part) else {
+        return Resume::Fresh;
+    };
+    if !meta.is_file() {
+        return Resume::Fresh;
+    }
+    let mut buf = vec![0u8; 4096];
+    let record = rustix::fs::lgetxattr(part, PIECES, &mut buf[..])
+        .ok()
+        .and_then(|n| std::str::from_utf8(buf.get(..n)?).ok().map(str::to_string));
+    let same_version = validators::recorded(part, url).is_some_and(|r| r.validator == validator);
+    match record {
+        Some(r) if same_version && meta.len() == size => {
+            Pieces::decode(&r, size).map_or(Resume::Fresh, Resume::Pieces)
+        }
+        Some(_) => Resume::Fresh,
+        None if meta.len() > 0 => Resume::SingleStream,
+        None => Resume::Fresh,
+    }
+}
+
+fn fresh(part: &Path, url: &Url, validator: &str, size: u64) -> Result<Pieces, Error> {
+    let file_err = |source| Error::File {
+        path: part.to_path_buf(),
+        source,
+    };
+    let f = File::create(part).map_err(file_err)?;
+    // Preallocated: pieces land at their offsets without growing the file
+    // piece by piece (fragmentation), and a full disk fails now, not at 90%.
+    if let Err(e) = rustix::fs::fallocate(&f, rustix::fs::FallocateFlags::empty(), 0, size) {
+        if e != rustix::io::Errno::OPNOTSUPP {
+            return Err(file_err(e.into()));
+        }
+        f.set_len(size).map_err(file_err)?;
+    }
+    let pieces = Pieces::new(size);
+    validators::record(part, url, Some(validator), None);
+    record_pieces(part, &pieces)?;
+    Ok(pieces)
+}
+
+/// Without the record a rerun cannot know which pieces are there: a file
+/// system that keeps no attributes gets no ranged download.
+fn record_pieces(part: &Path, pieces: &Pieces) -> Result<(), Error> {
+    rustix::fs::lsetxattr(
+        part,
+        PIECES,
+        pieces.encode().as_bytes(),
+        rustix::fs::XattrFlags::empty(),
+    )
+    .map_err(|e| Error::File {
+        path: part.to_path_buf(),
+        source: e.into(),
+    })
+}
+
+/// `Ok(None)`: the file changed; the caller starts over.
+async fn fetch_all(
+    client: &Client,
+    dest: &Path,
+    part: &Path,
+    validator: &str,
+    p: &Probe,
+    pieces: Pieces,
+    opts: &DownloadOptions,
+) -> Result<Option<DownloadReport>, Error> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(part)
+        .map_err(|source| Error::File {
+            path: part.to_path_buf(),
+            source,
+        })?;
+    let already = pieces.done_bytes();
+    if let Some(pr) = &opts.progress {
+        pr.start(Some(p.size), already);
+    }
+    let shared = Arc::new(Shared {
+        client: client.clone(),
+        url: p.url.clone(),
+        part: part.to_path_buf(),
+        file,
+        validator: validator.to_string(),
+        size: p.size,
+        state: Mutex::new(State {
+            queue: pieces.missing().collect(),
+            pieces,
+        }),
+        moved: AtomicU64::new(0),
+        digest: Mutex::new(None),
+        opts: opts.clone(),
+    });
+    let mut adapt = Adapt::new(opts.connections);
+    let mut workers = JoinSet::new();
+    workers.spawn(worker(shared.clone()));
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + WINDOW, WINDOW);
+    let (mut last_moved, mut attempt, mut best) = (0u64, 0u32, already);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let moved = shared.moved.load(Ordering::Relaxed);
+                let rate = (moved - last_moved) as f64 / WINDOW.as_secs_f64();
+                last_moved = moved;
+                if adapt.window(rate) && !queue_empty(&shared) {
+                    workers.spawn(worker(shared.clone()));
+                }
+            }
+            done = workers.join_next() => {
+                let Some(done) = done else { break };
+                match done {
+                    Ok(Ok(())) => {}
+                    Ok(Err(PieceError::Changed)) => return Ok(None),
+                    Ok(Err(PieceError::Failed(e))) => {
+                        if !retry::retryable(&e) {
+                            return Err(e);
+                        }
+                        let have = done_bytes(&shared);
+                        if have > best {
+                            best = have;
+                            attempt = 0;
+                        }
+                        if attempt >= opts.retry.retries {
+                            return Err(e);
+                        }
+                        let d = retry::pause(&opts.retry, attempt).await;
+                        attempt += 1;
+                        if let Some(n) = &opts.notice {
+                            n(&format!(
+                                "{}; resuming the missing ranges after {:.1} s (retry {attempt} of {} without progress)",
+                                retry::describe(&e),
+                                d.as_secs_f64(),
+                                opts.retry.retries
+                            ));
+                        }
+                        workers.spawn(worker(shared.clone()));
+                    }
+                    Err(e) => {
+                        return Err(Error::Io {
+                            context: "a download connection",
+                            source: std::io::Error::other(e.to_string()),
+                        })
+                    }
+                }
+                if workers.is_empty() && !queue_empty(&shared) {
+                    workers.spawn(worker(shared.clone()));
+                }
+            }
+        }
+    }
+    let expected = *shared.digest.lock().unwrap_or_else(|e| e.into_inner());
+    let sum = match expected {
+        Some(_) => Some(<[u8; 32]>::from(sha2::Digest::finalize(
+            hash_file(part, Some(p.size), None).await?,
+        ))),
+        None => None,
+    };
+    let _ = rustix::fs::lremovexattr(part, PIECES);
+    if opts.keep_mtime {
+        if let Some(t) = p.modified {
+            if let Err(e) = mtime::apply(part, t) {
+                tracing::warn!(path = %part.display(), error = %e, "could not set the modification time");
+            }
+        }
+    }
+    finish_download(part, dest, p.size, already, expected, sum)
+        .await
+        .map(Some)
+}
+
+fn queue_empty(s: &Shared) -> bool {
+    s.state.lock().map_or(true, |st| st.queue.is_empty())
+}
+
+fn done_bytes(s: &Shared) -> u64 {
+    s.state.lock().map_or(0, |st| st.pieces.done_bytes())
+}
+
+/// One connection: takes missing pieces until none is left.
+async fn worker(s: Arc<Shared>) -> Result<(), PieceError> {
+    let mut buf = vec![0u8; s.client.config().read_buffer.max(16 * 1024)];
+    loop {
+        let next = s.state.lock().ok().and_then(|mut st| st.queue.pop_front());
+        let Some(i) = next else { return Ok(()) };
+        if let Err(e) = piece(&s, i, &mut buf).await {
+            if let Ok(mut st) = s.state.lock() {
+                st.queue.push_front(i);
+            }
+            return Err(e);
+        }
+    }
+}
+
+async fn piece(s: &Shared, i: usize, buf: &mut [u8]) -> Result<(), PieceError> {
+    let (start, end) = s.state.lock().map_or((0, 0), |st| st.pieces.range(i));
+    let req = Request::get(s.url.clone())
+        .header("Range", format!("bytes={start}-{}", end - 1))
+        .header("If-Range", s.validator.clone());
+    let mut resp = s.client.send(req).await?;
+    match resp.status() {
+        206 => {}
+        // If-Range did not match: another version.
+        200 => return Err(PieceError::Changed),
+        _ => {
+            return Err(resp
+                .error_for_status()
+                .await
+                .err()
+                .unwrap_or(Error::NoResponse)
+                .into())
+        }
+    }
+    let cr = resp
+        .header("Content-Range")
+        .and_then(super::download::parse_content_range);
+    if cr != Some((start, end - 1, Some(s.size)))
+        || range_validator(&resp).is_some_and(|v| v != s.validator)
+    {
+        return Err(PieceError::Changed);
+    }
+    if let Some(d) = resp.header("Repr-Digest").and_then(parse_sha256) {
+        let mut have = s.digest.lock().unwrap_or_else(|e| e.into_inner());
+        match *have {
+            Some(h) if h != d => return Err(PieceError::Changed),
+            _ => *have = Some(d),
+        }
+    }
+    let mut at = start;
+    while at < end {
+        let n = resp.read(buf).await?;
+        if n == 0 {
+            return Err(Error::Truncated {
+                received: at - start,
+                expected: Some(end - start),
+            }
+            .into());
+        }
+        let n = n.min((end - at) as usize);
+        s.file
+            .write_all_at(&buf[..n], at)
+            .map_err(|source| Error::File {
+                path: s.part.clone(),
+                source,
+            })?;
+        at += n as u64;
+        s.moved.fetch_add(n as u64, Ordering::Relaxed);
+        if let Some(p) = &s.opts.progress {
+            p.advance(n as u64);
+        }
+    }
+    // On disk before it is recorded as there: a crash must not leave a
+    // record of bytes that never reached the disk.
+    s.file.sync_data().map_err(|source| Error::File {
+        path: s.part.clone(),
+        source,
+    })?;
+    // Under the lock: records written out of order would forget a piece.
+    let mut st = s.state.lock().unwrap_or_else(|e| e.into_inner());
+    st.pieces.mark(i);
+    record_pieces(&s.part, &st.pieces)?;
+    Ok(())
+}
