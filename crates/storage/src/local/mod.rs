@@ -15,6 +15,7 @@ use rustix::io::Errno;
 
 mod concat;
 mod listing;
+mod pass_names;
 mod meta;
 mod object;
 mod partial;
