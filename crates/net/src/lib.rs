@@ -38,5 +38,6 @@ pub use request_body::FileBodyError;
 pub use response::Response;
 pub use router::{Handler, Router};
 pub use server::{Accept, ConnectionStats, PlainTcp, Server};
+pub use wirespeed_io::{Pace, SharedBucket};
 pub use wirespeed_proto as proto;
 pub use writer::{BodyWriter, FlushPolicy};

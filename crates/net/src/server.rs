@@ -459,6 +459,7 @@ async fn serve_conn<H: Handler>(
         cfg,
         peer,
         stop: stop.clone(),
+        pacing: Default::default(),
     };
     // An idle fresh connection is closed after the head timeout, not the
     // longer keep-alive idle timeout: it has not sent a request yet (nginx's

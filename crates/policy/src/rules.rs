@@ -110,6 +110,7 @@ pub struct Rules {
     users: BTreeMap<String, (UserName, String)>,
     entries: Vec<Entry>,
     groups: Groups,
+    rates: super::rates::Rates,
 }
 
 #[derive(Deserialize)]
@@ -121,6 +122,7 @@ struct RawFile {
     paths: BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<String>>>,
     #[serde(default)]
     groups: RawGroups,
+    rate: super::rates::RawRates,
 }
 
 impl Rules {
@@ -196,10 +198,13 @@ impl Rules {
             }
             entries.push(entry);
         }
+        let rates = super::rates::Rates::from_raw(&raw.rate, |n| users.get(n).map(|u| u.0))
+            .map_err(|(at, r)| err(at, r))?;
         Ok(Rules {
             users,
             entries,
             groups,
+            rates,
         })
     }
 
@@ -233,6 +238,11 @@ impl Rules {
     /// The `[groups]` table.
     pub fn groups(&self) -> &Groups {
         &self.groups
+    }
+
+    /// `[rate]`: bytes per second per principal and for the whole server.
+    pub fn rates(&self) -> &super::rates::Rates {
+        &self.rates
     }
 
     /// The number of users and of configured paths.

@@ -59,6 +59,8 @@ pub struct ServiceConfig {
     pub proxy_sign_in: Option<crate::policy::groups::ProxySignIn>,
     /// The audit trail and the hooks (`serve --audit-log`, `--hook`).
     pub events: Option<std::sync::Arc<crate::events::Events>>,
+    /// The `[rate]` buckets live transfers share (a clone shares them).
+    pub bandwidth: crate::bandwidth::Bandwidth,
 }
 
 /// Entries one folder archive may hold unless `--archive-max-entries` says

@@ -108,6 +108,7 @@ pub(super) fn service(
             args.auth.is_some(),
         )?,
         events: super::identity::events(&args.identity)?,
+        bandwidth: Default::default(),
     })
 }
 
