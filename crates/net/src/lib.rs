@@ -15,6 +15,7 @@ mod config;
 mod conn;
 mod error;
 mod exchange;
+mod head_scan;
 mod io;
 mod linger;
 mod mount;
