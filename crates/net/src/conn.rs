@@ -5,8 +5,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-pub(crate) use wirespeed_io::ReadBuf;
 use wirespeed_io::Pace;
+pub(crate) use wirespeed_io::ReadBuf;
 
 use crate::io::Transport;
 use crate::ServerConfig;

@@ -142,8 +142,7 @@ async fn move_file(
         None => {
             let mut own = Vec::new();
             let buf = buf.unwrap_or(&mut own);
-            wirespeed_io::copy_file_with(&mut conn.io, file, offset, len, t, pace, count, buf)
-                .await
+            wirespeed_io::copy_file_with(&mut conn.io, file, offset, len, t, pace, count, buf).await
         }
     }
 }

@@ -23,6 +23,7 @@ pub mod origin;
 pub mod password;
 pub mod presets;
 pub mod proxy_user;
+pub mod rate_keys;
 pub mod rates;
 pub mod revoked;
 mod rights;

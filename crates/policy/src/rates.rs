@@ -1,7 +1,7 @@
 //! `[rate]` in the rules file: how fast each principal's bytes may move,
 //! summed over all of its connections, and the whole server's cap.
-//! Sans-IO: text in, [`Rates`] or a reason out; who a request counts
-//! against ([`Policy::rate_key`]).
+//! Sans-IO: text in, [`Rates`] or a reason out (who a request counts
+//! against is `rate_keys.rs`).
 //!
 //! ```toml
 //! [rate.user]        # bytes per second, each direction, all connections
@@ -18,13 +18,9 @@
 //! acts for its minter), a `--token` holder's only against the total.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::IpAddr;
 
 use serde::Deserialize;
 use toml::Spanned;
-
-use super::rules::UserName;
-use super::{shares, Policy, Principal};
 
 /// `[rate]` as written.
 #[derive(Deserialize, Default)]
@@ -41,16 +37,7 @@ pub struct Rates {
     pub total: Option<u64>,
     /// Each anonymous address (`"*"`).
     pub anonymous: Option<u64>,
-    users: HashMap<UserName, u64>,
-}
-
-/// Whose bucket a request's bytes count against, besides the total.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RateKey {
-    User(UserName),
-    /// An anonymous address: IPv4 whole, IPv6 by its /64 (one host holds a
-    /// whole /64, so a limit per address would be no limit).
-    Address(IpAddr),
+    users: HashMap<String, u64>,
 }
 
 impl Rates {
@@ -59,19 +46,16 @@ impl Rates {
         self.total.is_none() && self.anonymous.is_none() && self.users.is_empty()
     }
 
-    /// The rate of a principal's bucket.
-    pub fn of(&self, key: RateKey) -> Option<u64> {
-        match key {
-            RateKey::User(u) => self.users.get(&u).copied(),
-            RateKey::Address(_) => self.anonymous,
-        }
+    /// A configured user's rate.
+    pub fn user(&self, name: &str) -> Option<u64> {
+        self.users.get(name).copied()
     }
 
-    /// Check `[rate]`: `user` names a configured user (found by `known`) or
-    /// `"*"`. A refusal is the text offset to blame and the reason.
+    /// Check `[rate]`: `user` names a configured user (`known`) or `"*"`.
+    /// A refusal is the text offset to blame and the reason.
     pub(crate) fn from_raw(
         raw: &RawRates,
-        known: impl Fn(&str) -> Option<UserName>,
+        known: impl Fn(&str) -> bool,
     ) -> Result<Rates, (usize, String)> {
         let rate = |v: &Spanned<String>| parse_rate(v.get_ref()).map_err(|r| (v.span().start, r));
         let mut rates = Rates {
@@ -84,7 +68,7 @@ impl Rates {
                 rates.anonymous = Some(r);
                 continue;
             }
-            let Some(name) = known(who.get_ref()) else {
+            if !known(who.get_ref()) {
                 return Err((
                     who.span().start,
                     format!(
@@ -93,8 +77,8 @@ impl Rates {
                         who.get_ref()
                     ),
                 ));
-            };
-            rates.users.insert(name, r);
+            }
+            rates.users.insert(who.get_ref().clone(), r);
         }
         Ok(rates)
     }
@@ -131,44 +115,6 @@ pub fn parse_rate(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{text:?} is too large a rate"))
 }
 
-impl Policy {
-    /// The rates of the rules file, if one is loaded and has any.
-    pub fn rates(&self) -> Option<std::sync::Arc<super::rules::Rules>> {
-        let rules = self.users()?.rules();
-        (!rules.rates().is_empty()).then_some(rules)
-    }
-
-    /// Whose bucket `who`'s bytes count against (from `addr` when
-    /// anonymous), if anyone's: a user's own, a link's minter's, an
-    /// anonymous address's; none for a `--token` holder.
-    pub fn rate_key(&self, who: Principal, addr: IpAddr) -> Option<RateKey> {
-        match who {
-            Principal::Anyone => Some(RateKey::Address(address_key(addr))),
-            Principal::TokenHolder => None,
-            Principal::User(name) => Some(RateKey::User(name)),
-            Principal::Link(id) => {
-                let grant = self.shares()?.grant(id)?;
-                if grant.by == shares::TOKEN_MINTER {
-                    return None;
-                }
-                let (name, _) = self.users()?.rules().user(&grant.by)?;
-                Some(RateKey::User(name))
-            }
-        }
-    }
-}
-
-/// IPv4 (and IPv4-mapped) whole; IPv6 cut to its /64.
-fn address_key(addr: IpAddr) -> IpAddr {
-    match addr.to_canonical() {
-        IpAddr::V6(v6) => {
-            let s = v6.segments();
-            IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
-        }
-        v4 => v4,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,22 +129,51 @@ mod tests {
         assert_eq!(parse_rate("2MB"), Ok(2 << 20));
         assert_eq!(parse_rate("1000"), Ok(1000));
         for bad in [
-            "", "M", "0", "0M", "-5M", "+5M", "1.5M", "5X", "5 M M", "M5", "5Mbit", "99999999999T",
-            "5M/", "5/s/s", "2 MB", " 5M", "5M ",
+            "",
+            "M",
+            "0",
+            "0M",
+            "-5M",
+            "+5M",
+            "1.5M",
+            "5X",
+            "5 M M",
+            "M5",
+            "5Mbit",
+            "99999999999T",
+            "5M/",
+            "5/s/s",
+            "2 MB",
+            " 5M",
+            "5M ",
         ] {
             assert!(parse_rate(bad).is_err(), "{bad:?} accepted");
         }
     }
 
     #[test]
-    fn a_v6_address_counts_by_its_64() {
-        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
-        let b: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
-        let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
-        assert_eq!(address_key(a), address_key(b));
-        assert_ne!(address_key(a), address_key(c));
-        let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap();
-        assert_eq!(address_key(mapped), "10.0.0.1".parse::<IpAddr>().unwrap());
+    fn the_rules_file_checks_its_rate_lines() {
+        use crate::rules::Rules;
+        let hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0$GpZ3sK/oH9p7VIiV56G/64Zo/8GDdQbVdtVbHL5i4nE";
+        let ok = Rules::parse(&format!(
+            "[users]\nalice = \"{hash}\"\n[rate.user]\nalice = \"20M\"\n\"*\" = \"5M\"\n[rate]\ntotal = \"200M\"\n"
+        ))
+        .unwrap();
+        assert_eq!(ok.rates().user("alice"), Some(20 << 20));
+        assert_eq!(
+            (ok.rates().anonymous, ok.rates().total),
+            (Some(5 << 20), Some(200 << 20))
+        );
+        for (text, line, says) in [
+            ("[rate.user]\nzed = \"5M\"\n", 2, "missing from [users]"),
+            ("[rate.user]\n\"*\" = \"5 M\"\n", 2, "not a rate"),
+            ("[rate]\ntotal = \"0\"\n", 2, "zero"),
+            ("[rate]\ntotl = \"5M\"\n", 2, "unknown field"),
+        ] {
+            let e = Rules::parse(text).unwrap_err();
+            assert_eq!(e.line, line, "{text}: {e}");
+            assert!(e.reason.contains(says), "{text}: {e}");
+        }
     }
 
     proptest! {

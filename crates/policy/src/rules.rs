@@ -198,7 +198,7 @@ impl Rules {
             }
             entries.push(entry);
         }
-        let rates = super::rates::Rates::from_raw(&raw.rate, |n| users.get(n).map(|u| u.0))
+        let rates = super::rates::Rates::from_raw(&raw.rate, |n| users.contains_key(n))
             .map_err(|(at, r)| err(at, r))?;
         Ok(Rules {
             users,

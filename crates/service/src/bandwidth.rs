@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::policy::rates::{RateKey, Rates};
+use crate::policy::rate_keys::{rate_of, RateKey};
+use crate::policy::rates::Rates;
 use crate::policy::rules::Rules;
 use crate::policy::{Policy, Principal};
 use wirespeed_net::{Exchange, Pace, SharedBucket};
@@ -67,7 +68,7 @@ impl State {
             (None, r) => r.map(pair),
         };
         for (key, buckets) in &self.by_key {
-            let rate = rates.of(*key).unwrap_or(UNPACED);
+            let rate = rate_of(rates, *key).unwrap_or(UNPACED);
             for b in buckets.iter().filter_map(Weak::upgrade) {
                 b.set_rate(rate);
             }
@@ -93,7 +94,7 @@ impl State {
 
     /// The paces for `key`'s transfers: its own bucket and the total.
     fn paces(&mut self, rates: &Rates, key: Option<RateKey>) -> (Option<Pace>, Option<Pace>) {
-        let own = key.and_then(|k| rates.of(k).map(|r| self.principal(k, r)));
+        let own = key.and_then(|k| rate_of(rates, k).map(|r| self.principal(k, r)));
         let pick = |d: usize| {
             let buckets = own.iter().chain(self.total.iter()).map(|p| p[d].clone());
             Pace::new(buckets.collect())
@@ -185,7 +186,10 @@ mod tests {
         let a2 = a2.unwrap();
         futures_util::FutureExt::now_or_never(a1.reserve(100_000)).expect("within the burst");
         let wait = futures_util::FutureExt::now_or_never(a2.reserve(1 << 20));
-        assert!(wait.is_none(), "a second connection waits for the first's bytes");
+        assert!(
+            wait.is_none(),
+            "a second connection waits for the first's bytes"
+        );
         // Bob is not paced; anonymous addresses each get their own.
         assert!(b.paces(&p, bob, here).0.is_none());
         let (x, _) = b.paces(&p, Principal::Anyone, here);
@@ -208,7 +212,10 @@ mod tests {
         assert_eq!(rate(&u), Some(256 * 1024));
         // Without [rate] after a reload, running transfers are let go.
         let q = policy(&format!("[users]\nalice = \"{HASH}\"\n"));
-        assert!(b.paces(&q, Principal::TokenHolder, "10.0.0.1".parse().unwrap()).0.is_none());
+        assert!(b
+            .paces(&q, Principal::TokenHolder, "10.0.0.1".parse().unwrap())
+            .0
+            .is_none());
         let d = d.unwrap();
         for _ in 0..100 {
             assert!(futures_util::FutureExt::now_or_never(d.reserve(100 << 20)).is_some());

@@ -408,7 +408,11 @@ fn a_rate_holds_across_connections_and_spares_the_unpaced() {
         base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "alice:alice-pw")
     );
     // Signed in once first: the password check is remembered, not timed.
-    assert_eq!(s.req("HEAD", "/big", &[("Authorization", &auth)], b"").status, 200);
+    assert_eq!(
+        s.req("HEAD", "/big", &[("Authorization", &auth)], b"")
+            .status,
+        200
+    );
     let t = Instant::now();
     let r = s.req("GET", "/big", &[("Authorization", &auth)], b"");
     assert_eq!((r.status, r.body.len()), (200, 4 << 20));

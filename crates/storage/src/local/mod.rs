@@ -15,10 +15,10 @@ use rustix::io::Errno;
 
 mod concat;
 mod listing;
-mod pass_names;
 mod meta;
 mod object;
 mod partial;
+mod pass_names;
 mod props;
 mod small_files;
 mod upload;

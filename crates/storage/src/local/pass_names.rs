@@ -48,7 +48,8 @@ impl PassNames {
         }
         self.bytes.extend_from_slice(name);
         let end = self.bytes.len();
-        self.spans.push(((end - name.len()) as u32, name.len() as u32));
+        self.spans
+            .push(((end - name.len()) as u32, name.len() as u32));
         // Halving by count may keep the longer names: halve again until
         // the budget holds (one name alone always stays, so passes progress).
         while self.used() > self.budget && self.spans.len() > 1 {
