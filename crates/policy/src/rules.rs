@@ -122,6 +122,7 @@ struct RawFile {
     paths: BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<String>>>,
     #[serde(default)]
     groups: RawGroups,
+    #[serde(default)]
     rate: super::rates::RawRates,
 }
 
