@@ -398,7 +398,7 @@ async fn send_file_zero_copy(
         let done = tokio::select! {
             biased;
             () = watch.readable() => None,
-            r = wirespeed_io::send_file(tcp, &f.file, from, left, STEP, cfg.io_timeout, |n| {
+            r = wirespeed_io::send_file(tcp, &f.file, from, left, STEP, cfg.io_timeout, None, |n| {
                 now += n;
                 report(n);
             }) => Some(r),

@@ -20,6 +20,8 @@ use std::time::Duration;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::Pace;
+
 /// Buffer of the read/write fallback: 1 MiB keeps syscalls rare while TLS
 /// splits it into maximum-size records.
 const COPY_BUFFER: usize = 1024 * 1024;
@@ -60,8 +62,10 @@ impl Drop for Cork {
 }
 
 /// sendfile(2) `len` bytes of `file` from `offset` to `tcp`, at most `step`
-/// bytes per call; `sent` hears each step's byte count. A file shorter than
+/// bytes per call (at most a pace's chunk when paced, each step reserved
+/// first); `sent` hears each step's byte count. A file shorter than
 /// promised is `UnexpectedEof`.
+#[allow(clippy::too_many_arguments)]
 pub async fn send_file(
     tcp: &TcpStream,
     file: &File,
@@ -69,15 +73,20 @@ pub async fn send_file(
     len: u64,
     step: usize,
     timeout: Duration,
+    pace: Option<&Pace>,
     mut sent: impl FnMut(u64),
 ) -> io::Result<()> {
     use tokio::io::Interest;
     let end = offset
         .checked_add(len)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "file range overflows"))?;
+    let step = pace.map_or(step, |p| p.chunk().min(step)).max(1);
     let mut pos = offset;
     while pos < end {
-        let want = (end - pos).min(step.max(1) as u64) as usize;
+        let want = (end - pos).min(step as u64) as usize;
+        if let Some(p) = pace {
+            p.reserve(want as u64).await;
+        }
         let mut off = pos;
         let n = timed(
             timeout,
@@ -85,7 +94,11 @@ pub async fn send_file(
                 rustix::fs::sendfile(tcp, file, Some(&mut off), want).map_err(io::Error::from)
             }),
         )
-        .await?;
+        .await;
+        if let Some(p) = pace {
+            p.refund((want - *n.as_ref().unwrap_or(&0)) as u64);
+        }
+        let n = n?;
         if n == 0 {
             return Err(shrank());
         }
@@ -106,20 +119,24 @@ pub async fn copy_file<W: AsyncWrite + Unpin + ?Sized>(
     offset: u64,
     len: u64,
     timeout: Duration,
+    pace: Option<&Pace>,
     sent: impl FnMut(u64),
 ) -> io::Result<()> {
-    copy_file_with(w, file, offset, len, timeout, sent, &mut Vec::new()).await
+    copy_file_with(w, file, offset, len, timeout, pace, sent, &mut Vec::new()).await
 }
 
 /// [`copy_file`] through `buf`, grown to at most 1 MiB and kept by the
 /// caller: a body of many file ranges (a folder archive) allocates and
-/// zeroes it once, not once per file.
+/// zeroes it once, not once per file. Paced, each read is at most the
+/// pace's chunk and reserved before it is written.
+#[allow(clippy::too_many_arguments)]
 pub async fn copy_file_with<W: AsyncWrite + Unpin + ?Sized>(
     w: &mut W,
     file: &File,
     offset: u64,
     len: u64,
     timeout: Duration,
+    pace: Option<&Pace>,
     mut sent: impl FnMut(u64),
     buf: &mut Vec<u8>,
 ) -> io::Result<()> {
@@ -131,12 +148,17 @@ pub async fn copy_file_with<W: AsyncWrite + Unpin + ?Sized>(
         buf.resize(want, 0);
     }
     let buf = &mut buf[..want];
+    let step = pace.map_or(buf.len(), |p| p.chunk().min(buf.len()));
     let mut pos = offset;
     while pos < end {
-        let want = ((end - pos) as usize).min(buf.len());
+        let want = ((end - pos) as usize).min(step);
         let n = file.read_at(&mut buf[..want], pos)?;
         if n == 0 {
             return Err(shrank());
+        }
+        if let Some(p) = pace {
+            // A cut write leaves the connection unusable: nothing to refund.
+            p.reserve(n as u64).await;
         }
         let mut done = 0;
         while done < n {
@@ -180,12 +202,15 @@ pub struct Received {
 /// Move `len` bytes from `tcp` into `file` at its current position with
 /// splice(2) socket → pipe → file; `stored` hears each step's byte count
 /// (for write-back and hashing behind the writer). The file position
-/// advances by what was stored.
+/// advances by what was stored. Paced, each step is at most the pace's
+/// chunk, reserved before it leaves the socket (the rest waits in the
+/// kernel, where TCP's window holds the sender back).
 pub async fn receive_to_file(
     tcp: &TcpStream,
     file: &File,
     len: u64,
     timeout: Duration,
+    pace: Option<&Pace>,
     mut stored: impl FnMut(u64),
 ) -> Received {
     use rustix::pipe::{PipeFlags, SpliceFlags};
@@ -204,8 +229,12 @@ pub async fn receive_to_file(
         }
     };
     let pipe_size = rustix::pipe::fcntl_setpipe_size(&pipe_w, PIPE_SIZE).unwrap_or(64 * 1024);
+    let step = pace.map_or(pipe_size, |p| p.chunk().min(pipe_size));
     while got.taken < len {
-        let want = ((len - got.taken) as usize).min(pipe_size);
+        let want = ((len - got.taken) as usize).min(step);
+        if let Some(p) = pace {
+            p.reserve(want as u64).await;
+        }
         // NONBLOCK: an empty socket gives EAGAIN, which async_io turns into
         // waiting for readiness; the pipe is always empty here.
         let step = timed(
@@ -223,6 +252,9 @@ pub async fn receive_to_file(
             }),
         )
         .await;
+        if let Some(p) = pace {
+            p.refund((want - *step.as_ref().unwrap_or(&0)) as u64);
+        }
         let n = match step {
             Ok(0) => {
                 got.result = Err(ReceiveError::Closed);
@@ -316,6 +348,7 @@ mod tests {
             200_000,
             65_536,
             Duration::from_secs(5),
+            None,
             |_| steps += 1,
         )
         .await
@@ -330,6 +363,7 @@ mod tests {
             2_000,
             65_536,
             Duration::from_secs(5),
+            None,
             |_| {},
         )
         .await
@@ -356,6 +390,7 @@ mod tests {
             &file,
             data.len() as u64,
             Duration::from_secs(5),
+            None,
             |n| reported += n,
         )
         .await;
@@ -385,7 +420,7 @@ mod tests {
             client.write_all(&pattern(1000)).await.unwrap();
         });
         let file = tempfile::tempfile().unwrap();
-        let got = receive_to_file(&server, &file, 5000, Duration::from_secs(5), |_| {}).await;
+        let got = receive_to_file(&server, &file, 5000, Duration::from_secs(5), None, |_| {}).await;
         writer.await.unwrap();
         assert!(
             matches!(got.result, Err(ReceiveError::Closed)),
@@ -399,7 +434,7 @@ mod tests {
     async fn a_silent_peer_times_out() {
         let (server, _client) = pair().await;
         let file = tempfile::tempfile().unwrap();
-        let got = receive_to_file(&server, &file, 10, Duration::from_secs(3), |_| {}).await;
+        let got = receive_to_file(&server, &file, 10, Duration::from_secs(3), None, |_| {}).await;
         match got.result {
             Err(ReceiveError::Socket(e)) => assert_eq!(e.kind(), io::ErrorKind::TimedOut),
             other => panic!("expected a timeout, got {other:?}"),

@@ -9,6 +9,8 @@
 //!   bytes (TLS encrypts them).
 //! - [`Cork`]: TCP_CORK while a head and a file body go out.
 //! - [`congestion`]: TCP_CONGESTION (BBR where we send, when offered).
+//! - [`Pace`]: body bytes paced to rates shared across connections (token
+//!   buckets a principal's connections and the server share).
 //! - [`open_file_limit`], [`raise_open_file_limit`], [`is_resource_exhaustion`]:
 //!   RLIMIT_NOFILE, which bounds a server's connections.
 //!
@@ -19,10 +21,12 @@
 pub mod congestion;
 mod fd_limit;
 mod file;
+mod pace;
 mod read_buf;
 
 pub use fd_limit::{is_resource_exhaustion, open_file_limit, raise_open_file_limit};
 pub use file::{
     copy_file, copy_file_with, receive_to_file, send_file, Cork, ReceiveError, Received,
 };
+pub use pace::{Bucket, Pace, SharedBucket};
 pub use read_buf::ReadBuf;

@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use wirespeed_io::Pace;
 pub(crate) use wirespeed_io::ReadBuf;
 
 use crate::io::Transport;
@@ -18,4 +19,15 @@ pub(crate) struct Conn {
     pub peer: SocketAddr,
     /// Becomes true when the server shuts down: answers then say `Connection: close`.
     pub stop: tokio::sync::watch::Receiver<bool>,
+    /// The current exchange's body pacing (none unless a handler set it):
+    /// reset before each request.
+    pub pacing: Pacing,
+}
+
+/// The paces of one exchange's bodies: `down` for the response, `up` for
+/// the request.
+#[derive(Default, Clone)]
+pub struct Pacing {
+    pub down: Option<Pace>,
+    pub up: Option<Pace>,
 }

@@ -54,8 +54,18 @@ impl Exchange {
         }
     }
 
-    pub(crate) fn into_conn(self) -> Conn {
+    pub(crate) fn into_conn(mut self) -> Conn {
+        // Paces belong to one request's principal, never to the next request.
+        self.conn.pacing = Default::default();
         self.conn
+    }
+
+    /// Pace this exchange's bodies: `down` the response's bytes, `up` the
+    /// request's (each a set of buckets shared with other connections).
+    /// Every body path consults them: sendfile, the copy loops, streamed
+    /// writes, body reads and the splice receive.
+    pub fn set_pacing(&mut self, down: Option<wirespeed_io::Pace>, up: Option<wirespeed_io::Pace>) {
+        self.conn.pacing = crate::conn::Pacing { down, up };
     }
 
     // ---- request side -------------------------------------------------

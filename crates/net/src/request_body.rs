@@ -128,10 +128,20 @@ impl RequestBody {
             }
             if !conn.rbuf.is_empty() {
                 let from = conn.rbuf.start();
-                let d = self.decoder.decode(conn.rbuf.data())?;
+                // Paced, at most a chunk per piece, waited for before it is
+                // handed out (the decoder takes its input in any cuts).
+                let data = conn.rbuf.data();
+                let data = match &conn.pacing.up {
+                    Some(p) => &data[..data.len().min(p.chunk())],
+                    None => data,
+                };
+                let d = self.decoder.decode(data)?;
                 conn.rbuf.consume(d.consumed);
                 if !d.data.is_empty() {
                     self.count(d.data.len() as u64)?;
+                    if let Some(p) = &conn.pacing.up {
+                        p.reserve(d.data.len() as u64).await;
+                    }
                     return Ok(Some(
                         conn.rbuf.slice(from + d.data.start, from + d.data.end),
                     ));
@@ -188,6 +198,9 @@ impl RequestBody {
         self.send_continue(conn, response_started).await?;
         let buffered = (conn.rbuf.len() as u64).min(remaining) as usize;
         if buffered > 0 {
+            if let Some(p) = &conn.pacing.up {
+                p.reserve(buffered as u64).await;
+            }
             let mut f = file;
             f.write_all(&conn.rbuf.data()[..buffered])
                 .map_err(FileBodyError::File)?;
@@ -203,8 +216,10 @@ impl RequestBody {
         let Some(tcp) = conn.io.plain_tcp() else {
             return Ok(Some(buffered as u64));
         };
+        let pace = conn.pacing.up.as_ref();
         let got =
-            wirespeed_io::receive_to_file(tcp, file, rest, conn.cfg.body_timeout, stored).await;
+            wirespeed_io::receive_to_file(tcp, file, rest, conn.cfg.body_timeout, pace, stored)
+                .await;
         self.decoder.advance_direct(got.taken);
         let counted = self.count(got.taken);
         let result = match got.result {
@@ -317,6 +332,7 @@ mod tests {
                 written: Vec::new(),
             }),
             rbuf: ReadBuf::new(16),
+            pacing: Default::default(),
             cfg: Arc::new(cfg),
             peer: "127.0.0.1:1".parse().unwrap(),
             stop,

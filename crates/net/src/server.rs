@@ -19,6 +19,7 @@ use wirespeed_proto::{
 
 use crate::conn::{Conn, ReadBuf};
 use crate::exchange::Exchange;
+use crate::head_scan::HeadScan;
 use crate::io::{write_all_vectored, Transport};
 use crate::linger::lingering_close;
 use crate::observe::ConnectionGuard;
@@ -379,16 +380,15 @@ async fn read_head(
 ) -> NextHead {
     let limits = &conn.cfg.limits;
     let mut head_deadline: Option<Instant> = None;
-    // Bytes of the buffered head already seen without a new line end: the
-    // head is parsed again only when a line completes, so a head trickled a
-    // byte per segment costs one parse per line, not one per byte.
-    let mut scanned = 0;
+    // The head is parsed again only when a line completes, and each byte is
+    // searched once: a head trickled a byte per segment costs one parse per
+    // line and one search per byte.
+    let mut scan = HeadScan::default();
     loop {
         if !conn.rbuf.is_empty() {
             head_deadline.get_or_insert_with(|| Instant::now() + conn.cfg.head_timeout);
             let data = conn.rbuf.data();
-            if memchr::memchr(b'\n', &data[scanned.min(data.len())..]).is_some() {
-                scanned = data.len();
+            if scan.new_line_end(data) {
                 match parse_request_head(data, limits) {
                     Ok(Some((head, n))) => {
                         conn.rbuf.consume(n);
@@ -460,6 +460,7 @@ async fn serve_conn<H: Handler>(
         cfg,
         peer,
         stop: stop.clone(),
+        pacing: Default::default(),
     };
     // An idle fresh connection is closed after the head timeout, not the
     // longer keep-alive idle timeout: it has not sent a request yet (nginx's

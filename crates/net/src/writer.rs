@@ -136,14 +136,21 @@ async fn move_file(
         FileSend::Auto => !conn.peer.ip().to_canonical().is_loopback(),
     };
     let count = |n: u64| *sent += n;
+    let pace = conn.pacing.down.as_ref();
     match conn.io.plain_tcp().filter(|_| use_sendfile) {
-        Some(tcp) => wirespeed_io::send_file(tcp, file, offset, len, step, t, count).await,
-        None => match buf {
-            Some(buf) => {
-                wirespeed_io::copy_file_with(&mut conn.io, file, offset, len, t, count, buf).await
-            }
-            None => wirespeed_io::copy_file(&mut conn.io, file, offset, len, t, count).await,
-        },
+        Some(tcp) => wirespeed_io::send_file(tcp, file, offset, len, step, t, pace, count).await,
+        None => {
+            let mut own = Vec::new();
+            let buf = buf.unwrap_or(&mut own);
+            wirespeed_io::copy_file_with(&mut conn.io, file, offset, len, t, pace, count, buf).await
+        }
+    }
+}
+
+/// Wait until `n` response body bytes may go, when the exchange is paced.
+async fn pace_down(pace: Option<&wirespeed_io::Pace>, n: usize) {
+    if let Some(p) = pace {
+        p.reserve(n as u64).await;
     }
 }
 
@@ -209,6 +216,7 @@ impl ResponseWriter {
         } else {
             body
         };
+        pace_down(conn.pacing.down.as_ref(), body.len()).await;
         write_slices(conn, &mut [IoSlice::new(&head), IoSlice::new(body)]).await?;
         self.body_sent += body.len() as u64;
         Ok(())
@@ -283,6 +291,7 @@ impl ResponseWriter {
             filled += n;
         }
         self.state = Writing::Done;
+        pace_down(conn.pacing.down.as_ref(), len as usize).await;
         write_slices(conn, &mut [IoSlice::new(&out)]).await?;
         self.body_sent += len;
         Ok(())
@@ -379,6 +388,9 @@ impl ResponseWriter {
                     slices[5] = IoSlice::new(LAST_CHUNK);
                 }
             }
+        }
+        if s.encoding != Some(BodyEncoding::Nothing) {
+            pace_down(conn.pacing.down.as_ref(), data_len).await;
         }
         let r = write_slices(conn, &mut slices).await;
         if r.is_ok() && s.encoding != Some(BodyEncoding::Nothing) {

@@ -24,6 +24,8 @@ pub mod password;
 pub mod presets;
 pub mod proxy_user;
 pub mod quotas;
+pub mod rate_keys;
+pub mod rates;
 pub mod revoked;
 mod rights;
 pub mod rules;

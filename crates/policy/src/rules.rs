@@ -111,6 +111,7 @@ pub struct Rules {
     entries: Vec<Entry>,
     groups: Groups,
     quotas: super::quotas::Quotas,
+    rates: super::rates::Rates,
 }
 
 #[derive(Deserialize)]
@@ -125,6 +126,8 @@ struct RawFile {
     /// Read by [`Quotas::parse`](super::quotas::Quotas::parse).
     #[serde(default, rename = "quota")]
     _quota: Option<toml::Table>,
+    #[serde(default)]
+    rate: super::rates::RawRates,
 }
 
 impl Rules {
@@ -204,11 +207,14 @@ impl Rules {
             line: e.line,
             reason: e.reason,
         })?;
+        let rates = super::rates::Rates::from_raw(&raw.rate, |n| users.contains_key(n))
+            .map_err(|(at, r)| err(at, r))?;
         Ok(Rules {
             users,
             entries,
             groups,
             quotas,
+            rates,
         })
     }
 
@@ -247,6 +253,9 @@ impl Rules {
     /// The `[quota…]` tables.
     pub fn quotas(&self) -> &super::quotas::Quotas {
         &self.quotas
+    /// `[rate]`: bytes per second per principal and for the whole server.
+    pub fn rates(&self) -> &super::rates::Rates {
+        &self.rates
     }
 
     /// The number of users and of configured paths.

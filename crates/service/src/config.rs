@@ -70,6 +70,8 @@ pub struct ServiceConfig {
     /// Days a deleted or overwritten file stays in the trash
     /// (`serve --trash-days`; 0: no trash, deletes are final).
     pub trash_days: u32,
+    /// The `[rate]` buckets live transfers share (a clone shares them).
+    pub bandwidth: crate::bandwidth::Bandwidth,
 }
 
 /// Entries one folder archive may hold unless `--archive-max-entries` says

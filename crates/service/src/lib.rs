@@ -55,6 +55,7 @@ mod front_door;
 // Helpers the fronts share.
 pub mod access_log;
 mod answers;
+pub mod bandwidth;
 pub mod conditional;
 pub mod config;
 pub(crate) mod content_type;

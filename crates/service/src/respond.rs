@@ -139,6 +139,12 @@ fn acting(policy: &Policy, who: Principal) -> Principal {
     who
 }
 
+/// An admitted request: its author named, its bodies paced by `[rate]`.
+fn admitted(cfg: &ServiceConfig, policy: &Policy, ex: &mut Exchange, who: Principal) -> Principal {
+    crate::bandwidth::pace(&cfg.bandwidth, policy, ex, who);
+    acting(policy, who)
+}
+
 /// The share link `ex` presents (query, else header), owned.
 pub(crate) fn presented_link(ex: &Exchange) -> Option<String> {
     let header = ex.header_str(crate::policy::shares::HEADER);
@@ -224,7 +230,7 @@ pub(crate) async fn admit_with(
             !policy.hides(path) && policy.decide(*w, action, path) == Decision::Allow
         };
         return match who.filter(allowed) {
-            Some(who) => Ok(Some(acting(policy, who))),
+            Some(who) => Ok(Some(admitted(cfg, policy, ex, who))),
             None => {
                 // An upload link opened in a browser: the page with its
                 // Upload button and no names, not the refusal.
@@ -306,7 +312,10 @@ pub(crate) async fn admit_with(
             ex.send(text(404), b"not found\n").await?;
             Ok(None)
         }
-        Decision::Allow => Ok(Some(who)),
+        Decision::Allow => {
+            crate::bandwidth::pace(&cfg.bandwidth, policy, ex, who);
+            Ok(Some(who))
+        }
         Decision::Forbidden(_)
             if crate::page::sent_upload_page(policy, ex, who, action, path).await? =>
         {

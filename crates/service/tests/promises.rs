@@ -349,7 +349,8 @@ fn empty_creations_expire_fast() {
 
 /// Readers that stop reading a big listing hold no budget other listings
 /// need: a normal big listing afterwards is answered, whole and sorted
-/// (the folder is bigger than one listing pass, so it takes two).
+/// (246-byte names fill a listing pass's 3 MiB about every 12,000, so the
+/// folder takes four passes).
 #[test]
 fn stalled_listings_do_not_refuse_other_big_listings() {
     let srv = TestServer::start();

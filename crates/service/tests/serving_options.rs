@@ -1,6 +1,7 @@
 //! The operator's serving options over raw HTTP: hidden names
 //! (`--hidden`), symlinks leading outside (`--allow-symlink`), a folder's
-//! `index.html` (`--index`) and scripts in served files (`--allow-scripts`).
+//! `index.html` (`--index`) and scripts in served files (`--allow-scripts`);
+//! the rules file's `[rate]`, held across connections.
 
 mod common;
 
@@ -339,4 +340,85 @@ fn hidden_names_stay_out_of_archives_and_share_links() {
     for hidden in ["/proj/id.key", "/proj/.git/config"] {
         assert_eq!(s.get(&format!("{hidden}?share={link}")).status, 404);
     }
+}
+
+/// `[rate]` paces a principal over all of its connections: four anonymous
+/// downloads (and then uploads) from one address share one "2M" bucket, so
+/// 4 MiB take about two seconds however they are spread; a user with no
+/// rate is not slowed. Loose bounds: speed is the benchmark's to measure
+/// (bench/fair-bandwidth.sh).
+#[test]
+fn a_rate_holds_across_connections_and_spares_the_unpaced() {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    use wirespeed_service::policy::password;
+    use wirespeed_service::Users;
+
+    let text = format!(
+        "[users]\nalice = \"{}\"\n[paths.\"/\"]\n\"*\" = \"rw\"\nalice = \"rw\"\n\
+         [rate.user]\n\"*\" = \"2M\"\n",
+        password::hash(b"alice-pw").unwrap()
+    );
+    let users = Arc::new(Users::from_text("rules.toml", &text).unwrap());
+    let s = TestServer::with(ServiceConfig {
+        users: Some(users),
+        ..Default::default()
+    });
+    let mib = vec![7u8; 1 << 20];
+    for i in 0..4 {
+        std::fs::write(s.root.join(format!("f{i}")), &mib).unwrap();
+    }
+    std::fs::write(s.root.join("big"), vec![1u8; 4 << 20]).unwrap();
+
+    // One 2 MiB/s bucket for the address: 4 MiB in about 1.9 s (the bucket
+    // starts with a tenth of a second's worth).
+    let timed = |f: &(dyn Fn(usize) -> usize + Sync)| {
+        let t = Instant::now();
+        let total: usize = std::thread::scope(|sc| {
+            let runs: Vec<_> = (0..4).map(|i| sc.spawn(move || f(i))).collect();
+            runs.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        (total, t.elapsed())
+    };
+    let (got, took) = timed(&|i| {
+        let r = s.get(&format!("/f{i}"));
+        assert_eq!(r.status, 200);
+        r.body.len()
+    });
+    assert_eq!(got, 4 << 20);
+    assert!(
+        (Duration::from_millis(1500)..Duration::from_secs(5)).contains(&took),
+        "4 MiB over 4 connections at 2 MiB/s took {took:?}"
+    );
+    // Uploads are paced apart, at the same rate: 2 MiB in about 0.9 s.
+    let half = vec![3u8; 512 << 10];
+    let (_, took) = timed(&|i| {
+        let r = s.put(&format!("/up{i}"), &half);
+        assert_eq!(r.status, 201, "{}", r.text());
+        0
+    });
+    assert!(
+        (Duration::from_millis(600)..Duration::from_secs(4)).contains(&took),
+        "2 MiB up over 4 connections at 2 MiB/s took {took:?}"
+    );
+    assert_eq!(std::fs::read(s.root.join("up3")).unwrap(), half);
+    // alice has no rate: her 4 MiB are not held to the anonymous 2 MiB/s.
+    let auth = format!(
+        "Basic {}",
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "alice:alice-pw")
+    );
+    // Signed in once first: the password check is remembered, not timed.
+    assert_eq!(
+        s.req("HEAD", "/big", &[("Authorization", &auth)], b"")
+            .status,
+        200
+    );
+    let t = Instant::now();
+    let r = s.req("GET", "/big", &[("Authorization", &auth)], b"");
+    assert_eq!((r.status, r.body.len()), (200, 4 << 20));
+    assert!(
+        t.elapsed() < Duration::from_millis(1200),
+        "an unpaced user took {:?}",
+        t.elapsed()
+    );
 }

@@ -1,11 +1,11 @@
 //! Listing a folder: names collected and sorted in short blocking steps,
 //! entries stat'ed in batches, each listing within its own bounded memory.
 
-use std::collections::BinaryHeap;
 use std::io;
 use std::sync::Arc;
 
 use super::meta::entry_meta;
+use super::pass_names::{PassNames, SortedNames, PASS_BYTES};
 use crate::resolve::Root;
 use crate::{Entry, Listing, StorageError};
 use wirespeed_path::is_reserved_name;
@@ -16,19 +16,14 @@ pub const LIST_BATCH: usize = 1024;
 /// Directory entries read per blocking step while a listing collects names.
 const NAME_STEP: usize = 4096;
 
-/// Most names one listing holds at once (about 3 MiB). A bigger folder is
-/// read in several passes, each keeping the next `PASS_NAMES` names in
-/// order: a client that stops reading holds at most this, and never a
-/// budget other listings need (a shared budget let four stalled readers
-/// refuse every other big listing).
-pub const PASS_NAMES: usize = 32 * 1024;
-
 /// A directory being listed, sorted by name: a pass reads the directory's
-/// names (in steps of [`NAME_STEP`]) keeping the [`PASS_NAMES`] smallest
-/// after the last one handed out, then its entries are stat'ed and handed
-/// out [`LIST_BATCH`] at a time; another pass follows while names were
-/// left out. Memory is at most [`PASS_NAMES`] names (about 50 bytes each),
-/// never the formatted listing. Each step is one short blocking task, so a
+/// names (in steps of [`NAME_STEP`]) keeping the smallest after the last
+/// one handed out that fit in [`PASS_BYTES`] (packed: a name's bytes and 8,
+/// so about 100,000 names of 20 bytes), then its entries are stat'ed and
+/// handed out [`LIST_BATCH`] at a time; another pass follows while names
+/// were left out. Memory is that budget (its buffers' capacity up to twice
+/// it while they grow), never the formatted listing. No budget is shared
+/// between listings: a client that stops reading holds its own. Each step is one short blocking task, so a
 /// client that stops reading a listing holds a descriptor and the names,
 /// never a thread of the shared blocking pool.
 pub struct LocalListing {
@@ -39,16 +34,13 @@ pub(super) struct ListState {
     pub(super) dir: rustix::fs::Dir,
     /// Still reading names from `dir` for this pass.
     pub(super) collecting: bool,
-    /// This pass's names: while collecting, the smallest seen (max-heap);
-    /// then sorted in `names`.
-    pub(super) heap: BinaryHeap<String>,
-    pub(super) names: Vec<String>,
+    /// This pass's names while collecting; then sorted in `names`.
+    pub(super) pass: PassNames,
+    pub(super) names: SortedNames,
     /// The last name handed out: later passes keep only greater names.
     pub(super) after: Option<String>,
-    /// This pass left names out (the heap was full): another pass follows.
+    /// This pass left names out (the budget was full): another pass follows.
     pub(super) more: bool,
-    /// The next name to stat.
-    pub(super) next: usize,
     pub(super) root: Arc<Root>,
     pub(super) segments: Vec<String>,
     pub(super) at_root: bool,
@@ -59,11 +51,10 @@ impl ListState {
         ListState {
             dir,
             collecting: true,
-            heap: BinaryHeap::new(),
-            names: Vec::new(),
+            pass: PassNames::new(PASS_BYTES),
+            names: SortedNames::default(),
             after: None,
             more: false,
-            next: 0,
             root,
             at_root: segments.is_empty(),
             segments,
@@ -75,15 +66,7 @@ impl ListState {
         if self.after.as_deref().is_some_and(|a| name <= a) {
             return;
         }
-        if self.heap.len() < PASS_NAMES {
-            self.heap.push(name.to_string());
-            return;
-        }
-        self.more = true;
-        if self.heap.peek().is_some_and(|top| name < top.as_str()) {
-            self.heap.pop();
-            self.heap.push(name.to_string());
-        }
+        self.pass.offer(name);
     }
 
     /// One blocking step: up to [`NAME_STEP`] more names while collecting
@@ -116,34 +99,36 @@ impl ListState {
                 return Ok(None);
             }
             // Byte order, like `ls` in the C locale and S3 listings.
-            self.names = std::mem::take(&mut self.heap).into_sorted_vec();
-            self.next = 0;
+            let pass = std::mem::replace(&mut self.pass, PassNames::new(PASS_BYTES));
+            self.more = pass.left_out();
+            self.names = pass.into_sorted();
         }
         let fd = self.dir.fd()?;
-        let mut batch = Vec::with_capacity(LIST_BATCH.min(self.names.len() - self.next));
-        while batch.len() < LIST_BATCH && self.next < self.names.len() {
-            // Taken, not cloned: each name's memory goes once it is handed out.
-            let name = std::mem::take(&mut self.names[self.next]);
-            self.next += 1;
-            if self.next == self.names.len() && self.more {
+        let mut batch = Vec::with_capacity(LIST_BATCH.min(self.names.remaining()));
+        while batch.len() < LIST_BATCH {
+            let last = self.names.at_last();
+            let Some(name) = self.names.next() else {
+                break;
+            };
+            if last && self.more {
                 self.after = Some(name.clone());
             }
             if let Some(meta) = entry_meta(&self.root, fd, &self.segments, &name) {
                 batch.push(Entry { name, meta });
             }
         }
-        if self.next >= self.names.len() && self.more {
+        if self.names.is_done() && self.more {
             // The next pass: the names after the last one handed out.
             self.dir.rewind();
             self.collecting = true;
             self.more = false;
-            self.names = Vec::new();
+            self.names = SortedNames::default();
         }
         Ok(Some(batch))
     }
 
     fn done(&self) -> bool {
-        !self.collecting && self.next >= self.names.len()
+        !self.collecting && self.names.is_done()
     }
 }
 

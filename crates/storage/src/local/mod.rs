@@ -18,6 +18,7 @@ mod listing;
 mod meta;
 mod object;
 mod partial;
+mod pass_names;
 mod props;
 mod small_files;
 mod trash;

@@ -122,6 +122,7 @@ pub(super) fn service(
                 .as_deref()
                 .map(|d| DiskCache::open(&d.join("thumbnails"), THUMBNAIL_CACHE_BYTES)),
         ),
+        bandwidth: Default::default(),
     })
 }
 
