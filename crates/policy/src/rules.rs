@@ -253,6 +253,8 @@ impl Rules {
     /// The `[quota…]` tables.
     pub fn quotas(&self) -> &super::quotas::Quotas {
         &self.quotas
+    }
+
     /// `[rate]`: bytes per second per principal and for the whole server.
     pub fn rates(&self) -> &super::rates::Rates {
         &self.rates
