@@ -137,7 +137,12 @@ async fn download_ranged(
 ) -> Result<Option<DownloadReport>, Error> {
     let part = part_path(dest);
     for restart in 0..=MAX_RESTARTS {
-        let p = probe(client, url).await?;
+        // A server may answer HEAD otherwise than GET (a redirect only
+        // for GET, 404 or 405 to HEAD): then the one-stream GET decides,
+        // and reports its own failure.
+        let Ok(p) = probe(client, url).await else {
+            return Ok(None);
+        };
         let Some(validator) = p.validator.clone() else {
             return Ok(None);
         };
