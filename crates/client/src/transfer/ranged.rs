@@ -139,9 +139,11 @@ async fn download_ranged(
     for restart in 0..=MAX_RESTARTS {
         // A server may answer HEAD otherwise than GET (a redirect only
         // for GET, 404 or 405 to HEAD): then the one-stream GET decides,
-        // and reports its own failure.
-        let Ok(p) = probe(client, url).await else {
-            return Ok(None);
+        // and reports its own failure. Any other answer is GET's too.
+        let p = match probe(client, url).await {
+            Ok(p) => p,
+            Err(e) if matches!(e.status(), Some(404 | 405)) => return Ok(None),
+            Err(e) => return Err(e),
         };
         let Some(validator) = p.validator.clone() else {
             return Ok(None);
