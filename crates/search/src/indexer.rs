@@ -86,6 +86,9 @@ struct Shared {
     walking: AtomicBool,
     /// The queue overflowed: walk everything.
     overflow: AtomicBool,
+    /// The [`Search`] was dropped: the threads end at their next wake-up
+    /// (the watch thread holds a sender, so the queue alone never closes).
+    stopped: AtomicBool,
     watcher: Option<Arc<Watcher>>,
 }
 
@@ -110,6 +113,7 @@ impl Search {
             complete: AtomicBool::new(complete),
             walking: AtomicBool::new(settings.walk_at_start),
             overflow: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
             watcher: watcher.clone(),
         });
         let (tx, rx) = mpsc::sync_channel(QUEUE);
@@ -152,6 +156,9 @@ impl Search {
 /// Queues `job`; a full queue becomes one walk of everything. False once
 /// the indexer is gone.
 fn send(tx: &SyncSender<Job>, shared: &Shared, job: Job) -> bool {
+    if shared.stopped.load(Ordering::Relaxed) {
+        return false;
+    }
     match tx.try_send(job) {
         Ok(()) => true,
         Err(TrySendError::Full(_)) => {
@@ -159,6 +166,14 @@ fn send(tx: &SyncSender<Job>, shared: &Shared, job: Job) -> bool {
             true
         }
         Err(TrySendError::Disconnected(_)) => false,
+    }
+}
+
+impl Drop for Search {
+    fn drop(&mut self) {
+        // A dropped index must not go on writing: a new one may be open
+        // on the same file (a restart in one process).
+        self.shared.stopped.store(true, Ordering::Relaxed);
     }
 }
 
@@ -262,6 +277,9 @@ impl Indexer {
                 Ok(j) => jobs.push(j),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
+            }
+            if self.shared.stopped.load(Ordering::Relaxed) {
+                return;
             }
             while jobs.len() < 4096 {
                 match rx.try_recv() {
