@@ -137,13 +137,12 @@ async fn download_ranged(
 ) -> Result<Option<DownloadReport>, Error> {
     let part = part_path(dest);
     for restart in 0..=MAX_RESTARTS {
-        // A server may answer HEAD otherwise than GET (a redirect only
-        // for GET, 404 or 405 to HEAD): then the one-stream GET decides,
-        // and reports its own failure. Any other answer is GET's too.
-        let p = match probe(client, url).await {
-            Ok(p) => p,
-            Err(e) if matches!(e.status(), Some(404 | 405)) => return Ok(None),
-            Err(e) => return Err(e),
+        // A refused HEAD is left for the one-stream GET to answer: a
+        // server may answer HEAD otherwise than GET (a redirect only for
+        // GET, 404 or 405 to HEAD), and a refusal's body, which only the
+        // GET carries, is what the user needs to read.
+        let Ok(p) = probe(client, url).await else {
+            return Ok(None);
         };
         let Some(validator) = p.validator.clone() else {
             return Ok(None);
