@@ -315,7 +315,7 @@ fn an_overwrite_kept_in_the_trash_never_leaves_the_name_empty() {
     let s = trash_server(RULES);
     assert_eq!(s.put("/live.txt", b"v0").status, 201);
     let done = std::sync::atomic::AtomicBool::new(false);
-    let (reads, empty) = std::thread::scope(|t| {
+    let ((reads, empty), statuses) = std::thread::scope(|t| {
         let reader = t.spawn(|| {
             let (mut reads, mut empty) = (0u32, Vec::new());
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
@@ -327,17 +327,20 @@ fn an_overwrite_kept_in_the_trash_never_leaves_the_name_empty() {
             }
             (reads, empty)
         });
-        for i in 1..=60 {
-            assert_eq!(s.put("/live.txt", format!("v{i}").as_bytes()).status, 204);
-        }
+        let statuses: Vec<u16> = (1..=60)
+            .map(|i| s.put("/live.txt", format!("v{i}").as_bytes()).status)
+            .collect();
+        // The reader stops before anything is judged (a failed judgement
+        // must not leave it looping).
         done.store(true, std::sync::atomic::Ordering::Relaxed);
-        reader.join().unwrap()
+        (reader.join().unwrap(), statuses)
     });
     assert!(
         empty.is_empty(),
         "{} of {reads} reads found no file: {empty:?}",
         empty.len()
     );
+    assert!(statuses.iter().all(|s| *s == 204), "{statuses:?}");
     assert_eq!(std::fs::read(s.root.join("live.txt")).unwrap(), b"v60");
     // Every version replaced is in the trash, the first one included.
     let kept = trash_entries(&s, "/", &[]);
