@@ -120,7 +120,20 @@ const FILE_METHODS: [&str; 12] = [
 /// no stored file hides behind a control path).
 pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
     let files = std::sync::Arc::new(front_door::FileRoutes::new(storage, cfg.clone()));
-    control::control_routes(&cfg, files.clone())
+    team_routes(control::control_routes(&cfg, files.clone()), &files).route(
+        &FILE_METHODS,
+        "/*",
+        events::Recorded {
+            inner: front_door::SharedFileRoutes(files),
+            events: cfg.events.clone(),
+        },
+    )
+}
+
+/// The trash (`/-/trash`, listing and restore) and quota (`/-/quota/…`)
+/// routes over the file routes, the same with or without resumable uploads.
+fn team_routes<P: config::FileParts>(router: Router, files: &std::sync::Arc<P>) -> Router {
+    router
         .route(
             &["GET", "POST"],
             trash::PATH,
@@ -140,14 +153,6 @@ pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
             quota::ROUTE,
             quota::QuotaRoute {
                 files: files.clone(),
-            },
-        )
-        .route(
-            &FILE_METHODS,
-            "/*",
-            events::Recorded {
-                inner: front_door::SharedFileRoutes(files),
-                events: cfg.events.clone(),
             },
         )
 }
@@ -162,28 +167,7 @@ pub fn router_with_uploads<S: Storage + PartialUploads + Clone>(
 ) -> (Router, std::sync::Arc<Uploads<S>>) {
     let uploads = std::sync::Arc::new(Uploads::new(storage.clone(), cfg.clone(), ucfg));
     let files = std::sync::Arc::new(front_door::FileRoutes::new(storage, cfg.clone()));
-    let router = control::control_routes(&cfg, files.clone())
-        .route(
-            &["GET", "POST"],
-            trash::PATH,
-            trash::TrashRoutes {
-                files: files.clone(),
-            },
-        )
-        .route(
-            &["GET", "POST"],
-            trash::ROUTE,
-            trash::TrashRoutes {
-                files: files.clone(),
-            },
-        )
-        .route(
-            &["GET"],
-            quota::ROUTE,
-            quota::QuotaRoute {
-                files: files.clone(),
-            },
-        )
+    let router = team_routes(control::control_routes(&cfg, files.clone()), &files)
         .route(
             &["OPTIONS", "POST", "HEAD", "PATCH", "DELETE"],
             resumable::UPLOADS_PREFIX_ROUTE,
