@@ -145,6 +145,20 @@ pub(crate) async fn sweep<S: Storage>(storage: &S, cfg: &ServiceConfig) {
     }
 }
 
+/// Whether `who` may delete what a trash entry held at `orig` now, and so
+/// see and restore it: a folder needs `d` at every path below it too, as
+/// its DELETE into the trash did (the folder went there whole only then).
+fn may_delete_entry(
+    policy: &crate::policy::Policy,
+    who: crate::policy::Principal,
+    orig: &RelPath,
+    folder: bool,
+) -> bool {
+    !policy.hides(orig)
+        && policy.decide(who, Action::Delete, orig) == Decision::Allow
+        && (!folder || policy.rights_within(who, orig).may_delete())
+}
+
 /// `GET /-/trash/P` and `POST /-/trash?restore=ID[&as=NAME]`.
 pub(crate) struct TrashRoutes<P> {
     pub files: std::sync::Arc<P>,
@@ -191,8 +205,7 @@ impl<P: crate::config::FileParts> TrashRoutes<P> {
             };
             // Only what the asker could delete there now, below the prefix.
             let visible = orig.segments().starts_with(prefix.segments())
-                && !policy.hides(&orig)
-                && policy.decide(who, Action::Delete, &orig) == Decision::Allow;
+                && may_delete_entry(policy, who, &orig, r.folder);
             if visible {
                 entries.push(serde_json::json!({
                     "id": id,
@@ -231,8 +244,15 @@ impl<P: crate::config::FileParts> TrashRoutes<P> {
         let Some(who) = crate::respond::admit(cfg, policy, ex, Action::Delete, &orig).await? else {
             return Ok(());
         };
+        let folder = found.as_ref().is_some_and(|(_, r)| r.folder);
         if found.is_none() || orig.is_root() {
             return Err(Error::status(404, "no such entry in the trash"));
+        }
+        if !may_delete_entry(policy, who, &orig, folder) {
+            return Err(Error::status(
+                403,
+                "you may not delete everything this folder held there, so you may not restore it",
+            ));
         }
         let target = match query_param(ex, "as") {
             Some(name) => {
@@ -244,15 +264,16 @@ impl<P: crate::config::FileParts> TrashRoutes<P> {
             }
             None => orig.clone(),
         };
+        // Beside it, every member of a folder is a new name there.
         if target != orig
             && (policy.hides(&target)
-                || policy.decide(who, Action::Create, &target) != Decision::Allow)
+                || policy.decide(who, Action::Create, &target) != Decision::Allow
+                || (folder && !policy.rights_within(who, &target).may_write()))
         {
             return Err(Error::status(403, "you may not create that name"));
         }
         match storage.untrash(&id, &target).await {
             Ok(()) => {
-                let folder = found.is_some_and(|(_, r)| r.folder);
                 let location = format!("{}{}", ex.base(), target.to_url(folder));
                 ex.send(Response::new(201).header("Location", location), b"")
                     .await

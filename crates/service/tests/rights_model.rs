@@ -8,7 +8,8 @@
 //! the query or in their header), half the cases under a path prefix, and
 //! the operations
 //! that act on whole trees (listings, PROPFIND, archives, DELETE, MOVE,
-//! COPY, LOCK) as well as single names. Then one named test per way the
+//! COPY, LOCK, trash listings and restores) as well as single names
+//! (thumbnails among them). Then one named test per way the
 //! rules were found to leak, each its own reproduction.
 //!
 //! The model test runs `RIGHTS_MODEL_CASES` generated rules files (default
@@ -29,6 +30,8 @@ mod ops;
 mod regressions;
 #[path = "rights_model/run.rs"]
 mod run;
+#[path = "rights_model/trash.rs"]
+mod trash;
 
 use drive::{As, Site};
 use model::{Judge, Link, Rules, Who, R, USERS, W};

@@ -124,11 +124,16 @@ impl<S: Storage> Dav<'_, S> {
         // one piece; else member by member below.
         let whole = meta.kind != Kind::Dir || !only_empty;
         if self.cfg.trash_days > 0 && whole && self.deletable_whole(key, &meta, who).await {
-            crate::trash::discard(self.storage, self.cfg, key, &meta)
-                .await
-                .map_err(|e| e.on_write(key).into_answer())?;
-            self.forget_locks(key).await;
-            return ex.send(Response::new(204), b"").await;
+            match crate::trash::discard(self.storage, self.cfg, key, &meta).await {
+                Ok(()) => {
+                    self.forget_locks(key).await;
+                    return ex.send(Response::new(204), b"").await;
+                }
+                // A storage without a trash removes a folder member by
+                // member (below), not in one piece.
+                Err(StorageError::NotEmpty) => {}
+                Err(e) => return Err(e.on_write(key).into_answer()),
+            }
         }
         if only_empty {
             self.storage.delete(key).await.map_err(|e| match e {

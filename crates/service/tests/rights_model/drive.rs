@@ -76,6 +76,9 @@ fn config(users: &Arc<Users>, shares: &Arc<Shares>) -> ServiceConfig {
         access: Access::new([TOKEN], false),
         users: Some(users.clone()),
         shares: Some(shares.clone()),
+        // As `serve` runs by default: what a DELETE or an overwrite removes
+        // goes to the trash, and the trash routes are judged too.
+        trash_days: 30,
         ..ServiceConfig::default()
     }
 }

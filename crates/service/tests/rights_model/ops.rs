@@ -25,6 +25,14 @@ pub enum Op {
     /// LOCK (depth infinity when true), then UNLOCK when granted.
     Lock(&'static str, bool),
     Proppatch(&'static str),
+    /// `GET ?thumbnail` of a file: 415 once admitted (the tree's files are
+    /// text), a refusal otherwise.
+    Thumbnail(&'static str),
+    /// `GET /-/trash/P` after the token holder threw `trash::THROWN` away.
+    TrashList(&'static str),
+    /// `POST /-/trash?restore=ID` of the entry the token holder made by
+    /// deleting this path.
+    TrashRestore(&'static str),
 }
 
 const FILES: [&str; 10] = [
@@ -69,6 +77,7 @@ pub fn catalogue() -> Vec<Op> {
     let mut ops = Vec::new();
     for f in FILES {
         ops.push(Op::GetFile(f));
+        ops.push(Op::Thumbnail(f));
         ops.push(Op::Delete(f));
         ops.push(Op::Lock(f, false));
         if f != "/a/lf" {
@@ -103,6 +112,12 @@ pub fn catalogue() -> Vec<Op> {
     for l in ["/a/ls", "/a/lo", "/a/lf"] {
         ops.push(Op::Delete(l));
     }
+    for d in ["/", "/a/", "/c/"] {
+        ops.push(Op::TrashList(d));
+    }
+    for t in super::trash::THROWN {
+        ops.push(Op::TrashRestore(t));
+    }
     for t in TREES {
         for to in FOLDER_DESTS {
             if !to.starts_with(t) {
@@ -128,7 +143,10 @@ impl Op {
             | Op::PutOver(p)
             | Op::Delete(p)
             | Op::Lock(p, _)
-            | Op::Proppatch(p) => vec![p],
+            | Op::Proppatch(p)
+            | Op::Thumbnail(p)
+            | Op::TrashList(p)
+            | Op::TrashRestore(p) => vec![p],
         }
     }
 }
@@ -223,7 +241,7 @@ pub struct Expected {
 }
 
 impl Expected {
-    fn new(class: Exp, after: Tree) -> Self {
+    pub fn new(class: Exp, after: Tree) -> Self {
         Expected {
             class,
             after,
@@ -389,6 +407,8 @@ pub fn expect(j: &Judge, tree: &Tree, op: &Op) -> Expected {
             let checks = vec![with(j.name(&f), D)];
             Expected::new(lenient_write(j, &f, &checks), same)
         }
+        Op::Thumbnail(p) => Expected::new(judge(&[with(j.content(p), R)]), same),
+        Op::TrashList(_) | Op::TrashRestore(_) => super::trash::expect(j, tree, op),
     }
 }
 

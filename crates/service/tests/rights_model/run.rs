@@ -4,13 +4,29 @@
 use super::drive::{self, As, Site};
 use super::model::{self, Exp, Node, Tree};
 use super::ops::{self, Expected, Op};
+use super::trash;
 
 /// Send `op` as `who` on a freshly made `initial` tree; the differences
 /// from `exp` (empty: the server did what the model allows).
 pub fn run(site: &mut Site, who: &As, op: &Op, exp: &Expected, initial: &Tree) -> Vec<String> {
-    if !site.clean {
+    // A trash operation starts from what the token holder threw away.
+    let thrown = trash::thrown(op);
+    if thrown.is_some() && site.on_s3() {
+        return Vec::new();
+    }
+    if !site.clean || thrown.is_some() {
         site.reset(initial);
     }
+    let start = match &thrown {
+        Some(t) => {
+            for p in t {
+                let r = site.send(&As::Token, "DELETE", p, &[], b"");
+                assert_eq!(r.status, 204, "throwing {p} away: {}", r.text());
+            }
+            trash::without(initial, t)
+        }
+        None => initial.clone(),
+    };
     if let Op::Search(..) = op {
         // The tree was made behind the server's back: the index catches
         // up before it is asked (no race with the host watch).
@@ -46,10 +62,29 @@ pub fn run(site: &mut Site, who: &As, op: &Op, exp: &Expected, initial: &Tree) -
             &[("Content-Type", "application/xml")],
             drive::PROPPATCH,
         ),
+        Op::Thumbnail(p) => send("GET", &format!("{p}?thumbnail"), &[], b""),
+        Op::TrashList(p) => send("GET", &format!("/-/trash{p}"), &[], b""),
+        Op::TrashRestore(p) => {
+            let listed = site.send(&As::Token, "GET", "/-/trash/", &[], b"");
+            let v: serde_json::Value = serde_json::from_slice(&listed.body).unwrap_or_default();
+            let id = v["entries"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|e| e["path"].as_str().map(ops::trim) == Some(ops::trim(p)))
+                .and_then(|e| e["id"].as_str())
+                .unwrap_or_else(|| panic!("{p} is not in the trash: {}", listed.text()))
+                .to_string();
+            send("POST", &format!("/-/trash?restore={id}"), &[], b"")
+        }
     };
     let mut problems = Vec::new();
-    let ok = (200..300).contains(&r.status);
-    let refused = (400..500).contains(&r.status);
+    // Admitted, a thumbnail of a text file is a 415.
+    let ok = match op {
+        Op::Thumbnail(_) => r.status == 415,
+        _ => (200..300).contains(&r.status),
+    };
+    let refused = !ok && (400..500).contains(&r.status);
     let got = format!("{} {}", r.status, drive::snippet(&r));
     if !ok && !refused {
         problems.push(format!("neither a success nor a refusal: {got}"));
@@ -61,7 +96,7 @@ pub fn run(site: &mut Site, who: &As, op: &Op, exp: &Expected, initial: &Tree) -
     }
     let disk = site.walk();
     site.clean = disk == *initial;
-    let want = if ok { &exp.after } else { initial };
+    let want = if ok { &exp.after } else { &start };
     if disk != *want {
         let what = if ok {
             "after the success"
@@ -116,6 +151,7 @@ fn check_read(
             return problems;
         }
         Op::List(_) => drive::listed(r),
+        Op::TrashList(_) => trash::listed(r),
         Op::Search(p, _) => drive::searched(r, p),
         Op::Propfind(p) => drive::propfound(r, &site.url_path(p)),
         Op::Archive(p) => {
