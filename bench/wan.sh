@@ -20,12 +20,19 @@
 #   fibre  1000 Mbit/s /  20 ms / 0      (a good fibre line; a 2-core machine
 #                                          forwards only ~300-400 Mbit/s: the
 #                                          ceiling row shows what it reached)
+#   lan    LAN_RATE (300) Mbit/s / 20 ms / 0  (no loss at the highest rate
+#                                          the forwarder calibrates to here)
 # Rows: the ceiling (`iperf3 -P 8 -C bbr`), iperf3 one stream CUBIC and BBR,
-# iperf3 -P 6 CUBIC (a browser's share over HTTP/1.1); GET: curl from
-# wirespeed, `wirespeed get`, curl from nginx, `aria2c -x8` from nginx,
+# iperf3 -P 6 CUBIC down and up (a browser's share over HTTP/1.1); GET: curl
+# from wirespeed, `wirespeed get`, curl from nginx, `aria2c -x8` from nginx,
 # rclone `:http:` from wirespeed; PUT: `curl -T` to wirespeed, `wirespeed
-# put`, rclone `:webdav:` to wirespeed, copyparty's `u2c.py -j 8` to
-# copyparty. Downloads go A→B, uploads B→A. Needs root (namespaces, TUN).
+# put`, rclone `:webdav:` to wirespeed, the folder page in headless Chromium
+# (bench/wan_page_upload.py: 6 tus parts; its clock starts when the file is
+# chosen), copyparty's `u2c.py -j 8` to copyparty (a CP_MB = 1024 MiB random
+# file; its clock starts at its first bytes, after it hashed the file: that
+# wait is its own column). ROUNDS (1) repeats the rows, interleaved; the
+# table has the median and every sample. Downloads go A→B, uploads B→A.
+# Needs root (namespaces, TUN).
 set -euo pipefail
 BENCH=wan
 # shellcheck source=bench/lib.sh
@@ -36,8 +43,12 @@ trap 'wan_down; cleanup' EXIT
 PROFILES=${PROFILES:-wan200 phone fibre}
 ROWS=${ROWS:-.}
 SECS=${SECS:-12}
-declare -A PROFILE=([wan200]="200 100 0.1" [phone]="50 40 1" [fibre]="1000 20 0")
-declare -A LABEL=([wan200]="200 Mbit/s, 100 ms, 0.1% loss" [phone]="50 Mbit/s, 40 ms, 1% loss (phone)" [fibre]="1 Gbit/s, 20 ms, no loss")
+ROUNDS=${ROUNDS:-1}
+LAN_RATE=${LAN_RATE:-300}
+CP_MB=${CP_MB:-1024}
+declare -A PROFILE=([wan200]="200 100 0.1" [phone]="50 40 1" [fibre]="1000 20 0" [lan]="$LAN_RATE 20 0")
+declare -A LABEL=([wan200]="200 Mbit/s, 100 ms, 0.1% loss" [phone]="50 Mbit/s, 40 ms, 1% loss (phone)"
+    [fibre]="1 Gbit/s, 20 ms, no loss" [lan]="$LAN_RATE Mbit/s, 20 ms, no loss")
 
 for t in iperf3 nginx curl aria2c rclone; do
     command -v "$t" >/dev/null || { apt-get install -y -qq "$t" >/dev/null 2>&1 || log "no $t: its row is skipped"; }
@@ -53,23 +64,71 @@ mkdir -p "$W/srv/up" "$W/cli" "$W/ng" "$W/cp"
 truncate -s 2G "$W/srv/big.bin"
 truncate -s 2G "$W/cli/big.bin"
 ln -f "$W/srv/big.bin" "$W/ng/big.bin" 2>/dev/null || truncate -s 2G "$W/ng/big.bin"
+# The page's upload: a File of 2 GiB (sparse; Chromium reads it at no cost).
+truncate -s 2G "$W/cli/page.bin"
+PAGE_OK=
+python3 -c 'import playwright' 2>/dev/null && [[ -x ${CHROMIUM:-/usr/bin/chromium} ]] && PAGE_OK=1 \
+    || log "no playwright or chromium: the page's row is skipped"
+# copyparty's uploader hashes every chunk and the server skips chunks it
+# has (zeros would be one chunk): random bytes, CP_MB MiB.
+U2C=
+if python3 -c 'import copyparty' 2>/dev/null; then
+    U2C=$(python3 -c 'import copyparty, os; print(os.path.join(os.path.dirname(copyparty.__file__), "web", "a", "u2c.py"))')
+    [[ -f $U2C ]] || U2C=$(find / -xdev -name u2c.py -path '*copyparty*' 2>/dev/null | head -1)
+    [[ -n $U2C ]] && head -c "$((CP_MB << 20))" /dev/urandom >"$W/cli/rand.bin"
+fi
 
 rx() { # NS DEV: bytes the device received
     ip netns exec "$1" cat "/sys/class/net/$2/statistics/rx_bytes"
 }
 
 # row NAME DIRECTION(down|up) CMD…: runs CMD for SECS seconds (killed then),
-# prints MB/s received by the far side.
+# prints "MB/s received by the far side" and the seconds waited before the
+# clock started. With ROW_START=file the clock starts when CMD creates
+# $W/ready (Chromium's start and the page's load are not the transfer);
+# with ROW_START=traffic when the far side has taken in 256 KiB (copyparty's
+# u2c.py hashes the whole file before its first byte: that wait is
+# reported apart from the rate).
 row() {
-    local name=$1 dir=$2 ns dev before after t0 t1
+    local name=$1 dir=$2 ns dev before after t0 t1 tl pid base _
     shift 2
     if [[ $dir == down ]]; then ns=$WAN_B dev=wsb0; else ns=$WAN_A dev=wsa0; fi
-    before=$(rx "$ns" "$dev")
-    t0=$(date +%s.%N)
-    timeout -k 3 -s INT "$SECS" "$@" >"$W/row.out" 2>&1 || true
+    if [[ -z ${ROW_START:-} ]]; then
+        before=$(rx "$ns" "$dev")
+        t0=$(date +%s.%N)
+        tl=$t0
+        timeout -k 3 -s INT "$SECS" "$@" >"$W/row.out" 2>&1 || true
+    else
+        rm -f "$W/ready"
+        tl=$(date +%s.%N)
+        base=$(rx "$ns" "$dev")
+        "$@" >"$W/row.out" 2>&1 &
+        pid=$!
+        for _ in $(seq 3000); do # at most 300 s
+            if [[ $ROW_START == file ]]; then
+                [[ -e $W/ready ]] && break
+            elif (($(rx "$ns" "$dev") - base > 262144)); then
+                break
+            fi
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        before=$(rx "$ns" "$dev")
+        t0=$(date +%s.%N)
+        sleep "$SECS"
+    fi
     t1=$(date +%s.%N)
     after=$(rx "$ns" "$dev")
-    awk -v b="$before" -v a="$after" -v t0="$t0" -v t1="$t1" 'BEGIN {printf "%.1f", (a-b)/(t1-t0)/1e6}'
+    if [[ -n ${ROW_START:-} ]]; then
+        kill -INT "$pid" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    fi
+    # Whatever the row started in the client's namespace stops here (a
+    # browser outliving its driver would go on sending into the next row).
+    ip netns pids "$WAN_B" | xargs -r kill -KILL 2>/dev/null || true
+    [[ -z ${ROW_START:-} ]] || wait "$pid" 2>/dev/null || true
+    awk -v b="$before" -v a="$after" -v t0="$t0" -v t1="$t1" -v tl="$tl" \
+        'BEGIN {printf "%.1f %.1f", (a-b)/(t1-t0)/1e6, t0-tl}'
     sleep 1 # the queue drains before the next row
 }
 
@@ -104,64 +163,73 @@ for p in $PROFILES; do
     log "profile $p: ${LABEL[$p]}"
     wan_up "$rate" "$rtt" "$loss"
     SRV=()
-    in_a "$WS" serve "$W/srv" --no-fsync --allow-upload --listen "$WAN_IP_A:8080" --allow-host '*' >"$W/ws.out" 2>"$W/ws.err" &
+    ip netns exec "$WAN_A" "$WS" serve "$W/srv" --no-fsync --allow-upload --listen "$WAN_IP_A:8080" --allow-host '*' >"$W/ws.out" 2>"$W/ws.err" &
     SRV+=($!)
-    in_a nginx -e "$W/ng-error.log" -c "$W/ng.conf" -g 'daemon off;' &
+    ip netns exec "$WAN_A" nginx -e "$W/ng-error.log" -c "$W/ng.conf" -g 'daemon off;' &
     SRV+=($!)
     if python3 -c 'import copyparty' 2>/dev/null; then
-        in_a python3 -m copyparty -q -i "$WAN_IP_A" -p 3923 -v "$W/cp::rw" >"$W/cp.log" 2>&1 &
+        ip netns exec "$WAN_A" python3 -m copyparty -q -i "$WAN_IP_A" -p 3923 -v "$W/cp::rw" >"$W/cp.log" 2>&1 &
         SRV+=($!)
     fi
-    in_a iperf3 -s -B "$WAN_IP_A" -p 5201 >/dev/null 2>&1 &
+    ip netns exec "$WAN_A" iperf3 -s -B "$WAN_IP_A" -p 5201 >/dev/null 2>&1 &
     SRV+=($!)
     PIDS+=("${SRV[@]}")
     wait_listening "$W/ws.out" >/dev/null
     sleep 1
     WSU="http://$WAN_IP_A:8080"
     NGU="http://$WAN_IP_A:8081"
-    declare -A MBS=()
+    declare -A MBS=() WAITS=()
     ORDER=()
     add() { # name dir cmd…
-        local name=$1
+        local name=$1 out
         [[ $name =~ $ROWS ]] || return 0
         log "  $name"
-        MBS[$name]=$(row "$@")
-        ORDER+=("$name")
-        rm -rf "$W"/srv/up/* "$W"/srv/up/.wirespeed* "$W"/cli/dl* "$W"/cli/.wirespeed* "$W"/cp/*.bin 2>/dev/null || true
+        out=$(row "$@")
+        [[ -n ${MBS[$name]:-} ]] || ORDER+=("$name")
+        MBS[$name]+="${out% *} "
+        WAITS[$name]+="${out#* } "
+        cp "$W/row.out" "$W/last-row-$p.out" 2>/dev/null || true
+        rm -rf "$W"/srv/up/* "$W"/srv/up/.wirespeed* "$W"/srv/.wirespeed-uploads/* "$W"/cli/dl* "$W"/cli/.wirespeed* \
+            "$W"/cp/*.bin "$W"/cp/.hist 2>/dev/null || true
     }
-    ip3=(ip netns exec "$WAN_B" iperf3 -c "$WAN_IP_A" -p 5201 -R -t "$((SECS + 5))")
-    add "ceiling: iperf3 -P 8 -C bbr" down "${ip3[@]}" -P 8 -C bbr
-    add "iperf3, one stream, CUBIC" down "${ip3[@]}" -C cubic
-    add "iperf3, one stream, BBR" down "${ip3[@]}" -C bbr
-    add "iperf3 -P 6, CUBIC (a browser's share)" down "${ip3[@]}" -P 6 -C cubic
-    add "GET curl from wirespeed" down ip netns exec "$WAN_B" curl -s -o /dev/null "$WSU/big.bin"
-    add "GET wirespeed get" down ip netns exec "$WAN_B" "$WS" get -q "$WSU/big.bin" -o "$W/cli/dl.bin"
-    add "GET curl from nginx" down ip netns exec "$WAN_B" curl -s -o /dev/null "$NGU/big.bin"
-    add "GET aria2c -x8 from nginx" down ip netns exec "$WAN_B" aria2c -q -x8 -s8 -k1M --file-allocation=none \
-        --allow-overwrite=true -d "$W/cli" -o dl-aria.bin "$NGU/big.bin"
-    add "GET rclone :http: from wirespeed" down ip netns exec "$WAN_B" rclone copy -q --http-url "$WSU/" \
-        ":http:big.bin" "$W/cli/dl-rclone/"
-    add "PUT curl -T to wirespeed" up ip netns exec "$WAN_B" curl -s -o /dev/null -T "$W/cli/big.bin" "$WSU/up/curl.bin"
-    add "PUT wirespeed put" up ip netns exec "$WAN_B" "$WS" put -q "$W/cli/big.bin" "$WSU/up/ws.bin"
-    add "PUT rclone :webdav: to wirespeed" up ip netns exec "$WAN_B" rclone copyto -q --webdav-url "$WSU/" \
-        "$W/cli/big.bin" ":webdav:up/rclone.bin"
-    if python3 -c 'import copyparty' 2>/dev/null; then
-        U2C=$(python3 -c 'import copyparty, os; print(os.path.join(os.path.dirname(copyparty.__file__), "web", "a", "u2c.py"))')
-        [[ -f $U2C ]] || U2C=$(find / -name u2c.py -path '*copyparty*' 2>/dev/null | head -1)
-        if [[ -n $U2C ]]; then
-            add "PUT copyparty u2c.py -j 8 to copyparty" up ip netns exec "$WAN_B" python3 "$U2C" -j 8 \
-                "http://$WAN_IP_A:3923/" "$W/cli/big.bin"
+    ip3=(ip netns exec "$WAN_B" iperf3 -c "$WAN_IP_A" -p 5201 -t "$((SECS + 5))")
+    for round in $(seq "$ROUNDS"); do
+        ((ROUNDS == 1)) || log " round $round/$ROUNDS"
+        add "ceiling: iperf3 -P 8 -C bbr" down "${ip3[@]}" -R -P 8 -C bbr
+        add "iperf3, one stream, CUBIC" down "${ip3[@]}" -R -C cubic
+        add "iperf3, one stream, BBR" down "${ip3[@]}" -R -C bbr
+        add "iperf3 -P 6, CUBIC (a browser's share)" down "${ip3[@]}" -R -P 6 -C cubic
+        add "iperf3 -P 6 up, CUBIC (a browser's share, its direction)" up "${ip3[@]}" -P 6 -C cubic
+        add "GET curl from wirespeed" down ip netns exec "$WAN_B" curl -s -o /dev/null "$WSU/big.bin"
+        add "GET wirespeed get" down ip netns exec "$WAN_B" "$WS" get -q "$WSU/big.bin" -o "$W/cli/dl.bin"
+        add "GET curl from nginx" down ip netns exec "$WAN_B" curl -s -o /dev/null "$NGU/big.bin"
+        add "GET aria2c -x8 from nginx" down ip netns exec "$WAN_B" aria2c -q -x8 -s8 -k1M --file-allocation=none \
+            --allow-overwrite=true -d "$W/cli" -o dl-aria.bin "$NGU/big.bin"
+        add "GET rclone :http: from wirespeed" down ip netns exec "$WAN_B" rclone copy -q --http-url "$WSU/" \
+            ":http:big.bin" "$W/cli/dl-rclone/"
+        add "PUT curl -T to wirespeed" up ip netns exec "$WAN_B" curl -s -o /dev/null -T "$W/cli/big.bin" "$WSU/up/curl.bin"
+        add "PUT wirespeed put" up ip netns exec "$WAN_B" "$WS" put -q "$W/cli/big.bin" "$WSU/up/ws.bin"
+        add "PUT rclone :webdav: to wirespeed" up ip netns exec "$WAN_B" rclone copyto -q --webdav-url "$WSU/" \
+            "$W/cli/big.bin" ":webdav:up/rclone.bin"
+        if [[ -n $PAGE_OK ]]; then
+            ROW_START=file add "PUT the page in Chromium (6 tus parts, the client's CUBIC)" up \
+                ip netns exec "$WAN_B" python3 "$REPO/bench/wan_page_upload.py" "$WSU/up/" "$W/cli/page.bin" "$W/ready"
         fi
-    fi
-    ceiling=${MBS["ceiling: iperf3 -P 8 -C bbr"]:-}
+        if [[ -n $U2C ]]; then
+            ROW_START=traffic add "PUT copyparty u2c.py -j 8 to copyparty" up ip netns exec "$WAN_B" python3 "$U2C" -j 8 \
+                "http://$WAN_IP_A:3923/" "$W/cli/rand.bin"
+        fi
+    done
+    ceiling=$(tr ' ' '\n' <<<"${MBS["ceiling: iperf3 -P 8 -C bbr"]:-}" | grep . | median)
     {
         echo
         echo "### ${LABEL[$p]}"
         echo
-        echo "| row | MB/s | of the ceiling |"
-        echo "|---|---:|---:|"
+        echo "| row | MB/s (median) | of the ceiling | samples | seconds before the clock started |"
+        echo "|---|---:|---:|---|---|"
         for name in "${ORDER[@]}"; do
-            echo "| $name | ${MBS[$name]} | $(ratio "${MBS[$name]}" "${ceiling:-0}") |"
+            m=$(tr ' ' '\n' <<<"${MBS[$name]}" | grep . | median)
+            echo "| $name | $m | $(ratio "$m" "${ceiling:-0}") | ${MBS[$name]% } | ${WAITS[$name]% } |"
         done
     } | tee -a "$RESULT"
     for s in "${SRV[@]}"; do kill "$s" 2>/dev/null || true; done
@@ -169,4 +237,4 @@ for p in $PROFILES; do
     wan_down
 done
 echo
-echo; echo "${SECS} s per row; $("$WS" --version 2>/dev/null || echo wirespeed)"
+echo; echo "${SECS} s per row, ${ROUNDS} round(s); $("$WS" --version 2>/dev/null || echo wirespeed); load: $(uptime)"
