@@ -129,7 +129,20 @@ row() {
     [[ -z ${ROW_START:-} ]] || wait "$pid" 2>/dev/null || true
     awk -v b="$before" -v a="$after" -v t0="$t0" -v t1="$t1" -v tl="$tl" \
         'BEGIN {printf "%.1f %.1f", (a-b)/(t1-t0)/1e6, t0-tl}'
-    sleep 1 # the queue drains before the next row
+    settle
+}
+
+# Until the link is quiet both ways (at most 30 s): a killed client's
+# socket still sends what its buffer holds (megabytes at 100 ms), which
+# would be counted in the next row.
+settle() {
+    local a b a2 b2 _
+    for _ in $(seq 60); do
+        a=$(rx "$WAN_A" wsa0) b=$(rx "$WAN_B" wsb0)
+        sleep 0.5
+        a2=$(rx "$WAN_A" wsa0) b2=$(rx "$WAN_B" wsb0)
+        ((a2 - a < 32768 && b2 - b < 32768)) && return 0
+    done
 }
 
 nginx_conf() {
