@@ -1,5 +1,5 @@
 # bench/wan-lab.sh — sourced by bench/wan.sh: the emulated WAN link.
-# Two network namespaces (ws-wan-a: the server side, ws-wan-b: the client
+# Two network namespaces (ws-wan-a-ID: the server side, ws-wan-b-ID: the client
 # side) joined by bench/wan's user-space forwarder between two TUN devices
 # (this kernel has no netem): rate, one-way delay, random loss and a
 # drop-tail router buffer, the same each way. Both namespaces run CUBIC by
@@ -10,8 +10,13 @@
 #   wan_down
 #   in_a CMD… / in_b CMD…                   # run in a namespace
 # Addresses: A=10.77.0.1, B=10.77.0.2 (only inside these namespaces).
-WAN_A=ws-wan-a
-WAN_B=ws-wan-b
+# Names of this run's own (ID: the shell's pid), so two runs at once (two
+# worktrees) do not take each other's link down; they still share the CPU.
+WAN_ID=${WAN_ID:-$$}
+WAN_A=ws-wan-a-$WAN_ID
+WAN_B=ws-wan-b-$WAN_ID
+WAN_DEV_A=wsa-$WAN_ID
+WAN_DEV_B=wsb-$WAN_ID
 WAN_IP_A=10.77.0.1
 WAN_IP_B=10.77.0.2
 WAN_LINK_BIN=${WAN_LINK_BIN:-$REPO/bench/wan/target/release/wan-link}
@@ -61,14 +66,14 @@ wan_up() { # RATE_MBIT RTT_MS LOSS_PERCENT [BUFFER_MS]
     ip netns add "$WAN_B"
     local out="$W/wan-link.out"
     rm -f "$out"
-    "$WAN_LINK_BIN" wsa0 wsb0 --rate-mbit "$rate" --delay-ms "$(awk -v r="$rtt" 'BEGIN{print r/2}')" \
+    "$WAN_LINK_BIN" "$WAN_DEV_A" "$WAN_DEV_B" --rate-mbit "$rate" --delay-ms "$(awk -v r="$rtt" 'BEGIN{print r/2}')" \
         --loss "$(awk -v l="$loss" 'BEGIN{print l/100}')" --buffer-ms "$buf" --seed 7 >"$out" 2>"$W/wan-link.err" &
     WAN_LINK_PID=$!
     PIDS+=("$WAN_LINK_PID")
     for _ in $(seq 100); do grep -q ready "$out" 2>/dev/null && break; sleep 0.05; done
     grep -q ready "$out" || { cat "$W/wan-link.err" >&2; return 1; }
-    wan_ns_setup "$WAN_A" wsa0 "$WAN_IP_A" "$WAN_IP_B"
-    wan_ns_setup "$WAN_B" wsb0 "$WAN_IP_B" "$WAN_IP_A"
+    wan_ns_setup "$WAN_A" "$WAN_DEV_A" "$WAN_IP_A" "$WAN_IP_B"
+    wan_ns_setup "$WAN_B" "$WAN_DEV_B" "$WAN_IP_B" "$WAN_IP_A"
 }
 
 wan_down() {

@@ -92,7 +92,7 @@ rx() { # NS DEV: bytes the device received
 row() {
     local name=$1 dir=$2 ns dev before after t0 t1 tl pid base _
     shift 2
-    if [[ $dir == down ]]; then ns=$WAN_B dev=wsb0; else ns=$WAN_A dev=wsa0; fi
+    if [[ $dir == down ]]; then ns=$WAN_B dev=$WAN_DEV_B; else ns=$WAN_A dev=$WAN_DEV_A; fi
     if [[ -z ${ROW_START:-} ]]; then
         before=$(rx "$ns" "$dev")
         t0=$(date +%s.%N)
@@ -138,9 +138,9 @@ row() {
 settle() {
     local a b a2 b2 _
     for _ in $(seq 60); do
-        a=$(rx "$WAN_A" wsa0) b=$(rx "$WAN_B" wsb0)
+        a=$(rx "$WAN_A" "$WAN_DEV_A") b=$(rx "$WAN_B" "$WAN_DEV_B")
         sleep 0.5
-        a2=$(rx "$WAN_A" wsa0) b2=$(rx "$WAN_B" wsb0)
+        a2=$(rx "$WAN_A" "$WAN_DEV_A") b2=$(rx "$WAN_B" "$WAN_DEV_B")
         ((a2 - a < 32768 && b2 - b < 32768)) && return 0
     done
 }
