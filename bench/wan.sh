@@ -222,6 +222,7 @@ for p in $PROFILES; do
             ":http:big.bin" "$W/cli/dl-rclone/"
         add "PUT curl -T to wirespeed" up ip netns exec "$WAN_B" curl -s -o /dev/null -T "$W/cli/big.bin" "$WSU/up/curl.bin"
         add "PUT wirespeed put" up ip netns exec "$WAN_B" "$WS" put -q "$W/cli/big.bin" "$WSU/up/ws.bin"
+        add "PUT wirespeed put --protocol put" up ip netns exec "$WAN_B" "$WS" put -q --protocol put "$W/cli/big.bin" "$WSU/up/ws-put.bin"
         add "PUT rclone :webdav: to wirespeed" up ip netns exec "$WAN_B" rclone copyto -q --webdav-url "$WSU/" \
             "$W/cli/big.bin" ":webdav:up/rclone.bin"
         if [[ -n $PAGE_OK ]]; then
