@@ -104,7 +104,7 @@ END;
         rows = self.r.execute(
             "SELECT e.id, e.path, e.name, e.dir, e.size, e.mtime FROM texts "
             "JOIN entries e ON e.id = texts.rowid WHERE texts MATCH ? AND texts.rowid > ? "
-            "ORDER BY e.id LIMIT ?", (fts, 0, 100)).fetchall()
+            "ORDER BY texts.rowid LIMIT ?", (fts, 0, 100)).fetchall()
         return len(rows)
 
 

@@ -282,6 +282,9 @@ impl Indexer {
     fn run(mut self, rx: Receiver<Job>) {
         lower_priority();
         self.gen = self.store.meta("gen").ok().flatten().unwrap_or(0);
+        if let Err(e) = self.store.set_max_text(self.settings.max_text_size) {
+            tracing::warn!("{e}");
+        }
         let mut last_walk = Instant::now();
         if self.settings.walk_at_start {
             self.walk_all();
