@@ -1059,4 +1059,5 @@ fn the_s3_backend_tells_the_change_stream_what_landed() {
     assert!(s.get("/d/").status == 200 && sub.try_next().is_none());
 }
 
+#[path = "s3/search.rs"]
 mod search;
