@@ -172,7 +172,10 @@ fn a_listed_tree_is_walked_and_a_failed_listing_forgets_nothing() {
     let settings = Settings::new(std::path::PathBuf::new(), state.path().join("i.db"));
     let s = Search::open_with(settings, Box::new(src.clone())).unwrap();
     assert!(s.walk_and_wait(Duration::from_secs(10)));
-    assert_eq!(names(&s, "", "report"), ["b-report.md", "docs/a-report.txt"]);
+    assert_eq!(
+        names(&s, "", "report"),
+        ["b-report.md", "docs/a-report.txt"]
+    );
     let words = TextQuery::parse("words").unwrap();
     assert!(within(5, || s.texts("", &words, 0, 10).unwrap().len() == 2));
     // The store unreachable: a walk and a told path change nothing.
@@ -181,7 +184,10 @@ fn a_listed_tree_is_walked_and_a_failed_listing_forgets_nothing() {
     assert!(s.walk_and_wait(Duration::from_secs(10)));
     s.refresh("docs/a-report.txt", false);
     std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(names(&s, "", "report"), ["b-report.md", "docs/a-report.txt"]);
+    assert_eq!(
+        names(&s, "", "report"),
+        ["b-report.md", "docs/a-report.txt"]
+    );
     // Back: the next walk removes what the listing no longer holds, and a
     // told path that is gone goes.
     src.down.store(false, Ordering::Relaxed);

@@ -230,10 +230,8 @@ impl Store {
     pub fn set_max_text(&self, max_size: u64) -> Result<()> {
         let max = i64::try_from(max_size).unwrap_or(i64::MAX);
         if self.meta("max_text")? != Some(max) {
-            self.conn.execute(
-                "UPDATE entries SET texted = 0 WHERE texted = ?1",
-                [TOO_BIG],
-            )?;
+            self.conn
+                .execute("UPDATE entries SET texted = 0 WHERE texted = ?1", [TOO_BIG])?;
             self.set_meta("max_text", max)?;
         }
         Ok(())
@@ -439,7 +437,10 @@ mod tests {
                 names_sql(below, &name, 0, 100),
                 texts_sql(below, &words, 0, 100),
             ] {
-                let mut st = s.conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+                let mut st = s
+                    .conn
+                    .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+                    .unwrap();
                 let plan: Vec<String> = st
                     .query_map(rusqlite::params_from_iter(args), |r| r.get(3))
                     .unwrap()

@@ -36,7 +36,10 @@ fn finds_within_2s(s: &TestServer, url: &str, want: &[&str]) {
         if got == want {
             return;
         }
-        assert!(Instant::now() < end, "{url}: found {got:?}, wanted {want:?}");
+        assert!(
+            Instant::now() < end,
+            "{url}: found {got:?}, wanted {want:?}"
+        );
         std::thread::sleep(Duration::from_millis(25));
     }
 }
@@ -47,7 +50,10 @@ fn search_on_s3_follows_listings_and_the_servers_writes() {
     m.create_bucket("found");
     // Another node on the bucket wrote before this one started.
     let other = TestServer::on_storage(s3_storage(&m, "found", "p"), ServiceConfig::default());
-    assert_eq!(other.put("/docs/early-report.txt", b"alpha words").status, 201);
+    assert_eq!(
+        other.put("/docs/early-report.txt", b"alpha words").status,
+        201
+    );
     assert_eq!(other.put("/.git/hidden-report", b"x").status, 201);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -74,11 +80,18 @@ fn search_on_s3_follows_listings_and_the_servers_writes() {
     let q = "/?q=report&format=json";
     // From the listing; the hidden folder's name never.
     assert_eq!(found(&s, q), ["/docs/early-report.txt"]);
-    finds_within_2s(&s, "/?q=alph&content=1&format=json", &["/docs/early-report.txt"]);
+    finds_within_2s(
+        &s,
+        "/?q=alph&content=1&format=json",
+        &["/docs/early-report.txt"],
+    );
     // Through this server: its change stream, at once.
     assert_eq!(s.put("/docs/new-report.txt", b"beta").status, 201);
     finds_within_2s(&s, q, &["/docs/early-report.txt", "/docs/new-report.txt"]);
-    assert_eq!(s.req("DELETE", "/docs/early-report.txt", &[], b"").status, 204);
+    assert_eq!(
+        s.req("DELETE", "/docs/early-report.txt", &[], b"").status,
+        204
+    );
     finds_within_2s(&s, q, &["/docs/new-report.txt"]);
     // Through the other node: at the next listing.
     assert_eq!(other.put("/late-report.txt", b"x").status, 201);
@@ -96,5 +109,12 @@ fn search_on_s3_follows_listings_and_the_servers_writes() {
         .map(|h| h.path)
         .collect();
     kept.sort();
-    assert_eq!(kept, [".git/hidden-report", "docs/new-report.txt", "late-report.txt"]);
+    assert_eq!(
+        kept,
+        [
+            ".git/hidden-report",
+            "docs/new-report.txt",
+            "late-report.txt"
+        ]
+    );
 }

@@ -45,6 +45,7 @@ pub fn open_storage<S: Storage>(
     settings.max_text_size = args.search_max_text;
     settings.reconcile_every = std::time::Duration::from_secs(args.search_rescan.max(1));
     let source = StorageSource::new(storage, tokio::runtime::Handle::current());
-    let search = Search::open_with(settings, Box::new(source)).context("opening the search index")?;
+    let search =
+        Search::open_with(settings, Box::new(source)).context("opening the search index")?;
     Ok(Arc::new(search))
 }
