@@ -4,24 +4,24 @@
 //! time while nothing else is waiting. Queries use their own connections.
 
 use std::collections::HashSet;
-use std::io::Read as _;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::query::{NameQuery, TextQuery};
-use crate::store::{Hit, Meta, Store};
-use crate::text::{is_text_name, looks_like_text};
+use crate::source::{Local, Source};
+use crate::store::{Hit, Store};
+use crate::text::is_text_name;
 use crate::watch::{kernel_watch_limit, Seen, Watcher};
 use crate::Result;
 
 /// How the index is kept.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// The served folder.
+    /// The served folder (for [`Search::open`]; a [`Source`] of
+    /// [`Search::open_with`] knows its own tree).
     pub root: PathBuf,
     /// The index file (its `-wal` and `-shm` beside it).
     pub db: PathBuf,
@@ -101,14 +101,34 @@ pub struct Search {
 }
 
 impl Search {
-    /// Opens (or creates) the index and starts its threads.
+    /// Opens (or creates) the index of the folder `settings.root` on this
+    /// host, watched for changes made behind the server's back, and starts
+    /// its threads.
     pub fn open(settings: Settings) -> Result<Search> {
+        let watcher = Watcher::new(&settings.root, settings.watch_budget);
+        let local = Local {
+            root: settings.root.clone(),
+        };
+        Search::start(settings, Box::new(local), watcher)
+    }
+
+    /// Opens (or creates) the index of the tree `source` lists (an object
+    /// store): nothing watches it, so besides the paths it is told
+    /// ([`Search::refresh`]) it walks it again every `reconcile_every`.
+    pub fn open_with(settings: Settings, source: Box<dyn Source>) -> Result<Search> {
+        Search::start(settings, source, None)
+    }
+
+    fn start(
+        settings: Settings,
+        source: Box<dyn Source>,
+        watcher: Option<Arc<Watcher>>,
+    ) -> Result<Search> {
         if let Some(dir) = settings.db.parent() {
             std::fs::create_dir_all(dir)?;
         }
         let store = Store::open_writer(&settings.db)?;
         let complete = store.meta("complete")?.unwrap_or(0) == 1;
-        let watcher = Watcher::new(&settings.root, settings.watch_budget);
         let shared = Arc::new(Shared {
             complete: AtomicBool::new(complete),
             walking: AtomicBool::new(settings.walk_at_start),
@@ -135,7 +155,7 @@ impl Search {
         let db = settings.db.clone();
         let indexer = Indexer {
             store,
-            root: settings.root.clone(),
+            source,
             shared: shared.clone(),
             settings,
             gen: 0,
@@ -249,7 +269,7 @@ impl Search {
 
 struct Indexer {
     store: Store,
-    root: PathBuf,
+    source: Box<dyn Source>,
     shared: Arc<Shared>,
     settings: Settings,
     /// The walk generation last used (rows a walk did not reach are gone).
@@ -262,6 +282,9 @@ impl Indexer {
     fn run(mut self, rx: Receiver<Job>) {
         lower_priority();
         self.gen = self.store.meta("gen").ok().flatten().unwrap_or(0);
+        if let Err(e) = self.store.set_max_text(self.settings.max_text_size) {
+            tracing::warn!("{e}");
+        }
         let mut last_walk = Instant::now();
         if self.settings.walk_at_start {
             self.walk_all();
@@ -318,9 +341,12 @@ impl Indexer {
 
     fn walk_all(&mut self) {
         self.shared.walking.store(true, Ordering::Relaxed);
-        if self.walk("").is_ok() {
-            let _ = self.store.set_meta("complete", 1);
-            self.shared.complete.store(true, Ordering::Relaxed);
+        match self.walk("") {
+            Ok(()) => {
+                let _ = self.store.set_meta("complete", 1);
+                self.shared.complete.store(true, Ordering::Relaxed);
+            }
+            Err(e) => tracing::warn!("{e}; the next walk tries again"),
         }
         self.texts_left = true;
         self.shared.walking.store(false, Ordering::Relaxed);
@@ -352,12 +378,11 @@ impl Indexer {
         if path.split('/').any(reserved) {
             return Ok(());
         }
-        match std::fs::symlink_metadata(self.root.join(path)) {
-            Err(_) => {
+        match self.source.stat(path)? {
+            None => {
                 self.store.remove_tree(path)?;
             }
-            Ok(m) => {
-                let meta = meta_of(&m);
+            Some(meta) => {
                 let changed = self.store.upsert(path, meta, self.gen)?;
                 if meta.dir && (deep || changed) {
                     // A walk inside this batch's transaction: commit first
@@ -381,42 +406,48 @@ impl Indexer {
         let mut stack = vec![top.to_string()];
         let mut written = 0usize;
         self.store.begin()?;
+        let (source, store) = (&self.source, &self.store);
         while let Some(dir) = stack.pop() {
             if let Some(w) = &self.shared.watcher {
                 w.add(&dir);
             }
-            let full = if dir.is_empty() {
-                self.root.clone()
-            } else {
-                self.root.join(&dir)
-            };
-            let Ok(entries) = std::fs::read_dir(&full) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let Ok(name) = entry.file_name().into_string() else {
-                    continue;
-                };
+            let mut failed = None;
+            let listed = source.list(&dir, &mut |name, meta| {
                 if reserved(&name) {
-                    continue;
+                    return true;
                 }
-                let Ok(m) = entry.metadata() else { continue };
                 let path = if dir.is_empty() {
                     name
                 } else {
                     format!("{dir}/{name}")
                 };
-                let meta = meta_of(&m);
-                self.store.upsert(&path, meta, gen)?;
+                let mut step = || -> Result<()> {
+                    store.upsert(&path, meta, gen)?;
+                    written += 1;
+                    if written == WALK_BATCH {
+                        written = 0;
+                        store.commit()?;
+                        store.begin()?;
+                    }
+                    Ok(())
+                };
+                if let Err(e) = step() {
+                    failed = Some(e);
+                    return false;
+                }
                 if meta.dir {
                     stack.push(path);
                 }
-                written += 1;
-                if written == WALK_BATCH {
-                    written = 0;
-                    self.store.commit()?;
-                    self.store.begin()?;
-                }
+                true
+            });
+            if let Some(e) = failed {
+                let _ = store.commit();
+                return Err(e);
+            }
+            if let Err(e) = listed {
+                // Unknown, not gone: keep every row this walk did not reach.
+                let _ = store.commit();
+                return Err(e.into());
             }
         }
         self.store.remove_unseen(top, gen)?;
@@ -447,7 +478,7 @@ impl Indexer {
         for (id, path) in todo {
             let name = path.rsplit('/').next().unwrap_or(&path);
             let body = if is_text_name(name) {
-                read_text(&self.root.join(&path), max)
+                self.source.read_text(&path, max)
             } else {
                 None
             };
@@ -460,34 +491,6 @@ impl Indexer {
 /// The server's own names (`.wirespeed-…`) are never indexed.
 fn reserved(name: &str) -> bool {
     name.starts_with(".wirespeed-")
-}
-
-fn meta_of(m: &std::fs::Metadata) -> Meta {
-    let dir = m.file_type().is_dir();
-    Meta {
-        dir,
-        size: if dir { 0 } else { m.len() },
-        mtime: Some(m.mtime()),
-    }
-}
-
-/// A file's text, if it is text and at most `max` bytes (a symlink is not
-/// followed: it may lead outside the tree).
-fn read_text(path: &Path, max: u64) -> Option<String> {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut buf = Vec::new();
-    f.take(max + 1).read_to_end(&mut buf).ok()?;
-    if buf.len() as u64 > max || !looks_like_text(&buf, true) {
-        return None;
-    }
-    String::from_utf8(buf).ok()
 }
 
 /// The indexer yields to everything else: lowest CPU priority and the

@@ -1,10 +1,13 @@
 //! The indexer over a real folder: host changes through inotify, told
 //! changes, the text pass, and a restart answering from the stored index.
 
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::{NameQuery, Search, Settings, TextQuery};
+use crate::{Meta, NameQuery, Search, Settings, Source, TextQuery};
 
 fn settings(root: &Path, db: &Path) -> Settings {
     Settings::new(root.to_path_buf(), db.to_path_buf())
@@ -112,4 +115,85 @@ fn a_restart_answers_from_the_stored_index_before_walking() {
     // The reconciling walk then finds it gone.
     s.walk_all();
     assert!(within(5, || names(&s, "", "kept").is_empty()));
+}
+
+/// A tree held in memory, as an object store's listings show it; `down`
+/// makes every listing fail (the store unreachable).
+#[derive(Clone, Default)]
+struct Listed {
+    tree: Arc<Mutex<BTreeMap<String, Meta>>>,
+    down: Arc<AtomicBool>,
+}
+
+impl Source for Listed {
+    fn list(&self, dir: &str, each: &mut dyn FnMut(String, Meta) -> bool) -> std::io::Result<()> {
+        if self.down.load(Ordering::Relaxed) {
+            return Err(std::io::Error::other("store unreachable"));
+        }
+        let tree = self.tree.lock().unwrap().clone();
+        for (path, meta) in tree {
+            let (parent, name) = path.rsplit_once('/').unwrap_or(("", &path));
+            if parent == dir && !each(name.to_string(), meta) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn stat(&self, path: &str) -> std::io::Result<Option<Meta>> {
+        if self.down.load(Ordering::Relaxed) {
+            return Err(std::io::Error::other("store unreachable"));
+        }
+        Ok(self.tree.lock().unwrap().get(path).copied())
+    }
+
+    fn read_text(&self, path: &str, _max: u64) -> Option<String> {
+        Some(format!("words of {path}"))
+    }
+}
+
+#[test]
+fn a_listed_tree_is_walked_and_a_failed_listing_forgets_nothing() {
+    let state = tempfile::tempdir().unwrap();
+    let src = Listed::default();
+    let dir = Meta {
+        dir: true,
+        size: 0,
+        mtime: Some(1),
+    };
+    let file = Meta { dir: false, ..dir };
+    for (p, m) in [
+        ("docs", dir),
+        ("docs/a-report.txt", file),
+        ("b-report.md", file),
+    ] {
+        src.tree.lock().unwrap().insert(p.to_string(), m);
+    }
+    let settings = Settings::new(std::path::PathBuf::new(), state.path().join("i.db"));
+    let s = Search::open_with(settings, Box::new(src.clone())).unwrap();
+    assert!(s.walk_and_wait(Duration::from_secs(10)));
+    assert_eq!(
+        names(&s, "", "report"),
+        ["b-report.md", "docs/a-report.txt"]
+    );
+    let words = TextQuery::parse("words").unwrap();
+    assert!(within(5, || s.texts("", &words, 0, 10).unwrap().len() == 2));
+    // The store unreachable: a walk and a told path change nothing.
+    src.down.store(true, Ordering::Relaxed);
+    src.tree.lock().unwrap().remove("b-report.md");
+    assert!(s.walk_and_wait(Duration::from_secs(10)));
+    s.refresh("docs/a-report.txt", false);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        names(&s, "", "report"),
+        ["b-report.md", "docs/a-report.txt"]
+    );
+    // Back: the next walk removes what the listing no longer holds, and a
+    // told path that is gone goes.
+    src.down.store(false, Ordering::Relaxed);
+    assert!(s.walk_and_wait(Duration::from_secs(10)));
+    assert_eq!(names(&s, "", "report"), ["docs/a-report.txt"]);
+    src.tree.lock().unwrap().remove("docs/a-report.txt");
+    s.refresh("docs/a-report.txt", false);
+    assert!(within(2, || names(&s, "", "report").is_empty()));
 }

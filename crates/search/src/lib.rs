@@ -14,12 +14,14 @@ mod indexer;
 #[cfg(test)]
 mod indexer_tests;
 mod query;
+mod source;
 mod store;
 mod text;
 mod watch;
 
 pub use indexer::{Search, Settings, Status};
 pub use query::{below_range, NameQuery, TextQuery};
+pub use source::{Local, Source};
 pub use store::{Hit, Meta, Store};
 pub use text::{is_text_name, looks_like_text};
 

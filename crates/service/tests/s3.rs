@@ -1058,3 +1058,6 @@ fn the_s3_backend_tells_the_change_stream_what_landed() {
     assert_eq!(next().0, ChangeKind::Deleted);
     assert!(s.get("/d/").status == 200 && sub.try_next().is_none());
 }
+
+#[path = "s3/search.rs"]
+mod search;

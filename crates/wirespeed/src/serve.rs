@@ -170,6 +170,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             Either::S3(s3) => {
                 // One links table for every node on the bucket.
                 let mut cfg = cfg;
+                if args.search {
+                    cfg.search = Some(search::open_storage(&args, s3.place(), s3.clone())?);
+                }
                 if cfg.shares.is_some() {
                     cfg.links = Some(wirespeed_service::links::SharedLinks::in_bucket(s3.clone()));
                 }

@@ -9,6 +9,7 @@
 
 mod follow;
 mod format;
+mod source;
 
 use std::sync::Arc;
 
@@ -22,6 +23,7 @@ use crate::policy::{Policy, Principal};
 use crate::storage::Storage;
 
 pub(crate) use follow::follow;
+pub use source::StorageSource;
 
 /// Results per page unless `limit` says less.
 pub const DEFAULT_LIMIT: usize = 100;

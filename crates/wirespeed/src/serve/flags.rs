@@ -154,6 +154,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "10M")]
     pub search_max_text: u64,
 
+    /// With --search on S3, list the whole bucket again this often, in
+    /// seconds (changes made through this server show at once; others,
+    /// such as another node's, at the next listing).
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub search_rescan: u64,
+
     /// On an address beyond loopback without --token, let anyone upload
     /// (PUT/POST); without it such a server refuses uploads.
     #[arg(long)]
