@@ -23,6 +23,9 @@ fn main() {
         }
     }
     let n = (photos.len() * rounds) as f64;
-    eprintln!("mean thumbnail {} bytes", bytes / (photos.len() * rounds).max(1));
+    eprintln!(
+        "mean thumbnail {} bytes",
+        bytes / (photos.len() * rounds).max(1)
+    );
     println!("{:.1}", n / t0.elapsed().as_secs_f64());
 }
