@@ -7,7 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::AsyncWrite;
+use tokio::io::{AsyncWrite, Interest};
 use wirespeed_proto::{reason_phrase, BodyFraming, RequestHead};
 
 use crate::conn::Conn;
@@ -128,16 +128,28 @@ impl Exchange {
 
     /// Resolves once the client has closed the connection (a browser that
     /// gave up on an image it no longer shows), so a handler waiting on slow
-    /// work can drop it. Never resolves where that cannot be seen without
-    /// reading: over TLS, or when bytes of a next request are waiting.
+    /// work can drop it: the socket has seen the peer's FIN or a reset. Over
+    /// TLS too, where the socket is only watched (its bytes belong to the
+    /// TLS stream): a client's `close_notify` waits unread before its FIN,
+    /// and the kernel still says the read side closed. Never resolves on a
+    /// transport without a socket.
     pub async fn peer_gone(&mut self) {
-        if let Some(tcp) = self.conn.io.plain_tcp() {
-            let mut one = [0u8; 1];
-            if matches!(tcp.peek(&mut one).await, Ok(0) | Err(_)) {
-                return;
+        let Some(tcp) = self.conn.io.socket() else {
+            return std::future::pending().await;
+        };
+        loop {
+            match tcp.ready(Interest::READABLE).await {
+                Ok(ready) if !ready.is_read_closed() => {}
+                _ => return,
             }
+            // Bytes wait (a next request, a TLS record) but the peer is
+            // still there: forget this readiness so the next wait sleeps
+            // until the socket changes again (a FIN, a reset, more bytes)
+            // instead of spinning. Only the readiness seen here is cleared.
+            let _ = tcp.try_io(Interest::READABLE, || {
+                Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
+            });
         }
-        std::future::pending::<()>().await
     }
 
     pub fn peer_addr(&self) -> SocketAddr {

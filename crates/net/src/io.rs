@@ -16,6 +16,12 @@ pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send {
     fn plain_tcp(&self) -> Option<&TcpStream> {
         None
     }
+    /// The TCP socket under the stream whatever its bytes are (TLS records
+    /// too), only to watch whether the peer has closed it: reading or
+    /// writing it would tear a TLS stream's records.
+    fn socket(&self) -> Option<&TcpStream> {
+        self.plain_tcp()
+    }
 }
 
 impl Transport for TcpStream {

@@ -282,3 +282,129 @@ fn a_video_gives_a_frame_through_ffmpeg() {
     std::fs::write(s.root.join("fake.mp4"), "no frames here").unwrap();
     assert_eq!(s.get("/fake.mp4?thumbnail").status, 415);
 }
+
+/// A picture of noise (a photo's work for the decoder, unlike flat colour).
+fn noisy_jpeg(w: u32, h: u32, seed: u32) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x as u8
+    };
+    let rgb: Vec<u8> = (0..w * h * 3).map(|_| next()).collect();
+    let mut out = Vec::new();
+    jpeg_encoder::Encoder::new(&mut out, 90)
+        .encode(&rgb, w as u16, h as u16, jpeg_encoder::ColorType::Rgb)
+        .unwrap();
+    out
+}
+
+/// `GET NAME?thumbnail` over TLS; the connection, the request sent.
+async fn tls_request(
+    addr: std::net::SocketAddr,
+    client: &Arc<rustls::ClientConfig>,
+    name: &str,
+) -> wirespeed_tls::ClientTlsStream {
+    use tokio::io::AsyncWriteExt as _;
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut tls = wirespeed_tls::connect(client.clone(), "localhost", tcp)
+        .await
+        .unwrap();
+    let req =
+        format!("GET /{name}?thumbnail HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    tls.write_all(req.as_bytes()).await.unwrap();
+    tls.flush().await.unwrap();
+    tls
+}
+
+/// Viewers who scrolled away over HTTPS: their thumbnails, still queued
+/// behind others, are dropped unmade, whether the client sent TLS's
+/// `close_notify` before its FIN (curl) or just closed the socket
+/// (browsers). The pool's threads are kept on large pictures meanwhile.
+#[test]
+fn a_queued_thumbnail_is_dropped_when_its_client_leaves_over_tls() {
+    use tokio::io::AsyncReadExt as _;
+    const BLOCKERS: usize = 4;
+    let root = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    // One picture under several names: each is a job of its own.
+    let big = noisy_jpeg(2400, 1600, 7);
+    for i in 0..BLOCKERS {
+        std::fs::write(root.path().join(format!("big-{i}.jpg")), &big).unwrap();
+    }
+    for name in ["polite.jpg", "abrupt.jpg"] {
+        std::fs::write(
+            root.path().join(name),
+            picture(ImageFormat::Jpeg, 600, 400, 9),
+        )
+        .unwrap();
+    }
+    let (acceptor, _cert, _) = wirespeed_tls::server_self_signed(state.path()).unwrap();
+    let thumbs = state.path().join("thumbs");
+    let cfg = ServiceConfig {
+        thumbnails: Thumbnails::new(Some(DiskCache::open(&thumbs, 64 << 20))),
+        ..Default::default()
+    };
+    let storage = wirespeed_service::LocalStorage::new(root.path())
+        .unwrap()
+        .with_fsync(false);
+    let router = wirespeed_service::router(storage, cfg);
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.worker_threads(2);
+    let server = wirespeed_testkit::server::ThreadServer::start(rt, |listener, stop| async move {
+        let _ = wirespeed_net::Server::new(wirespeed_net::ServerConfig::default())
+            .serve_with(listener, Arc::new(acceptor), Arc::new(router), stop)
+            .await;
+    });
+    let addr = server.addr;
+    let client = wirespeed_tls::client_config(&wirespeed_tls::ClientTls {
+        cacert: None,
+        insecure_accept_anything: true,
+    })
+    .unwrap();
+    let made = || std::fs::read_dir(&thumbs).map_or(0, |d| d.count());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut blockers = Vec::new();
+        for i in 0..BLOCKERS {
+            let client = client.clone();
+            blockers.push(tokio::spawn(async move {
+                let mut tls = tls_request(addr, &client, &format!("big-{i}.jpg")).await;
+                let mut answer = Vec::new();
+                let _ = tls.read_to_end(&mut answer).await;
+                answer
+            }));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        let polite = tls_request(addr, &client, "polite.jpg").await;
+        let abrupt = tls_request(addr, &client, "abrupt.jpg").await;
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        polite.close().await;
+        drop(abrupt);
+        // Their jobs wait behind the third large picture at least.
+        assert!(
+            made() < BLOCKERS - 1,
+            "the large pictures were made before the two left"
+        );
+        for b in blockers {
+            let answer = b.await.unwrap();
+            assert!(
+                answer.starts_with(b"HTTP/1.1 200"),
+                "{}",
+                String::from_utf8_lossy(&answer[..answer.len().min(200)])
+            );
+        }
+    });
+    // The pool has drained (a job left queued would run within this).
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(
+        made(),
+        BLOCKERS,
+        "only the pictures someone still waited for were made"
+    );
+    drop(server);
+}

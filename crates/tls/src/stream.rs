@@ -27,7 +27,13 @@ impl ServerTlsStream {
 }
 
 #[cfg(feature = "server")]
-impl Transport for ServerTlsStream {}
+impl Transport for ServerTlsStream {
+    /// Watched only (whether the client closed it); never read or written
+    /// past the TLS stream.
+    fn socket(&self) -> Option<&TcpStream> {
+        Some(self.0.get_ref().0)
+    }
+}
 
 macro_rules! delegate_io {
     ($t:ty) => {
