@@ -301,9 +301,11 @@ fn fake_server(root: PathBuf, tus: bool) -> (std::net::SocketAddr, Arc<Mutex<Vec
                         (_, Some(_)) if concat => {
                             b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n".to_vec()
                         }
-                        ("OPTIONS", _) if tus => b"HTTP/1.1 204 No Content\r\nTus-Resumable: 1.0.0\r\n\
+                        ("OPTIONS", _) if tus => {
+                            b"HTTP/1.1 204 No Content\r\nTus-Resumable: 1.0.0\r\n\
                             Tus-Version: 1.0.0\r\nTus-Extension: creation,termination\r\n\r\n"
-                            .to_vec(),
+                                .to_vec()
+                        }
                         ("POST", Some(target)) if tus => {
                             let length = field("upload-length").unwrap().parse().unwrap();
                             let mut u = uploads.lock().unwrap();
@@ -327,7 +329,11 @@ fn fake_server(root: PathBuf, tus: bool) -> (std::net::SocketAddr, Arc<Mutex<Vec
                             format!(
                                 "HTTP/1.1 {}\r\nTus-Resumable: 1.0.0\r\nUpload-Offset: {}\r\n\
                                  Upload-Length: {length}\r\nContent-Length: 0\r\n\r\n",
-                                if method == "PATCH" { "204 No Content" } else { "200 OK" },
+                                if method == "PATCH" {
+                                    "204 No Content"
+                                } else {
+                                    "200 OK"
+                                },
                                 bytes.len()
                             )
                             .into_bytes()
@@ -336,33 +342,32 @@ fn fake_server(root: PathBuf, tus: bool) -> (std::net::SocketAddr, Arc<Mutex<Vec
                             b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_vec()
                         }
                         (method, None) => match method {
-                        "OPTIONS" => {
-                            b"HTTP/1.1 200 OK\r\nAllow: GET, PUT\r\nContent-Length: 0\r\n\r\n"
-                                .to_vec()
-                        }
-                        "PUT" => {
-                            let name = path.trim_start_matches('/');
-                            std::fs::write(root.join(name), &body).unwrap();
-                            b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n".to_vec()
-                        }
-                        // The whole file whatever Range says, and no
-                        // Accept-Ranges (a server that does not do ranges).
-                        "GET" | "HEAD" => {
-                            let file =
-                                std::fs::read(root.join(path.trim_start_matches('/'))).unwrap();
-                            let mut a = format!(
-                                "HTTP/1.1 200 OK\r\nETag: \"v1\"\r\nContent-Length: {}\r\n\r\n",
-                                file.len()
-                            )
-                            .into_bytes();
-                            if method == "GET" {
-                                a.extend_from_slice(&file);
+                            "OPTIONS" => {
+                                b"HTTP/1.1 200 OK\r\nAllow: GET, PUT\r\nContent-Length: 0\r\n\r\n"
+                                    .to_vec()
                             }
-                            a
-                        }
-                        _ => {
-                            b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n".to_vec()
-                        }
+                            "PUT" => {
+                                let name = path.trim_start_matches('/');
+                                std::fs::write(root.join(name), &body).unwrap();
+                                b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n".to_vec()
+                            }
+                            // The whole file whatever Range says, and no
+                            // Accept-Ranges (a server that does not do ranges).
+                            "GET" | "HEAD" => {
+                                let file =
+                                    std::fs::read(root.join(path.trim_start_matches('/'))).unwrap();
+                                let mut a = format!(
+                                    "HTTP/1.1 200 OK\r\nETag: \"v1\"\r\nContent-Length: {}\r\n\r\n",
+                                    file.len()
+                                )
+                                .into_bytes();
+                                if method == "GET" {
+                                    a.extend_from_slice(&file);
+                                }
+                                a
+                            }
+                            _ => b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n"
+                                .to_vec(),
                         },
                     };
                     if c.write_all(&answer).is_err() {
@@ -430,6 +435,9 @@ fn put_help_says_a_plain_put_restarts_from_zero() {
         "--retries",
         "from byte 0",
         "XDG_STATE_HOME",
+        "--connections",
+        "tus concatenation",
+        "only the missing bytes",
     ] {
         assert!(help.contains(want), "{want}: {help}");
     }
@@ -979,7 +987,10 @@ fn alice_line() -> String {
 fn put_in_parts_over_someone_elses_parts_is_refused_clearly() {
     let rules = wirespeed_testkit::fs::tempdir();
     let file = rules.path().join("users.toml");
-    let text_rules = format!("[users]\n{}\n[paths.\"/\"]\n\"*\" = \"rwd\"\n", alice_line());
+    let text_rules = format!(
+        "[users]\n{}\n[paths.\"/\"]\n\"*\" = \"rwd\"\n",
+        alice_line()
+    );
     std::fs::write(&file, text_rules).unwrap();
     let s = setup(&["--auth", file.to_str().unwrap()]);
     let len = 8 * MIB;
@@ -1092,7 +1103,10 @@ fn put_in_parts_falls_back_quietly_to_one_upload_without_concatenation() {
     assert!(!stdout.contains("sent as"), "{stdout}");
     assert_same_file(&src, &root.join("tus.bin"));
     let methods = seen.lock().unwrap().clone();
-    assert!(!methods.iter().any(|m| m.ends_with("concat")), "{methods:?}");
+    assert!(
+        !methods.iter().any(|m| m.ends_with("concat")),
+        "{methods:?}"
+    );
     assert_eq!(
         methods.iter().filter(|m| *m == "POST").count(),
         1,

@@ -116,11 +116,7 @@ pub(crate) async fn upload(
             n(m)
         }
     };
-    let record = StateFile::new(
-        opts.state_dir.as_deref(),
-        FileIdentity::of(path)?,
-        url,
-    );
+    let record = StateFile::new(opts.state_dir.as_deref(), FileIdentity::of(path)?, url);
     let recorded = match record.lookup() {
         Lookup::Found(s) => match s.parts {
             Some(p) => Some(p),
@@ -425,7 +421,10 @@ async fn part(s: &Shared, i: usize) -> Result<(), Error> {
                 (loc, o)
             }
             Err(e) if matches!(e.status(), Some(404 | 410)) => {
-                say(s, &format!("the server no longer has part {}; sending it again", i + 1));
+                say(
+                    s,
+                    &format!("the server no longer has part {}; sending it again", i + 1),
+                );
                 (create(s, i, len).await?, 0)
             }
             Err(e) => return Err(e),

@@ -31,9 +31,7 @@ pub fn piece_size(size: u64) -> u64 {
 /// [`piece_size`], raised so the file is cut into at most `count` pieces
 /// (a tus final upload names at most so many partial uploads).
 pub fn piece_size_at_most(size: u64, count: usize) -> u64 {
-    let fewest = size
-        .div_ceil(count.max(1) as u64)
-        .next_multiple_of(1 << 20);
+    let fewest = size.div_ceil(count.max(1) as u64).next_multiple_of(1 << 20);
     piece_size(size).max(fewest)
 }
 
@@ -209,8 +207,11 @@ mod tests {
         assert_eq!(piece_size_at_most(64 << 20, 256), 4 << 20);
         let huge = 100u64 << 30;
         let piece = piece_size_at_most(huge, 256);
-        assert!(huge.div_ceil(piece) <= 256 && piece > 64 << 20 && piece % (1 << 20) == 0);
-        assert_eq!(Pieces::sized(huge, piece).count(), huge.div_ceil(piece) as usize);
+        assert!(huge.div_ceil(piece) <= 256 && piece > 64 << 20 && piece.is_multiple_of(1 << 20));
+        assert_eq!(
+            Pieces::sized(huge, piece).count(),
+            huge.div_ceil(piece) as usize
+        );
     }
 
     #[test]

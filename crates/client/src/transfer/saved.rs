@@ -326,14 +326,18 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // A one-upload record (as written before parts existed) has none.
-        st.save("tus", &url("http://127.0.0.1:9/-/uploads/2")).unwrap();
+        st.save("tus", &url("http://127.0.0.1:9/-/uploads/2"))
+            .unwrap();
         let p = dir
             .path()
             .join("state")
             .join(state_name(&FileIdentity::of(&f).unwrap().path, &target));
         let text = fs::read_to_string(&p).unwrap();
         assert!(!text.contains("parts"), "{text}");
-        assert!(matches!(st.lookup(), Lookup::Found(SavedUpload { parts: None, .. })));
+        assert!(matches!(
+            st.lookup(),
+            Lookup::Found(SavedUpload { parts: None, .. })
+        ));
     }
 
     #[test]
