@@ -40,10 +40,9 @@ pub use download::{
     DownloadReport, OUTPUT_CONTEXT, PART_PREFIX,
 };
 pub use file_upload::upload_file;
-pub use parts::Parallel;
 pub use put::{
-    form_framing, upload_form, upload_stream, upload_url, ProtocolChoice, UploadOptions,
-    UploadReport,
+    form_framing, upload_form, upload_stream, upload_url, Parallel, ProtocolChoice,
+    UploadOptions, UploadReport,
 };
 pub use remote::{
     delete, list, list_following, parse_listing_time, refuse_name, reserved_name, safe_name, walk,

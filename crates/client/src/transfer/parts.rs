@@ -25,7 +25,7 @@ use tokio::task::JoinSet;
 use wirespeed_resumable::client::{encode_metadata, next_append, Announced, ClientProtocol};
 use wirespeed_resumable::{concat, tus};
 
-use crate::transfer::put::{ProtocolChoice, UploadOptions, UploadReport};
+use crate::transfer::put::{Parallel, ProtocolChoice, UploadOptions, UploadReport};
 use crate::transfer::ranges::{piece_size_at_most, Adapt, Pieces};
 use crate::transfer::resume::stored_digest;
 use crate::transfer::retry;
@@ -40,14 +40,6 @@ const WINDOW: Duration = Duration::from_millis(1500);
 /// how long at most.
 const JOIN_POLL: Duration = Duration::from_millis(250);
 const JOIN_WAIT: Duration = Duration::from_secs(3600);
-
-/// How a file went up in parallel parts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Parallel {
-    pub parts: usize,
-    /// The most connections open at once.
-    pub connections: usize,
-}
 
 struct Shared {
     client: Client,

@@ -104,7 +104,15 @@ pub struct UploadReport {
     /// What the server said it stored (`Repr-Digest`), if it said.
     pub server_sha256: Option<[u8; 32]>,
     /// Sent as parallel parts (tus concatenation), not as one upload.
-    pub parallel: Option<crate::transfer::parts::Parallel>,
+    pub parallel: Option<Parallel>,
+}
+
+/// How a file went up in parallel parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parallel {
+    pub parts: usize,
+    /// The most connections open at once.
+    pub connections: usize,
 }
 
 impl UploadReport {

@@ -143,13 +143,18 @@ impl Pieces {
 /// When to open another connection: start with one; after each addition,
 /// once a window has passed, compare the total rate with the rate before
 /// it; while it keeps growing (by at least [`Adapt::GAIN`]) add another,
-/// up to `max`; once it stops, stay.
+/// up to `max`; once it stops, stay. A new connection gets a second window
+/// before it is judged useless: a loss-limited (CUBIC) flow's rate swings
+/// by more than a tenth from one window to the next, and a flow just out
+/// of slow start has not shown its share yet.
 #[derive(Debug, Clone)]
 pub struct Adapt {
     max: usize,
     open: usize,
     /// The rate with one connection fewer (bytes/s), after the first window.
     before: Option<f64>,
+    /// The last connection added has had one window without growth.
+    missed: bool,
     stopped: bool,
 }
 
@@ -162,6 +167,7 @@ impl Adapt {
             max: max.max(1),
             open: 1,
             before: None,
+            missed: false,
             stopped: max <= 1,
         }
     }
@@ -177,10 +183,15 @@ impl Adapt {
             return false;
         }
         let grew = self.before.is_none_or(|b| rate >= b * Self::GAIN);
+        if !grew && !self.missed && self.open < self.max {
+            self.missed = true;
+            return false;
+        }
         if !grew || self.open >= self.max {
             self.stopped = true;
             return false;
         }
+        self.missed = false;
         self.before = Some(rate);
         self.open += 1;
         true
@@ -222,9 +233,19 @@ mod tests {
         assert!(a.window(19.0));
         assert!(a.window(27.0));
         assert_eq!(a.open(), 4);
-        assert!(!a.window(28.0), "a fourth added under a tenth");
+        assert!(!a.window(28.0), "a fourth added under a tenth: one more window");
+        assert!(!a.window(29.0), "and again: it stops");
         assert!(!a.window(100.0), "once stopped, stays");
         assert_eq!(a.open(), 4);
+        // A window that swung low is forgiven when the next one grew.
+        let mut noisy = Adapt::new(8);
+        assert!(noisy.window(10.0));
+        assert!(!noisy.window(9.0));
+        assert!(noisy.window(15.0), "the second window showed the gain");
+        assert_eq!(noisy.open(), 3);
+        assert!(!noisy.window(15.0));
+        assert!(!noisy.window(15.0));
+        assert_eq!(noisy.open(), 3);
         let mut capped = Adapt::new(2);
         assert!(capped.window(1.0));
         assert!(!capped.window(10.0));
