@@ -41,8 +41,8 @@ pub use download::{
 };
 pub use file_upload::upload_file;
 pub use put::{
-    form_framing, upload_form, upload_stream, upload_url, Parallel, ProtocolChoice,
-    UploadOptions, UploadReport,
+    form_framing, upload_form, upload_stream, upload_url, Parallel, ProtocolChoice, UploadOptions,
+    UploadReport,
 };
 pub use remote::{
     delete, list, list_following, parse_listing_time, refuse_name, reserved_name, safe_name, walk,

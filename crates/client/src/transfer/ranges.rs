@@ -233,7 +233,10 @@ mod tests {
         assert!(a.window(19.0));
         assert!(a.window(27.0));
         assert_eq!(a.open(), 4);
-        assert!(!a.window(28.0), "a fourth added under a tenth: one more window");
+        assert!(
+            !a.window(28.0),
+            "a fourth added under a tenth: one more window"
+        );
         assert!(!a.window(29.0), "and again: it stops");
         assert!(!a.window(100.0), "once stopped, stays");
         assert_eq!(a.open(), 4);
