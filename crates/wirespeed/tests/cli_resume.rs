@@ -1074,6 +1074,10 @@ fn put_in_parts_over_someone_elses_parts_is_refused_clearly() {
     assert!(stderr.contains("refused to join the 2 parts"), "{stderr}");
     assert!(stderr.contains("belongs to someone else"), "{stderr}");
     assert!(!s.root.join("theirs.bin").exists(), "nothing published");
+    assert!(
+        state_files(&s.state).is_empty(),
+        "a refused record is dropped"
+    );
 }
 
 #[test]

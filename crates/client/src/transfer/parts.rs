@@ -543,8 +543,12 @@ async fn join(s: &Shared, url: &Url, ours: Option<[u8; 32]>) -> Result<(), Error
             }
         }
         if let Some(status @ 400..=499) = e.status().filter(|st| *st != 408 && *st != 429) {
+            // The same parts would be refused again: a rerun starts anew.
+            s.record.remove();
             return Err(Error::Resumable(format!(
-                "the server refused to join the {count} parts into {url} ({status}): {e}"
+                "the server refused to join the {count} parts into {url} ({status}): {e}; \
+                 the record of the parts is dropped, so running the command again starts a \
+                 new upload"
             )));
         }
         if !retry::retryable(&e) || attempt >= policy.retries {
