@@ -26,7 +26,9 @@
 # iperf3 -P 6 CUBIC down and up (a browser's share over HTTP/1.1); GET: curl
 # from wirespeed, `wirespeed get`, curl from nginx, `aria2c -x8` from nginx,
 # rclone `:http:` from wirespeed; PUT: `curl -T` to wirespeed, `wirespeed
-# put`, rclone `:webdav:` to wirespeed, the folder page in headless Chromium
+# put`, `wirespeed put --congestion-control cubic` with 1 connection, adaptive
+# parallel tus parts and `--connections 8` (a sender that cannot choose BBR),
+# rclone `:webdav:` to wirespeed, the folder page in headless Chromium
 # (bench/wan_page_upload.py: 6 tus parts; its clock starts when the file is
 # chosen), copyparty's `u2c.py -j 8` to copyparty (a CP_MB = 1024 MiB random
 # file; its clock starts at its first bytes, after it hashed the file: that
@@ -203,7 +205,7 @@ for p in $PROFILES; do
         WAITS[$name]+="${out#* } "
         cp "$W/row.out" "$W/last-row-$p.out" 2>/dev/null || true
         rm -rf "$W"/srv/up/* "$W"/srv/up/.wirespeed* "$W"/srv/.wirespeed-uploads/* "$W"/cli/dl* "$W"/cli/.wirespeed* \
-            "$W"/cp/*.bin "$W"/cp/.hist 2>/dev/null || true
+            "$W"/cp/*.bin "$W"/cp/.hist "$W"/xdg 2>/dev/null || true
     }
     ip3=(ip netns exec "$WAN_B" iperf3 -c "$WAN_IP_A" -p 5201 -t "$((SECS + 5))")
     for round in $(seq "$ROUNDS"); do
@@ -223,6 +225,13 @@ for p in $PROFILES; do
         add "PUT curl -T to wirespeed" up ip netns exec "$WAN_B" curl -s -o /dev/null -T "$W/cli/big.bin" "$WSU/up/curl.bin"
         add "PUT wirespeed put" up ip netns exec "$WAN_B" "$WS" put -q "$W/cli/big.bin" "$WSU/up/ws.bin"
         add "PUT wirespeed put --protocol put" up ip netns exec "$WAN_B" "$WS" put -q --protocol put "$W/cli/big.bin" "$WSU/up/ws-put.bin"
+        # The client forced to CUBIC, as a sender that cannot pick BBR: only
+        # parallel tus parts fill the link then. Each row its own state
+        # folder (removed after it), so no row continues another's upload.
+        wsput=(ip netns exec "$WAN_B" env XDG_STATE_HOME="$W/xdg" "$WS" put -q --congestion-control cubic)
+        add "PUT wirespeed put, CUBIC, --connections 1" up "${wsput[@]}" --connections 1 "$W/cli/big.bin" "$WSU/up/ws-c1.bin"
+        add "PUT wirespeed put, CUBIC, adaptive parts" up "${wsput[@]}" "$W/cli/big.bin" "$WSU/up/ws-ca.bin"
+        add "PUT wirespeed put, CUBIC, --connections 8" up "${wsput[@]}" --connections 8 "$W/cli/big.bin" "$WSU/up/ws-c8.bin"
         add "PUT rclone :webdav: to wirespeed" up ip netns exec "$WAN_B" rclone copyto -q --webdav-url "$WSU/" \
             "$W/cli/big.bin" ":webdav:up/rclone.bin"
         if [[ -n $PAGE_OK ]]; then

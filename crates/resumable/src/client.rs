@@ -49,6 +49,9 @@ pub struct Announced {
     pub tus: bool,
     /// `Tus-Max-Size`, when tus is announced with one.
     pub tus_max_size: Option<u64>,
+    /// tus with the concatenation extension in `Tus-Extension`: a file may
+    /// go up as partial uploads in parallel, joined by a final one.
+    pub tus_concatenation: bool,
 }
 
 impl Announced {
@@ -69,10 +72,15 @@ impl Announced {
         let tus_max_size = field("Tus-Max-Size")
             .filter(|_| tus)
             .and_then(crate::parse_decimal);
+        let tus_concatenation = tus
+            && field("Tus-Extension")
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .is_some_and(|v| v.split(',').any(|x| x.trim() == tus::CONCATENATION));
         Announced {
             ietf,
             tus,
             tus_max_size,
+            tus_concatenation,
         }
     }
 
@@ -209,6 +217,22 @@ mod tests {
             Announced::from_fields(fields(&[])).choose(),
             ClientProtocol::Put
         );
+    }
+
+    #[test]
+    fn concatenation_is_read_from_tus_extension() {
+        let with = [
+            ("Tus-Version", "1.0.0"),
+            ("Tus-Extension", "creation,termination, concatenation"),
+        ];
+        assert!(Announced::from_fields(fields(&with)).tus_concatenation);
+        let without = [
+            ("Tus-Version", "1.0.0"),
+            ("Tus-Extension", "creation,concatenation-unfinished"),
+        ];
+        assert!(!Announced::from_fields(fields(&without)).tus_concatenation);
+        let no_tus = [("Tus-Extension", "concatenation")];
+        assert!(!Announced::from_fields(fields(&no_tus)).tus_concatenation);
     }
 
     #[test]

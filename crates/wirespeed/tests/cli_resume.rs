@@ -70,9 +70,13 @@ fn setup(serve_args: &[&str]) -> Setup {
     }
 }
 
+/// The state files (not a `.tmp` a kill left half-way through a save).
 fn state_files(state: &Path) -> Vec<PathBuf> {
     match std::fs::read_dir(state.join("wirespeed/uploads")) {
-        Ok(rd) => rd.map(|e| e.unwrap().path()).collect(),
+        Ok(rd) => rd
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect(),
         Err(_) => Vec::new(),
     }
 }
@@ -225,6 +229,18 @@ fn retries_are_bounded_against_a_dead_port() {
 /// `OPTIONS` answers only `Allow`, `PUT` stores the body under `root`.
 /// Returns its address and the methods it saw.
 fn plain_server(root: PathBuf) -> (std::net::SocketAddr, Arc<Mutex<Vec<String>>>) {
+    fake_server(root, false)
+}
+
+/// An upload in progress on the fake tus server: target, length, bytes.
+type TusUploads = Arc<Mutex<Vec<(String, usize, Vec<u8>)>>>;
+
+/// [`plain_server`], or with `tus` a tus 1.0 server without the
+/// concatenation extension (as other tus servers and our S3 backend are):
+/// creation, offset and append on `/-/uploads/`. A request carrying
+/// `Upload-Concat` is logged as `METHOD concat` and refused.
+fn fake_server(root: PathBuf, tus: bool) -> (std::net::SocketAddr, Arc<Mutex<Vec<String>>>) {
+    let uploads: TusUploads = Arc::default();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -232,7 +248,7 @@ fn plain_server(root: PathBuf) -> (std::net::SocketAddr, Arc<Mutex<Vec<String>>>
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(mut c) = conn else { return };
-            let (root, log) = (root.clone(), log.clone());
+            let (root, log, uploads) = (root.clone(), log.clone(), uploads.clone());
             std::thread::spawn(move || {
                 let mut buf = Vec::new();
                 let mut chunk = vec![0u8; 1 << 16];
@@ -253,7 +269,6 @@ fn plain_server(root: PathBuf) -> (std::net::SocketAddr, Arc<Mutex<Vec<String>>>
                         parts.next().unwrap_or("").to_string(),
                         parts.next().unwrap_or("").to_string(),
                     );
-                    log.lock().unwrap().push(method.clone());
                     let field = |name: &str| {
                         head.lines().find_map(|l| {
                             let (n, v) = l.split_once(':')?;
@@ -262,6 +277,12 @@ fn plain_server(root: PathBuf) -> (std::net::SocketAddr, Arc<Mutex<Vec<String>>>
                                 .then(|| v.trim().to_string())
                         })
                     };
+                    let concat = field("upload-concat").is_some();
+                    log.lock().unwrap().push(if concat {
+                        format!("{method} concat")
+                    } else {
+                        method.clone()
+                    });
                     let len: usize = field("content-length")
                         .and_then(|v| v.parse().ok())
                         .unwrap_or(0);
@@ -275,34 +296,79 @@ fn plain_server(root: PathBuf) -> (std::net::SocketAddr, Arc<Mutex<Vec<String>>>
                         }
                     }
                     let body: Vec<u8> = buf.drain(..len).collect();
-                    let answer: Vec<u8> = match method.as_str() {
-                        "OPTIONS" => {
-                            b"HTTP/1.1 200 OK\r\nAllow: GET, PUT\r\nContent-Length: 0\r\n\r\n"
+                    let upload = path.strip_prefix("/-/uploads/").map(str::to_string);
+                    let answer: Vec<u8> = match (method.as_str(), upload) {
+                        (_, Some(_)) if concat => {
+                            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n".to_vec()
+                        }
+                        ("OPTIONS", _) if tus => {
+                            b"HTTP/1.1 204 No Content\r\nTus-Resumable: 1.0.0\r\n\
+                            Tus-Version: 1.0.0\r\nTus-Extension: creation,termination\r\n\r\n"
                                 .to_vec()
                         }
-                        "PUT" => {
-                            let name = path.trim_start_matches('/');
-                            std::fs::write(root.join(name), &body).unwrap();
-                            b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n".to_vec()
-                        }
-                        // The whole file whatever Range says, and no
-                        // Accept-Ranges (a server that does not do ranges).
-                        "GET" | "HEAD" => {
-                            let file =
-                                std::fs::read(root.join(path.trim_start_matches('/'))).unwrap();
-                            let mut a = format!(
-                                "HTTP/1.1 200 OK\r\nETag: \"v1\"\r\nContent-Length: {}\r\n\r\n",
-                                file.len()
+                        ("POST", Some(target)) if tus => {
+                            let length = field("upload-length").unwrap().parse().unwrap();
+                            let mut u = uploads.lock().unwrap();
+                            u.push((target, length, Vec::new()));
+                            format!(
+                                "HTTP/1.1 201 Created\r\nTus-Resumable: 1.0.0\r\n\
+                                 Location: /-/uploads/{}\r\nContent-Length: 0\r\n\r\n",
+                                u.len() - 1
                             )
-                            .into_bytes();
-                            if method == "GET" {
-                                a.extend_from_slice(&file);
+                            .into_bytes()
+                        }
+                        ("HEAD" | "PATCH", Some(id)) if tus => {
+                            let mut u = uploads.lock().unwrap();
+                            let (target, length, bytes) = &mut u[id.parse::<usize>().unwrap()];
+                            if method == "PATCH" {
+                                bytes.extend_from_slice(&body);
+                                if bytes.len() == *length {
+                                    std::fs::write(root.join(&*target), &*bytes).unwrap();
+                                }
                             }
-                            a
+                            format!(
+                                "HTTP/1.1 {}\r\nTus-Resumable: 1.0.0\r\nUpload-Offset: {}\r\n\
+                                 Upload-Length: {length}\r\nContent-Length: 0\r\n\r\n",
+                                if method == "PATCH" {
+                                    "204 No Content"
+                                } else {
+                                    "200 OK"
+                                },
+                                bytes.len()
+                            )
+                            .into_bytes()
                         }
-                        _ => {
-                            b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n".to_vec()
+                        (_, Some(_)) => {
+                            b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_vec()
                         }
+                        (method, None) => match method {
+                            "OPTIONS" => {
+                                b"HTTP/1.1 200 OK\r\nAllow: GET, PUT\r\nContent-Length: 0\r\n\r\n"
+                                    .to_vec()
+                            }
+                            "PUT" => {
+                                let name = path.trim_start_matches('/');
+                                std::fs::write(root.join(name), &body).unwrap();
+                                b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n".to_vec()
+                            }
+                            // The whole file whatever Range says, and no
+                            // Accept-Ranges (a server that does not do ranges).
+                            "GET" | "HEAD" => {
+                                let file =
+                                    std::fs::read(root.join(path.trim_start_matches('/'))).unwrap();
+                                let mut a = format!(
+                                    "HTTP/1.1 200 OK\r\nETag: \"v1\"\r\nContent-Length: {}\r\n\r\n",
+                                    file.len()
+                                )
+                                .into_bytes();
+                                if method == "GET" {
+                                    a.extend_from_slice(&file);
+                                }
+                                a
+                            }
+                            _ => b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n"
+                                .to_vec(),
+                        },
                     };
                     if c.write_all(&answer).is_err() {
                         return;
@@ -369,6 +435,9 @@ fn put_help_says_a_plain_put_restarts_from_zero() {
         "--retries",
         "from byte 0",
         "XDG_STATE_HOME",
+        "--connections",
+        "tus concatenation",
+        "only the missing bytes",
     ] {
         assert!(help.contains(want), "{want}: {help}");
     }
@@ -774,4 +843,278 @@ fn get_by_ranges_falls_back_to_one_stream_without_range_support() {
         ["HEAD", "GET"],
         "one stream after the HEAD"
     );
+}
+
+/// Parallel parts in tests: 16 MiB files cut into 4 parts of 4 MiB.
+const PARTS_FILE: usize = 16 * MIB;
+const PARTS_FROM: &str = "1M";
+
+/// The state file's record of a parts upload (None: not one).
+fn recorded_parts(state: &Path) -> Option<serde_json::Value> {
+    let files = state_files(state);
+    let [file] = files.as_slice() else {
+        return None;
+    };
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
+    v.get("parts").cloned()
+}
+
+#[test]
+fn put_in_parallel_parts_is_byte_identical_and_verified() {
+    let s = setup(&[]);
+    let src = s.local.join("parts.bin");
+    std::fs::write(&src, data(PARTS_FILE, 20)).unwrap();
+    let url = format!("{}/up/parts.bin", s.serve.base());
+    let out = run(
+        &s.state,
+        &[
+            "put",
+            "--connections",
+            "4",
+            "--parts-from",
+            PARTS_FROM,
+            src.to_str().unwrap(),
+            &url,
+        ],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("verified by the server"), "{stdout}");
+    assert!(stdout.contains("sent as 4 parts over"), "{stdout}");
+    assert_same_file(&src, &s.root.join("up/parts.bin"));
+    assert!(state_files(&s.state).is_empty(), "state file left behind");
+    // The parts are consumed: nothing is left in the server's upload area.
+    let left: Vec<_> = std::fs::read_dir(s.root.join(".wirespeed-uploads"))
+        .map(|rd| rd.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        !left.iter().any(|n| n.to_string_lossy().ends_with(".part")),
+        "{left:?}"
+    );
+    // --connections 1 is one upload, as before.
+    let out = run(
+        &s.state,
+        &[
+            "put",
+            "--connections",
+            "1",
+            "--parts-from",
+            PARTS_FROM,
+            src.to_str().unwrap(),
+            &format!("{}/up/one.bin", s.serve.base()),
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!stdout.contains("sent as"), "{stdout}");
+    assert_same_file(&src, &s.root.join("up/one.bin"));
+}
+
+/// Killed mid-way (the connection stalls after 6 MiB: part 1 complete,
+/// part 2 half sent), the same command continues: the complete parts are
+/// not sent again, the half one from the server's offset.
+#[test]
+fn put_in_parts_killed_mid_way_resends_only_the_missing_bytes() {
+    let s = setup(&[]);
+    let src = s.local.join("cut.bin");
+    std::fs::write(&src, data(PARTS_FILE, 21)).unwrap();
+    let proxy = CuttingProxy::start(s.serve.addr);
+    proxy.stall_upstream_after(Some(6 * MIB as u64));
+    let url = format!("{}/cut.bin", proxy.base());
+    let args = [
+        "put",
+        "--connections",
+        "4",
+        "--parts-from",
+        PARTS_FROM,
+        src.to_str().unwrap(),
+        url.as_str(),
+    ];
+    let mut child = client(&s.state, &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wirespeed_testkit::fs::eventually("the upload stalls mid-file", || proxy.stalled() >= 1);
+    wirespeed_testkit::fs::eventually("a complete part is recorded", || {
+        recorded_parts(&s.state).is_some_and(|p| {
+            let done = p["done"].as_str().unwrap_or("").to_string();
+            !done.ends_with(" 00")
+        })
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let parts = recorded_parts(&s.state).expect("the parts are recorded");
+    assert_eq!(parts["urls"].as_array().unwrap().len(), 4, "{parts}");
+    proxy.stall_upstream_after(None);
+    let before = proxy.bytes_up();
+    let out = run(&s.state, &args);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("continuing the interrupted upload"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("resuming at byte"), "{stderr}");
+    let resumed = proxy.bytes_up() - before;
+    assert!(
+        resumed < (PARTS_FILE - 5 * MIB) as u64,
+        "the rerun sent {resumed} of {PARTS_FILE}"
+    );
+    assert_same_file(&src, &s.root.join("cut.bin"));
+    assert!(state_files(&s.state).is_empty());
+}
+
+/// `wirespeed passwd alice` with alice's password on stdin: her rules line.
+fn alice_line() -> String {
+    let mut child = Command::new(BIN)
+        .args(["passwd", "alice"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(child.stdin.take().unwrap(), "alice-pw").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout).trim_end().to_string()
+}
+
+/// A final upload naming someone else's parts (here: a record pointing at
+/// alice's partial uploads, continued by an anonymous uploader; both may
+/// write) is refused by the server, and the client says why.
+#[test]
+fn put_in_parts_over_someone_elses_parts_is_refused_clearly() {
+    let rules = wirespeed_testkit::fs::tempdir();
+    let file = rules.path().join("users.toml");
+    let text_rules = format!(
+        "[users]\n{}\n[paths.\"/\"]\n\"*\" = \"rwd\"\n",
+        alice_line()
+    );
+    std::fs::write(&file, text_rules).unwrap();
+    let s = setup(&["--auth", file.to_str().unwrap()]);
+    let len = 8 * MIB;
+    let proxy = CuttingProxy::start(s.serve.addr);
+    let src = s.local.join("theirs.bin");
+    std::fs::write(&src, data(len, 22)).unwrap();
+    // Alice's two complete partial uploads of 4 MiB.
+    let auth = "Authorization: Basic YWxpY2U6YWxpY2UtcHc=".to_string();
+    let theirs: Vec<String> = (0..2)
+        .map(|i| {
+            let (status, head, body) = s.serve.req(
+                "POST",
+                "/-/uploads/theirs.bin",
+                &[
+                    "Tus-Resumable: 1.0.0",
+                    "Upload-Concat: partial",
+                    "Upload-Length: 4194304",
+                    &auth,
+                ],
+                b"",
+            );
+            assert_eq!(status, 201, "{}", text(&body));
+            let loc = head
+                .lines()
+                .find_map(|l| l.strip_prefix("location: "))
+                .unwrap()
+                .trim()
+                .to_string();
+            let chunk = &std::fs::read(&src).unwrap()[i * 4 * MIB..(i + 1) * 4 * MIB];
+            let (status, _, body) = s.serve.req(
+                "PATCH",
+                &loc,
+                &[
+                    "Tus-Resumable: 1.0.0",
+                    "Upload-Offset: 0",
+                    "Content-Type: application/offset+octet-stream",
+                    &auth,
+                ],
+                chunk,
+            );
+            assert_eq!(status, 204, "{}", text(&body));
+            format!("{}{loc}", proxy.base())
+        })
+        .collect();
+    // An anonymous upload of the same file, stalled at once, recorded...
+    proxy.stall_upstream_after(Some(MIB as u64));
+    let url = format!("{}/theirs.bin", proxy.base());
+    let args = [
+        "put",
+        "--parts-from",
+        PARTS_FROM,
+        "--retries",
+        "0",
+        src.to_str().unwrap(),
+        url.as_str(),
+    ];
+    let mut child = client(&s.state, &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wirespeed_testkit::fs::eventually("the parts are recorded", || {
+        recorded_parts(&s.state).is_some()
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // ...then its record made to name the other's complete parts.
+    let [file] = state_files(&s.state).try_into().unwrap();
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    v["parts"]["done"] = serde_json::json!(format!("{len} {} 03", 4 * MIB));
+    v["parts"]["urls"] = serde_json::json!(theirs);
+    std::fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
+    proxy.stall_upstream_after(None);
+    let out = run(&s.state, &args);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("continuing the interrupted upload: 2 of 2 parts complete"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("refused to join the 2 parts"), "{stderr}");
+    assert!(stderr.contains("belongs to someone else"), "{stderr}");
+    assert!(!s.root.join("theirs.bin").exists(), "nothing published");
+    assert!(
+        state_files(&s.state).is_empty(),
+        "a refused record is dropped"
+    );
+}
+
+#[test]
+fn put_in_parts_falls_back_quietly_to_one_upload_without_concatenation() {
+    let tmp = wirespeed_testkit::fs::tempdir();
+    let (root, state) = (tmp.path().join("root"), tmp.path().join("state"));
+    std::fs::create_dir_all(&root).unwrap();
+    let (addr, seen) = fake_server(root.clone(), true);
+    let src = tmp.path().join("tus.bin");
+    std::fs::write(&src, data(PARTS_FILE, 23)).unwrap();
+    let url = format!("http://{addr}/tus.bin");
+    let out = run(
+        &state,
+        &[
+            "put",
+            "--connections",
+            "4",
+            "--parts-from",
+            PARTS_FROM,
+            src.to_str().unwrap(),
+            &url,
+        ],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.trim().is_empty(), "quietly: {stderr}");
+    assert!(!stdout.contains("sent as"), "{stdout}");
+    assert_same_file(&src, &root.join("tus.bin"));
+    let methods = seen.lock().unwrap().clone();
+    assert!(
+        !methods.iter().any(|m| m.ends_with("concat")),
+        "{methods:?}"
+    );
+    assert_eq!(
+        methods.iter().filter(|m| *m == "POST").count(),
+        1,
+        "one upload: {methods:?}"
+    );
+    assert!(state_files(&state).is_empty());
 }

@@ -4,7 +4,9 @@
 //!
 //! One file per concern: `upload.rs` (PUT and form POST), `download.rs`
 //! (GET into a file or a writer; `ranged.rs` and `ranges.rs`: a large file
-//! by ranges over parallel connections), `remote.rs` (listing, walking, delete).
+//! by ranges over parallel connections), `parts.rs` (a large upload as tus
+//! partial uploads over parallel connections, planned by `ranges.rs` too),
+//! `remote.rs` (listing, walking, delete).
 //! What they share lives here: progress, digests, redirect following.
 
 use std::fs::File;
@@ -21,6 +23,7 @@ use crate::{Client, Error, Request, Response, Url};
 mod download;
 mod file_upload;
 pub mod mtime;
+mod parts;
 mod put;
 mod ranged;
 pub use ranged::download_file;
@@ -38,7 +41,7 @@ pub use download::{
 };
 pub use file_upload::upload_file;
 pub use put::{
-    form_framing, upload_form, upload_stream, upload_url, ProtocolChoice, UploadOptions,
+    form_framing, upload_form, upload_stream, upload_url, Parallel, ProtocolChoice, UploadOptions,
     UploadReport,
 };
 pub use remote::{

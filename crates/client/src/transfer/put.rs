@@ -54,6 +54,12 @@ pub struct UploadOptions {
     pub append_size: Option<u64>,
     /// Send the file's modification time (`X-OC-Mtime`) for the server to keep.
     pub send_mtime: bool,
+    /// At most this many connections for one file, in parallel parts
+    /// (adaptive up to it; 1: one upload).
+    pub connections: usize,
+    /// Files at least this large go in parallel parts when `connections`
+    /// allows and the server can join them (tus concatenation).
+    pub parts_from: u64,
 }
 
 impl UploadOptions {
@@ -82,6 +88,8 @@ impl Default for UploadOptions {
             notice: None,
             append_size: None,
             send_mtime: true,
+            connections: crate::transfer::ranges::DEFAULT_MAX_CONNECTIONS,
+            parts_from: crate::transfer::ranges::RANGED_FROM,
         }
     }
 }
@@ -95,6 +103,16 @@ pub struct UploadReport {
     pub sha256: Option<[u8; 32]>,
     /// What the server said it stored (`Repr-Digest`), if it said.
     pub server_sha256: Option<[u8; 32]>,
+    /// Sent as parallel parts (tus concatenation), not as one upload.
+    pub parallel: Option<Parallel>,
+}
+
+/// How a file went up in parallel parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parallel {
+    pub parts: usize,
+    /// The most connections open at once.
+    pub connections: usize,
 }
 
 impl UploadReport {
@@ -278,6 +296,7 @@ async fn finish_upload(
         }
     }
     Ok(UploadReport {
+        parallel: None,
         url,
         status,
         bytes: len,

@@ -1,7 +1,10 @@
-//! The sans-IO half of a download by ranges over parallel connections:
-//! which pieces of the file are done ([`Pieces`], recorded on the partial
-//! file so a rerun fetches only the missing ones) and when to open another
-//! connection ([`Adapt`]).
+//! The sans-IO half of a transfer split into pieces over parallel
+//! connections, shared by both directions: `get` by ranges (`ranged.rs`,
+//! its record kept on the partial file) and `put` by tus partial uploads
+//! (`parts.rs`, its record kept in the upload's state file). Decided here:
+//! how a file is cut ([`piece_size`]), which pieces are done ([`Pieces`],
+//! recorded so a rerun moves only the missing ones) and when to open
+//! another connection ([`Adapt`]).
 
 /// Files at least this large are fetched by ranges: below it a transfer at
 /// 200 Mbit/s is over in under three seconds, mostly slow start, and the
@@ -25,7 +28,14 @@ pub fn piece_size(size: u64) -> u64 {
         .next_multiple_of(1 << 20)
 }
 
-/// Which pieces of a `size`-byte file are on disk.
+/// [`piece_size`], raised so the file is cut into at most `count` pieces
+/// (a tus final upload names at most so many partial uploads).
+pub fn piece_size_at_most(size: u64, count: usize) -> u64 {
+    let fewest = size.div_ceil(count.max(1) as u64).next_multiple_of(1 << 20);
+    piece_size(size).max(fewest)
+}
+
+/// Which pieces of a `size`-byte file are done (on disk, or on the server).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pieces {
     pub size: u64,
@@ -35,7 +45,12 @@ pub struct Pieces {
 
 impl Pieces {
     pub fn new(size: u64) -> Pieces {
-        let piece = piece_size(size);
+        Pieces::sized(size, piece_size(size))
+    }
+
+    /// A file cut into pieces of `piece` bytes (the last may be shorter).
+    pub fn sized(size: u64, piece: u64) -> Pieces {
+        let piece = piece.max(1);
         Pieces {
             size,
             piece,
@@ -100,12 +115,18 @@ impl Pieces {
     /// A record for a file of `size` bytes; anything else (another size,
     /// another piece size, garbage) is no record.
     pub fn decode(s: &str, size: u64) -> Option<Pieces> {
+        Pieces::decode_sized(s, size, piece_size(size))
+    }
+
+    /// [`decode`](Self::decode) for pieces of `piece` bytes.
+    pub fn decode_sized(s: &str, size: u64, piece: u64) -> Option<Pieces> {
         let mut it = s.split(' ');
-        let (sz, piece, hex) = (it.next()?, it.next()?, it.next()?);
+        let (sz, recorded, hex) = (it.next()?, it.next()?, it.next()?);
         if it.next().is_some() || sz.parse::<u64>().ok()? != size {
             return None;
         }
-        let mut p = Pieces::new(size);
+        let mut p = Pieces::sized(size, piece);
+        let piece = recorded;
         if piece.parse::<u64>().ok()? != p.piece || hex.len() != p.count().div_ceil(8) * 2 {
             return None;
         }
@@ -122,13 +143,18 @@ impl Pieces {
 /// When to open another connection: start with one; after each addition,
 /// once a window has passed, compare the total rate with the rate before
 /// it; while it keeps growing (by at least [`Adapt::GAIN`]) add another,
-/// up to `max`; once it stops, stay.
+/// up to `max`; once it stops, stay. A new connection gets a second window
+/// before it is judged useless: a loss-limited (CUBIC) flow's rate swings
+/// by more than a tenth from one window to the next, and a flow just out
+/// of slow start has not shown its share yet.
 #[derive(Debug, Clone)]
 pub struct Adapt {
     max: usize,
     open: usize,
     /// The rate with one connection fewer (bytes/s), after the first window.
     before: Option<f64>,
+    /// The last connection added has had one window without growth.
+    missed: bool,
     stopped: bool,
 }
 
@@ -141,6 +167,7 @@ impl Adapt {
             max: max.max(1),
             open: 1,
             before: None,
+            missed: false,
             stopped: max <= 1,
         }
     }
@@ -156,10 +183,15 @@ impl Adapt {
             return false;
         }
         let grew = self.before.is_none_or(|b| rate >= b * Self::GAIN);
+        if !grew && !self.missed && self.open < self.max {
+            self.missed = true;
+            return false;
+        }
         if !grew || self.open >= self.max {
             self.stopped = true;
             return false;
         }
+        self.missed = false;
         self.before = Some(rate);
         self.open += 1;
         true
@@ -182,6 +214,18 @@ mod tests {
     }
 
     #[test]
+    fn at_most_caps_the_count_only_where_needed() {
+        assert_eq!(piece_size_at_most(64 << 20, 256), 4 << 20);
+        let huge = 100u64 << 30;
+        let piece = piece_size_at_most(huge, 256);
+        assert!(huge.div_ceil(piece) <= 256 && piece > 64 << 20 && piece.is_multiple_of(1 << 20));
+        assert_eq!(
+            Pieces::sized(huge, piece).count(),
+            huge.div_ceil(piece) as usize
+        );
+    }
+
+    #[test]
     fn adapt_adds_while_the_total_grows() {
         let mut a = Adapt::new(8);
         assert!(a.window(10.0));
@@ -189,9 +233,22 @@ mod tests {
         assert!(a.window(19.0));
         assert!(a.window(27.0));
         assert_eq!(a.open(), 4);
-        assert!(!a.window(28.0), "a fourth added under a tenth");
+        assert!(
+            !a.window(28.0),
+            "a fourth added under a tenth: one more window"
+        );
+        assert!(!a.window(29.0), "and again: it stops");
         assert!(!a.window(100.0), "once stopped, stays");
         assert_eq!(a.open(), 4);
+        // A window that swung low is forgiven when the next one grew.
+        let mut noisy = Adapt::new(8);
+        assert!(noisy.window(10.0));
+        assert!(!noisy.window(9.0));
+        assert!(noisy.window(15.0), "the second window showed the gain");
+        assert_eq!(noisy.open(), 3);
+        assert!(!noisy.window(15.0));
+        assert!(!noisy.window(15.0));
+        assert_eq!(noisy.open(), 3);
         let mut capped = Adapt::new(2);
         assert!(capped.window(1.0));
         assert!(!capped.window(10.0));
@@ -210,6 +267,9 @@ mod tests {
             let back = Pieces::decode(&p.encode(), size);
             prop_assert_eq!(back.as_ref(), Some(&p));
             prop_assert_eq!(Pieces::decode(&p.encode(), size + 1), None);
+            let other = Pieces::sized(size, piece_size_at_most(size, 256));
+            prop_assert!(other.count() <= 256);
+            prop_assert_eq!(Pieces::decode_sized(&other.encode(), size, other.piece), Some(other));
             let total: u64 = (0..p.count()).map(|i| { let (s, e) = p.range(i); e - s }).sum();
             prop_assert_eq!(total, size);
         }

@@ -140,7 +140,7 @@ pub(crate) async fn upload(
         (Some(_), Some(v)) => parse_sha256(&v),
         // The answer to the last append came without a digest: ask the
         // stored file's (the server hashes it if it has none recorded).
-        (Some(_), None) => job.stored_digest().await?,
+        (Some(_), None) => stored_digest(client, url).await?,
     };
     job.state.remove();
     if let (Some(s), Some(o)) = (server_sha256, ours) {
@@ -158,6 +158,7 @@ pub(crate) async fn upload(
         bytes: len,
         sha256: ours,
         server_sha256,
+        parallel: None,
     })
 }
 
@@ -540,13 +541,13 @@ impl Job<'_> {
         };
         Ok((status, digest))
     }
+}
 
-    /// The stored file's `Repr-Digest`, asked with `HEAD` (None: none sent).
-    async fn stored_digest(&self) -> Result<Option<[u8; 32]>, Error> {
-        let req = Request::new("HEAD", self.url.clone()).header("Want-Repr-Digest", "sha-256=10");
-        let resp = self.client.send(req).await?.error_for_status().await?;
-        Ok(resp.header("Repr-Digest").and_then(parse_sha256))
-    }
+/// The stored file's `Repr-Digest`, asked with `HEAD` (None: none sent).
+pub(crate) async fn stored_digest(client: &Client, url: &Url) -> Result<Option<[u8; 32]>, Error> {
+    let req = Request::new("HEAD", url.clone()).header("Want-Repr-Digest", "sha-256=10");
+    let resp = client.send(req).await?.error_for_status().await?;
+    Ok(resp.header("Repr-Digest").and_then(parse_sha256))
 }
 
 /// The version fields every request of `protocol` carries.

@@ -54,6 +54,21 @@ pub struct SavedUpload {
     /// Where the file is being stored.
     pub target: String,
     pub file: FileIdentity,
+    /// A file sent as tus partial uploads over parallel connections.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts: Option<SavedParts>,
+}
+
+/// The partial uploads of a file sent in parallel parts (tus
+/// concatenation), joined by a final upload once all are complete.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedParts {
+    /// Which parts are complete on the server, as `ranges::Pieces` records
+    /// them (`SIZE PIECE HEX-BITS`).
+    pub done: String,
+    /// Each part's upload URL once it is created (its offset is the
+    /// server's to tell).
+    pub urls: Vec<Option<String>>,
 }
 
 /// The folder state files live in: `$XDG_STATE_HOME/wirespeed/uploads`,
@@ -133,16 +148,37 @@ impl StateFile {
 
     /// Record an upload (atomically: a reader never sees half a file).
     pub fn save(&self, protocol: &str, upload_url: &Url) -> io::Result<()> {
-        let Some(p) = &self.path else { return Ok(()) };
-        if let Some(dir) = p.parent() {
-            private_dir(dir)?;
-        }
-        let saved = SavedUpload {
+        self.write(SavedUpload {
             protocol: protocol.to_string(),
             upload_url: upload_url.to_string(),
             target: self.target.to_string(),
             file: self.file.clone(),
-        };
+            parts: None,
+        })
+    }
+
+    /// Record a file's parallel parts (tus): written after each part is
+    /// created or completed, and on disk before the next one starts, so a
+    /// crash or a cut loses no record of bytes the server has.
+    pub fn save_parts(&self, parts: SavedParts) -> io::Result<()> {
+        self.write(SavedUpload {
+            protocol: "tus".to_string(),
+            upload_url: String::new(),
+            target: self.target.to_string(),
+            file: self.file.clone(),
+            parts: Some(parts),
+        })?;
+        match self.path.as_deref().and_then(Path::parent) {
+            Some(dir) => fs::File::open(dir)?.sync_all(),
+            None => Ok(()),
+        }
+    }
+
+    fn write(&self, saved: SavedUpload) -> io::Result<()> {
+        let Some(p) = &self.path else { return Ok(()) };
+        if let Some(dir) = p.parent() {
+            private_dir(dir)?;
+        }
         let tmp = p.with_extension("tmp");
         let _ = fs::remove_file(&tmp);
         // 0600 from the start: the file names URLs and local paths.
@@ -152,6 +188,9 @@ impl StateFile {
             .mode(0o600)
             .open(&tmp)?;
         f.write_all(&serde_json::to_vec_pretty(&saved).map_err(io::Error::other)?)?;
+        if saved.parts.is_some() {
+            f.sync_all()?;
+        }
         drop(f);
         fs::rename(&tmp, p)
     }
@@ -264,6 +303,41 @@ mod tests {
         again.remove();
         assert!(!again.exists());
         assert_eq!(st.lookup(), Lookup::Nothing);
+    }
+
+    #[test]
+    fn parts_are_recorded_and_older_records_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("data.bin");
+        fs::write(&f, b"parts").unwrap();
+        let target = url("http://127.0.0.1:9/up/data.bin");
+        let st = StateFile::new(
+            Some(&dir.path().join("state")),
+            FileIdentity::of(&f).unwrap(),
+            &target,
+        );
+        let parts = SavedParts {
+            done: "5 1 01".into(),
+            urls: vec![Some("http://127.0.0.1:9/-/uploads/1".into()), None],
+        };
+        st.save_parts(parts.clone()).unwrap();
+        match st.lookup() {
+            Lookup::Found(s) => assert_eq!(s.parts, Some(parts)),
+            other => panic!("{other:?}"),
+        }
+        // A one-upload record (as written before parts existed) has none.
+        st.save("tus", &url("http://127.0.0.1:9/-/uploads/2"))
+            .unwrap();
+        let p = dir
+            .path()
+            .join("state")
+            .join(state_name(&FileIdentity::of(&f).unwrap().path, &target));
+        let text = fs::read_to_string(&p).unwrap();
+        assert!(!text.contains("parts"), "{text}");
+        assert!(matches!(
+            st.lookup(),
+            Lookup::Found(SavedUpload { parts: None, .. })
+        ));
     }
 
     #[test]

@@ -82,6 +82,7 @@ pub async fn report(
         }
     }
     Ok(UploadReport {
+        parallel: None,
         url,
         status,
         bytes: stored.size,

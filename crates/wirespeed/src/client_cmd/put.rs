@@ -65,6 +65,17 @@ from byte 0 (so do smaller files, and --protocol put, and -n, whose
 create-only check needs a PUT). --protocol ietf|tus forces one protocol at
 any size.
 
+Parallel parts: one file of 64 MiB or more goes up over parallel connections
+when the server announces tus concatenation: the file is cut into parts (at
+most 256), each sent as a tus partial upload, then one final upload has the
+server join them into the file (no copy where its file system can avoid
+one). It starts with one connection and adds one every 1.5 s while the
+total keeps growing by a tenth, up to 8 (--connections N: up to N; 1: one
+upload). Across a long, lossy link this is what fills it when the
+congestion control is CUBIC. The parts' URLs and which are complete are kept
+in the state file, so a rerun sends only the missing bytes. A server without
+concatenation (or --digest-first, --protocol ietf|put, -n) gets one upload.
+
 Across runs: a resumable upload is recorded in a small state file under
 $XDG_STATE_HOME/wirespeed/uploads/ (else ~/.local/state/wirespeed/uploads/),
 keyed by the file (path, size, modification time, inode) and the URL, and
@@ -139,6 +150,17 @@ pub struct PutArgs {
     /// server's `max-append-size`.
     #[arg(long, value_name = "SIZE", value_parser = crate::size::parse_size)]
     pub append_size: Option<u64>,
+    /// At most N parallel connections for one file (default: adaptive, up
+    /// to 8): a file of 64 MiB or more goes up as tus partial uploads,
+    /// joined by the server into the file (tus concatenation), starting
+    /// with one connection and adding one while the total keeps growing.
+    /// 1: one upload. A server that cannot join uploads gets one upload.
+    /// A cut upload continues with only the missing parts' bytes.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub connections: Option<u16>,
+    /// Files at least this large go in parallel parts (tests and benches).
+    #[arg(long, value_name = "SIZE", hide = true, value_parser = crate::size::parse_size)]
+    pub parts_from: Option<u64>,
     /// Say what became of each file as JSON Lines on stdout, one line per
     /// file as it is done, then a summary line (docs/client.md); errors
     /// stay on stderr.
@@ -180,7 +202,7 @@ fn continue_hint(path: &Path, url: &Url) -> String {
 }
 
 fn check_line(rep: &UploadReport) -> String {
-    match (rep.sha256, rep.server_sha256) {
+    let check = match (rep.sha256, rep.server_sha256) {
         (Some(ours), Some(_)) => {
             format!("sha-256 {} verified by the server", transfer::hex(&ours))
         }
@@ -189,6 +211,15 @@ fn check_line(rep: &UploadReport) -> String {
             transfer::hex(&ours)
         ),
         (None, _) => "not verified (--no-verify)".to_string(),
+    };
+    match rep.parallel {
+        Some(p) => format!(
+            "{check}; sent as {} parts over {} connection{}",
+            p.parts,
+            p.connections,
+            if p.connections == 1 { "" } else { "s" }
+        ),
+        None => check,
     }
 }
 
@@ -213,6 +244,11 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
         notice: notice(&args.opts),
         append_size: args.append_size,
         send_mtime: !args.no_mtime,
+        // Files of a tree share the connections (--parallel): one each.
+        connections: 1,
+        parts_from: args
+            .parts_from
+            .unwrap_or(wirespeed_client::transfer::ranges::RANGED_FROM),
         ..UploadOptions::default()
     };
     if args.files.iter().any(|f| f.as_os_str() == "-") {
@@ -341,6 +377,10 @@ pub fn put(args: PutArgs) -> anyhow::Result<()> {
         let p = progress(&args.opts, "put");
         let opts = UploadOptions {
             progress: Some(p.sink()),
+            connections: args.connections.map_or(
+                wirespeed_client::transfer::ranges::DEFAULT_MAX_CONNECTIONS,
+                usize::from,
+            ),
             ..upload_opts
         };
         let result = interrupt::block_on(

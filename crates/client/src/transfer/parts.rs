@@ -1,0 +1,669 @@
+//! A large upload in parallel parts: one loss-limited TCP flow across a
+//! long, lossy link carries a few percent of it, N flows about N times
+//! that. The file is cut into pieces ([`Pieces`], the same plan as `get`
+//! by ranges); each piece goes up as a tus partial upload (`Upload-Concat:
+//! partial`, created empty so its URL is recorded before its first byte,
+//! then appended from the server's offset) over up to N kept-alive
+//! connections, opened one by one while the total keeps growing
+//! ([`Adapt`]); then one final upload (`Upload-Concat: final;URL…`) has
+//! the server join them under the file's URL. The parts' URLs and which
+//! are complete are kept in the upload's state file, synced as each part
+//! is created and completed, so a rerun after a cut or a kill sends only
+//! the missing bytes of the missing parts. A server that does not announce
+//! `concatenation` gets the one-stream resumable upload (`resume.rs`),
+//! quietly. Memory: nothing per connection beyond the request (the body
+//! goes out with sendfile; the whole file is hashed once beside it).
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sha2::Digest;
+use tokio::task::JoinSet;
+use wirespeed_resumable::client::{encode_metadata, next_append, Announced, ClientProtocol};
+use wirespeed_resumable::{concat, tus};
+
+use crate::transfer::put::{Parallel, ProtocolChoice, UploadOptions, UploadReport};
+use crate::transfer::ranges::{piece_size_at_most, Adapt, Pieces};
+use crate::transfer::resume::stored_digest;
+use crate::transfer::retry;
+use crate::transfer::saved::{FileIdentity, Lookup, SavedParts, StateFile};
+use crate::transfer::{hash_file, hex};
+use crate::{Body, Client, Error, FileBody, Request, Url};
+
+/// How long a connection count runs before its total rate is judged.
+const WINDOW: Duration = Duration::from_millis(1500);
+
+/// How often a final upload still being joined is asked again, and for
+/// how long at most.
+const JOIN_POLL: Duration = Duration::from_millis(250);
+const JOIN_WAIT: Duration = Duration::from_secs(3600);
+
+struct Shared {
+    client: Client,
+    path: PathBuf,
+    /// Where partial uploads are created (`/-/uploads/<target path>`).
+    creation: Url,
+    plan: Mutex<Plan>,
+    record: StateFile,
+    /// Bytes sent by all connections (the adaptive rate's sample).
+    moved: Arc<AtomicU64>,
+    opts: UploadOptions,
+    unrecorded: AtomicBool,
+}
+
+struct Plan {
+    pieces: Pieces,
+    urls: Vec<Option<Url>>,
+    queue: VecDeque<usize>,
+}
+
+impl Plan {
+    fn saved(&self) -> SavedParts {
+        SavedParts {
+            done: self.pieces.encode(),
+            urls: self
+                .urls
+                .iter()
+                .map(|u| u.as_ref().map(Url::to_string))
+                .collect(),
+        }
+    }
+}
+
+/// The piece size of a file sent in parts: as `get` cuts it, in at most
+/// as many parts as a final upload may name.
+fn part_size(len: u64) -> u64 {
+    piece_size_at_most(len, concat::MAX_PARTS)
+}
+
+/// Whether this upload goes in parts by itself (a recorded parts upload
+/// is continued whatever the options).
+fn wanted(len: u64, opts: &UploadOptions) -> bool {
+    // --digest-first has the server refuse a corrupted body before it is
+    // stored; a final upload carries no body to refuse.
+    opts.connections > 1
+        && len >= opts.parts_from
+        && !opts.digest_first
+        && matches!(
+            opts.protocol,
+            ProtocolChoice::Auto | ProtocolChoice::Force(ClientProtocol::Tus)
+        )
+}
+
+/// Upload `path` (`len` bytes) to `url` in parallel parts when it pays and
+/// the server can join them; `Ok(None)`: it does not, or cannot (the caller
+/// sends it as one resumable upload).
+pub(crate) async fn upload(
+    client: &Client,
+    url: &Url,
+    path: &Path,
+    len: u64,
+    opts: &UploadOptions,
+) -> Result<Option<UploadReport>, Error> {
+    let say = |m: &str| {
+        if let Some(n) = &opts.notice {
+            n(m)
+        }
+    };
+    let record = StateFile::new(opts.state_dir.as_deref(), FileIdentity::of(path)?, url);
+    let recorded = match record.lookup() {
+        Lookup::Found(s) => match s.parts {
+            Some(p) => Some(p),
+            // A one-stream upload is continued as one.
+            None => return Ok(None),
+        },
+        Lookup::FileChanged(s) if s.parts.is_some() => {
+            say(&format!(
+                "{} changed since the interrupted upload; starting a new upload",
+                path.display()
+            ));
+            record.remove();
+            None
+        }
+        _ => None,
+    };
+    if recorded.is_none() && !wanted(len, opts) {
+        return Ok(None);
+    }
+    let base = client.server_base(url).await?;
+    let Some(creation) = url.control_path(base, "/-/uploads") else {
+        return Ok(None);
+    };
+    let creation = url.resolve(&creation)?.with_share_of(url);
+    if !concatenates(client, &creation).await {
+        if recorded.is_some() {
+            record.remove();
+        }
+        return Ok(None);
+    }
+    if recorded.is_none() && opts.continue_saved {
+        say(&format!(
+            "no interrupted upload of {} to {url} is recorded; starting a new upload",
+            path.display()
+        ));
+    }
+    let piece = part_size(len);
+    let mut pieces = Pieces::sized(len, piece);
+    let mut urls = vec![None; pieces.count()];
+    if let Some(saved) = recorded {
+        match restore(&saved, len, piece, url) {
+            Some((p, u)) => {
+                say(&format!(
+                    "continuing the interrupted upload: {} of {} parts complete",
+                    p.count() - p.missing().count(),
+                    p.count()
+                ));
+                (pieces, urls) = (p, u);
+            }
+            None => {
+                say("the record of the interrupted upload is unusable; starting a new upload");
+                record.remove();
+            }
+        }
+    }
+    let hashing = opts.verify.then(|| {
+        let p = path.to_path_buf();
+        tokio::spawn(async move { hash_file(&p, Some(len), None).await })
+    });
+    let count = pieces.count();
+    let shared = Arc::new(Shared {
+        client: client.clone(),
+        path: path.to_path_buf(),
+        creation,
+        plan: Mutex::new(Plan {
+            queue: pieces.missing().collect(),
+            pieces,
+            urls,
+        }),
+        record,
+        moved: Arc::new(AtomicU64::new(0)),
+        opts: opts.clone(),
+        unrecorded: AtomicBool::new(false),
+    });
+    let sent = send_all(&shared).await;
+    let most = match sent {
+        Ok(m) => m,
+        Err(e) => {
+            if let Some(h) = hashing {
+                h.abort();
+            }
+            return Err(e);
+        }
+    };
+    let ours: Option<[u8; 32]> = match hashing {
+        Some(h) => Some(
+            h.await
+                .map_err(|e| Error::Io {
+                    context: "hashing",
+                    source: std::io::Error::other(e.to_string()),
+                })??
+                .finalize()
+                .into(),
+        ),
+        None => None,
+    };
+    join(&shared, url, ours).await?;
+    let server_sha256 = match ours {
+        Some(_) => stored_digest(client, url).await?,
+        None => None,
+    };
+    shared.record.remove();
+    if let (Some(s), Some(o)) = (server_sha256, ours) {
+        if s != o {
+            return Err(Error::DigestMismatch {
+                what: "upload",
+                ours: hex(&o),
+                theirs: hex(&s),
+            });
+        }
+    }
+    Ok(Some(UploadReport {
+        url: url.clone(),
+        status: 201,
+        bytes: len,
+        sha256: ours,
+        server_sha256,
+        parallel: Some(Parallel {
+            parts: count,
+            connections: most,
+        }),
+    }))
+}
+
+/// `OPTIONS` on the creation URL: tus with `concatenation`? Any failure is
+/// a no: the one-stream upload that follows meets it again and says it.
+async fn concatenates(client: &Client, creation: &Url) -> bool {
+    let req = Request::new("OPTIONS", creation.clone()).header("Tus-Resumable", tus::VERSION);
+    let Ok(resp) = client.send(req).await else {
+        return false;
+    };
+    let announced = Announced::from_fields(|n| resp.header(n).map(str::as_bytes));
+    let ok = resp.status() < 300 && announced.tus_concatenation;
+    let _ = resp.bytes(64 * 1024).await;
+    ok
+}
+
+/// A recorded parts upload, if it is one of this file as cut now, its
+/// URLs on the target's origin.
+fn restore(
+    saved: &SavedParts,
+    len: u64,
+    piece: u64,
+    target: &Url,
+) -> Option<(Pieces, Vec<Option<Url>>)> {
+    let pieces = Pieces::decode_sized(&saved.done, len, piece)?;
+    if saved.urls.len() != pieces.count() {
+        return None;
+    }
+    let mut urls = Vec::with_capacity(saved.urls.len());
+    for (i, u) in saved.urls.iter().enumerate() {
+        let u = match u {
+            Some(u) => Some(Url::parse(u).ok().filter(|u| u.same_origin(target))?),
+            // A complete part without a URL cannot be named by the final.
+            None if pieces.is_done(i) => return None,
+            None => None,
+        };
+        urls.push(u);
+    }
+    Some((pieces, urls))
+}
+
+fn say(s: &Shared, m: &str) {
+    if let Some(n) = &s.opts.notice {
+        n(m)
+    }
+}
+
+/// Record the plan (under its lock: records written out of order would
+/// forget a part). A failure is said once; the upload goes on unrecorded.
+fn save(s: &Shared, plan: &Plan) {
+    if let Err(e) = s.record.save_parts(plan.saved()) {
+        if !s.unrecorded.swap(true, Ordering::Relaxed) {
+            say(
+                s,
+                &format!("cannot write the upload's state file ({e}); --continue will not find it"),
+            );
+        }
+    }
+}
+
+fn queue_empty(s: &Shared) -> bool {
+    s.plan.lock().map_or(true, |p| p.queue.is_empty())
+}
+
+fn done_bytes(s: &Shared) -> u64 {
+    s.plan.lock().map_or(0, |p| p.pieces.done_bytes())
+}
+
+/// Sends every missing part over connections opened as [`Adapt`] says,
+/// retrying failures that may pass; the most connections open at once.
+async fn send_all(s: &Arc<Shared>) -> Result<usize, Error> {
+    let (already, total) = s
+        .plan
+        .lock()
+        .map_or((0, 0), |p| (p.pieces.done_bytes(), p.pieces.size));
+    if let Some(p) = &s.opts.progress {
+        p.start(Some(total), already);
+    }
+    let open = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let spawn = |workers: &mut JoinSet<Result<(), Error>>| {
+        let (s, open, most) = (s.clone(), open.clone(), most.clone());
+        workers.spawn(async move {
+            let now = open.fetch_add(1, Ordering::Relaxed) + 1;
+            most.fetch_max(now, Ordering::Relaxed);
+            let r = worker(s).await;
+            open.fetch_sub(1, Ordering::Relaxed);
+            r
+        });
+    };
+    let mut adapt = Adapt::new(s.opts.connections);
+    let mut workers = JoinSet::new();
+    if !queue_empty(s) {
+        spawn(&mut workers);
+    }
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + WINDOW, WINDOW);
+    let (mut last_moved, mut attempt, mut best) = (0u64, 0u32, already);
+    let policy = s.opts.retry;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let moved = s.moved.load(Ordering::Relaxed);
+                let rate = (moved - last_moved) as f64 / WINDOW.as_secs_f64();
+                last_moved = moved;
+                if adapt.window(rate) && !queue_empty(s) {
+                    spawn(&mut workers);
+                }
+            }
+            done = workers.join_next() => {
+                let Some(done) = done else { break };
+                match done {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        if !retry::retryable(&e) && e.status() != Some(409) {
+                            return Err(e);
+                        }
+                        let have = done_bytes(s);
+                        if have > best {
+                            best = have;
+                            attempt = 0;
+                        }
+                        if attempt >= policy.retries {
+                            return Err(e);
+                        }
+                        let d = retry::pause(&policy, attempt).await;
+                        attempt += 1;
+                        say(s, &format!(
+                            "{}; resuming the missing parts after {:.1} s (retry {attempt} of {} without progress)",
+                            retry::describe(&e),
+                            d.as_secs_f64(),
+                            policy.retries
+                        ));
+                        spawn(&mut workers);
+                    }
+                    Err(e) => {
+                        return Err(Error::Io {
+                            context: "an upload connection",
+                            source: std::io::Error::other(e.to_string()),
+                        })
+                    }
+                }
+                if workers.is_empty() && !queue_empty(s) {
+                    spawn(&mut workers);
+                }
+            }
+        }
+    }
+    Ok(most.load(Ordering::Relaxed).max(1))
+}
+
+/// One connection: takes missing parts until none is left.
+async fn worker(s: Arc<Shared>) -> Result<(), Error> {
+    loop {
+        let next = s.plan.lock().ok().and_then(|mut p| p.queue.pop_front());
+        let Some(i) = next else { return Ok(()) };
+        if let Err(e) = part(&s, i).await {
+            if let Ok(mut p) = s.plan.lock() {
+                p.queue.push_front(i);
+            }
+            return Err(e);
+        }
+    }
+}
+
+/// Part `i`: created (or its offset asked), appended to its end, recorded.
+async fn part(s: &Shared, i: usize) -> Result<(), Error> {
+    let ((start, end), known) = {
+        let p = s.plan.lock().unwrap_or_else(|e| e.into_inner());
+        (p.pieces.range(i), p.urls.get(i).cloned().flatten())
+    };
+    let len = end - start;
+    let (location, mut offset) = match known {
+        Some(loc) => match offset_of(s, &loc, len).await {
+            Ok(o) => {
+                if o > 0 {
+                    say(
+                        s,
+                        &format!("resuming at byte {o} of {len} of part {} (tus)", i + 1),
+                    );
+                }
+                (loc, o)
+            }
+            Err(e) if matches!(e.status(), Some(404 | 410)) => {
+                say(
+                    s,
+                    &format!("the server no longer has part {}; sending it again", i + 1),
+                );
+                (create(s, i, len).await?, 0)
+            }
+            Err(e) => return Err(e),
+        },
+        None => (create(s, i, len).await?, 0),
+    };
+    let cap = s.opts.append_size.unwrap_or(u64::MAX).max(1);
+    while offset < len {
+        let n = next_append(offset, len, None, cap);
+        append(s, &location, start + offset, offset, n).await?;
+        offset += n;
+    }
+    let mut p = s.plan.lock().unwrap_or_else(|e| e.into_inner());
+    p.pieces.mark(i);
+    save(s, &p);
+    Ok(())
+}
+
+/// `POST` an empty partial upload of `len` bytes; its URL is recorded
+/// before any byte of it leaves.
+async fn create(s: &Shared, i: usize, len: u64) -> Result<Url, Error> {
+    let req = Request::new("POST", s.creation.clone())
+        .header("Tus-Resumable", tus::VERSION)
+        .header("Upload-Concat", "partial")
+        .header("Upload-Length", len.to_string());
+    let resp = s.client.send(req).await?.error_for_status().await?;
+    let location = resp.header("Location").map(str::to_string);
+    let _ = resp.bytes(64 * 1024).await;
+    let Some(location) = location else {
+        return Err(Error::Resumable(
+            "the server created a partial upload without a Location".into(),
+        ));
+    };
+    let location = s.creation.resolve(&location)?.with_share_of(&s.creation);
+    if !location.same_origin(&s.creation) {
+        return Err(Error::Resumable(format!(
+            "the upload location {location} is on another origin; not followed (the token \
+             must not travel there)"
+        )));
+    }
+    let mut p = s.plan.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(u) = p.urls.get_mut(i) {
+        *u = Some(location.clone());
+    }
+    save(s, &p);
+    Ok(location)
+}
+
+/// `HEAD` on a part: how many of its `len` bytes the server has.
+async fn offset_of(s: &Shared, loc: &Url, len: u64) -> Result<u64, Error> {
+    let req = Request::new("HEAD", loc.clone()).header("Tus-Resumable", tus::VERSION);
+    let resp = s.client.send(req).await?.error_for_status().await?;
+    let offset = resp
+        .header("Upload-Offset")
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|o| *o <= len);
+    drop(resp);
+    offset.ok_or_else(|| {
+        Error::Resumable("the server's answer about a part has no valid Upload-Offset".into())
+    })
+}
+
+/// `PATCH` `n` bytes of the file from `at` into a part at its `offset`.
+async fn append(s: &Shared, loc: &Url, at: u64, offset: u64, n: u64) -> Result<(), Error> {
+    let req = Request::new("PATCH", loc.clone())
+        .header("Tus-Resumable", tus::VERSION)
+        .header("Upload-Offset", offset.to_string())
+        .header("Content-Type", tus::CONTENT_TYPE);
+    let progress = s.opts.progress.clone();
+    let moved = s.moved.clone();
+    let body = Body::file(FileBody::open(&s.path)?.range(at, n)).progress(Arc::new(move |k| {
+        moved.fetch_add(k, Ordering::Relaxed);
+        if let Some(p) = &progress {
+            p.advance(k);
+        }
+    }));
+    let resp = s
+        .client
+        .send(req.body(body))
+        .await?
+        .error_for_status()
+        .await?;
+    let _ = resp.bytes(64 * 1024).await;
+    Ok(())
+}
+
+/// The final upload: the server joins the parts under `url`. A retry after
+/// a cut may find the parts already taken by the first attempt: then the
+/// stored file's digest tells whether that attempt published ours.
+async fn join(s: &Shared, url: &Url, ours: Option<[u8; 32]>) -> Result<(), Error> {
+    let (names, count) = {
+        let p = s.plan.lock().unwrap_or_else(|e| e.into_inner());
+        let names: Vec<&str> = p.urls.iter().flatten().map(Url::path).collect();
+        (names.join(" "), p.urls.len())
+    };
+    let name = s
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let policy = s.opts.retry;
+    let mut attempt = 0;
+    loop {
+        let mut req = Request::new("POST", s.creation.clone())
+            .header("Tus-Resumable", tus::VERSION)
+            .header("Upload-Concat", format!("final;{names}"))
+            .header(
+                "Upload-Metadata",
+                encode_metadata(&[("filename", name.as_bytes())]),
+            );
+        if let Some(t) = s.opts.mtime_field(&s.path) {
+            req = req.header(crate::transfer::mtime::FIELD, t);
+        }
+        let e = match final_request(s, req).await {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        let taken = attempt > 0 && matches!(e.status(), Some(400 | 409));
+        if taken {
+            if let Some(o) = ours {
+                if stored_digest(&s.client, url).await? == Some(o) {
+                    return Ok(());
+                }
+            }
+        }
+        if let Some(status @ 400..=499) = e.status().filter(|st| *st != 408 && *st != 429) {
+            // The same parts would be refused again: a rerun starts anew.
+            s.record.remove();
+            return Err(Error::Resumable(format!(
+                "the server refused to join the {count} parts into {url} ({status}): {e}; \
+                 the record of the parts is dropped, so running the command again starts a \
+                 new upload"
+            )));
+        }
+        if !retry::retryable(&e) || attempt >= policy.retries {
+            return Err(e);
+        }
+        let d = retry::pause(&policy, attempt).await;
+        attempt += 1;
+        say(
+            s,
+            &format!(
+                "{}; asking the server to join the parts again after {:.1} s",
+                retry::describe(&e),
+                d.as_secs_f64()
+            ),
+        );
+    }
+}
+
+/// Sends the final upload's creation and waits until the file is joined.
+async fn final_request(s: &Shared, req: Request) -> Result<(), Error> {
+    let resp = s.client.send(req).await?.error_for_status().await?;
+    let joined = resp.header("Upload-Offset").is_some();
+    let location = resp.header("Location").map(str::to_string);
+    let _ = resp.bytes(64 * 1024).await;
+    if joined {
+        return Ok(());
+    }
+    let Some(location) = location else {
+        return Err(Error::Resumable(
+            "the server created the final upload without a Location".into(),
+        ));
+    };
+    let location = s.creation.resolve(&location)?.with_share_of(&s.creation);
+    // Still joining: its HEAD has no Upload-Offset until it is published.
+    let started = tokio::time::Instant::now();
+    while started.elapsed() < JOIN_WAIT {
+        tokio::time::sleep(JOIN_POLL).await;
+        let req = Request::new("HEAD", location.clone()).header("Tus-Resumable", tus::VERSION);
+        let resp = s.client.send(req).await?.error_for_status().await?;
+        if resp.header("Upload-Offset").is_some() {
+            return Ok(());
+        }
+    }
+    Err(Error::Timeout("the server joining the parts"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(s: &str) -> Url {
+        Url::parse(s).unwrap()
+    }
+
+    #[test]
+    fn only_large_files_of_tus_or_auto_go_in_parts() {
+        let big = 64 << 20;
+        let opts = UploadOptions::default();
+        assert!(wanted(big, &opts));
+        assert!(!wanted(big - 1, &opts));
+        for off in [
+            UploadOptions {
+                connections: 1,
+                ..UploadOptions::default()
+            },
+            UploadOptions {
+                digest_first: true,
+                ..UploadOptions::default()
+            },
+            UploadOptions {
+                protocol: ProtocolChoice::Force(ClientProtocol::Ietf),
+                ..UploadOptions::default()
+            },
+        ] {
+            assert!(!wanted(big, &off));
+        }
+        let tus = UploadOptions {
+            protocol: ProtocolChoice::Force(ClientProtocol::Tus),
+            ..UploadOptions::default()
+        };
+        assert!(wanted(big, &tus));
+    }
+
+    #[test]
+    fn a_record_is_restored_only_when_it_fits_the_file_and_origin() {
+        let len = 16 << 20;
+        let piece = part_size(len);
+        let target = url("http://h:1/up/f.bin");
+        let mut pieces = Pieces::sized(len, piece);
+        pieces.mark(0);
+        let part = |i: usize| Some(format!("http://h:1/-/uploads/{i:032x}"));
+        let good = SavedParts {
+            done: pieces.encode(),
+            urls: vec![part(0), part(1), None, None],
+        };
+        let (p, u) = restore(&good, len, piece, &target).unwrap();
+        assert!(p.is_done(0) && !p.is_done(1));
+        assert_eq!(u.iter().flatten().count(), 2);
+        // Another file size, another count of URLs, another origin, or a
+        // complete part without its URL: no record.
+        assert!(restore(&good, len + 1, piece, &target).is_none());
+        let short = SavedParts {
+            urls: vec![part(0)],
+            ..good.clone()
+        };
+        assert!(restore(&short, len, piece, &target).is_none());
+        let foreign = SavedParts {
+            urls: vec![Some("http://other:1/-/uploads/a".into()), None, None, None],
+            ..good.clone()
+        };
+        assert!(restore(&foreign, len, piece, &target).is_none());
+        let lost = SavedParts {
+            urls: vec![None, part(1), None, None],
+            ..good
+        };
+        assert!(restore(&lost, len, piece, &target).is_none());
+    }
+}
