@@ -118,7 +118,8 @@ const FILE_METHODS: [&str; 12] = [
 /// The service's routes: the control routes, then every other path as a
 /// file (`path.rs` answers any `/-/…` path, even percent-encoded, as missing:
 /// no stored file hides behind a control path).
-pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
+pub fn router<S: Storage>(mut storage: S, cfg: ServiceConfig) -> Router {
+    trash::keep_replaced_at_publication(&mut storage, &cfg);
     let files = std::sync::Arc::new(front_door::FileRoutes::new(storage, cfg.clone()));
     team_routes(control::control_routes(&cfg, files.clone()), &files).route(
         &FILE_METHODS,
@@ -161,10 +162,11 @@ fn team_routes<P: config::FileParts>(router: Router, files: &std::sync::Arc<P>) 
 /// draft's upload resources) and IETF creation on the file routes. The
 /// returned [`Uploads`] runs the expiry sweep ([`Uploads::sweep_expired`]).
 pub fn router_with_uploads<S: Storage + PartialUploads + Clone>(
-    storage: S,
+    mut storage: S,
     cfg: ServiceConfig,
     ucfg: UploadsConfig,
 ) -> (Router, std::sync::Arc<Uploads<S>>) {
+    trash::keep_replaced_at_publication(&mut storage, &cfg);
     let uploads = std::sync::Arc::new(Uploads::new(storage.clone(), cfg.clone(), ucfg));
     let files = std::sync::Arc::new(front_door::FileRoutes::new(storage, cfg.clone()));
     let router = team_routes(control::control_routes(&cfg, files.clone()), &files)

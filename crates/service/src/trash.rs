@@ -83,8 +83,8 @@ pub(crate) async fn discard<S: Storage>(
     }
 }
 
-/// Keeps the file `key` (`meta`: what it is) in the trash before an
-/// upload replaces it, its name left for the replacement's one rename
+/// For a storage that cannot keep it at the publication: keeps the file
+/// `key` (`meta`: what it is) in the trash before an upload replaces it, its name left for the replacement's one rename
 /// (no reader finds it missing in between); `false` when nothing was
 /// kept (no trash here: the replacement simply overwrites).
 pub(crate) async fn keep_replaced<S: Storage>(
@@ -112,6 +112,35 @@ pub(crate) async fn keep_replaced<S: Storage>(
         }
         Err(StorageError::Unsupported(_)) => Ok(false),
         Err(e) => Err(e),
+    }
+}
+
+/// The trash's entry for a file an upload replaces, made by the storage at
+/// the publication itself ([`Storage::keep_replaced_in_trash`]): every
+/// front (PUT, form and encoded POSTs, resumable uploads, `If-Match`
+/// writes) publishes through it, so none can skip the trash.
+#[derive(Debug)]
+pub struct KeepInTrash;
+
+impl crate::storage::gate::KeepReplaced for KeepInTrash {
+    fn entry(&self, key: &RelPath, size: u64, by: Option<&str>) -> Option<(String, Vec<u8>)> {
+        let record = Record {
+            path: key.to_url(false),
+            by: by.map(str::to_owned),
+            at: now_secs(),
+            size,
+            files: 1,
+            folder: false,
+        };
+        let id = new_id().ok()?;
+        Some((id, serde_json::to_vec(&record).ok()?))
+    }
+}
+
+/// Turns [`KeepInTrash`] on in `storage` when the trash is.
+pub(crate) fn keep_replaced_at_publication<S: Storage>(storage: &mut S, cfg: &ServiceConfig) {
+    if cfg.trash_days > 0 {
+        storage.keep_replaced_in_trash(std::sync::Arc::new(KeepInTrash));
     }
 }
 
