@@ -141,38 +141,70 @@ impl std::io::Write for Captured {
 /// What the receiver got: each POST's signature header and body.
 type Received = Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
 
+/// How a receiver answers a POST's body: status line and body.
+type Answerer = fn(&[u8]) -> (&'static str, &'static str);
+
 /// A loopback HTTP receiver: each POST's signature header and body.
 fn receiver() -> (String, Received) {
+    receiver_with(None, |_| ("204 No Content", ""))
+}
+
+/// A loopback receiver, over TLS when `tls` is given (its URL is then
+/// https), answering each POST as `answer` says.
+fn receiver_with(tls: Option<Arc<rustls::ServerConfig>>, answer: Answerer) -> (String, Received) {
     use std::io::{BufRead, BufReader, Read, Write};
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/hook", l.local_addr().unwrap());
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let url = format!("{scheme}://{}/hook", l.local_addr().unwrap());
     let got = Arc::new(std::sync::Mutex::new(Vec::new()));
     let g = got.clone();
     std::thread::spawn(move || {
         for conn in l.incoming() {
-            let Ok(mut conn) = conn else { return };
-            let mut r = BufReader::new(conn.try_clone().unwrap());
-            let (mut len, mut sig) = (0usize, String::new());
-            loop {
-                let mut line = String::new();
-                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
+            let Ok(tcp) = conn else { return };
+            let mut conn: Box<dyn ReadWrite> = match &tls {
+                None => Box::new(tcp),
+                Some(cfg) => {
+                    let c = rustls::ServerConnection::new(cfg.clone()).unwrap();
+                    Box::new(rustls::StreamOwned::new(c, tcp))
                 }
-                let (k, v) = line.split_once(':').unwrap_or(("", ""));
-                match k.to_ascii_lowercase().as_str() {
-                    "content-length" => len = v.trim().parse().unwrap(),
-                    "x-wirespeed-signature" => sig = v.trim().to_string(),
-                    _ => {}
+            };
+            let (mut len, mut sig) = (0usize, String::new());
+            let mut body = Vec::new();
+            {
+                let mut r = BufReader::new(&mut conn);
+                loop {
+                    let mut line = String::new();
+                    // A client that gave up (a refused certificate) sends nothing.
+                    if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    let (k, v) = line.split_once(':').unwrap_or(("", ""));
+                    match k.to_ascii_lowercase().as_str() {
+                        "content-length" => len = v.trim().parse().unwrap(),
+                        "x-wirespeed-signature" => sig = v.trim().to_string(),
+                        _ => {}
+                    }
+                }
+                body.resize(len, 0);
+                if len == 0 || r.read_exact(&mut body).is_err() {
+                    continue;
                 }
             }
-            let mut body = vec![0; len];
-            r.read_exact(&mut body).unwrap();
-            g.lock().unwrap().push((sig, body));
-            let _ = conn.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+            g.lock().unwrap().push((sig, body.clone()));
+            let (status, text) = answer(&body);
+            let resp = format!(
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            );
+            let _ = conn.write_all(resp.as_bytes());
+            let _ = conn.flush();
         }
     });
     (url, got)
 }
+
+trait ReadWrite: std::io::Read + std::io::Write {}
+impl<T: std::io::Read + std::io::Write> ReadWrite for T {}
 
 const SECRET: &str = "hook-secret-1";
 
@@ -422,4 +454,129 @@ fn a_pre_publication_hook_refuses_uploads_on_every_write_front() {
     let mut left = left;
     left.sort();
     assert_eq!(left, ["g.txt", "good.txt"]);
+}
+
+/// A self-signed certificate for 127.0.0.1 (its PEM in `dir`), as a
+/// receiver's TLS config, and the hooks' client config trusting it
+/// (`--hook-cacert`), or trusting only the built-in roots.
+fn tls_pair(
+    dir: &std::path::Path,
+    trusted: bool,
+) -> (
+    Arc<rustls::ServerConfig>,
+    wirespeed_service::events::HookTls,
+) {
+    let cert = wirespeed_tls::self_signed(dir).unwrap();
+    let opts = wirespeed_tls::ClientTls {
+        cacert: trusted.then(|| cert.cert_path.clone()),
+        insecure_accept_anything: false,
+    };
+    let client = wirespeed_tls::client_config(&opts).unwrap();
+    (Arc::new(cert.config), client)
+}
+
+#[test]
+fn an_https_hook_gets_each_event_signed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server_tls, client_tls) = tls_pair(dir.path(), true);
+    let (url, got) = receiver_with(Some(server_tls), |_| ("200 OK", "ok"));
+    assert!(url.starts_with("https://"));
+    let hooks = Hooks::start(HookConfig {
+        urls: vec![HookUrl::parse(&url).unwrap()],
+        secret: Some(SECRET.as_bytes().to_vec()),
+        tls: Some(client_tls),
+        ..HookConfig::default()
+    })
+    .unwrap();
+    let events = Arc::new(Events::new(None, Some(hooks)));
+    let s = TestServer::with(ServiceConfig {
+        events: Some(events.clone()),
+        ..ServiceConfig::default()
+    });
+    assert_eq!(s.put("/a.txt", b"hello").status, 201);
+    assert_eq!(s.get("/a.txt").status, 200);
+    events.flush();
+    let got = got.lock().unwrap().clone();
+    let actions: Vec<String> = got
+        .iter()
+        .map(|(sig, body)| {
+            assert_eq!(*sig, sign(SECRET.as_bytes(), body));
+            let v: serde_json::Value = serde_json::from_slice(body).unwrap();
+            v["action"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(actions, ["upload", "download"]);
+}
+
+/// Refuses names ending in .exe, saying why; publishes the rest.
+fn scanner(body: &[u8]) -> (&'static str, &'static str) {
+    let v: serde_json::Value = serde_json::from_slice(body).unwrap();
+    if v["path"].as_str().unwrap().ends_with(".exe") {
+        ("422 Unprocessable Content", "no programs here\nsecond line")
+    } else {
+        ("204 No Content", "")
+    }
+}
+
+/// A folder whose uploads a URL gate checks, and the server over it.
+fn url_gated(gate: wirespeed_service::events::UrlGate) -> (tempfile::TempDir, TestServer) {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = wirespeed_service::LocalStorage::new(dir.path())
+        .unwrap()
+        .with_fsync(false)
+        .with_publish_gate(Arc::new(gate));
+    let s = TestServer::with_uploads_on(
+        storage,
+        ServiceConfig::default(),
+        wirespeed_service::UploadsConfig::default(),
+    );
+    (dir, s)
+}
+
+#[test]
+fn a_pre_publication_url_refuses_uploads_over_https_and_fails_closed() {
+    let certs = tempfile::tempdir().unwrap();
+    let (server_tls, client_tls) = tls_pair(certs.path(), true);
+    let (url, got) = receiver_with(Some(server_tls.clone()), scanner);
+    let gate = wirespeed_service::events::UrlGate {
+        url: HookUrl::parse(&url).unwrap(),
+        secret: Some(SECRET.as_bytes().to_vec()),
+        tls: Some(client_tls),
+        timeout: std::time::Duration::from_secs(10),
+    };
+    let (dir, s) = url_gated(gate.clone());
+    let r = s.req("PUT", "/tool.exe", &[], b"MZ");
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert!(
+        r.text().trim().ends_with(": no programs here"),
+        "{}",
+        r.text()
+    );
+    assert!(!dir.path().join("tool.exe").exists());
+    let ietf = [
+        ("Upload-Draft-Interop-Version", "8"),
+        ("Upload-Complete", "?1"),
+    ];
+    assert_eq!(s.req("POST", "/i.exe", &ietf, b"MZ").status, 422);
+    assert!(!dir.path().join("i.exe").exists());
+    assert_eq!(s.put("/fine.txt", b"ok").status, 201);
+    assert!(dir.path().join("fine.txt").exists());
+    let got = got.lock().unwrap().clone();
+    assert_eq!(got.len(), 3);
+    for (sig, body) in &got {
+        assert_eq!(*sig, sign(SECRET.as_bytes(), body));
+        let v: serde_json::Value = serde_json::from_slice(body).unwrap();
+        assert_eq!(v["action"], "upload.before");
+    }
+    // The same receiver, its certificate not trusted (only the built-in
+    // roots): the check cannot be asked, so nothing is published.
+    let (_, untrusted) = tls_pair(certs.path(), false);
+    let (dir, s) = url_gated(wirespeed_service::events::UrlGate {
+        tls: Some(untrusted),
+        ..gate
+    });
+    let r = s.put("/fine.txt", b"ok");
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert!(r.text().contains("could not be asked"), "{}", r.text());
+    assert!(!dir.path().join("fine.txt").exists());
 }

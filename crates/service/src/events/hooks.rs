@@ -13,17 +13,18 @@
 //! least once: a receiver that answered after the time limit may get an
 //! event twice, and tells by its `seq`.
 //!
-//! URLs are `http://` (a receiver on the same host or network, or a relay):
-//! this is a plain HTTP/1.1 POST over a socket, without a client library.
+//! URLs are `http://` or `https://` (`hook_post.rs`: a plain HTTP/1.1 POST,
+//! over rustls for https).
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use hmac::{Hmac, Mac};
+
+use super::hook_post::{post, HookTls, HookUrl};
 
 /// The signature's header: `sha256=` and the HMAC-SHA256 of the body, hex.
 pub const SIGNATURE_HEADER: &str = "X-Wirespeed-Signature";
@@ -39,49 +40,6 @@ const BACKOFF: [Duration; 4] = [
     Duration::from_secs(4),
 ];
 
-/// One hook URL, parsed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HookUrl {
-    /// `host:port`, for the socket.
-    pub addr: String,
-    /// `host[:port]` as the `Host` field says it.
-    pub host: String,
-    pub path: String,
-}
-
-impl HookUrl {
-    /// `http://HOST[:PORT][/PATH]`.
-    pub fn parse(url: &str) -> Result<HookUrl, String> {
-        let rest = url.strip_prefix("http://").ok_or_else(|| {
-            format!(
-                "{url:?}: a hook URL is http://HOST[:PORT]/PATH (https is not spoken here: \
-                 point it at a receiver on this host or network, or a relay)"
-            )
-        })?;
-        let (host, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
-        };
-        if host.is_empty() || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
-            return Err(format!("{url:?} is not a usable http:// URL"));
-        }
-        let addr = if host
-            .rsplit_once(':')
-            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-            && !host.ends_with(']')
-        {
-            host.to_string()
-        } else {
-            format!("{host}:80")
-        };
-        Ok(HookUrl {
-            addr,
-            host: host.to_string(),
-            path: path.to_string(),
-        })
-    }
-}
-
 /// What `serve` gives the hooks.
 #[derive(Debug, Clone)]
 pub struct HookConfig {
@@ -94,6 +52,8 @@ pub struct HookConfig {
     pub queue: usize,
     /// One POST's or one command's time limit.
     pub timeout: Duration,
+    /// How https URLs are reached (`None`: only http ones work).
+    pub tls: Option<HookTls>,
 }
 
 impl Default for HookConfig {
@@ -104,6 +64,7 @@ impl Default for HookConfig {
             commands: Vec::new(),
             queue: 4096,
             timeout: Duration::from_secs(10),
+            tls: None,
         }
     }
 }
@@ -258,63 +219,15 @@ impl Inner {
                 break;
             }
             std::thread::sleep(wait);
-            match post(url, body, self.cfg.secret.as_deref(), self.cfg.timeout) {
-                Ok(s) if (200..300).contains(&s) => return,
-                Ok(s) => last = format!("answered {s}"),
+            let (secret, tls) = (self.cfg.secret.as_deref(), self.cfg.tls.as_ref());
+            match post(url, body, secret, self.cfg.timeout, tls) {
+                Ok(a) if (200..300).contains(&a.status) => return,
+                Ok(a) => last = format!("answered {}", a.status),
                 Err(e) => last = e.to_string(),
             }
         }
         tracing::warn!(target: "wirespeed::hooks", host = %url.host, path = %url.path, error = %last, "hook POST failed after retries; event not delivered");
     }
-}
-
-/// One POST; the status answered.
-fn post(
-    url: &HookUrl,
-    body: &[u8],
-    secret: Option<&[u8]>,
-    timeout: Duration,
-) -> std::io::Result<u16> {
-    let addr = url
-        .addr
-        .to_socket_addrs()?
-        .next()
-        .ok_or_else(|| std::io::Error::other("the hook's host has no address"))?;
-    let mut s = TcpStream::connect_timeout(&addr, timeout)?;
-    s.set_read_timeout(Some(timeout))?;
-    s.set_write_timeout(Some(timeout))?;
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let mut head = format!(
-        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\nUser-Agent: wirespeed-hooks\r\n\
-         {TIMESTAMP_HEADER}: {now}\r\n",
-        url.path,
-        url.host,
-        body.len()
-    );
-    if let Some(k) = secret {
-        head.push_str(&format!("{SIGNATURE_HEADER}: {}\r\n", sign(k, body)));
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes())?;
-    s.write_all(body)?;
-    // The status line is all that matters: read a little, bounded.
-    let mut buf = [0u8; 64];
-    let mut n = 0;
-    while n < 12 {
-        let got = s.read(&mut buf[n..])?;
-        if got == 0 {
-            break;
-        }
-        n += got;
-    }
-    let line = std::str::from_utf8(&buf[..n]).unwrap_or("");
-    line.strip_prefix("HTTP/1.")
-        .and_then(|r| r.get(2..5))
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| std::io::Error::other("no HTTP status line in the hook's answer"))
 }
 
 /// Run `cmd` by `sh -c` with `body` on stdin; killed past `timeout`.
@@ -383,23 +296,6 @@ mod tests {
             sign(b"Jefe", b"what do ya want for nothing?"),
             "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
-    }
-
-    #[test]
-    fn urls() {
-        let u = HookUrl::parse("http://127.0.0.1:9000/in").unwrap();
-        assert_eq!(
-            (u.addr.as_str(), u.path.as_str()),
-            ("127.0.0.1:9000", "/in")
-        );
-        let u = HookUrl::parse("http://hooks.lan").unwrap();
-        assert_eq!(
-            (u.addr.as_str(), u.host.as_str(), u.path.as_str()),
-            ("hooks.lan:80", "hooks.lan", "/")
-        );
-        assert!(HookUrl::parse("https://x/").unwrap_err().contains("https"));
-        assert!(HookUrl::parse("http:///x").is_err());
-        assert!(HookUrl::parse("http://x/a b").is_err());
     }
 
     #[test]

@@ -18,6 +18,7 @@
 
 mod audit;
 mod gate;
+mod hook_post;
 mod hooks;
 mod json;
 
@@ -28,8 +29,9 @@ use std::time::SystemTime;
 use wirespeed_net::{Error, Exchange, Handler};
 
 pub use audit::Audit;
-pub use gate::CommandGate;
-pub use hooks::{sign, HookConfig, HookUrl, Hooks, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+pub use gate::{CommandGate, UrlGate};
+pub use hook_post::{Answer, HookTls, HookUrl};
+pub use hooks::{sign, HookConfig, Hooks, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 pub use json::Event;
 
 /// Where events go: the audit trail, the hooks, or both.
