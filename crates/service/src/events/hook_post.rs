@@ -9,7 +9,27 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::hooks::{sign, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+use hmac::{Hmac, Mac};
+
+/// The signature's header: `sha256=` and the HMAC-SHA256 of the body, hex.
+pub const SIGNATURE_HEADER: &str = "X-Wirespeed-Signature";
+/// The time the POST was made (Unix seconds), also signed into the body's
+/// `time`.
+pub const TIMESTAMP_HEADER: &str = "X-Wirespeed-Timestamp";
+
+/// `sha256=HEX`: the HMAC-SHA256 of `body` under `secret`.
+pub fn sign(secret: &[u8], body: &[u8]) -> String {
+    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(secret)
+        .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+    mac.update(body);
+    let d = mac.finalize().into_bytes();
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256=");
+    for b in d {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
 
 /// The TLS client config https hook URLs are reached with.
 pub type HookTls = Arc<rustls::ClientConfig>;
@@ -191,6 +211,15 @@ pub(super) fn parse_answer(buf: &[u8]) -> Option<Answer> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn signature_is_rfc_4231_hmac_sha256() {
+        // RFC 4231, test case 2.
+        assert_eq!(
+            sign(b"Jefe", b"what do ya want for nothing?"),
+            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
 
     #[test]
     fn urls() {

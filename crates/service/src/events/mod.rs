@@ -30,8 +30,8 @@ use wirespeed_net::{Error, Exchange, Handler};
 
 pub use audit::Audit;
 pub use gate::{CommandGate, UrlGate};
-pub use hook_post::{Answer, HookTls, HookUrl};
-pub use hooks::{sign, HookConfig, Hooks, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+pub use hook_post::{sign, Answer, HookTls, HookUrl, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+pub use hooks::{HookConfig, Hooks};
 pub use json::Event;
 
 /// Where events go: the audit trail, the hooks, or both.
