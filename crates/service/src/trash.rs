@@ -146,7 +146,7 @@ pub(crate) fn keep_replaced_at_publication<S: Storage>(storage: &mut S, cfg: &Se
 
 /// A sweep reads every record: at most once a minute from the request
 /// path (a `rm -r` of many files is many discards).
-async fn now_and_then_sweep<S: Storage>(storage: &S, cfg: &ServiceConfig) {
+pub(crate) async fn now_and_then_sweep<S: Storage>(storage: &S, cfg: &ServiceConfig) {
     let now = now_secs();
     let last = LAST_SWEEP.load(Ordering::Relaxed);
     if now >= last + 60
@@ -167,9 +167,18 @@ pub(crate) async fn sweep<S: Storage>(storage: &S, cfg: &ServiceConfig) {
         .into_iter()
         .filter(|(_, r)| r.at.saturating_add(keep) <= now)
         .take(SWEEP_MAX);
-    for (id, _) in expired {
+    for (id, r) in expired {
         if let Err(e) = storage.purge_trash(&id).await {
             tracing::warn!(error = %e, id, "an expired trash entry could not be removed");
+            continue;
+        }
+        // Gone for good: the audit trail says what, whose and since when.
+        if let Some(events) = &cfg.events {
+            let entry = serde_json::json!({
+                "id": id, "by": r.by, "deleted": r.at, "size": r.size,
+                "files": r.files, "folder": r.folder,
+            });
+            events.system("trash.expire", &r.path, entry);
         }
     }
 }

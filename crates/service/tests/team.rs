@@ -580,3 +580,127 @@ fn a_pre_publication_url_refuses_uploads_over_https_and_fails_closed() {
     assert!(r.text().contains("could not be asked"), "{}", r.text());
     assert!(!dir.path().join("fine.txt").exists());
 }
+
+/// The audit lines of what the trash does: listing, restoring (with the
+/// entry), and the expiry sweep (what went for good, by nobody); and a
+/// proxy's user header sent by a peer that is no trusted proxy, ignored
+/// and told as such.
+#[test]
+fn the_trash_and_an_ignored_user_header_are_audited() {
+    let rules = format!(
+        "[users]\nalice = \"{}\"\n[paths.\"/\"]\nalice = \"rwd\"\n",
+        password::hash(b"alice-pw").unwrap()
+    );
+    let out = Captured::default();
+    let events = Arc::new(Events::new(
+        Some(Audit::to_sink(Box::new(out.clone())).unwrap()),
+        None,
+    ));
+    let cfg = ServiceConfig {
+        users: Some(Arc::new(Users::from_text("users.toml", &rules).unwrap())),
+        events: Some(events.clone()),
+        trash_days: 30,
+        proxy_sign_in: Some(ProxySignIn {
+            user_header: "remote-user".into(),
+            groups_header: None,
+        }),
+        ..ServiceConfig::default()
+    };
+    // The test's client, 127.0.0.1, is no trusted proxy.
+    let server_cfg = ServerConfig {
+        trusted_proxies: TrustedProxies::new(
+            vec![TrustedProxies::parse_one("10.0.0.0/8").unwrap()],
+        ),
+        ..ServerConfig::default()
+    };
+    let s = TestServer::with_server(cfg, server_cfg);
+    let alice = basic("alice", "alice-pw");
+    let a: &[(&str, &str)] = &[("Authorization", &alice), SAME_ORIGIN];
+    for name in ["/a.txt", "/b.txt"] {
+        assert_eq!(s.req("PUT", name, a, b"bytes").status, 201);
+        assert_eq!(s.req("DELETE", name, a, b"").status, 204);
+    }
+    // The entry of /b.txt went long ago: the next listing's sweep removes it.
+    let trash = s.root.join(".wirespeed-trash");
+    let records: Vec<_> = std::fs::read_dir(&trash)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    let mut ids = std::collections::HashMap::new();
+    for r in &records {
+        let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(r).unwrap()).unwrap();
+        let id = r.file_stem().unwrap().to_str().unwrap().to_string();
+        ids.insert(v["path"].as_str().unwrap().to_string(), id);
+        if v["path"] == "/b.txt" {
+            v["at"] = 1_000.into();
+            std::fs::write(r, v.to_string()).unwrap();
+        }
+    }
+    let r = s.req("GET", "/-/trash/", a, b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let restore = format!("/-/trash?restore={}&as=a2.txt", ids["/a.txt"]);
+    let r = s.req("POST", &restore, a, b"");
+    assert_eq!(r.status, 201, "{}", r.text());
+    // Carol's header from an untrusted peer: ignored (401), and said so.
+    let h = [("Remote-User", "carol")];
+    assert_eq!(s.req("GET", "/a2.txt", &h, b"").status, 401);
+    assert_eq!(s.req("OPTIONS", "/", &h, b"").status, 401);
+
+    events.flush();
+    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let mut lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Each worker thread writes its own buffer: in order by seq.
+    lines.sort_by_key(|v| v["seq"].as_u64());
+    let tail: Vec<_> = lines[4..]
+        .iter()
+        .map(|v| {
+            (
+                v["action"].as_str().unwrap(),
+                v["path"].as_str().unwrap(),
+                v["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            ("trash.expire", "/b.txt", 200),
+            ("trash.list", "/-/trash/", 200),
+            ("trash.restore", "/-/trash", 201),
+            ("download", "/a2.txt", 401),
+            ("request", "/", 401),
+        ],
+        "{text}"
+    );
+    let expired = &lines[4];
+    assert!(
+        expired["user"].is_null() && expired["address"].is_null(),
+        "{expired}"
+    );
+    assert_eq!(expired["entry"]["id"], ids["/b.txt"].as_str());
+    assert_eq!(
+        (
+            expired["entry"]["by"].as_str(),
+            expired["entry"]["size"].as_u64()
+        ),
+        (Some("alice"), Some(5))
+    );
+    assert!(!trash.join(&ids["/b.txt"]).exists());
+    assert_eq!(lines[5]["user"], "alice");
+    let restored = &lines[6];
+    assert_eq!(restored["user"], "alice");
+    assert_eq!(restored["entry"]["id"], ids["/a.txt"].as_str());
+    assert_eq!(restored["entry"]["as"], "a2.txt");
+    for ignored in &lines[7..] {
+        assert!(ignored["user"].is_null(), "{ignored}");
+        assert_eq!(ignored["ignored_user_header"], "carol", "{ignored}");
+    }
+    // Lines without the header do not carry the field.
+    assert!(lines[..7]
+        .iter()
+        .all(|v| v.get("ignored_user_header").is_none()));
+}
