@@ -704,3 +704,44 @@ fn the_trash_and_an_ignored_user_header_are_audited() {
         .iter()
         .all(|v| v.get("ignored_user_header").is_none()));
 }
+
+/// `[rate.user]` paces people the proxy signs in: carol (listed only in
+/// `[groups]`) by her own line, erin (named only by the proxy) by the
+/// `"@ops"` line of the group its header names. Loose bounds: speed is
+/// the benchmark's to measure.
+#[test]
+fn proxy_signed_in_names_and_groups_get_their_rate() {
+    let rules =
+        "[groups]\nteam = [\"carol\"]\n[paths.\"/\"]\n\"@team\" = \"r\"\n\"@ops\" = \"r\"\n\
+                 [rate.user]\ncarol = \"1M\"\n\"@ops\" = \"1M\"\n";
+    let cfg = ServiceConfig {
+        users: Some(Arc::new(Users::from_text("users.toml", rules).unwrap())),
+        proxy_sign_in: Some(ProxySignIn {
+            user_header: "remote-user".into(),
+            groups_header: Some("remote-groups".into()),
+        }),
+        ..ServiceConfig::default()
+    };
+    let server_cfg = ServerConfig {
+        trusted_proxies: TrustedProxies::new(vec![TrustedProxies::parse_one("127.0.0.1").unwrap()]),
+        ..ServerConfig::default()
+    };
+    let s = TestServer::with_server(cfg, server_cfg);
+    std::fs::write(s.root.join("big"), vec![1u8; 3 << 19]).unwrap();
+    let took = |h: &[(&str, &str)]| {
+        let t = std::time::Instant::now();
+        let r = s.req("GET", "/big", h, b"");
+        assert_eq!((r.status, r.body.len()), (200, 3 << 19));
+        t.elapsed()
+    };
+    // Side by side: each has a bucket of its own.
+    let (carol, erin) = std::thread::scope(|sc| {
+        let c = sc.spawn(|| took(&[("Remote-User", "carol")]));
+        let e = sc.spawn(|| took(&[("Remote-User", "erin"), ("Remote-Groups", "ops")]));
+        (c.join().unwrap(), e.join().unwrap())
+    });
+    // 1.5 MiB at 1 MiB/s, less the bucket's first tenth of a second.
+    let paced = std::time::Duration::from_millis(1000)..std::time::Duration::from_secs(5);
+    assert!(paced.contains(&carol), "carol took {carol:?}");
+    assert!(paced.contains(&erin), "erin took {erin:?}");
+}
