@@ -196,7 +196,9 @@ fn action(ex: &Exchange) -> Option<&'static str> {
 
 /// A restore's entry (`?restore=ID`, and `&as=NAME`).
 fn trash_entry(ex: &Exchange) -> Option<(&'static str, serde_json::Value)> {
-    if ex.method() != "POST" || ex.path() != crate::trash::PATH {
+    // The trash's restore route (`trash::PATH`, written out: the trash
+    // module tells events of its sweep, not the other way round).
+    if ex.method() != "POST" || ex.path() != "/-/trash" {
         return None;
     }
     let mut o = serde_json::Map::new();
