@@ -5,7 +5,6 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use super::rates::Rates;
 use super::rules::{Rules, UserName};
 use super::{shares, Policy, Principal};
 
@@ -18,10 +17,15 @@ pub enum RateKey {
     Address(IpAddr),
 }
 
-/// The rate of `key`'s bucket in `rates`.
-pub fn rate_of(rates: &Rates, key: RateKey) -> Option<u64> {
+/// The rate of `key`'s bucket under `rules`: a user's own line, else its
+/// groups' (listed in the file, or named by the proxy that signed it in).
+pub fn rate_of(rules: &Rules, key: RateKey) -> Option<u64> {
+    let rates = rules.rates();
     match key {
-        RateKey::User(u) => rates.user(u.as_str()),
+        RateKey::User(u) => {
+            let groups = rules.groups().of(u.as_str()).union(u.proxy_groups());
+            rates.for_user(u.as_str(), groups)
+        }
         RateKey::Address(_) => rates.anonymous,
     }
 }
@@ -46,7 +50,8 @@ impl Policy {
                 if grant.by == shares::TOKEN_MINTER {
                     return None;
                 }
-                let (name, _) = self.users()?.rules().user(&grant.by)?;
+                // A minter known only from [groups] (proxy sign-in) too.
+                let name = self.users()?.rules().known(&grant.by)?;
                 Some(RateKey::User(name))
             }
         }
@@ -67,6 +72,31 @@ fn address_key(addr: IpAddr) -> IpAddr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proxy_names_and_groups_get_their_rates() {
+        let hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0$GpZ3sK/oH9p7VIiV56G/64Zo/8GDdQbVdtVbHL5i4nE";
+        let rules = Rules::parse(&format!(
+            "[users]\nalice = \"{hash}\"\n[groups]\nteam = [\"alice\", \"carol\", \"dan\"]\n\
+             ops = [\"dan\"]\n[rate.user]\ncarol = \"1M\"\nalice = \"3M\"\n\
+             \"@team\" = \"2M\"\n\"@ops\" = \"4M\"\n\"@night\" = \"8M\"\n"
+        ))
+        .unwrap();
+        let rate = |name: &str, header: &str| {
+            let u = UserName::intern(name).with_groups(rules.groups().from_header(header));
+            rate_of(&rules, RateKey::User(u))
+        };
+        // carol has no password: listed in [groups], signed in by the proxy.
+        assert_eq!(rate("carol", ""), Some(1 << 20));
+        // Her own line wins over her group's.
+        assert_eq!(rate("alice", ""), Some(3 << 20));
+        // dan: the highest of his listed groups.
+        assert_eq!(rate("dan", ""), Some(4 << 20));
+        // erin is named by the proxy only, with a group its header names.
+        assert_eq!(rate("erin", "night"), Some(8 << 20));
+        assert_eq!(rate("erin", "team"), Some(2 << 20));
+        assert_eq!(rate("erin", "other"), None);
+    }
 
     #[test]
     fn a_v6_address_counts_by_its_64() {

@@ -5,7 +5,8 @@
 //!
 //! ```toml
 //! [rate.user]        # bytes per second, each direction, all connections
-//! alice = "20M"
+//! alice = "20M"      # a [users] name, or one listed in [groups] (proxy sign-in)
+//! "@team" = "10M"    # each member of the group, on their own (not shared)
 //! "*" = "5M"         # each anonymous address (IPv6: each /64)
 //! [rate]
 //! total = "200M"     # the whole server, each direction
@@ -21,6 +22,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
 use toml::Spanned;
+
+use super::groups::{GroupSet, Groups};
 
 /// `[rate]` as written.
 #[derive(Deserialize, Default)]
@@ -38,24 +41,41 @@ pub struct Rates {
     /// Each anonymous address (`"*"`).
     pub anonymous: Option<u64>,
     users: HashMap<String, u64>,
+    /// `"@group"`: each member's own rate (by its group bit).
+    groups: Vec<(u8, u64)>,
 }
 
 impl Rates {
     /// Nothing is paced.
     pub fn is_empty(&self) -> bool {
-        self.total.is_none() && self.anonymous.is_none() && self.users.is_empty()
+        self.total.is_none()
+            && self.anonymous.is_none()
+            && self.users.is_empty()
+            && self.groups.is_empty()
     }
 
-    /// A configured user's rate.
+    /// The rate named for `name` itself.
     pub fn user(&self, name: &str) -> Option<u64> {
         self.users.get(name).copied()
     }
 
-    /// Check `[rate]`: `user` names a configured user (`known`) or `"*"`.
-    /// A refusal is the text offset to blame and the reason.
+    /// The rate of user `name` in `groups` (those the file lists it in and
+    /// those a trusted proxy named): its own line, else the highest of its
+    /// groups' lines (as rights, the most a group gives).
+    pub fn for_user(&self, name: &str, groups: GroupSet) -> Option<u64> {
+        self.user(name).or_else(|| {
+            let of_groups = self.groups.iter().filter(|(bit, _)| groups.contains(*bit));
+            of_groups.map(|(_, r)| *r).max()
+        })
+    }
+
+    /// Check `[rate]`: `user` names a user with a password (`known`), one
+    /// listed in `[groups]`, an `"@group"` or `"*"`. A refusal is the text
+    /// offset to blame and the reason.
     pub(crate) fn from_raw(
         raw: &RawRates,
         known: impl Fn(&str) -> bool,
+        groups: &mut Groups,
     ) -> Result<Rates, (usize, String)> {
         let rate = |v: &Spanned<String>| parse_rate(v.get_ref()).map_err(|r| (v.span().start, r));
         let mut rates = Rates {
@@ -68,12 +88,17 @@ impl Rates {
                 rates.anonymous = Some(r);
                 continue;
             }
-            if !known(who.get_ref()) {
+            if let Some(group) = who.get_ref().strip_prefix('@') {
+                let bit = groups.define(group).map_err(|e| (who.span().start, e))?;
+                rates.groups.push((bit, r));
+                continue;
+            }
+            if !known(who.get_ref()) && !groups.is_member(who.get_ref()) {
                 return Err((
                     who.span().start,
                     format!(
-                        "{:?} is named in [rate.user] but missing from [users] \
-                         (\"*\" is each anonymous address)",
+                        "{:?} is named in [rate.user] but missing from [users] and [groups] \
+                         (\"*\" is each anonymous address, \"@name\" each member of a group)",
                         who.get_ref()
                     ),
                 ));
@@ -165,7 +190,12 @@ mod tests {
             (Some(5 << 20), Some(200 << 20))
         );
         for (text, line, says) in [
-            ("[rate.user]\nzed = \"5M\"\n", 2, "missing from [users]"),
+            (
+                "[rate.user]\nzed = \"5M\"\n",
+                2,
+                "missing from [users] and [groups]",
+            ),
+            ("[rate.user]\n\"@a:b\" = \"5M\"\n", 2, "has a ':'"),
             ("[rate.user]\n\"*\" = \"5 M\"\n", 2, "not a rate"),
             ("[rate]\ntotal = \"0\"\n", 2, "zero"),
             ("[rate]\ntotl = \"5M\"\n", 2, "unknown field"),

@@ -207,8 +207,9 @@ impl Rules {
             line: e.line,
             reason: e.reason,
         })?;
-        let rates = super::rates::Rates::from_raw(&raw.rate, |n| users.contains_key(n))
-            .map_err(|(at, r)| err(at, r))?;
+        let rates =
+            super::rates::Rates::from_raw(&raw.rate, |n| users.contains_key(n), &mut groups)
+                .map_err(|(at, r)| err(at, r))?;
         Ok(Rules {
             users,
             entries,

@@ -56,7 +56,8 @@ impl State {
             return;
         }
         let rates: &Rates = rules.rates();
-        self.total = match (self.total.take(), rates.total) {
+        let total = rates.total;
+        self.total = match (self.total.take(), total) {
             (Some(p), Some(r)) => {
                 p.iter().for_each(|b| b.set_rate(r));
                 Some(p)
@@ -68,7 +69,7 @@ impl State {
             (None, r) => r.map(pair),
         };
         for (key, buckets) in &self.by_key {
-            let rate = rate_of(rates, *key).unwrap_or(UNPACED);
+            let rate = rate_of(rules, *key).unwrap_or(UNPACED);
             for b in buckets.iter().filter_map(Weak::upgrade) {
                 b.set_rate(rate);
             }
@@ -93,8 +94,8 @@ impl State {
     }
 
     /// The paces for `key`'s transfers: its own bucket and the total.
-    fn paces(&mut self, rates: &Rates, key: Option<RateKey>) -> (Option<Pace>, Option<Pace>) {
-        let own = key.and_then(|k| rate_of(rates, k).map(|r| self.principal(k, r)));
+    fn paces(&mut self, rules: &Rules, key: Option<RateKey>) -> (Option<Pace>, Option<Pace>) {
+        let own = key.and_then(|k| rate_of(rules, k).map(|r| self.principal(k, r)));
         let pick = |d: usize| {
             let buckets = own.iter().chain(self.total.iter()).map(|p| p[d].clone());
             Pace::new(buckets.collect())
@@ -121,7 +122,7 @@ impl Bandwidth {
         let key = policy.rate_key(who, addr);
         let mut state = self.0.lock().unwrap_or_else(|e| e.into_inner());
         state.follow(&rules);
-        state.paces(rules.rates(), key)
+        state.paces(&rules, key)
     }
 
     fn forget(&self) {

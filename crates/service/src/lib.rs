@@ -118,9 +118,10 @@ const FILE_METHODS: [&str; 12] = [
 /// The service's routes: the control routes, then every other path as a
 /// file (`path.rs` answers any `/-/…` path, even percent-encoded, as missing:
 /// no stored file hides behind a control path).
-pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
+pub fn router<S: Storage>(mut storage: S, cfg: ServiceConfig) -> Router {
+    trash::keep_replaced_at_publication(&mut storage, &cfg);
     let files = std::sync::Arc::new(front_door::FileRoutes::new(storage, cfg.clone()));
-    team_routes(control::control_routes(&cfg, files.clone()), &files).route(
+    team_routes(control::control_routes(&cfg, files.clone()), &files, &cfg).route(
         &FILE_METHODS,
         "/*",
         events::Recorded {
@@ -132,22 +133,23 @@ pub fn router<S: Storage>(storage: S, cfg: ServiceConfig) -> Router {
 
 /// The trash (`/-/trash`, listing and restore) and quota (`/-/quota/…`)
 /// routes over the file routes, the same with or without resumable uploads.
-fn team_routes<P: config::FileParts>(router: Router, files: &std::sync::Arc<P>) -> Router {
+fn team_routes<P: config::FileParts>(
+    router: Router,
+    files: &std::sync::Arc<P>,
+    cfg: &ServiceConfig,
+) -> Router {
+    if let (Some(events), Some(proxy)) = (&cfg.events, &cfg.proxy_sign_in) {
+        events.set_user_header(&proxy.user_header);
+    }
+    let trash = || events::Recorded {
+        inner: trash::TrashRoutes {
+            files: files.clone(),
+        },
+        events: cfg.events.clone(),
+    };
     router
-        .route(
-            &["GET", "POST"],
-            trash::PATH,
-            trash::TrashRoutes {
-                files: files.clone(),
-            },
-        )
-        .route(
-            &["GET", "POST"],
-            trash::ROUTE,
-            trash::TrashRoutes {
-                files: files.clone(),
-            },
-        )
+        .route(&["GET", "POST"], trash::PATH, trash())
+        .route(&["GET", "POST"], trash::ROUTE, trash())
         .route(
             &["GET"],
             quota::ROUTE,
@@ -161,13 +163,14 @@ fn team_routes<P: config::FileParts>(router: Router, files: &std::sync::Arc<P>) 
 /// draft's upload resources) and IETF creation on the file routes. The
 /// returned [`Uploads`] runs the expiry sweep ([`Uploads::sweep_expired`]).
 pub fn router_with_uploads<S: Storage + PartialUploads + Clone>(
-    storage: S,
+    mut storage: S,
     cfg: ServiceConfig,
     ucfg: UploadsConfig,
 ) -> (Router, std::sync::Arc<Uploads<S>>) {
+    trash::keep_replaced_at_publication(&mut storage, &cfg);
     let uploads = std::sync::Arc::new(Uploads::new(storage.clone(), cfg.clone(), ucfg));
     let files = std::sync::Arc::new(front_door::FileRoutes::new(storage, cfg.clone()));
-    let router = team_routes(control::control_routes(&cfg, files.clone()), &files)
+    let router = team_routes(control::control_routes(&cfg, files.clone()), &files, &cfg)
         .route(
             &["OPTIONS", "POST", "HEAD", "PATCH", "DELETE"],
             resumable::UPLOADS_PREFIX_ROUTE,

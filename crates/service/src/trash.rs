@@ -83,8 +83,8 @@ pub(crate) async fn discard<S: Storage>(
     }
 }
 
-/// Keeps the file `key` (`meta`: what it is) in the trash before an
-/// upload replaces it, its name left for the replacement's one rename
+/// For a storage that cannot keep it at the publication: keeps the file
+/// `key` (`meta`: what it is) in the trash before an upload replaces it, its name left for the replacement's one rename
 /// (no reader finds it missing in between); `false` when nothing was
 /// kept (no trash here: the replacement simply overwrites).
 pub(crate) async fn keep_replaced<S: Storage>(
@@ -115,9 +115,38 @@ pub(crate) async fn keep_replaced<S: Storage>(
     }
 }
 
+/// The trash's entry for a file an upload replaces, made by the storage at
+/// the publication itself ([`Storage::keep_replaced_in_trash`]): every
+/// front (PUT, form and encoded POSTs, resumable uploads, `If-Match`
+/// writes) publishes through it, so none can skip the trash.
+#[derive(Debug)]
+pub struct KeepInTrash;
+
+impl crate::storage::gate::KeepReplaced for KeepInTrash {
+    fn entry(&self, key: &RelPath, size: u64, by: Option<&str>) -> Option<(String, Vec<u8>)> {
+        let record = Record {
+            path: key.to_url(false),
+            by: by.map(str::to_owned),
+            at: now_secs(),
+            size,
+            files: 1,
+            folder: false,
+        };
+        let id = new_id().ok()?;
+        Some((id, serde_json::to_vec(&record).ok()?))
+    }
+}
+
+/// Turns [`KeepInTrash`] on in `storage` when the trash is.
+pub(crate) fn keep_replaced_at_publication<S: Storage>(storage: &mut S, cfg: &ServiceConfig) {
+    if cfg.trash_days > 0 {
+        storage.keep_replaced_in_trash(std::sync::Arc::new(KeepInTrash));
+    }
+}
+
 /// A sweep reads every record: at most once a minute from the request
 /// path (a `rm -r` of many files is many discards).
-async fn now_and_then_sweep<S: Storage>(storage: &S, cfg: &ServiceConfig) {
+pub(crate) async fn now_and_then_sweep<S: Storage>(storage: &S, cfg: &ServiceConfig) {
     let now = now_secs();
     let last = LAST_SWEEP.load(Ordering::Relaxed);
     if now >= last + 60
@@ -138,9 +167,18 @@ pub(crate) async fn sweep<S: Storage>(storage: &S, cfg: &ServiceConfig) {
         .into_iter()
         .filter(|(_, r)| r.at.saturating_add(keep) <= now)
         .take(SWEEP_MAX);
-    for (id, _) in expired {
+    for (id, r) in expired {
         if let Err(e) = storage.purge_trash(&id).await {
             tracing::warn!(error = %e, id, "an expired trash entry could not be removed");
+            continue;
+        }
+        // Gone for good: the audit trail says what, whose and since when.
+        if let Some(events) = &cfg.events {
+            let entry = serde_json::json!({
+                "id": id, "by": r.by, "deleted": r.at, "size": r.size,
+                "files": r.files, "folder": r.folder,
+            });
+            events.system("trash.expire", &r.path, entry);
         }
     }
 }

@@ -446,3 +446,132 @@ fn the_trash_empties_itself_and_counts_in_quotas() {
     assert_eq!(std::fs::read_dir(&trash).unwrap().count(), 0);
     assert_eq!(s.put("/team/b.bin", &[1; 300]).status, 201);
 }
+
+/// Every front that publishes over an existing file keeps the old one in
+/// the trash: the storage keeps it at the publication itself, so none of
+/// them can skip it (a form, the encoded POSTs, tus and IETF uploads, a
+/// conditional PUT).
+#[test]
+fn every_front_that_replaces_a_file_keeps_the_old_one() {
+    let cfg = ServiceConfig {
+        users: Some(Arc::new(Users::from_text("rules.toml", RULES).unwrap())),
+        trash_days: 30,
+        ..ServiceConfig::default()
+    };
+    let s = TestServer::with_uploads(cfg, UploadsConfig::default());
+    let form = {
+        let b = "XXbound";
+        let mut body = format!(
+            "--{b}\r\nContent-Disposition: form-data; name=\"f\"; filename=\"form.txt\"\r\n\r\nnew form\r\n--{b}--\r\n"
+        )
+        .into_bytes();
+        body.truncate(body.len());
+        (format!("multipart/form-data; boundary={b}"), body)
+    };
+    let b64 = |t: &str| {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(t)
+    };
+    let json = format!(r#"{{"data": "{}"}}"#, b64("new json"));
+    let xml = format!(
+        "<?xml version=\"1.0\"?><Envelope><Body><data>{}</data></Body></Envelope>",
+        b64("new xml")
+    );
+    let mb = "MIMEbound";
+    let mtom = format!(
+        "--{mb}\r\nContent-ID: <root@t>\r\nContent-Type: application/xop+xml\r\n\r\n\
+         <Envelope><Body><data><xop:Include xmlns:xop=\"http://www.w3.org/2004/08/xop/include\" href=\"cid:p@t\"/></data></Body></Envelope>\r\n\
+         --{mb}\r\nContent-ID: <p@t>\r\nContent-Type: application/octet-stream\r\n\r\nnew mtom\r\n--{mb}--\r\n"
+    );
+    let mtom_ct = format!("multipart/related; type=\"application/xop+xml\"; boundary=\"{mb}\"");
+    let tus = ("Tus-Resumable", "1.0.0");
+    let octets = ("Content-Type", "application/offset+octet-stream");
+    let names = [
+        "form.txt",
+        "json.txt",
+        "xml.txt",
+        "mtom.txt",
+        "tus.txt",
+        "ietf.txt",
+        "ifmatch.txt",
+    ];
+    for name in names {
+        assert_eq!(
+            s.put(&format!("/{name}"), format!("old {name}").as_bytes())
+                .status,
+            201
+        );
+    }
+    let ok = |r: Resp, what: &str| assert!(r.status < 300, "{what}: {} {}", r.status, r.text());
+    ok(
+        s.req("POST", "/", &[("Content-Type", &form.0)], &form.1),
+        "form",
+    );
+    let ct = |v: &'static str| [("Content-Type", v)];
+    ok(
+        s.req(
+            "POST",
+            "/json.txt?field=data",
+            &ct("application/json"),
+            json.as_bytes(),
+        ),
+        "json",
+    );
+    ok(
+        s.req(
+            "POST",
+            "/xml.txt?element=data",
+            &ct("text/xml"),
+            xml.as_bytes(),
+        ),
+        "xml",
+    );
+    let r = s.req(
+        "POST",
+        "/mtom.txt?element=data",
+        &[("Content-Type", &mtom_ct)],
+        mtom.as_bytes(),
+    );
+    ok(r, "mtom");
+    let len = b"new tus".len().to_string();
+    let r = s.req(
+        "POST",
+        "/-/uploads/tus.txt",
+        &[tus, ("Upload-Length", &len), octets],
+        b"new tus",
+    );
+    ok(r, "tus");
+    let ietf = [
+        ("Upload-Draft-Interop-Version", "8"),
+        ("Upload-Complete", "?1"),
+    ];
+    ok(s.req("POST", "/ietf.txt", &ietf, b"new ietf"), "ietf");
+    let etag = s.get("/ifmatch.txt").header("etag").unwrap().to_string();
+    ok(
+        s.req(
+            "PUT",
+            "/ifmatch.txt",
+            &[("If-Match", &etag)],
+            b"new ifmatch",
+        ),
+        "If-Match",
+    );
+
+    let kept = trash_entries(&s, "/", &[]);
+    for name in names {
+        let what = name.trim_end_matches(".txt");
+        let new = std::fs::read_to_string(s.root.join(name)).unwrap();
+        assert_eq!(new, format!("new {what}"), "{name}");
+        let e: Vec<_> = kept
+            .iter()
+            .filter(|e| e["path"] == format!("/{name}"))
+            .collect();
+        assert_eq!(e.len(), 1, "{name}: {kept:?}");
+        let id = e[0]["id"].as_str().unwrap();
+        let r = restore(&s, id, &format!("&as={what}.old"), &[]);
+        assert_eq!(r.status, 201, "{name}: {}", r.text());
+        let old = std::fs::read_to_string(s.root.join(format!("{what}.old"))).unwrap();
+        assert_eq!(old, format!("old {name}"));
+    }
+    assert_eq!(kept.len(), names.len(), "{kept:?}");
+}

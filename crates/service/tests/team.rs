@@ -141,38 +141,70 @@ impl std::io::Write for Captured {
 /// What the receiver got: each POST's signature header and body.
 type Received = Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
 
+/// How a receiver answers a POST's body: status line and body.
+type Answerer = fn(&[u8]) -> (&'static str, &'static str);
+
 /// A loopback HTTP receiver: each POST's signature header and body.
 fn receiver() -> (String, Received) {
+    receiver_with(None, |_| ("204 No Content", ""))
+}
+
+/// A loopback receiver, over TLS when `tls` is given (its URL is then
+/// https), answering each POST as `answer` says.
+fn receiver_with(tls: Option<Arc<rustls::ServerConfig>>, answer: Answerer) -> (String, Received) {
     use std::io::{BufRead, BufReader, Read, Write};
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/hook", l.local_addr().unwrap());
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let url = format!("{scheme}://{}/hook", l.local_addr().unwrap());
     let got = Arc::new(std::sync::Mutex::new(Vec::new()));
     let g = got.clone();
     std::thread::spawn(move || {
         for conn in l.incoming() {
-            let Ok(mut conn) = conn else { return };
-            let mut r = BufReader::new(conn.try_clone().unwrap());
-            let (mut len, mut sig) = (0usize, String::new());
-            loop {
-                let mut line = String::new();
-                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
+            let Ok(tcp) = conn else { return };
+            let mut conn: Box<dyn ReadWrite> = match &tls {
+                None => Box::new(tcp),
+                Some(cfg) => {
+                    let c = rustls::ServerConnection::new(cfg.clone()).unwrap();
+                    Box::new(rustls::StreamOwned::new(c, tcp))
                 }
-                let (k, v) = line.split_once(':').unwrap_or(("", ""));
-                match k.to_ascii_lowercase().as_str() {
-                    "content-length" => len = v.trim().parse().unwrap(),
-                    "x-wirespeed-signature" => sig = v.trim().to_string(),
-                    _ => {}
+            };
+            let (mut len, mut sig) = (0usize, String::new());
+            let mut body = Vec::new();
+            {
+                let mut r = BufReader::new(&mut conn);
+                loop {
+                    let mut line = String::new();
+                    // A client that gave up (a refused certificate) sends nothing.
+                    if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    let (k, v) = line.split_once(':').unwrap_or(("", ""));
+                    match k.to_ascii_lowercase().as_str() {
+                        "content-length" => len = v.trim().parse().unwrap(),
+                        "x-wirespeed-signature" => sig = v.trim().to_string(),
+                        _ => {}
+                    }
+                }
+                body.resize(len, 0);
+                if len == 0 || r.read_exact(&mut body).is_err() {
+                    continue;
                 }
             }
-            let mut body = vec![0; len];
-            r.read_exact(&mut body).unwrap();
-            g.lock().unwrap().push((sig, body));
-            let _ = conn.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+            g.lock().unwrap().push((sig, body.clone()));
+            let (status, text) = answer(&body);
+            let resp = format!(
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            );
+            let _ = conn.write_all(resp.as_bytes());
+            let _ = conn.flush();
         }
     });
     (url, got)
 }
+
+trait ReadWrite: std::io::Read + std::io::Write {}
+impl<T: std::io::Read + std::io::Write> ReadWrite for T {}
 
 const SECRET: &str = "hook-secret-1";
 
@@ -422,4 +454,294 @@ fn a_pre_publication_hook_refuses_uploads_on_every_write_front() {
     let mut left = left;
     left.sort();
     assert_eq!(left, ["g.txt", "good.txt"]);
+}
+
+/// A self-signed certificate for 127.0.0.1 (its PEM in `dir`), as a
+/// receiver's TLS config, and the hooks' client config trusting it
+/// (`--hook-cacert`), or trusting only the built-in roots.
+fn tls_pair(
+    dir: &std::path::Path,
+    trusted: bool,
+) -> (
+    Arc<rustls::ServerConfig>,
+    wirespeed_service::events::HookTls,
+) {
+    let cert = wirespeed_tls::self_signed(dir).unwrap();
+    let opts = wirespeed_tls::ClientTls {
+        cacert: trusted.then(|| cert.cert_path.clone()),
+        insecure_accept_anything: false,
+    };
+    let client = wirespeed_tls::client_config(&opts).unwrap();
+    (Arc::new(cert.config), client)
+}
+
+#[test]
+fn an_https_hook_gets_each_event_signed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server_tls, client_tls) = tls_pair(dir.path(), true);
+    let (url, got) = receiver_with(Some(server_tls), |_| ("200 OK", "ok"));
+    assert!(url.starts_with("https://"));
+    let hooks = Hooks::start(HookConfig {
+        urls: vec![HookUrl::parse(&url).unwrap()],
+        secret: Some(SECRET.as_bytes().to_vec()),
+        tls: Some(client_tls),
+        ..HookConfig::default()
+    })
+    .unwrap();
+    let events = Arc::new(Events::new(None, Some(hooks)));
+    let s = TestServer::with(ServiceConfig {
+        events: Some(events.clone()),
+        ..ServiceConfig::default()
+    });
+    assert_eq!(s.put("/a.txt", b"hello").status, 201);
+    assert_eq!(s.get("/a.txt").status, 200);
+    events.flush();
+    let got = got.lock().unwrap().clone();
+    let actions: Vec<String> = got
+        .iter()
+        .map(|(sig, body)| {
+            assert_eq!(*sig, sign(SECRET.as_bytes(), body));
+            let v: serde_json::Value = serde_json::from_slice(body).unwrap();
+            v["action"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(actions, ["upload", "download"]);
+}
+
+/// Refuses names ending in .exe, saying why; publishes the rest.
+fn scanner(body: &[u8]) -> (&'static str, &'static str) {
+    let v: serde_json::Value = serde_json::from_slice(body).unwrap();
+    if v["path"].as_str().unwrap().ends_with(".exe") {
+        ("422 Unprocessable Content", "no programs here\nsecond line")
+    } else {
+        ("204 No Content", "")
+    }
+}
+
+/// A folder whose uploads a URL gate checks, and the server over it.
+fn url_gated(gate: wirespeed_service::events::UrlGate) -> (tempfile::TempDir, TestServer) {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = wirespeed_service::LocalStorage::new(dir.path())
+        .unwrap()
+        .with_fsync(false)
+        .with_publish_gate(Arc::new(gate));
+    let s = TestServer::with_uploads_on(
+        storage,
+        ServiceConfig::default(),
+        wirespeed_service::UploadsConfig::default(),
+    );
+    (dir, s)
+}
+
+#[test]
+fn a_pre_publication_url_refuses_uploads_over_https_and_fails_closed() {
+    let certs = tempfile::tempdir().unwrap();
+    let (server_tls, client_tls) = tls_pair(certs.path(), true);
+    let (url, got) = receiver_with(Some(server_tls.clone()), scanner);
+    let gate = wirespeed_service::events::UrlGate {
+        url: HookUrl::parse(&url).unwrap(),
+        secret: Some(SECRET.as_bytes().to_vec()),
+        tls: Some(client_tls),
+        timeout: std::time::Duration::from_secs(10),
+    };
+    let (dir, s) = url_gated(gate.clone());
+    let r = s.req("PUT", "/tool.exe", &[], b"MZ");
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert!(
+        r.text().trim().ends_with(": no programs here"),
+        "{}",
+        r.text()
+    );
+    assert!(!dir.path().join("tool.exe").exists());
+    let ietf = [
+        ("Upload-Draft-Interop-Version", "8"),
+        ("Upload-Complete", "?1"),
+    ];
+    assert_eq!(s.req("POST", "/i.exe", &ietf, b"MZ").status, 422);
+    assert!(!dir.path().join("i.exe").exists());
+    assert_eq!(s.put("/fine.txt", b"ok").status, 201);
+    assert!(dir.path().join("fine.txt").exists());
+    let got = got.lock().unwrap().clone();
+    assert_eq!(got.len(), 3);
+    for (sig, body) in &got {
+        assert_eq!(*sig, sign(SECRET.as_bytes(), body));
+        let v: serde_json::Value = serde_json::from_slice(body).unwrap();
+        assert_eq!(v["action"], "upload.before");
+    }
+    // The same receiver, its certificate not trusted (only the built-in
+    // roots): the check cannot be asked, so nothing is published.
+    let (_, untrusted) = tls_pair(certs.path(), false);
+    let (dir, s) = url_gated(wirespeed_service::events::UrlGate {
+        tls: Some(untrusted),
+        ..gate
+    });
+    let r = s.put("/fine.txt", b"ok");
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert!(r.text().contains("could not be asked"), "{}", r.text());
+    assert!(!dir.path().join("fine.txt").exists());
+}
+
+/// The audit lines of what the trash does: listing, restoring (with the
+/// entry), and the expiry sweep (what went for good, by nobody); and a
+/// proxy's user header sent by a peer that is no trusted proxy, ignored
+/// and told as such.
+#[test]
+fn the_trash_and_an_ignored_user_header_are_audited() {
+    let rules = format!(
+        "[users]\nalice = \"{}\"\n[paths.\"/\"]\nalice = \"rwd\"\n",
+        password::hash(b"alice-pw").unwrap()
+    );
+    let out = Captured::default();
+    let events = Arc::new(Events::new(
+        Some(Audit::to_sink(Box::new(out.clone())).unwrap()),
+        None,
+    ));
+    let cfg = ServiceConfig {
+        users: Some(Arc::new(Users::from_text("users.toml", &rules).unwrap())),
+        events: Some(events.clone()),
+        trash_days: 30,
+        proxy_sign_in: Some(ProxySignIn {
+            user_header: "remote-user".into(),
+            groups_header: None,
+        }),
+        ..ServiceConfig::default()
+    };
+    // The test's client, 127.0.0.1, is no trusted proxy.
+    let server_cfg = ServerConfig {
+        trusted_proxies: TrustedProxies::new(
+            vec![TrustedProxies::parse_one("10.0.0.0/8").unwrap()],
+        ),
+        ..ServerConfig::default()
+    };
+    let s = TestServer::with_server(cfg, server_cfg);
+    let alice = basic("alice", "alice-pw");
+    let a: &[(&str, &str)] = &[("Authorization", &alice), SAME_ORIGIN];
+    for name in ["/a.txt", "/b.txt"] {
+        assert_eq!(s.req("PUT", name, a, b"bytes").status, 201);
+        assert_eq!(s.req("DELETE", name, a, b"").status, 204);
+    }
+    // The entry of /b.txt went long ago: the next listing's sweep removes it.
+    let trash = s.root.join(".wirespeed-trash");
+    let records: Vec<_> = std::fs::read_dir(&trash)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    let mut ids = std::collections::HashMap::new();
+    for r in &records {
+        let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(r).unwrap()).unwrap();
+        let id = r.file_stem().unwrap().to_str().unwrap().to_string();
+        ids.insert(v["path"].as_str().unwrap().to_string(), id);
+        if v["path"] == "/b.txt" {
+            v["at"] = 1_000.into();
+            std::fs::write(r, v.to_string()).unwrap();
+        }
+    }
+    let r = s.req("GET", "/-/trash/", a, b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let restore = format!("/-/trash?restore={}&as=a2.txt", ids["/a.txt"]);
+    let r = s.req("POST", &restore, a, b"");
+    assert_eq!(r.status, 201, "{}", r.text());
+    // Carol's header from an untrusted peer: ignored (401), and said so.
+    let h = [("Remote-User", "carol")];
+    assert_eq!(s.req("GET", "/a2.txt", &h, b"").status, 401);
+    assert_eq!(s.req("OPTIONS", "/", &h, b"").status, 401);
+
+    events.flush();
+    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let mut lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Each worker thread writes its own buffer: in order by seq.
+    lines.sort_by_key(|v| v["seq"].as_u64());
+    let tail: Vec<_> = lines[4..]
+        .iter()
+        .map(|v| {
+            (
+                v["action"].as_str().unwrap(),
+                v["path"].as_str().unwrap(),
+                v["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            ("trash.expire", "/b.txt", 200),
+            ("trash.list", "/-/trash/", 200),
+            ("trash.restore", "/-/trash", 201),
+            ("download", "/a2.txt", 401),
+            ("request", "/", 401),
+        ],
+        "{text}"
+    );
+    let expired = &lines[4];
+    assert!(
+        expired["user"].is_null() && expired["address"].is_null(),
+        "{expired}"
+    );
+    assert_eq!(expired["entry"]["id"], ids["/b.txt"].as_str());
+    assert_eq!(
+        (
+            expired["entry"]["by"].as_str(),
+            expired["entry"]["size"].as_u64()
+        ),
+        (Some("alice"), Some(5))
+    );
+    assert!(!trash.join(&ids["/b.txt"]).exists());
+    assert_eq!(lines[5]["user"], "alice");
+    let restored = &lines[6];
+    assert_eq!(restored["user"], "alice");
+    assert_eq!(restored["entry"]["id"], ids["/a.txt"].as_str());
+    assert_eq!(restored["entry"]["as"], "a2.txt");
+    for ignored in &lines[7..] {
+        assert!(ignored["user"].is_null(), "{ignored}");
+        assert_eq!(ignored["ignored_user_header"], "carol", "{ignored}");
+    }
+    // Lines without the header do not carry the field.
+    assert!(lines[..7]
+        .iter()
+        .all(|v| v.get("ignored_user_header").is_none()));
+}
+
+/// `[rate.user]` paces people the proxy signs in: carol (listed only in
+/// `[groups]`) by her own line, erin (named only by the proxy) by the
+/// `"@ops"` line of the group its header names. Loose bounds: speed is
+/// the benchmark's to measure.
+#[test]
+fn proxy_signed_in_names_and_groups_get_their_rate() {
+    let rules =
+        "[groups]\nteam = [\"carol\"]\n[paths.\"/\"]\n\"@team\" = \"r\"\n\"@ops\" = \"r\"\n\
+                 [rate.user]\ncarol = \"1M\"\n\"@ops\" = \"1M\"\n";
+    let cfg = ServiceConfig {
+        users: Some(Arc::new(Users::from_text("users.toml", rules).unwrap())),
+        proxy_sign_in: Some(ProxySignIn {
+            user_header: "remote-user".into(),
+            groups_header: Some("remote-groups".into()),
+        }),
+        ..ServiceConfig::default()
+    };
+    let server_cfg = ServerConfig {
+        trusted_proxies: TrustedProxies::new(vec![TrustedProxies::parse_one("127.0.0.1").unwrap()]),
+        ..ServerConfig::default()
+    };
+    let s = TestServer::with_server(cfg, server_cfg);
+    std::fs::write(s.root.join("big"), vec![1u8; 3 << 19]).unwrap();
+    let took = |h: &[(&str, &str)]| {
+        let t = std::time::Instant::now();
+        let r = s.req("GET", "/big", h, b"");
+        assert_eq!((r.status, r.body.len()), (200, 3 << 19));
+        t.elapsed()
+    };
+    // Side by side: each has a bucket of its own.
+    let (carol, erin) = std::thread::scope(|sc| {
+        let c = sc.spawn(|| took(&[("Remote-User", "carol")]));
+        let e = sc.spawn(|| took(&[("Remote-User", "erin"), ("Remote-Groups", "ops")]));
+        (c.join().unwrap(), e.join().unwrap())
+    });
+    // 1.5 MiB at 1 MiB/s, less the bucket's first tenth of a second.
+    let paced = std::time::Duration::from_millis(1000)..std::time::Duration::from_secs(5);
+    assert!(paced.contains(&carol), "carol took {carol:?}");
+    assert!(paced.contains(&erin), "erin took {erin:?}");
 }

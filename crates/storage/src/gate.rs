@@ -20,3 +20,14 @@ pub trait PublishGate: Send + Sync + std::fmt::Debug + 'static {
     /// `key`; `Err(message)` refuses it with that message.
     fn check(&self, key: &RelPath, file: &Path, size: u64) -> Result<(), String>;
 }
+
+/// What keeps the file an upload replaces (the trash): asked by the folder
+/// backend right before the new file renames over an existing plain file,
+/// after the gate and any precondition (`If-Match`) said yes. Every front
+/// publishes through that one rename, so none can skip it.
+pub trait KeepReplaced: Send + Sync + std::fmt::Debug + 'static {
+    /// The trash entry for the file at `key` (`size` bytes) that `by`
+    /// (the change stream's name of the principal, if any) is replacing:
+    /// its id (letters, digits, `-`) and its record; `None` keeps nothing.
+    fn entry(&self, key: &RelPath, size: u64, by: Option<&str>) -> Option<(String, Vec<u8>)>;
+}

@@ -344,6 +344,18 @@ pub trait Storage: Send + Sync + 'static {
     ) -> impl Future<Output = Result<(), StorageError>> + Send {
         async { Err(StorageError::Unsupported("a trash")) }
     }
+    /// From now on keep each plain file an upload replaces in the trash as
+    /// `keep` names it, at the publication itself (so no front can skip
+    /// it); `false` when this backend cannot (the caller then keeps it
+    /// with [`trash_replaced`](Self::trash_replaced) before committing).
+    fn keep_replaced_in_trash(&mut self, _keep: std::sync::Arc<dyn gate::KeepReplaced>) -> bool {
+        false
+    }
+    /// Whether [`keep_replaced_in_trash`](Self::keep_replaced_in_trash)
+    /// is on.
+    fn keeps_replaced(&self) -> bool {
+        false
+    }
     /// The trash's entries as (id, record), at most `max`, in no order.
     fn trash_records(
         &self,

@@ -51,7 +51,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("opening the folder to serve, {}", dir.display()))?
                 .with_fsync(!args.no_fsync)
                 .with_symlinks_outside(args.content.allow_symlink);
-            Either::Folder(match identity::publish_gate(&args.identity) {
+            Either::Folder(match identity::publish_gate(&args.identity)? {
                 Some(gate) => local.with_publish_gate(gate),
                 None => local,
             })

@@ -5,10 +5,17 @@
 //! readable, not yet published — and decides: exit 0 publishes; any other
 //! exit, or no answer within the time limit, refuses: nothing is published
 //! and the client gets 422 with the first line the command printed.
+//!
+//! `serve --hook-before-upload https://…` (or `http://`): [`UrlGate`], the
+//! same event POSTed and signed like the other hooks; a 2xx answer
+//! publishes, any other refuses with its body's first line, and no answer
+//! (or a certificate that does not verify) refuses too: an upload check
+//! that cannot be asked lets nothing through.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::hook_post::{HookTls, HookUrl};
 use crate::path::RelPath;
 use crate::storage::gate::PublishGate;
 
@@ -18,21 +25,56 @@ pub struct CommandGate {
     pub timeout: Duration,
 }
 
+/// The event a gate is given, as JSON.
+fn event(key: &RelPath, file: &Path, size: u64) -> Vec<u8> {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let civil = crate::access_log::civil_time(secs);
+    let event = serde_json::json!({
+        "action": "upload.before",
+        "path": key.to_string(),
+        "file": file.to_string_lossy(),
+        "size": size,
+        "time": format!("{}Z", String::from_utf8_lossy(&civil)),
+    });
+    let mut body = event.to_string().into_bytes();
+    body.push(b'\n');
+    body
+}
+
+/// `--hook-before-upload URL`.
+#[derive(Debug, Clone)]
+pub struct UrlGate {
+    pub url: HookUrl,
+    /// `--hook-secret`: signs the POST like the other hooks'.
+    pub secret: Option<Vec<u8>>,
+    pub tls: Option<HookTls>,
+    /// Each step's limit (connecting, sending, the answer).
+    pub timeout: Duration,
+}
+
+impl PublishGate for UrlGate {
+    fn check(&self, key: &RelPath, file: &Path, size: u64) -> Result<(), String> {
+        let body = event(key, file, size);
+        let (secret, tls) = (self.secret.as_deref(), self.tls.as_ref());
+        let why = match super::hook_post::post(&self.url, &body, secret, self.timeout, tls) {
+            Ok(a) if (200..300).contains(&a.status) => return Ok(()),
+            Ok(a) if !a.first_line.is_empty() => a.first_line,
+            Ok(a) => format!(
+                "refused by the server's upload check (answered {})",
+                a.status
+            ),
+            Err(e) => format!("the server's upload check could not be asked ({e})"),
+        };
+        tracing::info!(target: "wirespeed::hooks", path = %key, url = %self.url.show(), reason = %why, "upload refused by --hook-before-upload");
+        Err(why)
+    }
+}
+
 impl PublishGate for CommandGate {
     fn check(&self, key: &RelPath, file: &Path, size: u64) -> Result<(), String> {
-        let secs = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let civil = crate::access_log::civil_time(secs);
-        let event = serde_json::json!({
-            "action": "upload.before",
-            "path": key.to_string(),
-            "file": file.to_string_lossy(),
-            "size": size,
-            "time": format!("{}Z", String::from_utf8_lossy(&civil)),
-        });
-        let mut body = event.to_string().into_bytes();
-        body.push(b'\n');
+        let body = event(key, file, size);
         let mut said = Vec::new();
         match super::hooks::run_command_saying(&self.command, &body, self.timeout, &mut said) {
             Ok(()) => Ok(()),

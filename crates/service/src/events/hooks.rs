@@ -1,5 +1,5 @@
 //! `serve --hook URL` and `--hook-command CMD`: each event, in order, POSTed
-//! as JSON to each URL (signed: [`SIGNATURE_HEADER`] is `sha256=HEX`, the
+//! as JSON to each URL (signed: `X-Wirespeed-Signature` is `sha256=HEX`, the
 //! HMAC-SHA256 of the body under `--hook-secret`; the body carries its time
 //! and sequence number, so a receiver refuses replays and old events), and
 //! given on the standard input of each command.
@@ -13,23 +13,16 @@
 //! least once: a receiver that answered after the time limit may get an
 //! event twice, and tells by its `seq`.
 //!
-//! URLs are `http://` (a receiver on the same host or network, or a relay):
-//! this is a plain HTTP/1.1 POST over a socket, without a client library.
+//! URLs are `http://` or `https://` (`hook_post.rs`: a plain HTTP/1.1 POST,
+//! over rustls for https).
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use hmac::{Hmac, Mac};
-
-/// The signature's header: `sha256=` and the HMAC-SHA256 of the body, hex.
-pub const SIGNATURE_HEADER: &str = "X-Wirespeed-Signature";
-/// The time the POST was made (Unix seconds), also signed into the body's
-/// `time`.
-pub const TIMESTAMP_HEADER: &str = "X-Wirespeed-Timestamp";
+use super::hook_post::{post, HookTls, HookUrl};
 
 /// Waits between the tries of one POST.
 const BACKOFF: [Duration; 4] = [
@@ -38,49 +31,6 @@ const BACKOFF: [Duration; 4] = [
     Duration::from_secs(2),
     Duration::from_secs(4),
 ];
-
-/// One hook URL, parsed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HookUrl {
-    /// `host:port`, for the socket.
-    pub addr: String,
-    /// `host[:port]` as the `Host` field says it.
-    pub host: String,
-    pub path: String,
-}
-
-impl HookUrl {
-    /// `http://HOST[:PORT][/PATH]`.
-    pub fn parse(url: &str) -> Result<HookUrl, String> {
-        let rest = url.strip_prefix("http://").ok_or_else(|| {
-            format!(
-                "{url:?}: a hook URL is http://HOST[:PORT]/PATH (https is not spoken here: \
-                 point it at a receiver on this host or network, or a relay)"
-            )
-        })?;
-        let (host, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
-        };
-        if host.is_empty() || path.bytes().any(|b| b <= b' ' || b == 0x7f) {
-            return Err(format!("{url:?} is not a usable http:// URL"));
-        }
-        let addr = if host
-            .rsplit_once(':')
-            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-            && !host.ends_with(']')
-        {
-            host.to_string()
-        } else {
-            format!("{host}:80")
-        };
-        Ok(HookUrl {
-            addr,
-            host: host.to_string(),
-            path: path.to_string(),
-        })
-    }
-}
 
 /// What `serve` gives the hooks.
 #[derive(Debug, Clone)]
@@ -94,6 +44,8 @@ pub struct HookConfig {
     pub queue: usize,
     /// One POST's or one command's time limit.
     pub timeout: Duration,
+    /// How https URLs are reached (`None`: only http ones work).
+    pub tls: Option<HookTls>,
 }
 
 impl Default for HookConfig {
@@ -104,22 +56,9 @@ impl Default for HookConfig {
             commands: Vec::new(),
             queue: 4096,
             timeout: Duration::from_secs(10),
+            tls: None,
         }
     }
-}
-
-/// `sha256=HEX`: the HMAC-SHA256 of `body` under `secret`.
-pub fn sign(secret: &[u8], body: &[u8]) -> String {
-    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(secret)
-        .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
-    mac.update(body);
-    let d = mac.finalize().into_bytes();
-    let mut out = String::with_capacity(7 + 64);
-    out.push_str("sha256=");
-    for b in d {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
 }
 
 struct Inner {
@@ -258,63 +197,15 @@ impl Inner {
                 break;
             }
             std::thread::sleep(wait);
-            match post(url, body, self.cfg.secret.as_deref(), self.cfg.timeout) {
-                Ok(s) if (200..300).contains(&s) => return,
-                Ok(s) => last = format!("answered {s}"),
+            let (secret, tls) = (self.cfg.secret.as_deref(), self.cfg.tls.as_ref());
+            match post(url, body, secret, self.cfg.timeout, tls) {
+                Ok(a) if (200..300).contains(&a.status) => return,
+                Ok(a) => last = format!("answered {}", a.status),
                 Err(e) => last = e.to_string(),
             }
         }
         tracing::warn!(target: "wirespeed::hooks", host = %url.host, path = %url.path, error = %last, "hook POST failed after retries; event not delivered");
     }
-}
-
-/// One POST; the status answered.
-fn post(
-    url: &HookUrl,
-    body: &[u8],
-    secret: Option<&[u8]>,
-    timeout: Duration,
-) -> std::io::Result<u16> {
-    let addr = url
-        .addr
-        .to_socket_addrs()?
-        .next()
-        .ok_or_else(|| std::io::Error::other("the hook's host has no address"))?;
-    let mut s = TcpStream::connect_timeout(&addr, timeout)?;
-    s.set_read_timeout(Some(timeout))?;
-    s.set_write_timeout(Some(timeout))?;
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let mut head = format!(
-        "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\nUser-Agent: wirespeed-hooks\r\n\
-         {TIMESTAMP_HEADER}: {now}\r\n",
-        url.path,
-        url.host,
-        body.len()
-    );
-    if let Some(k) = secret {
-        head.push_str(&format!("{SIGNATURE_HEADER}: {}\r\n", sign(k, body)));
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes())?;
-    s.write_all(body)?;
-    // The status line is all that matters: read a little, bounded.
-    let mut buf = [0u8; 64];
-    let mut n = 0;
-    while n < 12 {
-        let got = s.read(&mut buf[n..])?;
-        if got == 0 {
-            break;
-        }
-        n += got;
-    }
-    let line = std::str::from_utf8(&buf[..n]).unwrap_or("");
-    line.strip_prefix("HTTP/1.")
-        .and_then(|r| r.get(2..5))
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| std::io::Error::other("no HTTP status line in the hook's answer"))
 }
 
 /// Run `cmd` by `sh -c` with `body` on stdin; killed past `timeout`.
@@ -375,32 +266,6 @@ pub(super) fn run_command_saying(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn signature_is_rfc_4231_hmac_sha256() {
-        // RFC 4231, test case 2.
-        assert_eq!(
-            sign(b"Jefe", b"what do ya want for nothing?"),
-            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
-    }
-
-    #[test]
-    fn urls() {
-        let u = HookUrl::parse("http://127.0.0.1:9000/in").unwrap();
-        assert_eq!(
-            (u.addr.as_str(), u.path.as_str()),
-            ("127.0.0.1:9000", "/in")
-        );
-        let u = HookUrl::parse("http://hooks.lan").unwrap();
-        assert_eq!(
-            (u.addr.as_str(), u.host.as_str(), u.path.as_str()),
-            ("hooks.lan:80", "hooks.lan", "/")
-        );
-        assert!(HookUrl::parse("https://x/").unwrap_err().contains("https"));
-        assert!(HookUrl::parse("http:///x").is_err());
-        assert!(HookUrl::parse("http://x/a b").is_err());
-    }
 
     #[test]
     fn commands_time_out_and_say_their_status() {

@@ -16,7 +16,9 @@ pub struct Event<'a> {
     /// The principal's label (`Policy::label`): a user's name, `--token`,
     /// `anyone`, `link N of NAME`; `None` before the policy named one.
     pub by: Option<&'a str>,
-    pub address: IpAddr,
+    /// The client's address; `None` for what the server did by itself
+    /// (the trash's expiry).
+    pub address: Option<IpAddr>,
     /// The request's path (as sent, percent-encoded, below any prefix).
     pub path: &'a str,
     /// A MOVE's or COPY's `Destination`.
@@ -24,6 +26,9 @@ pub struct Event<'a> {
     pub status: u16,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// One more field where an action has more to say (a trash entry, a
+    /// user header that was ignored).
+    pub extra: Option<(&'static str, serde_json::Value)>,
 }
 
 impl Event<'_> {
@@ -60,7 +65,8 @@ impl Event<'_> {
                 }
             },
         }
-        o.insert("address".into(), self.address.to_string().into());
+        let address = self.address.map(|a| a.to_string());
+        o.insert("address".into(), address.into());
         o.insert("path".into(), self.path.into());
         if let Some(to) = self.to {
             o.insert("to".into(), to.into());
@@ -68,6 +74,9 @@ impl Event<'_> {
         o.insert("status".into(), self.status.into());
         o.insert("bytes_in".into(), self.bytes_in.into());
         o.insert("bytes_out".into(), self.bytes_out.into());
+        if let Some((k, v)) = &self.extra {
+            o.insert((*k).into(), v.clone());
+        }
         let mut line = serde_json::to_vec(&serde_json::Value::Object(o)).unwrap_or_default();
         line.push(b'\n');
         line
@@ -93,12 +102,13 @@ mod tests {
             at: UNIX_EPOCH + std::time::Duration::from_micros(1_700_000_000_000_042),
             action: "move",
             by,
-            address: "192.0.2.1".parse().unwrap(),
+            address: "192.0.2.1".parse().ok(),
             path: "/a%20b",
             to: Some("http://h/c\"d"),
             status: 201,
             bytes_in: 3,
             bytes_out: 0,
+            extra: Some(("entry", serde_json::json!({"id": "1-ab"}))),
         };
         let line = e.to_json_line();
         assert_eq!(line.last(), Some(&b'\n'));
@@ -118,6 +128,7 @@ mod tests {
         assert_eq!(v["to"], "http://h/c\"d");
         assert_eq!(v["status"], 201);
         assert_eq!(v["bytes_in"], 3);
+        assert_eq!(v["entry"]["id"], "1-ab");
         let v = event(Some("link 12 of bob"));
         assert_eq!(
             (v["link"].as_str(), v["minter"].as_str()),

@@ -18,6 +18,7 @@
 
 mod audit;
 mod gate;
+mod hook_post;
 mod hooks;
 mod json;
 
@@ -28,8 +29,9 @@ use std::time::SystemTime;
 use wirespeed_net::{Error, Exchange, Handler};
 
 pub use audit::Audit;
-pub use gate::CommandGate;
-pub use hooks::{sign, HookConfig, HookUrl, Hooks, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+pub use gate::{CommandGate, UrlGate};
+pub use hook_post::{sign, Answer, HookTls, HookUrl, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+pub use hooks::{HookConfig, Hooks};
 pub use json::Event;
 
 /// Where events go: the audit trail, the hooks, or both.
@@ -38,6 +40,9 @@ pub struct Events {
     audit: Option<Audit>,
     hooks: Option<Hooks>,
     seq: AtomicU64,
+    /// The proxy's user header (`--user-header`, lower case), so that one
+    /// sent by a peer that is no trusted proxy is told as ignored.
+    user_header: std::sync::OnceLock<String>,
 }
 
 impl Events {
@@ -46,6 +51,7 @@ impl Events {
             audit,
             hooks,
             seq: AtomicU64::new(0),
+            user_header: std::sync::OnceLock::new(),
         }
     }
 
@@ -64,10 +70,57 @@ impl Events {
         }
     }
 
+    /// The proxy's user header, named once by the router (`--user-header`).
+    pub(crate) fn set_user_header(&self, name: &str) {
+        let _ = self.user_header.set(name.to_ascii_lowercase());
+    }
+
+    fn write(&self, event: &Event<'_>) {
+        let line = event.to_json_line();
+        if let Some(a) = &self.audit {
+            a.record(&line);
+        }
+        if let Some(h) = &self.hooks {
+            h.send(line);
+        }
+    }
+
+    /// What the server did by itself (no request, no client): `action` at
+    /// `path`, with `extra` saying more.
+    pub(crate) fn system(&self, action: &'static str, path: &str, extra: serde_json::Value) {
+        self.write(&Event {
+            seq: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
+            at: SystemTime::now(),
+            action,
+            by: None,
+            address: None,
+            path,
+            to: None,
+            status: 200,
+            bytes_in: 0,
+            bytes_out: 0,
+            extra: Some(("entry", extra)),
+        });
+    }
+
     /// Tell the audit trail and the hooks about one request, after its
     /// handler returned `result`.
     fn after(&self, ex: &Exchange, result: &Result<(), Error>) {
-        let Some(action) = action(ex) else {
+        // The proxy's user header from a peer that is no trusted proxy was
+        // ignored (the request went on as its other credentials say): told
+        // on its line, and any request carrying it gets one.
+        let ignored = self
+            .user_header
+            .get()
+            .filter(|_| !ex.from_trusted_proxy())
+            .and_then(|h| ex.header(h))
+            .map(|v| {
+                String::from_utf8_lossy(v)
+                    .chars()
+                    .take(256)
+                    .collect::<String>()
+            });
+        let Some(action) = action(ex).or(ignored.as_ref().map(|_| "request")) else {
             return;
         };
         let status = match result {
@@ -80,7 +133,7 @@ impl Events {
             at: SystemTime::now(),
             action,
             by: label.as_deref(),
-            address: ex.client_ip(),
+            address: Some(ex.client_ip()),
             path: ex.path(),
             to: matches!(ex.method(), "MOVE" | "COPY")
                 .then(|| ex.header_str("destination"))
@@ -88,14 +141,12 @@ impl Events {
             status,
             bytes_in: ex.body_received(),
             bytes_out: ex.response_bytes(),
+            extra: match ignored {
+                Some(name) => Some(("ignored_user_header", name.into())),
+                None => trash_entry(ex),
+            },
         };
-        let line = event.to_json_line();
-        if let Some(a) = &self.audit {
-            a.record(&line);
-        }
-        if let Some(h) = &self.hooks {
-            h.send(line);
-        }
+        self.write(&event);
     }
 }
 
@@ -114,6 +165,8 @@ fn action(ex: &Exchange) -> Option<&'static str> {
                 "DELETE" => Some("share.revoke"),
                 _ => Some("share.list"),
             },
+            ("GET", r) if r.starts_with("trash") => Some("trash.list"),
+            ("POST", "trash") => Some("trash.restore"),
             (_, r) if r.starts_with("uploads/") => match m {
                 "POST" => Some("upload.create"),
                 "PATCH" => Some("upload.append"),
@@ -139,6 +192,24 @@ fn action(ex: &Exchange) -> Option<&'static str> {
         "PROPPATCH" => "props",
         _ => return None,
     })
+}
+
+/// A restore's entry (`?restore=ID`, and `&as=NAME`).
+fn trash_entry(ex: &Exchange) -> Option<(&'static str, serde_json::Value)> {
+    // The trash's restore route (`trash::PATH`, written out: the trash
+    // module tells events of its sweep, not the other way round).
+    if ex.method() != "POST" || ex.path() != "/-/trash" {
+        return None;
+    }
+    let mut o = serde_json::Map::new();
+    for (k, v) in form_urlencoded::parse(ex.query()?.as_bytes()) {
+        match &*k {
+            "restore" => o.insert("id".into(), v.into_owned().into()),
+            "as" => o.insert("as".into(), v.into_owned().into()),
+            _ => None,
+        };
+    }
+    Some(("entry", o.into()))
 }
 
 /// A route whose requests are told as events (when `events` is on).

@@ -408,9 +408,14 @@ impl<S: Storage> Files<S> {
         }
         // With a trash, the file replaced is kept there by a second name
         // right before the new one renames over its name (which so never
-        // stands empty). A conditional write is left out: its precondition
-        // is judged on the old file at commit, and may still refuse.
-        if self.cfg.trash_days > 0 && guard.may_replace() && ex.header("if-match").is_none() {
+        // stands empty). A storage that keeps it at the publication does
+        // so for every front; for another, a conditional write is left out
+        // here: its precondition is judged on the old file at commit.
+        if self.cfg.trash_days > 0
+            && !self.storage.keeps_replaced()
+            && guard.may_replace()
+            && ex.header("if-match").is_none()
+        {
             if let Ok(old) = self.storage.stat(&key).await {
                 if let Err(e) =
                     crate::trash::keep_replaced(&self.storage, &self.cfg, &key, &old).await

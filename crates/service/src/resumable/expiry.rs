@@ -85,6 +85,11 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
             loop {
                 tick.tick().await;
                 uploads.sweep_expired().await;
+                // The trash empties itself on this beat too (at most once
+                // a minute), so a server that only overwrites sheds too.
+                if uploads.cfg.trash_days > 0 {
+                    crate::trash::now_and_then_sweep(&uploads.storage, &uploads.cfg).await;
+                }
             }
         })
     }

@@ -47,3 +47,24 @@ pub(super) fn entry_meta(
     }
     meta_of(&st)
 }
+
+/// The mode every published file gets, whatever the protocol: 0666 less
+/// the process umask, as any program creating a file would give it
+/// (resumable data is kept 0600 while partial and set to this at the end).
+pub(crate) fn published_mode() -> u32 {
+    static MODE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *MODE.get_or_init(|| 0o666 & !process_umask())
+}
+
+/// The umask, read from `/proc/self/status` (setting it to read it would
+/// race with other threads); 022 where the kernel does not say.
+fn process_umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022)
+}

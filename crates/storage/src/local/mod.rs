@@ -33,6 +33,7 @@ pub use upload::LocalUpload;
 
 use listing::ListState;
 use meta::meta_of;
+pub(crate) use meta::published_mode;
 use object::Body;
 use upload::TempGuard;
 
@@ -58,6 +59,8 @@ pub struct LocalStorage {
     changes: Changes,
     /// Asked before an upload is published (`gate.rs`).
     gate: Option<Arc<dyn crate::gate::PublishGate>>,
+    /// Keeps what an upload replaces (the trash, `gate.rs`).
+    keep: Option<Arc<dyn crate::gate::KeepReplaced>>,
 }
 
 impl LocalStorage {
@@ -82,6 +85,7 @@ impl LocalStorage {
             small,
             changes: Changes::default(),
             gate: None,
+            keep: None,
         })
     }
 
@@ -384,6 +388,7 @@ impl Storage for LocalStorage {
                 .gate
                 .clone()
                 .map(|g| (g, self.root.path().to_path_buf())),
+            keep: self.keep.clone(),
         })
     }
 
@@ -599,6 +604,15 @@ impl Storage for LocalStorage {
         self.trash_link(key, id, record)
     }
 
+    fn keep_replaced_in_trash(&mut self, keep: Arc<dyn crate::gate::KeepReplaced>) -> bool {
+        self.keep = Some(keep);
+        true
+    }
+
+    fn keeps_replaced(&self) -> bool {
+        self.keep.is_some()
+    }
+
     async fn trash_records(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
         self.trash_records(max)
     }
@@ -618,27 +632,6 @@ impl Storage for LocalStorage {
     async fn set_modified(&self, key: &RelPath, t: SystemTime) -> Result<(), StorageError> {
         self.touch(key, t)
     }
-}
-
-/// The mode every published file gets, whatever the protocol: 0666 less
-/// the process umask, as any program creating a file would give it
-/// (resumable data is kept 0600 while partial and set to this at the end).
-pub(crate) fn published_mode() -> u32 {
-    static MODE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| 0o666 & !process_umask())
-}
-
-/// The umask, read from `/proc/self/status` (setting it to read it would
-/// race with other threads); 022 where the kernel does not say.
-fn process_umask() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Umask:"))
-                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-        })
-        .unwrap_or(0o022)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
@@ -197,6 +197,9 @@ impl PartialUploads for LocalStorage {
         check: Option<CommitCheck>,
     ) -> Result<Written, StorageError> {
         let (this, id, target) = (self.clone(), *id, key.clone());
+        // Who replaces a file, for its trash record (known here, not on
+        // the blocking thread).
+        let owner = crate::changes::actor();
         let landed = blocking(move || {
             let key = target;
             let Some(name) = key.name() else {
@@ -249,6 +252,11 @@ impl PartialUploads for LocalStorage {
                 if !check(current.as_ref()) {
                     return Err(StorageError::PreconditionFailed);
                 }
+            }
+            if let (Some(keep), Some(st)) = (&this.keep, &old) {
+                let by = owner.as_deref();
+                let dir = parent.as_fd();
+                super::trash::keep_replaced(&**keep, &this.root, dir, name, &key, st, by)?;
             }
             rustix::fs::renameat(&uploads, data_name(&id).as_str(), &*parent, name).map_err(
                 |e| match e {

@@ -6,13 +6,15 @@
 //! linked there instead, so that its name never stands empty.
 
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 
 use super::LocalStorage;
 use crate::changes::{Change, ChangeKind, Version};
+use crate::gate::KeepReplaced;
+use crate::resolve::Root;
 use crate::StorageError;
 use wirespeed_path::RelPath;
 
@@ -43,19 +45,78 @@ fn check_id(id: &str) -> Result<(), StorageError> {
     }
 }
 
+/// The trash folder under `root`, made if missing.
+fn trash_dir_in(root: &Root) -> Result<OwnedFd, StorageError> {
+    match rustix::fs::mkdirat(root.fd(), TRASH_DIR, Mode::from_raw_mode(0o700)) {
+        Ok(()) | Err(Errno::EXIST) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    Ok(rustix::fs::openat(
+        root.fd(),
+        TRASH_DIR,
+        flags,
+        Mode::empty(),
+    )?)
+}
+
+/// Writes entry `id`'s record, then keeps `name` in `parent` as the entry
+/// (renamed or linked); the record goes again if that fails.
+fn keep_at(
+    root: &Root,
+    parent: BorrowedFd<'_>,
+    name: &str,
+    id: &str,
+    record: &[u8],
+    how: Keep,
+    plain_file: bool,
+) -> Result<(), StorageError> {
+    check_id(id)?;
+    let trash = trash_dir_in(root)?;
+    let json = format!("{id}.json");
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(&trash, json.as_str(), flags, Mode::from_raw_mode(0o600))?;
+    std::fs::File::from(fd).write_all(record)?;
+    let kept = match how {
+        Keep::Move => rustix::fs::renameat(parent, name, &trash, id),
+        Keep::Link if plain_file => rustix::fs::linkat(parent, name, &trash, id, AtFlags::empty()),
+        // Only a plain file is kept by a second name.
+        Keep::Link => Err(Errno::ISDIR),
+    };
+    if let Err(e) = kept {
+        let _ = rustix::fs::unlinkat(&trash, json.as_str(), AtFlags::empty());
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+/// At an upload's publication: the plain file `name` in `parent` (`old`,
+/// what is there now), about to be renamed over, kept in the trash by a
+/// second name when `keep` names an entry for it. An empty file is not
+/// kept (nothing to restore; a WebDAV client's LOCK leaves one to fill).
+/// A failure refuses the publication: the old bytes are never lost
+/// silently.
+pub(super) fn keep_replaced(
+    keep: &dyn KeepReplaced,
+    root: &Root,
+    parent: BorrowedFd<'_>,
+    name: &str,
+    key: &RelPath,
+    old: &rustix::fs::Stat,
+    by: Option<&str>,
+) -> Result<(), StorageError> {
+    if FileType::from_raw_mode(old.st_mode) != FileType::RegularFile || old.st_size <= 0 {
+        return Ok(());
+    }
+    let Some((id, record)) = keep.entry(key, old.st_size as u64, by) else {
+        return Ok(());
+    };
+    keep_at(root, parent, name, &id, &record, Keep::Link, true)
+}
+
 impl LocalStorage {
     fn trash_dir(&self) -> Result<OwnedFd, StorageError> {
-        match rustix::fs::mkdirat(self.root.fd(), TRASH_DIR, Mode::from_raw_mode(0o700)) {
-            Ok(()) | Err(Errno::EXIST) => {}
-            Err(e) => return Err(e.into()),
-        }
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        Ok(rustix::fs::openat(
-            self.root.fd(),
-            TRASH_DIR,
-            flags,
-            Mode::empty(),
-        )?)
+        trash_dir_in(&self.root)
     }
 
     pub(super) fn trash_entry(
@@ -95,23 +156,8 @@ impl LocalStorage {
             .root
             .open_at(key.parent(), OFlags::PATH | OFlags::DIRECTORY)?;
         let st = rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW)?;
-        let trash = self.trash_dir()?;
-        let json = format!("{id}.json");
-        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(&trash, json.as_str(), flags, Mode::from_raw_mode(0o600))?;
-        std::fs::File::from(fd).write_all(record)?;
-        let kept = match how {
-            Keep::Move => rustix::fs::renameat(&parent, name, &trash, id),
-            Keep::Link if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile => {
-                rustix::fs::linkat(&parent, name, &trash, id, AtFlags::empty())
-            }
-            // Only a plain file is kept by a second name.
-            Keep::Link => Err(Errno::ISDIR),
-        };
-        if let Err(e) = kept {
-            let _ = rustix::fs::unlinkat(&trash, json.as_str(), AtFlags::empty());
-            return Err(e.into());
-        }
+        let plain = FileType::from_raw_mode(st.st_mode) == FileType::RegularFile;
+        keep_at(&self.root, parent.as_fd(), name, id, record, how, plain)?;
         if how == Keep::Link {
             return Ok(());
         }

@@ -82,6 +82,8 @@ pub struct LocalUpload {
     /// The publish gate, and the served folder's path (the gate is given
     /// the temporary file by path).
     pub(super) gate: Option<(Arc<dyn crate::gate::PublishGate>, std::path::PathBuf)>,
+    /// Keeps the file this upload replaces (the trash).
+    pub(super) keep: Option<Arc<dyn crate::gate::KeepReplaced>>,
 }
 
 impl LocalUpload {
@@ -178,6 +180,7 @@ impl Upload for LocalUpload {
         let check = self.check.take();
         let modified = self.modified;
         let (gate, key, size) = (self.gate.take(), self.key.clone(), self.written);
+        let keep = self.keep.take();
         // Who owns the file: the principal whose request wrote it (a
         // user's quota counts the files they own).
         let owner = crate::changes::actor();
@@ -239,6 +242,12 @@ impl Upload for LocalUpload {
                 Ok(st) => Some(st),
                 Err(_) => None,
             };
+            if let (Some(keep), Some(st)) = (&keep, &old) {
+                // Linked, not moved: the name is never empty in between.
+                let by = owner.as_deref();
+                let root = &guard.root;
+                super::trash::keep_replaced(&**keep, root, dir.as_fd(), &name, &key, st, by)?;
+            }
             rustix::fs::renameat(&*dir, tmp.as_str(), &*dir, name.as_str())?;
             guard.disarm();
             if let Some(st) = &old {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use wirespeed_service::events::{Audit, Events, HookConfig, HookUrl, Hooks};
+use wirespeed_service::events::{Audit, Events, HookConfig, HookTls, HookUrl, Hooks};
 use wirespeed_service::policy::groups::ProxySignIn;
 
 #[derive(Args, Debug)]
@@ -40,10 +40,17 @@ pub struct IdentityArgs {
     #[arg(long, value_name = "FILE")]
     pub audit_log: Option<PathBuf>,
 
-    /// POST each event (the audit line's JSON) to this http:// URL, in
-    /// order, retried with back-off, from a bounded queue (repeatable).
+    /// POST each event (the audit line's JSON) to this http:// or https://
+    /// URL, in order, retried with back-off, from a bounded queue
+    /// (repeatable).
     #[arg(long = "hook", value_name = "URL", value_parser = HookUrl::parse)]
     pub hooks: Vec<HookUrl>,
+
+    /// Also trust the certificates in FILE (PEM) for https hook URLs, on
+    /// top of the built-in Mozilla roots (a receiver with a private CA or
+    /// a self-signed certificate). Verification is never turned off.
+    #[arg(long, value_name = "FILE", env = "WIRESPEED_HOOK_CACERT")]
+    pub hook_cacert: Option<PathBuf>,
 
     /// Sign each hook POST: X-Wirespeed-Signature: sha256=HEX, the
     /// HMAC-SHA256 of the body under SECRET.
@@ -60,20 +67,60 @@ pub struct IdentityArgs {
     /// "upload.before","path","file","size","time"} on stdin, `file` the
     /// complete temporary file: exit 0 publishes; anything else, or no
     /// answer within 60 s, refuses it (422, the first line CMD printed) and
-    /// nothing is published. A folder only (not S3).
-    #[arg(long, value_name = "CMD")]
+    /// nothing is published. An http:// or https:// URL instead of CMD:
+    /// the same JSON POSTed (signed with --hook-secret); a 2xx answer
+    /// publishes, any other refuses (422, the answer's first line), and
+    /// no answer within 60 s refuses. A folder only (not S3).
+    #[arg(long, value_name = "CMD|URL")]
     pub hook_before_upload: Option<String>,
 }
 
-/// The publish gate `--hook-before-upload` asks, if given.
+/// The time limit of `--hook-before-upload`.
+const GATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The publish gate `--hook-before-upload` asks, if given: a URL when it
+/// starts with `http://` or `https://`, else a command.
 pub(super) fn publish_gate(
     id: &IdentityArgs,
-) -> Option<Arc<dyn wirespeed_service::storage::gate::PublishGate>> {
-    let cmd = id.hook_before_upload.clone()?;
-    Some(Arc::new(wirespeed_service::events::CommandGate {
-        command: cmd,
-        timeout: std::time::Duration::from_secs(60),
-    }))
+) -> anyhow::Result<Option<Arc<dyn wirespeed_service::storage::gate::PublishGate>>> {
+    let Some(given) = id.hook_before_upload.clone() else {
+        return Ok(None);
+    };
+    if !(given.starts_with("http://") || given.starts_with("https://")) {
+        return Ok(Some(Arc::new(wirespeed_service::events::CommandGate {
+            command: given,
+            timeout: GATE_TIMEOUT,
+        })));
+    }
+    let url = HookUrl::parse(&given).map_err(|e| anyhow::anyhow!("--hook-before-upload {e}"))?;
+    Ok(Some(Arc::new(wirespeed_service::events::UrlGate {
+        tls: hook_tls(id, url.https)?,
+        url,
+        secret: secret(id)?,
+        timeout: GATE_TIMEOUT,
+    })))
+}
+
+/// `--hook-secret`, refused empty.
+fn secret(id: &IdentityArgs) -> anyhow::Result<Option<Vec<u8>>> {
+    if id.hook_secret.as_deref() == Some("") {
+        anyhow::bail!("--hook-secret is empty: give a secret, or drop the option");
+    }
+    Ok(id.hook_secret.as_ref().map(|s| s.as_bytes().to_vec()))
+}
+
+/// The TLS config of https hooks (`needed`: some URL is https): the
+/// Mozilla roots and `--hook-cacert`'s certificates, verified always.
+fn hook_tls(id: &IdentityArgs, needed: bool) -> anyhow::Result<Option<HookTls>> {
+    if !needed {
+        return Ok(None);
+    }
+    let opts = wirespeed_tls::ClientTls {
+        cacert: id.hook_cacert.clone(),
+        insecure_accept_anything: false,
+    };
+    let cfg = wirespeed_tls::client_config(&opts).context("--hook-cacert")?;
+    Ok(Some(cfg))
 }
 
 /// The audit trail and the hooks, started; `None` when neither is asked.
@@ -83,16 +130,15 @@ pub(super) fn events(id: &IdentityArgs) -> anyhow::Result<Option<Arc<Events>>> {
         .as_deref()
         .map(|p| Audit::open(p).with_context(|| format!("--audit-log {}", p.display())))
         .transpose()?;
-    if id.hook_secret.as_deref() == Some("") {
-        anyhow::bail!("--hook-secret is empty: give a secret, or drop the option");
-    }
+    let secret = secret(id)?;
     let hooks = if id.hooks.is_empty() && id.hook_commands.is_empty() {
         None
     } else {
         let cfg = HookConfig {
             urls: id.hooks.clone(),
-            secret: id.hook_secret.as_ref().map(|s| s.as_bytes().to_vec()),
+            secret,
             commands: id.hook_commands.clone(),
+            tls: hook_tls(id, id.hooks.iter().any(|u| u.https))?,
             ..HookConfig::default()
         };
         Some(Hooks::start(cfg).context("starting the hooks' thread")?)
