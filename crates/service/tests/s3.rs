@@ -1061,3 +1061,104 @@ fn the_s3_backend_tells_the_change_stream_what_landed() {
 
 #[path = "s3/search.rs"]
 mod search;
+
+fn trash_config() -> ServiceConfig {
+    ServiceConfig {
+        trash_days: 30,
+        ..quota_config()
+    }
+}
+
+fn trash_entries(s: &TestServer) -> Vec<serde_json::Value> {
+    let r = s.get("/-/trash/");
+    assert_eq!(r.status, 200, "{}", r.text());
+    json(&r)["entries"].as_array().unwrap().clone()
+}
+
+fn trash_id(s: &TestServer, path: &str) -> String {
+    let entries = trash_entries(s);
+    let e = entries.iter().find(|e| e["path"] == path);
+    let e = e.unwrap_or_else(|| panic!("{path} is not in the trash: {entries:?}"));
+    e["id"].as_str().unwrap().to_string()
+}
+
+fn restore(s: &TestServer, id: &str) -> Resp {
+    s.req("POST", &format!("/-/trash?restore={id}"), &[], b"")
+}
+
+#[test]
+fn the_trash_keeps_deletes_and_overwrites_on_s3() {
+    let Some(m) = Minio::start() else { return };
+    m.create_bucket("trash");
+    let s = TestServer::on_storage(s3_storage(&m, "trash", "p"), trash_config());
+    let body = bytes(70_000, 3);
+    let r = s.req(
+        "PUT",
+        "/d/doc.bin",
+        &[("Repr-Digest", &sha256_field(&body))],
+        &body,
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(s.req("DELETE", "/d/doc.bin", &[], b"").status, 204);
+    assert_eq!(s.get("/d/doc.bin").status, 404);
+    assert!(!s.get("/").text().contains("wirespeed-trash"));
+    let id = trash_id(&s, "/d/doc.bin");
+    // Copied inside the bucket with its metadata, the record beside it.
+    let keys = m.keys("trash");
+    assert!(
+        keys.contains(&format!("p/.wirespeed-trash/{id}")),
+        "{keys:?}"
+    );
+    assert!(
+        keys.contains(&format!("p/.wirespeed-trash/{id}.json")),
+        "{keys:?}"
+    );
+    let meta = m.metadata("trash", &format!("p/.wirespeed-trash/{id}"));
+    assert_eq!(meta["sha256"].as_str().map(str::len), Some(64));
+    // The name taken meanwhile: 409, nothing replaced.
+    assert_eq!(s.put("/d/doc.bin", b"new").status, 201);
+    assert_eq!(restore(&s, &id).status, 409);
+    assert_eq!(s.get("/d/doc.bin").body, b"new");
+    assert_eq!(s.req("DELETE", "/d/doc.bin", &[], b"").status, 204);
+    assert_eq!(restore(&s, &id).status, 201);
+    assert_eq!(s.get("/d/doc.bin").body, body);
+
+    // An overwrite by PUT and by MOVE keeps the old bytes.
+    assert_eq!(s.put("/o.txt", b"v1").status, 201);
+    assert_eq!(s.put("/o.txt", b"v2").status, 204);
+    assert_eq!(s.put("/m.txt", b"moved").status, 201);
+    let r = s.req("MOVE", "/m.txt", &[("Destination", "/o.txt")], b"");
+    assert_eq!(r.status, 204, "{}", r.text());
+    let kept: Vec<_> = trash_entries(&s)
+        .into_iter()
+        .filter(|e| e["path"] == "/o.txt")
+        .collect();
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert_eq!(s.get("/o.txt").body, b"moved");
+
+    // A folder goes whole and comes back whole.
+    assert_eq!(s.put("/f/a.txt", b"a").status, 201);
+    assert_eq!(s.put("/f/sub/b.txt", b"b").status, 201);
+    assert_eq!(s.req("DELETE", "/f/", &[], b"").status, 204);
+    assert_eq!(s.get("/f/a.txt").status, 404);
+    let id = trash_id(&s, "/f");
+    assert_eq!(restore(&s, &id).status, 201);
+    assert_eq!(s.get("/f/sub/b.txt").body, b"b");
+
+    // Expired (the records say long ago): the next listing sweeps them
+    // all, bytes and records.
+    m.boto3(
+        "for o in s3.list_objects_v2(Bucket='trash', Prefix='p/.wirespeed-trash/')['Contents']:\n    \
+         k = o['Key']\n    \
+         if k.endswith('.json'):\n        \
+         v = json.loads(s3.get_object(Bucket='trash', Key=k)['Body'].read())\n        \
+         v['at'] = 1000\n        \
+         s3.put_object(Bucket='trash', Key=k, Body=json.dumps(v))",
+    );
+    assert!(trash_entries(&s).is_empty());
+    let keys = m.keys("trash");
+    assert!(
+        !keys.iter().any(|k| k.contains(".wirespeed-trash")),
+        "{keys:?}"
+    );
+}
