@@ -992,6 +992,35 @@ mod resumable {
     }
 
     #[test]
+    fn the_upload_hook_sees_the_staged_object_and_refuses_before_publication_on_s3() {
+        let Some(m) = Minio::start() else { return };
+        m.create_bucket("gate");
+        // The hook reads the staged bytes through the URL it is given.
+        let hook = r#"url=$(python3 -c 'import json,sys; e=json.load(sys.stdin); assert e["s3"]["key"].startswith("p/.wirespeed-staging/"); print(e["url"])') || exit 3
+            if curl -sf "$url" | grep -q EICAR; then echo 'virus found'; exit 1; fi"#;
+        let gate = wirespeed_service::events::CommandGate {
+            command: hook.into(),
+            timeout: Duration::from_secs(20),
+        };
+        let s = TestServer::with_uploads_on(
+            s3_storage(&m, "gate", "p").with_publish_gate(std::sync::Arc::new(gate)),
+            ServiceConfig::default(),
+            UploadsConfig::default(),
+        );
+        let r = s.put("/bad.txt", b"x EICAR x");
+        assert_eq!(r.status, 422, "{}", r.text());
+        assert!(r.text().contains("virus found"), "{}", r.text());
+        assert_eq!(s.get("/bad.txt").status, 404);
+        assert_eq!(s.put("/good.txt", b"fine").status, 201);
+        assert_eq!(s.get("/good.txt").body, b"fine");
+        // A tus upload is staged too: refused at its completion.
+        let loc = create(&s, "/-/uploads/t.txt", &[("Upload-Length", "5")]);
+        assert_eq!(patch(&s, &loc, 0, b"EICAR").status, 422);
+        assert_eq!(s.get("/t.txt").status, 404);
+        nothing_left(&m, "gate", &["p/good.txt"]);
+    }
+
+    #[test]
     fn expired_uploads_are_swept_from_the_bucket_on_s3() {
         let Some(m) = Minio::start() else { return };
         m.create_bucket("expiry");
@@ -1161,4 +1190,55 @@ fn the_trash_keeps_deletes_and_overwrites_on_s3() {
         !keys.iter().any(|k| k.contains(".wirespeed-trash")),
         "{keys:?}"
     );
+}
+
+#[test]
+fn a_user_quota_on_s3_is_refused_before_the_body_and_survives_a_restart() {
+    use wirespeed_service::policy::password;
+    let Some(m) = Minio::start() else { return };
+    m.create_bucket("users");
+    let text = format!(
+        "[users]\nalice = \"{}\"\nbob = \"{}\"\n[paths.\"/\"]\nalice = \"rwd\"\nbob = \"rwd\"\n\
+         [quota.user]\nalice = \"1K\"\n",
+        password::hash(b"a-pw").unwrap(),
+        password::hash(b"b-pw").unwrap()
+    );
+    let cfg = || ServiceConfig {
+        users: Some(std::sync::Arc::new(
+            wirespeed_service::Users::from_text("rules.toml", &text).unwrap(),
+        )),
+        ..ServiceConfig::default()
+    };
+    let auth = |who: &str, pw: &str| {
+        use base64::Engine as _;
+        let raw = base64::engine::general_purpose::STANDARD.encode(format!("{who}:{pw}"));
+        format!("Basic {raw}")
+    };
+    let (alice, bob) = (auth("alice", "a-pw"), auth("bob", "b-pw"));
+    let head_only = |s: &TestServer, path: &str, len: u64| {
+        let raw = format!(
+            "PUT {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nExpect: 100-continue\r\n\
+             Authorization: {alice}\r\nContent-Length: {len}\r\n\r\n"
+        );
+        s.raw(raw.as_bytes(), false)
+    };
+    let s = TestServer::on_storage(s3_storage(&m, "users", "p"), cfg());
+    let put = |s: &TestServer, who: &str, path: &str, n: usize| {
+        s.req("PUT", path, &[("Authorization", who)], &vec![7; n])
+    };
+    assert_eq!(put(&s, &alice, "/a/x", 800).status, 201);
+    assert_eq!(put(&s, &bob, "/b/big", 5000).status, 201);
+    let r = head_only(&s, "/b/y", 300);
+    assert_eq!(r.status, 507, "{}", r.text());
+    assert!(r.text().contains("alice's quota is full"), "{}", r.text());
+    let r = s.req("GET", "/b/y", &[("Authorization", &alice)], b"");
+    assert_eq!(r.status, 404);
+    // A new server on the bucket counts from the objects' owners.
+    drop(s);
+    let s = TestServer::on_storage(s3_storage(&m, "users", "p"), cfg());
+    assert_eq!(head_only(&s, "/b/y", 300).status, 507);
+    assert_eq!(put(&s, &alice, "/b/y", 200).status, 201);
+    // Deleted by another tool: the room is hers again.
+    m.boto3("s3.delete_object(Bucket='users', Key='p/a/x')");
+    assert_eq!(put(&s, &alice, "/b/z", 700).status, 201);
 }

@@ -4,13 +4,16 @@
 //! "file":…,"size":…,"time":…}`, `file` being the complete temporary file,
 //! readable, not yet published — and decides: exit 0 publishes; any other
 //! exit, or no answer within the time limit, refuses: nothing is published
-//! and the client gets 422 with the first line the command printed.
+//! and the client gets 422 with the first line the command printed. On S3
+//! there is no file: the event has `"s3":{"bucket":…,"key":…}`, the hidden
+//! staging key the complete upload waits under, and `"url"`, a presigned
+//! `GET` of it (valid 15 minutes) instead of `file`.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::path::RelPath;
-use crate::storage::gate::PublishGate;
+use crate::storage::gate::{PublishGate, Staged};
 
 #[derive(Debug, Clone)]
 pub struct CommandGate {
@@ -20,17 +23,40 @@ pub struct CommandGate {
 
 impl PublishGate for CommandGate {
     fn check(&self, key: &RelPath, file: &Path, size: u64) -> Result<(), String> {
-        let secs = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let civil = crate::access_log::civil_time(secs);
         let event = serde_json::json!({
             "action": "upload.before",
             "path": key.to_string(),
             "file": file.to_string_lossy(),
             "size": size,
-            "time": format!("{}Z", String::from_utf8_lossy(&civil)),
+            "time": now(),
         });
+        self.ask(key, event)
+    }
+
+    fn check_staged(&self, key: &RelPath, staged: &Staged, size: u64) -> Result<(), String> {
+        let event = serde_json::json!({
+            "action": "upload.before",
+            "path": key.to_string(),
+            "s3": { "bucket": staged.bucket, "key": staged.key },
+            "url": staged.url,
+            "size": size,
+            "time": now(),
+        });
+        self.ask(key, event)
+    }
+}
+
+fn now() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let civil = crate::access_log::civil_time(secs);
+    format!("{}Z", String::from_utf8_lossy(&civil))
+}
+
+impl CommandGate {
+    /// Runs the command with `event`: its exit status decides.
+    fn ask(&self, key: &RelPath, event: serde_json::Value) -> Result<(), String> {
         let mut body = event.to_string().into_bytes();
         body.push(b'\n');
         let mut said = Vec::new();

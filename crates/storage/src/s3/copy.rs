@@ -42,7 +42,7 @@ pub(crate) struct Raw {
     http: reqwest::Client,
     /// `scheme://host[:port][/bucket]`: a key's URL is this, `/`, the key.
     base: String,
-    bucket: String,
+    pub(super) bucket: String,
     region: String,
 }
 
@@ -171,6 +171,58 @@ impl S3Storage {
             self.raw.bucket,
             utf8_percent_encode(src.as_ref(), KEY)
         )
+    }
+
+    /// The user metadata of `path` (`x-amz-meta-*`: name, value).
+    pub(super) async fn metadata_of(
+        &self,
+        path: &ObjPath,
+    ) -> Result<Vec<(String, String)>, StorageError> {
+        let got = self
+            .store
+            .get_opts(
+                path,
+                object_store::GetOptions {
+                    head: true,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok(got
+            .attributes
+            .iter()
+            .filter_map(|(k, v)| match k {
+                Attribute::Metadata(name) => Some((name.to_string(), v.as_ref().to_string())),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// Gives `path` the user metadata `meta` by a `CopyObject` onto itself
+    /// (`REPLACE`): S3 keeps the bytes, nothing passes through here.
+    pub(super) async fn replace_metadata(
+        &self,
+        path: &ObjPath,
+        meta: &[(String, String)],
+    ) -> Result<(), StorageError> {
+        let mut headers = vec![
+            ("x-amz-copy-source".to_string(), self.copy_source(path)),
+            (
+                "x-amz-metadata-directive".to_string(),
+                "REPLACE".to_string(),
+            ),
+        ];
+        for (k, v) in meta {
+            headers.push((format!("x-amz-meta-{k}"), v.clone()));
+        }
+        let headers: Vec<(&str, String)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.clone()))
+            .collect();
+        self.raw_request(http::Method::PUT, path, "", &headers)
+            .await
+            .map(drop)
     }
 
     /// Part `n` of multipart upload `id` on `dst`, copied from

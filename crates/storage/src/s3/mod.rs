@@ -36,8 +36,10 @@ mod folders;
 mod listing;
 mod lock_records;
 mod object;
+mod owners;
 mod partial;
 mod props;
+mod staging;
 mod state;
 mod trash;
 mod upload;
@@ -81,6 +83,10 @@ pub struct S3Storage {
     pub(crate) changes: Changes,
     /// Requests object_store cannot make (`copy.rs`).
     pub(crate) raw: Arc<copy::Raw>,
+    /// The owners learnt (`owners.rs`), for users' quotas.
+    owners: Arc<owners::Owners>,
+    /// Asked before an upload is published (`staging.rs`).
+    gate: Option<Arc<dyn crate::gate::PublishGate>>,
 }
 
 impl std::fmt::Debug for S3Storage {
@@ -158,6 +164,8 @@ impl S3Storage {
             place: place.into(),
             changes: Changes::default(),
             raw: Arc::new(copy::Raw::new(cfg)?),
+            owners: Arc::default(),
+            gate: None,
         })
     }
 
@@ -448,7 +456,11 @@ impl Storage for S3Storage {
         if !matches!(self.dir_state(key).await?, DirState::Absent) {
             return Err(StorageError::Conflict("a directory exists at this path"));
         }
-        Ok(S3Upload::of_file(self.clone(), path, key))
+        let mut up = S3Upload::of_file(self.clone(), path, key);
+        if self.gate.is_some() {
+            up.stage_at(self.staging_path()?);
+        }
+        Ok(up)
     }
 
     async fn list(&self, key: &RelPath) -> Result<S3Listing, StorageError> {
@@ -544,6 +556,14 @@ impl Storage for S3Storage {
 
     async fn trash_records(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
         self.read_trash_records(max).await
+    }
+
+    async fn owner(&self, key: &RelPath) -> Option<String> {
+        self.read_owner(key).await
+    }
+
+    async fn owner_listed(&self, key: &RelPath, meta: &Meta) -> Option<String> {
+        self.listed_owner(key, meta).await
     }
 
     async fn untrash(&self, id: &str, to: &RelPath) -> Result<(), StorageError> {

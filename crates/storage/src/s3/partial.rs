@@ -53,6 +53,9 @@ struct Multipart {
     gen: u64,
     /// The generation the next tail gets (never reused).
     next: u64,
+    /// Written under `<id>.staged` for the publish gate (`staging.rs`),
+    /// not on the target key.
+    staged: bool,
 }
 
 impl Multipart {
@@ -67,6 +70,7 @@ impl Multipart {
             "tail": self.tail,
             "gen": self.gen,
             "next": self.next,
+            "staged": self.staged,
         })
     }
 
@@ -82,6 +86,7 @@ impl Multipart {
             tail: v["tail"].as_u64()?,
             gen: v["gen"].as_u64()?,
             next: v["next"].as_u64()?,
+            staged: v["staged"].as_bool().unwrap_or(false),
         })
     }
 }
@@ -103,6 +108,21 @@ impl S3Storage {
     fn target_path(&self, state: &UploadState) -> Result<ObjPath, StorageError> {
         let key = parse_request_path(&state.target).map_err(|_| StorageError::NotFound)?;
         self.path(&key)
+    }
+
+    /// Where the upload's multipart upload is: its target, or with a
+    /// publish gate its staging key.
+    fn multipart_path(
+        &self,
+        id: &UploadId,
+        state: &UploadState,
+        mp: &Multipart,
+    ) -> Result<ObjPath, StorageError> {
+        if mp.staged {
+            self.uploads_path(&format!("{id}.staged"))
+        } else {
+            self.target_path(state)
+        }
     }
 
     async fn write_record(
@@ -188,14 +208,32 @@ impl PartialUploads for S3Storage {
         id: &UploadId,
         state: &UploadState,
     ) -> Result<S3Partial, StorageError> {
-        let target = self.target_path(state)?;
+        let staged = self.gate.is_some();
+        let target = if staged {
+            self.uploads_path(&format!("{id}.staged"))?
+        } else {
+            self.target_path(state)?
+        };
+        // The creator owns what it publishes (a user's quota counts it).
+        let mut attributes = object_store::Attributes::new();
+        if let Some(owner) = crate::changes::actor() {
+            attributes.insert(
+                object_store::Attribute::Metadata(super::object::OWNER_KEY.into()),
+                super::upload::owner_value(&owner).into(),
+            );
+        }
+        let opts = object_store::PutMultipartOptions {
+            attributes,
+            ..object_store::PutMultipartOptions::default()
+        };
         let mp_id = self
             .store
-            .create_multipart(&target)
+            .create_multipart_opts(&target, opts)
             .await
             .map_err(|e| self.error(e))?;
         let mp = Multipart {
             id: mp_id,
+            staged,
             ..Multipart::default()
         };
         if let Err(e) = self.write_record(id, state, &mp).await {
@@ -211,7 +249,7 @@ impl PartialUploads for S3Storage {
 
     async fn open_partial(&self, id: &UploadId) -> Result<S3Partial, StorageError> {
         let (state, mp) = self.read_record(id).await?;
-        let target = self.target_path(&state)?;
+        let target = self.multipart_path(id, &state, &mp)?;
         Ok(S3Partial::new(self.clone(), *id, target, state, mp))
     }
 
@@ -230,7 +268,8 @@ impl PartialUploads for S3Storage {
         if !matches!(self.dir_state(key).await?, DirState::Absent) {
             return Err(StorageError::Conflict("a directory exists at this path"));
         }
-        let current = self.head_opt(&data.target).await?.map(|m| file_meta(&m));
+        let published = self.target_path(&data.state)?;
+        let current = self.head_opt(&published).await?.map(|m| file_meta(&m));
         if let Some(check) = &check {
             if !check(current.as_ref()) {
                 return Err(StorageError::PreconditionFailed);
@@ -267,9 +306,18 @@ impl PartialUploads for S3Storage {
                 .map_err(|e| self.error(e))?;
         }
         data.done = true;
+        // Staged for the gate: published only if it says yes; either way
+        // the upload is over once its objects are gone.
+        let gated = if data.cur.staged {
+            self.publish_staged(key, &data.target, &published, size)
+                .await
+        } else {
+            Ok(())
+        };
         if let Err(e) = self.delete_upload_objects(id).await {
             tracing::warn!(%id, error = %e, "could not remove a finished upload's record");
         }
+        gated?;
         let after = Version {
             folder: false,
             size,
@@ -296,7 +344,7 @@ impl PartialUploads for S3Storage {
     async fn delete_partial(&self, id: &UploadId) -> Result<(), StorageError> {
         match self.read_record(id).await {
             Ok((state, mp)) => {
-                let target = self.target_path(&state)?;
+                let target = self.multipart_path(id, &state, &mp)?;
                 match self.store.abort_multipart(&target, &mp.id).await {
                     Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
                     Err(e) => return Err(self.error(e)),

@@ -58,9 +58,10 @@ pub struct IdentityArgs {
     /// Before each upload is published (PUT, form POSTs, WebDAV PUT,
     /// tus/IETF completion), run CMD (by sh -c) with {"action":
     /// "upload.before","path","file","size","time"} on stdin, `file` the
-    /// complete temporary file: exit 0 publishes; anything else, or no
-    /// answer within 60 s, refuses it (422, the first line CMD printed) and
-    /// nothing is published. A folder only (not S3).
+    /// complete temporary file (on S3: "s3":{"bucket","key"} and "url", a
+    /// presigned GET of the staged object): exit 0 publishes; anything
+    /// else, or no answer within 60 s, refuses it (422, the first line CMD
+    /// printed) and nothing is published.
     #[arg(long, value_name = "CMD")]
     pub hook_before_upload: Option<String>,
 }
