@@ -682,29 +682,6 @@ mod resumable {
         assert!(m.multipart_uploads(bucket).is_empty());
     }
 
-    /// S3 storage cannot join uploads yet: it does not offer tus
-    /// concatenation, and a partial or final creation is 501 with nothing
-    /// made (the page then sends one upload).
-    fn concatenation_refused_plainly(s: &TestServer) {
-        let r = s.req("OPTIONS", "/-/uploads/", &[TUS], b"");
-        let ext = r.header("tus-extension").unwrap_or_default();
-        assert!(
-            ext.contains("creation") && !ext.contains("concatenation"),
-            "{ext}"
-        );
-        for concat in [
-            "partial",
-            "final;/-/uploads/0123456789abcdef0123456789abcdef",
-        ] {
-            let mut h = vec![TUS, ("Upload-Concat", concat)];
-            if concat == "partial" {
-                h.push(("Upload-Length", "3"));
-            }
-            let r = s.req("POST", "/-/uploads/d/", &h, b"");
-            assert_eq!(r.status, 501, "{}", r.text());
-        }
-    }
-
     #[test]
     fn tus_appends_across_part_boundaries_byte_identical_on_both_backends() {
         let m = on_both_uploads(UploadsConfig::default(), |s| {
@@ -960,7 +937,7 @@ mod resumable {
     }
 
     #[test]
-    fn a_second_node_resumes_what_the_first_began_and_no_concatenation_on_s3() {
+    fn a_second_node_resumes_what_the_first_began_on_s3() {
         let Some(m) = Minio::start() else { return };
         m.create_bucket("nodes");
         let a = on_s3(&m, "nodes");
@@ -987,8 +964,96 @@ mod resumable {
             r.header("upload-offset"),
             Some(data.len().to_string().as_str())
         );
-        concatenation_refused_plainly(&b);
         nothing_left(&m, "nodes", &["p/n.bin"]);
+    }
+
+    #[test]
+    fn tus_concatenation_joins_partials_by_server_side_copies_on_s3() {
+        use wirespeed_service::policy::password;
+        let Some(m) = Minio::start() else { return };
+        m.create_bucket("concat");
+        let text = format!(
+            "[users]\nalice = \"{}\"\nbob = \"{}\"\n[paths.\"/\"]\nalice = \"rwd\"\nbob = \"rwd\"\n",
+            password::hash(b"a-pw").unwrap(),
+            password::hash(b"b-pw").unwrap()
+        );
+        let cfg = ServiceConfig {
+            users: Some(std::sync::Arc::new(
+                wirespeed_service::Users::from_text("rules.toml", &text).unwrap(),
+            )),
+            ..ServiceConfig::default()
+        };
+        let s = TestServer::with_uploads_on(
+            s3_storage(&m, "concat", "p"),
+            cfg,
+            UploadsConfig::default(),
+        );
+        let basic = |u: &str, pw: &str| {
+            use base64::Engine as _;
+            let raw = base64::engine::general_purpose::STANDARD.encode(format!("{u}:{pw}"));
+            format!("Basic {raw}")
+        };
+        let (alice, bob) = (basic("alice", "a-pw"), basic("bob", "b-pw"));
+        let r = s.req(
+            "OPTIONS",
+            "/-/uploads/",
+            &[TUS, ("Authorization", &alice)],
+            b"",
+        );
+        let ext = r.header("tus-extension").unwrap_or_default();
+        assert!(ext.contains("concatenation"), "{ext}");
+        // Sizes around S3's 5 MiB part minimum: small ones go through one
+        // buffer, the big one is an UploadPartCopy.
+        let pieces = [
+            b"head".to_vec(),
+            bytes(10 << 20, 61),
+            bytes(1 << 20, 62),
+            b"end".to_vec(),
+        ];
+        let mut urls = Vec::new();
+        for p in &pieces {
+            let len = p.len().to_string();
+            let h = [
+                TUS,
+                ("Upload-Concat", "partial"),
+                ("Upload-Length", &len),
+                ("Authorization", &alice),
+            ];
+            let r = s.req("POST", "/-/uploads/d/", &h, b"");
+            assert_eq!(r.status, 201, "{}", r.text());
+            let loc = r.header("location").unwrap().to_string();
+            let h = [
+                TUS,
+                OCTETS,
+                ("Upload-Offset", "0"),
+                ("Authorization", alice.as_str()),
+            ];
+            assert_eq!(s.req("PATCH", &loc, &h, p).status, 204);
+            urls.push(loc);
+        }
+        let concat = format!("final;{}", urls.join(" "));
+        let fin = |who: &str| {
+            let meta = format!("filename {}", "ai5iaW4="); // j.bin
+            let h = [
+                TUS,
+                ("Upload-Concat", concat.as_str()),
+                ("Upload-Metadata", &meta),
+                ("Authorization", who),
+            ];
+            s.req("POST", "/-/uploads/d/", &h, b"")
+        };
+        // Someone else's partials: refused, nothing made.
+        assert_eq!(fin(&bob).status, 403);
+        let r = fin(&alice);
+        assert_eq!(r.status, 201, "{}", r.text());
+        let got = s.req("GET", "/d/j.bin", &[("Authorization", &alice)], b"");
+        assert!(got.body == pieces.concat(), "j.bin differs");
+        nothing_left(&m, "concat", &["p/d/j.bin"]);
+        // Hers, for her quota.
+        assert_eq!(
+            m.metadata("concat", "p/d/j.bin")["wirespeed-owner"],
+            "alice"
+        );
     }
 
     #[test]

@@ -23,7 +23,6 @@ use crate::StorageError;
 /// Largest object (and part) one copy request copies.
 pub(super) const MAX_COPY: u64 = 5 << 30;
 /// S3's smallest part but the last.
-#[allow(dead_code)]
 pub(super) const MIN_PART: u64 = 5 << 20;
 /// The range each part of a big copy takes.
 const COPY_PART: u64 = 1 << 30;

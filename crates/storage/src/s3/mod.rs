@@ -30,6 +30,7 @@
 //! object's metadata `x-amz-meta-sha256` and read back by the `HEAD` at
 //! open (always the object's own, so never stale).
 
+mod concat;
 mod config;
 mod copy;
 mod folders;

@@ -44,21 +44,33 @@ const MAX_RECORD: usize = 1 << 20;
 
 /// The S3 side of one upload, as its record names it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct Multipart {
-    id: String,
+pub(super) struct Multipart {
+    pub(super) id: String,
     /// Size and ETag of each part sent, in order.
-    parts: Vec<(u64, String)>,
+    pub(super) parts: Vec<(u64, String)>,
     /// Bytes in the tail object `<id>.<gen>.tail` (0: none).
-    tail: u64,
+    pub(super) tail: u64,
     gen: u64,
     /// The generation the next tail gets (never reused).
     next: u64,
     /// Written under `<id>.staged` for the publish gate (`staging.rs`),
     /// not on the target key.
-    staged: bool,
+    pub(super) staged: bool,
+    /// Completed into the object at the staging key (a part joined by a
+    /// final upload, `concat.rs`): no multipart upload is left.
+    pub(super) sealed: bool,
 }
 
 impl Multipart {
+    /// Sealed (`concat.rs`): the bytes are one object at the staging key.
+    pub(super) fn sealed() -> Multipart {
+        Multipart {
+            staged: true,
+            sealed: true,
+            ..Multipart::default()
+        }
+    }
+
     fn parts_len(&self) -> u64 {
         self.parts.iter().map(|(n, _)| n).sum()
     }
@@ -71,6 +83,7 @@ impl Multipart {
             "gen": self.gen,
             "next": self.next,
             "staged": self.staged,
+            "sealed": self.sealed,
         })
     }
 
@@ -87,12 +100,13 @@ impl Multipart {
             gen: v["gen"].as_u64()?,
             next: v["next"].as_u64()?,
             staged: v["staged"].as_bool().unwrap_or(false),
+            sealed: v["sealed"].as_bool().unwrap_or(false),
         })
     }
 }
 
 impl S3Storage {
-    fn uploads_path(&self, name: &str) -> Result<ObjPath, StorageError> {
+    pub(super) fn uploads_path(&self, name: &str) -> Result<ObjPath, StorageError> {
         ObjPath::parse(format!("{}{UPLOADS_DIR}/{name}", self.prefix))
             .map_err(|_| StorageError::Forbidden)
     }
@@ -125,7 +139,7 @@ impl S3Storage {
         }
     }
 
-    async fn write_record(
+    pub(super) async fn write_record(
         &self,
         id: &UploadId,
         state: &UploadState,
@@ -144,7 +158,10 @@ impl S3Storage {
         Ok(())
     }
 
-    async fn read_record(&self, id: &UploadId) -> Result<(UploadState, Multipart), StorageError> {
+    pub(super) async fn read_record(
+        &self,
+        id: &UploadId,
+    ) -> Result<(UploadState, Multipart), StorageError> {
         let got = self
             .store
             .get(&self.record_path(id)?)
@@ -168,7 +185,7 @@ impl S3Storage {
     }
 
     /// Every tail object of `id`, and its record, removed (absent is fine).
-    async fn delete_upload_objects(&self, id: &UploadId) -> Result<(), StorageError> {
+    pub(super) async fn delete_upload_objects(&self, id: &UploadId) -> Result<(), StorageError> {
         let dir = self.uploads_path("")?;
         let stem = format!("{id}.");
         let names: Vec<ObjPath> = self
@@ -208,7 +225,7 @@ impl PartialUploads for S3Storage {
         id: &UploadId,
         state: &UploadState,
     ) -> Result<S3Partial, StorageError> {
-        let staged = self.gate.is_some();
+        let staged = self.gate.is_some() || state.is_partial();
         let target = if staged {
             self.uploads_path(&format!("{id}.staged"))?
         } else {
@@ -343,6 +360,8 @@ impl PartialUploads for S3Storage {
 
     async fn delete_partial(&self, id: &UploadId) -> Result<(), StorageError> {
         match self.read_record(id).await {
+            // Sealed: no multipart upload is left, only objects.
+            Ok((_, mp)) if mp.sealed => {}
             Ok((state, mp)) => {
                 let target = self.multipart_path(id, &state, &mp)?;
                 match self.store.abort_multipart(&target, &mp.id).await {
@@ -384,6 +403,21 @@ impl PartialUploads for S3Storage {
         Ok(names.iter().filter(|n| n.ends_with(".json")).count())
     }
 
+    fn concatenates(&self) -> bool {
+        true
+    }
+
+    async fn concat_partials(
+        &self,
+        parts: &[UploadId],
+        key: &RelPath,
+        check: Option<CommitCheck>,
+        _mtime: Option<std::time::SystemTime>,
+    ) -> Result<Written, StorageError> {
+        // (S3 sets an object's time itself: a requested mtime is not kept.)
+        self.concat_s3(parts, key, check).await
+    }
+
     fn shared(&self) -> bool {
         true
     }
@@ -393,14 +427,14 @@ impl PartialUploads for S3Storage {
 pub struct S3Partial {
     storage: S3Storage,
     id: UploadId,
-    target: ObjPath,
+    pub(super) target: ObjPath,
     state: UploadState,
     /// The S3 side as it was opened: what a refused append goes back to.
     base: Multipart,
     /// The S3 side now (its `tail` is stale while `buf` holds the bytes).
-    cur: Multipart,
+    pub(super) cur: Multipart,
     /// Bytes after the last part, once read back from the tail object.
-    buf: Option<BytesMut>,
+    pub(super) buf: Option<BytesMut>,
     /// `buf` holds bytes the tail object does not.
     tail_dirty: bool,
     /// The record in the bucket does not describe `cur` yet.
@@ -409,7 +443,7 @@ pub struct S3Partial {
     durable: u64,
     /// Tail generations that may exist in the bucket.
     tails: Vec<u64>,
-    done: bool,
+    pub(super) done: bool,
 }
 
 impl S3Partial {
@@ -443,7 +477,7 @@ impl S3Partial {
     }
 
     /// Read the tail object into `buf` (once).
-    async fn load_tail(&mut self) -> Result<(), StorageError> {
+    pub(super) async fn load_tail(&mut self) -> Result<(), StorageError> {
         if self.buf.is_some() {
             return Ok(());
         }
@@ -468,7 +502,7 @@ impl S3Partial {
     }
 
     /// Send `part` as the next part and count it.
-    async fn send_part(&mut self, part: Bytes) -> Result<(), StorageError> {
+    pub(super) async fn send_part(&mut self, part: Bytes) -> Result<(), StorageError> {
         let len = part.len() as u64;
         let idx = self.cur.parts.len();
         let id = self
