@@ -228,7 +228,10 @@ fn tus_js_client_parallel_uploads_into_s3() {
     m.create_bucket("tusjs");
     let tmp = tempfile::tempdir().unwrap();
     let unused = tmp.path().join("not-created");
-    let s = Serve::spawn(serve_s3(&m.endpoint(), &unused, "s3://tusjs/p", PASSWORD), 0);
+    let s = Serve::spawn(
+        serve_s3(&m.endpoint(), &unused, "s3://tusjs/p", PASSWORD),
+        0,
+    );
     let data = wirespeed_testkit::bytes(24 << 20, 66);
     let source = tmp.path().join("source.bin");
     std::fs::write(&source, &data).unwrap();
