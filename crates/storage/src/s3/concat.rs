@@ -46,6 +46,17 @@ fn copy_ranges(start: u64, len: u64) -> Vec<std::ops::Range<u64>> {
     out
 }
 
+impl Multipart {
+    /// Sealed: the bytes are one object at the staging key.
+    fn sealed() -> Multipart {
+        Multipart {
+            staged: true,
+            sealed: true,
+            ..Multipart::default()
+        }
+    }
+}
+
 /// Builds the final's parts in order (see the module doc).
 struct Joiner<'a> {
     s3: &'a S3Storage,

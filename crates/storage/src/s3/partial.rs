@@ -50,9 +50,9 @@ pub(super) struct Multipart {
     pub(super) parts: Vec<(u64, String)>,
     /// Bytes in the tail object `<id>.<gen>.tail` (0: none).
     pub(super) tail: u64,
-    gen: u64,
+    pub(super) gen: u64,
     /// The generation the next tail gets (never reused).
-    next: u64,
+    pub(super) next: u64,
     /// Written under `<id>.staged` for the publish gate (`staging.rs`),
     /// not on the target key.
     pub(super) staged: bool,
@@ -62,15 +62,6 @@ pub(super) struct Multipart {
 }
 
 impl Multipart {
-    /// Sealed (`concat.rs`): the bytes are one object at the staging key.
-    pub(super) fn sealed() -> Multipart {
-        Multipart {
-            staged: true,
-            sealed: true,
-            ..Multipart::default()
-        }
-    }
-
     fn parts_len(&self) -> u64 {
         self.parts.iter().map(|(n, _)| n).sum()
     }
