@@ -1239,6 +1239,11 @@ fn the_trash_keeps_deletes_and_overwrites_on_s3() {
     assert_eq!(restore(&s, &id).status, 201);
     assert_eq!(s.get("/f/sub/b.txt").body, b"b");
 
+    // Kept, it still counts in its folder's quota (1K for /team).
+    assert_eq!(s.put("/team/a.bin", &[1; 800]).status, 201);
+    assert_eq!(s.req("DELETE", "/team/a.bin", &[], b"").status, 204);
+    assert_eq!(s.put("/team/b.bin", &[1; 300]).status, 507);
+
     // Expired (the records say long ago): the next listing sweeps them
     // all, bytes and records.
     m.boto3(
@@ -1255,6 +1260,7 @@ fn the_trash_keeps_deletes_and_overwrites_on_s3() {
         !keys.iter().any(|k| k.contains(".wirespeed-trash")),
         "{keys:?}"
     );
+    assert_eq!(s.put("/team/b.bin", &[1; 300]).status, 201);
 }
 
 #[test]
