@@ -24,8 +24,11 @@
 //! them (one walk counts every user), and the stream adds what each user
 //! writes; what is deleted or replaced is not subtracted until the next
 //! walk (whose it was is not in the change), so the count errs high, and
-//! a refusal walks first. S3 objects record no owner yet: there a user's
-//! quota counts nothing.
+//! a refusal walks first. On S3 the owner is object metadata, written with
+//! the object (a server-side copy keeps it: moves, the trash); a listing
+//! does not carry it, so the storage remembers each object's owner with
+//! the version it read it from (`Storage::owner_listed`, bounded) and asks
+//! again only for objects that changed.
 
 use std::collections::HashMap;
 use std::time::Instant;

@@ -230,7 +230,7 @@ pub(crate) async fn walk<S: Storage>(
                         let Ok(file) = dir.join(&entry.name) else {
                             continue;
                         };
-                        if let Some(who) = storage.owner(&file).await {
+                        if let Some(who) = storage.owner_listed(&file, &entry.meta).await {
                             if let Some(u) = owned.get_mut(owner_of(&who)) {
                                 u.bytes = u.bytes.saturating_add(entry.meta.size);
                                 u.files += 1;

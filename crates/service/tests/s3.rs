@@ -682,29 +682,6 @@ mod resumable {
         assert!(m.multipart_uploads(bucket).is_empty());
     }
 
-    /// S3 storage cannot join uploads yet: it does not offer tus
-    /// concatenation, and a partial or final creation is 501 with nothing
-    /// made (the page then sends one upload).
-    fn concatenation_refused_plainly(s: &TestServer) {
-        let r = s.req("OPTIONS", "/-/uploads/", &[TUS], b"");
-        let ext = r.header("tus-extension").unwrap_or_default();
-        assert!(
-            ext.contains("creation") && !ext.contains("concatenation"),
-            "{ext}"
-        );
-        for concat in [
-            "partial",
-            "final;/-/uploads/0123456789abcdef0123456789abcdef",
-        ] {
-            let mut h = vec![TUS, ("Upload-Concat", concat)];
-            if concat == "partial" {
-                h.push(("Upload-Length", "3"));
-            }
-            let r = s.req("POST", "/-/uploads/d/", &h, b"");
-            assert_eq!(r.status, 501, "{}", r.text());
-        }
-    }
-
     #[test]
     fn tus_appends_across_part_boundaries_byte_identical_on_both_backends() {
         let m = on_both_uploads(UploadsConfig::default(), |s| {
@@ -960,7 +937,7 @@ mod resumable {
     }
 
     #[test]
-    fn a_second_node_resumes_what_the_first_began_and_no_concatenation_on_s3() {
+    fn a_second_node_resumes_what_the_first_began_on_s3() {
         let Some(m) = Minio::start() else { return };
         m.create_bucket("nodes");
         let a = on_s3(&m, "nodes");
@@ -987,8 +964,125 @@ mod resumable {
             r.header("upload-offset"),
             Some(data.len().to_string().as_str())
         );
-        concatenation_refused_plainly(&b);
         nothing_left(&m, "nodes", &["p/n.bin"]);
+    }
+
+    #[test]
+    fn tus_concatenation_joins_partials_by_server_side_copies_on_s3() {
+        use wirespeed_service::policy::password;
+        let Some(m) = Minio::start() else { return };
+        m.create_bucket("concat");
+        let text = format!(
+            "[users]\nalice = \"{}\"\nbob = \"{}\"\n[paths.\"/\"]\nalice = \"rwd\"\nbob = \"rwd\"\n",
+            password::hash(b"a-pw").unwrap(),
+            password::hash(b"b-pw").unwrap()
+        );
+        let cfg = ServiceConfig {
+            users: Some(std::sync::Arc::new(
+                wirespeed_service::Users::from_text("rules.toml", &text).unwrap(),
+            )),
+            ..ServiceConfig::default()
+        };
+        let s = TestServer::with_uploads_on(
+            s3_storage(&m, "concat", "p"),
+            cfg,
+            UploadsConfig::default(),
+        );
+        let basic = |u: &str, pw: &str| {
+            use base64::Engine as _;
+            let raw = base64::engine::general_purpose::STANDARD.encode(format!("{u}:{pw}"));
+            format!("Basic {raw}")
+        };
+        let (alice, bob) = (basic("alice", "a-pw"), basic("bob", "b-pw"));
+        let r = s.req(
+            "OPTIONS",
+            "/-/uploads/",
+            &[TUS, ("Authorization", &alice)],
+            b"",
+        );
+        let ext = r.header("tus-extension").unwrap_or_default();
+        assert!(ext.contains("concatenation"), "{ext}");
+        // Sizes around S3's 5 MiB part minimum: small ones go through one
+        // buffer, the big one is an UploadPartCopy.
+        let pieces = [
+            b"head".to_vec(),
+            bytes(10 << 20, 61),
+            bytes(1 << 20, 62),
+            b"end".to_vec(),
+        ];
+        let mut urls = Vec::new();
+        for p in &pieces {
+            let len = p.len().to_string();
+            let h = [
+                TUS,
+                ("Upload-Concat", "partial"),
+                ("Upload-Length", &len),
+                ("Authorization", &alice),
+            ];
+            let r = s.req("POST", "/-/uploads/d/", &h, b"");
+            assert_eq!(r.status, 201, "{}", r.text());
+            let loc = r.header("location").unwrap().to_string();
+            let h = [
+                TUS,
+                OCTETS,
+                ("Upload-Offset", "0"),
+                ("Authorization", alice.as_str()),
+            ];
+            assert_eq!(s.req("PATCH", &loc, &h, p).status, 204);
+            urls.push(loc);
+        }
+        let concat = format!("final;{}", urls.join(" "));
+        let fin = |who: &str| {
+            let meta = format!("filename {}", "ai5iaW4="); // j.bin
+            let h = [
+                TUS,
+                ("Upload-Concat", concat.as_str()),
+                ("Upload-Metadata", &meta),
+                ("Authorization", who),
+            ];
+            s.req("POST", "/-/uploads/d/", &h, b"")
+        };
+        // Someone else's partials: refused, nothing made.
+        assert_eq!(fin(&bob).status, 403);
+        let r = fin(&alice);
+        assert_eq!(r.status, 201, "{}", r.text());
+        let got = s.req("GET", "/d/j.bin", &[("Authorization", &alice)], b"");
+        assert!(got.body == pieces.concat(), "j.bin differs");
+        nothing_left(&m, "concat", &["p/d/j.bin"]);
+        // Hers, for her quota.
+        assert_eq!(
+            m.metadata("concat", "p/d/j.bin")["wirespeed-owner"],
+            "alice"
+        );
+    }
+
+    #[test]
+    fn the_upload_hook_sees_the_staged_object_and_refuses_before_publication_on_s3() {
+        let Some(m) = Minio::start() else { return };
+        m.create_bucket("gate");
+        // The hook reads the staged bytes through the URL it is given.
+        let hook = r#"url=$(python3 -c 'import json,sys; e=json.load(sys.stdin); assert e["s3"]["key"].startswith("p/.wirespeed-staging/"); print(e["url"])') || exit 3
+            if curl -sf "$url" | grep -q EICAR; then echo 'virus found'; exit 1; fi"#;
+        let gate = wirespeed_service::events::CommandGate {
+            command: hook.into(),
+            timeout: Duration::from_secs(20),
+        };
+        let s = TestServer::with_uploads_on(
+            s3_storage(&m, "gate", "p").with_publish_gate(std::sync::Arc::new(gate)),
+            ServiceConfig::default(),
+            UploadsConfig::default(),
+        );
+        let r = s.put("/bad.txt", b"x EICAR x");
+        assert_eq!(r.status, 422, "{}", r.text());
+        assert!(r.text().contains("virus found"), "{}", r.text());
+        assert_eq!(s.get("/bad.txt").status, 404);
+        assert_eq!(s.put("/good.txt", b"fine").status, 201);
+        assert_eq!(s.get("/good.txt").body, b"fine");
+        // A tus upload is staged too: refused at its completion.
+        let loc = create(&s, "/-/uploads/t.txt", &[("Upload-Length", "5")]);
+        assert_eq!(patch(&s, &loc, 0, b"EICAR").status, 422);
+        assert_eq!(s.get("/t.txt").status, 404);
+        nothing_left(&m, "gate", &["p/good.txt"]);
     }
 
     #[test]
@@ -1061,3 +1155,161 @@ fn the_s3_backend_tells_the_change_stream_what_landed() {
 
 #[path = "s3/search.rs"]
 mod search;
+
+fn trash_config() -> ServiceConfig {
+    ServiceConfig {
+        trash_days: 30,
+        ..quota_config()
+    }
+}
+
+fn trash_entries(s: &TestServer) -> Vec<serde_json::Value> {
+    let r = s.get("/-/trash/");
+    assert_eq!(r.status, 200, "{}", r.text());
+    json(&r)["entries"].as_array().unwrap().clone()
+}
+
+fn trash_id(s: &TestServer, path: &str) -> String {
+    let entries = trash_entries(s);
+    let e = entries.iter().find(|e| e["path"] == path);
+    let e = e.unwrap_or_else(|| panic!("{path} is not in the trash: {entries:?}"));
+    e["id"].as_str().unwrap().to_string()
+}
+
+fn restore(s: &TestServer, id: &str) -> Resp {
+    s.req("POST", &format!("/-/trash?restore={id}"), &[], b"")
+}
+
+#[test]
+fn the_trash_keeps_deletes_and_overwrites_on_s3() {
+    let Some(m) = Minio::start() else { return };
+    m.create_bucket("trash");
+    let s = TestServer::on_storage(s3_storage(&m, "trash", "p"), trash_config());
+    let body = bytes(70_000, 3);
+    let r = s.req(
+        "PUT",
+        "/d/doc.bin",
+        &[("Repr-Digest", &sha256_field(&body))],
+        &body,
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(s.req("DELETE", "/d/doc.bin", &[], b"").status, 204);
+    assert_eq!(s.get("/d/doc.bin").status, 404);
+    assert!(!s.get("/").text().contains("wirespeed-trash"));
+    let id = trash_id(&s, "/d/doc.bin");
+    // Copied inside the bucket with its metadata, the record beside it.
+    let keys = m.keys("trash");
+    assert!(
+        keys.contains(&format!("p/.wirespeed-trash/{id}")),
+        "{keys:?}"
+    );
+    assert!(
+        keys.contains(&format!("p/.wirespeed-trash/{id}.json")),
+        "{keys:?}"
+    );
+    let meta = m.metadata("trash", &format!("p/.wirespeed-trash/{id}"));
+    assert_eq!(meta["sha256"].as_str().map(str::len), Some(64));
+    // The name taken meanwhile: 409, nothing replaced.
+    assert_eq!(s.put("/d/doc.bin", b"new").status, 201);
+    assert_eq!(restore(&s, &id).status, 409);
+    assert_eq!(s.get("/d/doc.bin").body, b"new");
+    assert_eq!(s.req("DELETE", "/d/doc.bin", &[], b"").status, 204);
+    assert_eq!(restore(&s, &id).status, 201);
+    assert_eq!(s.get("/d/doc.bin").body, body);
+
+    // An overwrite by PUT and by MOVE keeps the old bytes.
+    assert_eq!(s.put("/o.txt", b"v1").status, 201);
+    assert_eq!(s.put("/o.txt", b"v2").status, 204);
+    assert_eq!(s.put("/m.txt", b"moved").status, 201);
+    let r = s.req("MOVE", "/m.txt", &[("Destination", "/o.txt")], b"");
+    assert_eq!(r.status, 204, "{}", r.text());
+    let kept: Vec<_> = trash_entries(&s)
+        .into_iter()
+        .filter(|e| e["path"] == "/o.txt")
+        .collect();
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert_eq!(s.get("/o.txt").body, b"moved");
+
+    // A folder goes whole and comes back whole.
+    assert_eq!(s.put("/f/a.txt", b"a").status, 201);
+    assert_eq!(s.put("/f/sub/b.txt", b"b").status, 201);
+    assert_eq!(s.req("DELETE", "/f/", &[], b"").status, 204);
+    assert_eq!(s.get("/f/a.txt").status, 404);
+    let id = trash_id(&s, "/f");
+    assert_eq!(restore(&s, &id).status, 201);
+    assert_eq!(s.get("/f/sub/b.txt").body, b"b");
+
+    // Kept, it still counts in its folder's quota (1K for /team).
+    assert_eq!(s.put("/team/a.bin", &[1; 800]).status, 201);
+    assert_eq!(s.req("DELETE", "/team/a.bin", &[], b"").status, 204);
+    assert_eq!(s.put("/team/b.bin", &[1; 300]).status, 507);
+
+    // Expired (the records say long ago): the next listing sweeps them
+    // all, bytes and records.
+    m.boto3(
+        "for o in s3.list_objects_v2(Bucket='trash', Prefix='p/.wirespeed-trash/')['Contents']:\n    \
+         k = o['Key']\n    \
+         if k.endswith('.json'):\n        \
+         v = json.loads(s3.get_object(Bucket='trash', Key=k)['Body'].read())\n        \
+         v['at'] = 1000\n        \
+         s3.put_object(Bucket='trash', Key=k, Body=json.dumps(v))",
+    );
+    assert!(trash_entries(&s).is_empty());
+    let keys = m.keys("trash");
+    assert!(
+        !keys.iter().any(|k| k.contains(".wirespeed-trash")),
+        "{keys:?}"
+    );
+    assert_eq!(s.put("/team/b.bin", &[1; 300]).status, 201);
+}
+
+#[test]
+fn a_user_quota_on_s3_is_refused_before_the_body_and_survives_a_restart() {
+    use wirespeed_service::policy::password;
+    let Some(m) = Minio::start() else { return };
+    m.create_bucket("users");
+    let text = format!(
+        "[users]\nalice = \"{}\"\nbob = \"{}\"\n[paths.\"/\"]\nalice = \"rwd\"\nbob = \"rwd\"\n\
+         [quota.user]\nalice = \"1K\"\n",
+        password::hash(b"a-pw").unwrap(),
+        password::hash(b"b-pw").unwrap()
+    );
+    let cfg = || ServiceConfig {
+        users: Some(std::sync::Arc::new(
+            wirespeed_service::Users::from_text("rules.toml", &text).unwrap(),
+        )),
+        ..ServiceConfig::default()
+    };
+    let auth = |who: &str, pw: &str| {
+        use base64::Engine as _;
+        let raw = base64::engine::general_purpose::STANDARD.encode(format!("{who}:{pw}"));
+        format!("Basic {raw}")
+    };
+    let (alice, bob) = (auth("alice", "a-pw"), auth("bob", "b-pw"));
+    let head_only = |s: &TestServer, path: &str, len: u64| {
+        let raw = format!(
+            "PUT {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nExpect: 100-continue\r\n\
+             Authorization: {alice}\r\nContent-Length: {len}\r\n\r\n"
+        );
+        s.raw(raw.as_bytes(), false)
+    };
+    let s = TestServer::on_storage(s3_storage(&m, "users", "p"), cfg());
+    let put = |s: &TestServer, who: &str, path: &str, n: usize| {
+        s.req("PUT", path, &[("Authorization", who)], &vec![7; n])
+    };
+    assert_eq!(put(&s, &alice, "/a/x", 800).status, 201);
+    assert_eq!(put(&s, &bob, "/b/big", 5000).status, 201);
+    let r = head_only(&s, "/b/y", 300);
+    assert_eq!(r.status, 507, "{}", r.text());
+    assert!(r.text().contains("alice's quota is full"), "{}", r.text());
+    let r = s.req("GET", "/b/y", &[("Authorization", &alice)], b"");
+    assert_eq!(r.status, 404);
+    // A new server on the bucket counts from the objects' owners.
+    drop(s);
+    let s = TestServer::on_storage(s3_storage(&m, "users", "p"), cfg());
+    assert_eq!(head_only(&s, "/b/y", 300).status, 507);
+    assert_eq!(put(&s, &alice, "/b/y", 200).status, 201);
+    // Deleted by another tool: the room is hers again.
+    m.boto3("s3.delete_object(Bucket='users', Key='p/a/x')");
+    assert_eq!(put(&s, &alice, "/b/z", 700).status, 201);
+}

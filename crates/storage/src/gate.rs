@@ -7,7 +7,9 @@
 //! POSTs, WebDAV PUT and tus/IETF completion alike. A refusal publishes
 //! nothing (the temporary file is removed) and is
 //! [`StorageError::Refused`](crate::StorageError::Refused), 422, with the
-//! gate's message.
+//! gate's message. On S3 an upload is staged under a hidden key, the gate
+//! is given that key and a presigned URL ([`Staged`]), and only a yes
+//! copies it (server-side) to its name; a no deletes it.
 
 use std::path::Path;
 
@@ -19,6 +21,12 @@ pub trait PublishGate: Send + Sync + std::fmt::Debug + 'static {
     /// `Ok` publishes `file` (the complete bytes, not yet visible) as
     /// `key`; `Err(message)` refuses it with that message.
     fn check(&self, key: &RelPath, file: &Path, size: u64) -> Result<(), String>;
+    /// On S3: `Ok` publishes the upload `staged` (complete, in the bucket
+    /// under a hidden staging key, not yet under its name) as `key`. The
+    /// default refuses: a gate that needs a local file cannot judge it.
+    fn check_staged(&self, _key: &RelPath, _staged: &Staged, _size: u64) -> Result<(), String> {
+        Err("the server's upload check reads local files only".into())
+    }
 }
 
 /// What keeps the file an upload replaces (the trash): asked by the folder
@@ -31,3 +39,17 @@ pub trait KeepReplaced: Send + Sync + std::fmt::Debug + 'static {
     /// its id (letters, digits, `-`) and its record; `None` keeps nothing.
     fn entry(&self, key: &RelPath, size: u64, by: Option<&str>) -> Option<(String, Vec<u8>)>;
 }
+
+/// An upload staged in an object store for the gate: where it is, and a
+/// presigned URL that reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Staged {
+    pub bucket: String,
+    /// Its object key (below the served prefix's `.wirespeed-staging/`).
+    pub key: String,
+    /// A presigned `GET` of it, valid for [`STAGED_URL_SECS`].
+    pub url: String,
+}
+
+/// How long a staged upload's presigned URL reads it.
+pub const STAGED_URL_SECS: u64 = 900;

@@ -381,6 +381,16 @@ pub trait Storage: Send + Sync + 'static {
     fn owner(&self, _key: &RelPath) -> impl Future<Output = Option<String>> + Send {
         async { None }
     }
+    /// [`owner`](Self::owner) of a file a listing just gave as `meta`: a
+    /// backend that must ask per file (S3: a `HEAD`) may answer from what
+    /// it learnt of that very version.
+    fn owner_listed(
+        &self,
+        key: &RelPath,
+        _meta: &Meta,
+    ) -> impl Future<Output = Option<String>> + Send {
+        self.owner(key)
+    }
     /// The WebDAV dead properties recorded with `key` (the `dav` module's
     /// serialized set), `None` when there are none.
     fn dead_props(

@@ -42,9 +42,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         args.s3.storage.as_deref(),
         args.content.create,
     )? {
-        Target::S3(_) if args.identity.hook_before_upload.is_some() => anyhow::bail!(
-            "--hook-before-upload checks uploads in a served folder; S3 storage is not covered yet"
-        ),
         Target::S3(url) => Either::S3(target::s3_config(&url, &args.s3)?),
         Target::Folder(dir) => {
             let local = LocalStorage::new(&dir)
@@ -104,12 +101,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let cert_dir = tls.as_mut().and_then(|t| t.temp_dir.take());
     let cleanup = cert_dir.as_ref().map(|d| d.path().to_path_buf());
     let rt = rt.build().context("starting the async runtime")?;
+    let s3_gate = identity::publish_gate(&args.identity);
     let served = rt.block_on(async move {
         // The bucket is checked before the port opens: a wrong endpoint,
         // credentials or bucket fails the start with the reason.
         let storage = match s3 {
             Either::S3(c) => {
-                let st = wirespeed_service::S3Storage::new(&c)?;
+                let mut st = wirespeed_service::S3Storage::new(&c)?;
+                if let Some(gate) = s3_gate {
+                    st = st.with_publish_gate(gate);
+                }
                 st.check().await.context("checking the S3 storage")?;
                 Either::S3(st)
             }

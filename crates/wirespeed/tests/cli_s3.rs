@@ -208,3 +208,57 @@ fn serve_on_s3_resumes_an_upload_after_a_crash() {
     assert_eq!(m.keys("tus"), ["up/in/big.bin"]);
     assert!(m.multipart_uploads("tus").is_empty());
 }
+
+/// tus-js-client's `parallelUploads: 4` into a bucket: four partial
+/// uploads, joined by the final one inside the bucket (server-side part
+/// copies), byte-identical, nothing left behind.
+#[test]
+fn tus_js_client_parallel_uploads_into_s3() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let modules = std::env::var_os("WIRESPEED_INTEROP_NODE_MODULES")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("../../target/interop/node_modules"));
+    if !modules.join("tus-js-client").exists()
+        || Command::new("node").arg("--version").output().is_err()
+    {
+        return wirespeed_testkit::tools::missing::<()>("node and tus-js-client (target/interop)")
+            .unwrap_or(());
+    }
+    let Some(m) = Minio::start() else { return };
+    m.create_bucket("tusjs");
+    let tmp = tempfile::tempdir().unwrap();
+    let unused = tmp.path().join("not-created");
+    let s = Serve::spawn(
+        serve_s3(&m.endpoint(), &unused, "s3://tusjs/p", PASSWORD),
+        0,
+    );
+    let data = wirespeed_testkit::bytes(24 << 20, 66);
+    let source = tmp.path().join("source.bin");
+    std::fs::write(&source, &data).unwrap();
+    let out = Command::new("node")
+        .arg(root.join("tests/interop/tus_js_upload.cjs"))
+        .arg(format!("{}/-/uploads/js/", s.base()))
+        .arg(&source)
+        .arg("4")
+        .env("WIRESPEED_NODE_MODULES", &modules)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "node failed: {stdout}\n{stderr}");
+    let got = tmp.path().join("got.bin");
+    let url = format!("{}/js/source.bin", s.base());
+    let get = Command::new(BIN)
+        .args(["get", &url, "-o"])
+        .arg(&got)
+        .output()
+        .unwrap();
+    assert!(
+        get.status.success(),
+        "{}",
+        String::from_utf8_lossy(&get.stderr)
+    );
+    assert!(std::fs::read(&got).unwrap() == data, "byte-identical");
+    assert_eq!(m.keys("tusjs"), ["p/js/source.bin"]);
+    assert!(m.multipart_uploads("tusjs").is_empty());
+}

@@ -4,7 +4,10 @@
 //! "file":…,"size":…,"time":…}`, `file` being the complete temporary file,
 //! readable, not yet published — and decides: exit 0 publishes; any other
 //! exit, or no answer within the time limit, refuses: nothing is published
-//! and the client gets 422 with the first line the command printed.
+//! and the client gets 422 with the first line the command printed. On S3
+//! there is no file: the event has `"s3":{"bucket":…,"key":…}`, the hidden
+//! staging key the complete upload waits under, and `"url"`, a presigned
+//! `GET` of it (valid 15 minutes) instead of `file`.
 //!
 //! `serve --hook-before-upload https://…` (or `http://`): [`UrlGate`], the
 //! same event POSTed and signed like the other hooks; a 2xx answer
@@ -17,7 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::hook_post::{HookTls, HookUrl};
 use crate::path::RelPath;
-use crate::storage::gate::PublishGate;
+use crate::storage::gate::{PublishGate, Staged};
 
 #[derive(Debug, Clone)]
 pub struct CommandGate {
@@ -25,19 +28,39 @@ pub struct CommandGate {
     pub timeout: Duration,
 }
 
-/// The event a gate is given, as JSON.
-fn event(key: &RelPath, file: &Path, size: u64) -> Vec<u8> {
+fn now() -> String {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let civil = crate::access_log::civil_time(secs);
-    let event = serde_json::json!({
+    format!("{}Z", String::from_utf8_lossy(&civil))
+}
+
+/// The event for an upload waiting in a local temporary file.
+fn file_event(key: &RelPath, file: &Path, size: u64) -> serde_json::Value {
+    serde_json::json!({
         "action": "upload.before",
         "path": key.to_string(),
         "file": file.to_string_lossy(),
         "size": size,
-        "time": format!("{}Z", String::from_utf8_lossy(&civil)),
-    });
+        "time": now(),
+    })
+}
+
+/// The event for an upload staged in the bucket.
+fn staged_event(key: &RelPath, staged: &Staged, size: u64) -> serde_json::Value {
+    serde_json::json!({
+        "action": "upload.before",
+        "path": key.to_string(),
+        "s3": { "bucket": staged.bucket, "key": staged.key },
+        "url": staged.url,
+        "size": size,
+        "time": now(),
+    })
+}
+
+/// An event as the line a gate is given.
+fn line(event: &serde_json::Value) -> Vec<u8> {
     let mut body = event.to_string().into_bytes();
     body.push(b'\n');
     body
@@ -54,9 +77,10 @@ pub struct UrlGate {
     pub timeout: Duration,
 }
 
-impl PublishGate for UrlGate {
-    fn check(&self, key: &RelPath, file: &Path, size: u64) -> Result<(), String> {
-        let body = event(key, file, size);
+impl UrlGate {
+    /// POSTs `event`: the answer's status decides.
+    fn ask(&self, key: &RelPath, event: &serde_json::Value) -> Result<(), String> {
+        let body = line(event);
         let (secret, tls) = (self.secret.as_deref(), self.tls.as_ref());
         let why = match super::hook_post::post(&self.url, &body, secret, self.timeout, tls) {
             Ok(a) if (200..300).contains(&a.status) => return Ok(()),
@@ -72,9 +96,30 @@ impl PublishGate for UrlGate {
     }
 }
 
+impl PublishGate for UrlGate {
+    fn check(&self, key: &RelPath, file: &Path, size: u64) -> Result<(), String> {
+        self.ask(key, &file_event(key, file, size))
+    }
+
+    fn check_staged(&self, key: &RelPath, staged: &Staged, size: u64) -> Result<(), String> {
+        self.ask(key, &staged_event(key, staged, size))
+    }
+}
+
 impl PublishGate for CommandGate {
     fn check(&self, key: &RelPath, file: &Path, size: u64) -> Result<(), String> {
-        let body = event(key, file, size);
+        self.ask(key, &file_event(key, file, size))
+    }
+
+    fn check_staged(&self, key: &RelPath, staged: &Staged, size: u64) -> Result<(), String> {
+        self.ask(key, &staged_event(key, staged, size))
+    }
+}
+
+impl CommandGate {
+    /// Runs the command with `event`: its exit status decides.
+    fn ask(&self, key: &RelPath, event: &serde_json::Value) -> Result<(), String> {
+        let body = line(event);
         let mut said = Vec::new();
         match super::hooks::run_command_saying(&self.command, &body, self.timeout, &mut said) {
             Ok(()) => Ok(()),

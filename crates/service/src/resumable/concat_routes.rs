@@ -113,7 +113,13 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
         // The join runs on its own: a client that leaves, or a proxy that
         // gives up waiting, does not stop it half-way.
         let storage = self.storage.clone();
-        let mut task = tokio::spawn(async move {
+        // The join runs as the asker: the file is theirs (a user's quota),
+        // and so is the change it makes.
+        let actor = crate::storage::changes::actor();
+        let mut task = tokio::spawn(crate::storage::changes::in_actor_scope(async move {
+            if let Some(a) = actor {
+                crate::storage::changes::set_actor(a);
+            }
             let r = storage
                 .concat_partials(&join.parts, &target, check, mtime)
                 .await
@@ -123,7 +129,7 @@ impl<S: Storage + PartialUploads + Clone> Uploads<S> {
                     (e.http_status(), e.to_string())
                 });
             *join.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-        });
+        }));
         let _ = tokio::time::timeout(self.ucfg.join_wait, &mut task).await;
         let mut resp = Response::new(201)
             .header("Tus-Resumable", tus::VERSION)

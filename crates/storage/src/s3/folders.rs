@@ -127,13 +127,12 @@ impl S3Storage {
                     ));
                 }
                 // CopyObject keeps the metadata; the multipart copy of
-                // copy-if-not-exists does not, so WebDAV properties are put
-                // back after.
+                // copy-if-not-exists does not, so it is put back after (a
+                // server-side copy of the object onto itself).
                 let kept = if overwrite {
                     None
                 } else {
-                    let o = super::object::S3Object::open(self, src.clone()).await?;
-                    Some((o.dav.clone(), crate::Object::stored_sha256(&o)))
+                    Some(self.metadata_of(&src).await?)
                 };
                 let copied = if overwrite {
                     self.store.copy(&src, &dst).await
@@ -147,11 +146,9 @@ impl S3Storage {
                     }
                     Err(e) => return Err(self.error(e)),
                 }
-                // Only for properties (a client's data): a lost sha-256
-                // record is recomputed when asked, not worth a rewrite.
-                if let Some((dav, sha256)) = kept.filter(|k| k.0.is_some()) {
-                    if let Err(e) = self.rewrite(dst.clone(), dav, sha256).await {
-                        // The bytes moved; only their properties or digest record are lost.
+                if let Some(meta) = kept.filter(|m| !m.is_empty()) {
+                    if let Err(e) = self.replace_metadata(&dst, &meta).await {
+                        // The bytes moved; only their properties, digest or owner record are lost.
                         tracing::warn!(path = %dst, error = %e, "S3 move: metadata not kept");
                     }
                 }

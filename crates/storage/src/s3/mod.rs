@@ -30,13 +30,19 @@
 //! object's metadata `x-amz-meta-sha256` and read back by the `HEAD` at
 //! open (always the object's own, so never stale).
 
+mod concat;
 mod config;
+mod copy;
 mod folders;
+mod listing;
 mod lock_records;
 mod object;
+mod owners;
 mod partial;
 mod props;
+mod staging;
 mod state;
+mod trash;
 mod upload;
 
 use std::sync::Arc;
@@ -49,13 +55,14 @@ use object_store::{ClientOptions, ObjectMeta, ObjectStoreExt, RetryConfig};
 
 pub use config::S3Config;
 pub use folders::MAX_FOLDER_MOVE;
+pub use listing::S3Listing;
 pub use object::S3Object;
 pub use partial::S3Partial;
 pub use upload::S3Upload;
 
 use crate::changes::{Change, ChangeKind, Changes, Version};
-use crate::{Entry, Kind, Listing, Meta, Storage, StorageError, Written};
-use wirespeed_path::{is_reserved_name, RelPath};
+use crate::{Kind, Meta, Storage, StorageError, Written};
+use wirespeed_path::RelPath;
 
 /// Bytes per multipart part: big enough that a part's request overhead is
 /// small, small enough that an upload's memory stays bounded.
@@ -64,7 +71,7 @@ pub const PART_SIZE: usize = 8 << 20;
 /// plus these).
 pub const PARTS_IN_FLIGHT: usize = 4;
 /// Entries asked per listing page (S3's maximum).
-const LIST_PAGE: usize = 1000;
+pub(crate) const LIST_PAGE: usize = 1000;
 
 /// Files in an S3 bucket below a prefix.
 #[derive(Clone)]
@@ -75,6 +82,12 @@ pub struct S3Storage {
     /// What the errors name: `s3://bucket/prefix at endpoint`.
     pub(crate) place: Arc<str>,
     pub(crate) changes: Changes,
+    /// Requests object_store cannot make (`copy.rs`).
+    pub(crate) raw: Arc<copy::Raw>,
+    /// The owners learnt (`owners.rs`), for users' quotas.
+    owners: Arc<owners::Owners>,
+    /// Asked before an upload is published (`staging.rs`).
+    gate: Option<Arc<dyn crate::gate::PublishGate>>,
 }
 
 impl std::fmt::Debug for S3Storage {
@@ -151,6 +164,9 @@ impl S3Storage {
             },
             place: place.into(),
             changes: Changes::default(),
+            raw: Arc::new(copy::Raw::new(cfg)?),
+            owners: Arc::default(),
+            gate: None,
         })
     }
 
@@ -394,7 +410,7 @@ pub(crate) fn file_meta(m: &ObjectMeta) -> Meta {
     }
 }
 
-const DIR_META: Meta = Meta {
+pub(crate) const DIR_META: Meta = Meta {
     kind: Kind::Dir,
     size: 0,
     modified: None,
@@ -441,7 +457,11 @@ impl Storage for S3Storage {
         if !matches!(self.dir_state(key).await?, DirState::Absent) {
             return Err(StorageError::Conflict("a directory exists at this path"));
         }
-        Ok(S3Upload::of_file(self.clone(), path, key))
+        let mut up = S3Upload::of_file(self.clone(), path, key);
+        if self.gate.is_some() {
+            up.stage_at(self.staging_path()?);
+        }
+        Ok(up)
     }
 
     async fn list(&self, key: &RelPath) -> Result<S3Listing, StorageError> {
@@ -522,6 +542,39 @@ impl Storage for S3Storage {
         Some(&self.changes)
     }
 
+    async fn trash(&self, key: &RelPath, id: &str, record: &[u8]) -> Result<(), StorageError> {
+        self.keep_in_trash(key, id, record, false).await
+    }
+
+    async fn trash_replaced(
+        &self,
+        key: &RelPath,
+        id: &str,
+        record: &[u8],
+    ) -> Result<(), StorageError> {
+        self.keep_in_trash(key, id, record, true).await
+    }
+
+    async fn trash_records(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
+        self.read_trash_records(max).await
+    }
+
+    async fn owner(&self, key: &RelPath) -> Option<String> {
+        self.read_owner(key).await
+    }
+
+    async fn owner_listed(&self, key: &RelPath, meta: &Meta) -> Option<String> {
+        self.listed_owner(key, meta).await
+    }
+
+    async fn untrash(&self, id: &str, to: &RelPath) -> Result<(), StorageError> {
+        self.restore_from_trash(id, to).await
+    }
+
+    async fn purge_trash(&self, id: &str) -> Result<(), StorageError> {
+        self.purge_from_trash(id).await
+    }
+
     async fn dead_props(&self, key: &RelPath) -> Result<Option<Vec<u8>>, StorageError> {
         self.read_props(key).await
     }
@@ -544,75 +597,6 @@ impl Storage for S3Storage {
         version: Option<String>,
     ) -> Result<String, StorageError> {
         self.write_lock_records(blob, version).await
-    }
-}
-
-/// A folder's entries, one `ListObjectsV2` page per batch.
-pub struct S3Listing {
-    storage: S3Storage,
-    /// `PREFIX/key/` (or `PREFIX/` at the root).
-    prefix: String,
-    root: bool,
-    token: Option<String>,
-    first: bool,
-    done: bool,
-}
-
-impl Listing for S3Listing {
-    async fn next_batch(&mut self) -> Result<Option<Vec<Entry>>, StorageError> {
-        if self.done {
-            return Ok(None);
-        }
-        let opts = PaginatedListOptions {
-            delimiter: Some("/".into()),
-            max_keys: Some(LIST_PAGE),
-            page_token: self.token.take(),
-            ..PaginatedListOptions::default()
-        };
-        let prefix = (!self.prefix.is_empty()).then_some(self.prefix.as_str());
-        let page = self
-            .storage
-            .store
-            .list_paginated(prefix, opts)
-            .await
-            .map_err(|e| self.storage.list_error(e))?;
-        let marker = self.prefix.trim_end_matches('/');
-        let mut entries =
-            Vec::with_capacity(page.result.objects.len() + page.result.common_prefixes.len());
-        let mut marker_seen = false;
-        for p in &page.result.common_prefixes {
-            if let Some(name) = p.filename() {
-                entries.push(Entry {
-                    name: name.to_string(),
-                    meta: DIR_META,
-                });
-            }
-        }
-        for o in &page.result.objects {
-            if o.location.as_ref() == marker
-                || o.location.filename() == Some(folders::FOLDER_MARKER)
-            {
-                marker_seen = true;
-                continue;
-            }
-            if let Some(name) = o.location.filename() {
-                entries.push(Entry {
-                    name: name.to_string(),
-                    meta: file_meta(o),
-                });
-            }
-        }
-        entries.retain(|e| !is_reserved_name(&e.name));
-        // S3 orders by whole key ("a-b" before "a/"), the listing by name:
-        // each page is sorted; pages follow S3's order.
-        entries.sort_unstable_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
-        let first = std::mem::replace(&mut self.first, false);
-        if first && !self.root && entries.is_empty() && !marker_seen && page.page_token.is_none() {
-            return Err(StorageError::NotFound);
-        }
-        self.token = page.page_token;
-        self.done = self.token.is_none();
-        Ok(Some(entries))
     }
 }
 

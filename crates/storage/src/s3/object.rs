@@ -20,6 +20,10 @@ pub(super) const SHA256_KEY: &str = "sha256";
 /// The metadata key under which a file's WebDAV dead properties are
 /// stored (`x-amz-meta-wirespeed-dav`; their form is `props.rs`'s).
 pub(super) const DAV_KEY: &str = "wirespeed-dav";
+/// The metadata key naming a file's owner, the principal whose request
+/// wrote it (`x-amz-meta-wirespeed-owner`, percent-encoded: metadata is
+/// header text).
+pub(super) const OWNER_KEY: &str = "wirespeed-owner";
 
 /// An object opened by `HEAD`; reads are pinned to its ETag, so a reader
 /// never mixes two versions.
@@ -31,6 +35,8 @@ pub struct S3Object {
     sha256: Option<[u8; 32]>,
     /// The WebDAV dead properties kept with it (`props.rs`), as stored.
     pub(super) dav: Option<String>,
+    /// Who wrote it (`OWNER_KEY`), decoded.
+    pub(super) owner: Option<String>,
     reader: Option<Reader>,
 }
 
@@ -65,8 +71,16 @@ impl S3Object {
             .attributes
             .get(&Attribute::Metadata(DAV_KEY.into()))
             .map(|v| v.as_ref().to_string());
+        let owner = got
+            .attributes
+            .get(&Attribute::Metadata(OWNER_KEY.into()))
+            .and_then(|v| {
+                let raw = percent_encoding::percent_decode_str(v.as_ref());
+                raw.decode_utf8().ok().map(|s| s.into_owned())
+            });
         Ok(S3Object {
             dav,
+            owner,
             storage: storage.clone(),
             meta: file_meta(&got.meta),
             etag: got.meta.e_tag.clone(),

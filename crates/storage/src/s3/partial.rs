@@ -44,15 +44,21 @@ const MAX_RECORD: usize = 1 << 20;
 
 /// The S3 side of one upload, as its record names it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct Multipart {
-    id: String,
+pub(super) struct Multipart {
+    pub(super) id: String,
     /// Size and ETag of each part sent, in order.
-    parts: Vec<(u64, String)>,
+    pub(super) parts: Vec<(u64, String)>,
     /// Bytes in the tail object `<id>.<gen>.tail` (0: none).
-    tail: u64,
-    gen: u64,
+    pub(super) tail: u64,
+    pub(super) gen: u64,
     /// The generation the next tail gets (never reused).
-    next: u64,
+    pub(super) next: u64,
+    /// Written under `<id>.staged` for the publish gate (`staging.rs`),
+    /// not on the target key.
+    pub(super) staged: bool,
+    /// Completed into the object at the staging key (a part joined by a
+    /// final upload, `concat.rs`): no multipart upload is left.
+    pub(super) sealed: bool,
 }
 
 impl Multipart {
@@ -67,6 +73,8 @@ impl Multipart {
             "tail": self.tail,
             "gen": self.gen,
             "next": self.next,
+            "staged": self.staged,
+            "sealed": self.sealed,
         })
     }
 
@@ -82,12 +90,14 @@ impl Multipart {
             tail: v["tail"].as_u64()?,
             gen: v["gen"].as_u64()?,
             next: v["next"].as_u64()?,
+            staged: v["staged"].as_bool().unwrap_or(false),
+            sealed: v["sealed"].as_bool().unwrap_or(false),
         })
     }
 }
 
 impl S3Storage {
-    fn uploads_path(&self, name: &str) -> Result<ObjPath, StorageError> {
+    pub(super) fn uploads_path(&self, name: &str) -> Result<ObjPath, StorageError> {
         ObjPath::parse(format!("{}{UPLOADS_DIR}/{name}", self.prefix))
             .map_err(|_| StorageError::Forbidden)
     }
@@ -105,7 +115,22 @@ impl S3Storage {
         self.path(&key)
     }
 
-    async fn write_record(
+    /// Where the upload's multipart upload is: its target, or with a
+    /// publish gate its staging key.
+    fn multipart_path(
+        &self,
+        id: &UploadId,
+        state: &UploadState,
+        mp: &Multipart,
+    ) -> Result<ObjPath, StorageError> {
+        if mp.staged {
+            self.uploads_path(&format!("{id}.staged"))
+        } else {
+            self.target_path(state)
+        }
+    }
+
+    pub(super) async fn write_record(
         &self,
         id: &UploadId,
         state: &UploadState,
@@ -124,7 +149,10 @@ impl S3Storage {
         Ok(())
     }
 
-    async fn read_record(&self, id: &UploadId) -> Result<(UploadState, Multipart), StorageError> {
+    pub(super) async fn read_record(
+        &self,
+        id: &UploadId,
+    ) -> Result<(UploadState, Multipart), StorageError> {
         let got = self
             .store
             .get(&self.record_path(id)?)
@@ -148,7 +176,7 @@ impl S3Storage {
     }
 
     /// Every tail object of `id`, and its record, removed (absent is fine).
-    async fn delete_upload_objects(&self, id: &UploadId) -> Result<(), StorageError> {
+    pub(super) async fn delete_upload_objects(&self, id: &UploadId) -> Result<(), StorageError> {
         let dir = self.uploads_path("")?;
         let stem = format!("{id}.");
         let names: Vec<ObjPath> = self
@@ -188,14 +216,32 @@ impl PartialUploads for S3Storage {
         id: &UploadId,
         state: &UploadState,
     ) -> Result<S3Partial, StorageError> {
-        let target = self.target_path(state)?;
+        let staged = self.gate.is_some() || state.is_partial();
+        let target = if staged {
+            self.uploads_path(&format!("{id}.staged"))?
+        } else {
+            self.target_path(state)?
+        };
+        // The creator owns what it publishes (a user's quota counts it).
+        let mut attributes = object_store::Attributes::new();
+        if let Some(owner) = crate::changes::actor() {
+            attributes.insert(
+                object_store::Attribute::Metadata(super::object::OWNER_KEY.into()),
+                super::upload::owner_value(&owner).into(),
+            );
+        }
+        let opts = object_store::PutMultipartOptions {
+            attributes,
+            ..object_store::PutMultipartOptions::default()
+        };
         let mp_id = self
             .store
-            .create_multipart(&target)
+            .create_multipart_opts(&target, opts)
             .await
             .map_err(|e| self.error(e))?;
         let mp = Multipart {
             id: mp_id,
+            staged,
             ..Multipart::default()
         };
         if let Err(e) = self.write_record(id, state, &mp).await {
@@ -211,7 +257,7 @@ impl PartialUploads for S3Storage {
 
     async fn open_partial(&self, id: &UploadId) -> Result<S3Partial, StorageError> {
         let (state, mp) = self.read_record(id).await?;
-        let target = self.target_path(&state)?;
+        let target = self.multipart_path(id, &state, &mp)?;
         Ok(S3Partial::new(self.clone(), *id, target, state, mp))
     }
 
@@ -230,7 +276,8 @@ impl PartialUploads for S3Storage {
         if !matches!(self.dir_state(key).await?, DirState::Absent) {
             return Err(StorageError::Conflict("a directory exists at this path"));
         }
-        let current = self.head_opt(&data.target).await?.map(|m| file_meta(&m));
+        let published = self.target_path(&data.state)?;
+        let current = self.head_opt(&published).await?.map(|m| file_meta(&m));
         if let Some(check) = &check {
             if !check(current.as_ref()) {
                 return Err(StorageError::PreconditionFailed);
@@ -267,9 +314,18 @@ impl PartialUploads for S3Storage {
                 .map_err(|e| self.error(e))?;
         }
         data.done = true;
+        // Staged for the gate: published only if it says yes; either way
+        // the upload is over once its objects are gone.
+        let gated = if data.cur.staged {
+            self.publish_staged(key, &data.target, &published, size)
+                .await
+        } else {
+            Ok(())
+        };
         if let Err(e) = self.delete_upload_objects(id).await {
             tracing::warn!(%id, error = %e, "could not remove a finished upload's record");
         }
+        gated?;
         let after = Version {
             folder: false,
             size,
@@ -295,8 +351,10 @@ impl PartialUploads for S3Storage {
 
     async fn delete_partial(&self, id: &UploadId) -> Result<(), StorageError> {
         match self.read_record(id).await {
+            // Sealed: no multipart upload is left, only objects.
+            Ok((_, mp)) if mp.sealed => {}
             Ok((state, mp)) => {
-                let target = self.target_path(&state)?;
+                let target = self.multipart_path(id, &state, &mp)?;
                 match self.store.abort_multipart(&target, &mp.id).await {
                     Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
                     Err(e) => return Err(self.error(e)),
@@ -336,6 +394,21 @@ impl PartialUploads for S3Storage {
         Ok(names.iter().filter(|n| n.ends_with(".json")).count())
     }
 
+    fn concatenates(&self) -> bool {
+        true
+    }
+
+    async fn concat_partials(
+        &self,
+        parts: &[UploadId],
+        key: &RelPath,
+        check: Option<CommitCheck>,
+        _mtime: Option<std::time::SystemTime>,
+    ) -> Result<Written, StorageError> {
+        // (S3 sets an object's time itself: a requested mtime is not kept.)
+        self.concat_s3(parts, key, check).await
+    }
+
     fn shared(&self) -> bool {
         true
     }
@@ -345,14 +418,14 @@ impl PartialUploads for S3Storage {
 pub struct S3Partial {
     storage: S3Storage,
     id: UploadId,
-    target: ObjPath,
+    pub(super) target: ObjPath,
     state: UploadState,
     /// The S3 side as it was opened: what a refused append goes back to.
     base: Multipart,
     /// The S3 side now (its `tail` is stale while `buf` holds the bytes).
-    cur: Multipart,
+    pub(super) cur: Multipart,
     /// Bytes after the last part, once read back from the tail object.
-    buf: Option<BytesMut>,
+    pub(super) buf: Option<BytesMut>,
     /// `buf` holds bytes the tail object does not.
     tail_dirty: bool,
     /// The record in the bucket does not describe `cur` yet.
@@ -361,7 +434,7 @@ pub struct S3Partial {
     durable: u64,
     /// Tail generations that may exist in the bucket.
     tails: Vec<u64>,
-    done: bool,
+    pub(super) done: bool,
 }
 
 impl S3Partial {
@@ -395,7 +468,7 @@ impl S3Partial {
     }
 
     /// Read the tail object into `buf` (once).
-    async fn load_tail(&mut self) -> Result<(), StorageError> {
+    pub(super) async fn load_tail(&mut self) -> Result<(), StorageError> {
         if self.buf.is_some() {
             return Ok(());
         }
@@ -420,7 +493,7 @@ impl S3Partial {
     }
 
     /// Send `part` as the next part and count it.
-    async fn send_part(&mut self, part: Bytes) -> Result<(), StorageError> {
+    pub(super) async fn send_part(&mut self, part: Bytes) -> Result<(), StorageError> {
         let len = part.len() as u64;
         let idx = self.cur.parts.len();
         let id = self

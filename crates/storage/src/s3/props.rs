@@ -143,6 +143,7 @@ impl S3Storage {
         }
         let mut up = super::S3Upload::new(self.clone(), path, PART_SIZE);
         up.dav = dav;
+        up.owner = obj.owner.clone();
         if let Some(sum) = sha256 {
             up.expect_sha256(sum);
         }

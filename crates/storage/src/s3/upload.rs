@@ -11,7 +11,7 @@ use object_store::{
 };
 use tokio::task::JoinSet;
 
-use super::object::{DAV_KEY, SHA256_KEY};
+use super::object::{DAV_KEY, OWNER_KEY, SHA256_KEY};
 use super::{file_meta, S3Storage, PARTS_IN_FLIGHT, PART_SIZE};
 use crate::changes::{Change, ChangeKind, Version};
 use crate::digest_store::hex as to_hex;
@@ -40,6 +40,11 @@ pub struct S3Upload {
     expected: Option<[u8; 32]>,
     /// WebDAV dead properties to store with the object (`props.rs`).
     pub(super) dav: Option<String>,
+    /// Who writes it (`object.rs` `OWNER_KEY`): a user's quota counts it.
+    pub(super) owner: Option<String>,
+    /// With a publish gate: where the upload goes once the gate said yes
+    /// (`path` is then its staging key, `staging.rs`).
+    publish_to: Option<ObjPath>,
     /// The file's name, for the change a commit emits (`None`: an object
     /// of the server's own, such as properties).
     key: Option<RelPath>,
@@ -60,6 +65,8 @@ impl S3Upload {
             check: None,
             expected: None,
             dav: None,
+            owner: None,
+            publish_to: None,
             key: None,
         }
     }
@@ -69,7 +76,14 @@ impl S3Upload {
     pub(super) fn of_file(storage: S3Storage, path: ObjPath, key: &RelPath) -> S3Upload {
         let mut up = S3Upload::new(storage, path, PART_SIZE);
         up.key = Some(key.clone());
+        up.owner = crate::changes::actor().map(|a| a.to_string());
         up
+    }
+
+    /// Write to `staging` first; the gate decides whether it moves to the
+    /// upload's path.
+    pub(super) fn stage_at(&mut self, staging: ObjPath) {
+        self.publish_to = Some(std::mem::replace(&mut self.path, staging));
     }
 
     fn attributes(&self, sum: Option<&[u8; 32]>) -> Attributes {
@@ -79,6 +93,12 @@ impl S3Upload {
         }
         if let Some(dav) = &self.dav {
             a.insert(Attribute::Metadata(DAV_KEY.into()), dav.clone().into());
+        }
+        if let Some(owner) = &self.owner {
+            a.insert(
+                Attribute::Metadata(OWNER_KEY.into()),
+                owner_value(owner).into(),
+            );
         }
         a
     }
@@ -138,7 +158,20 @@ impl S3Upload {
     }
 
     async fn finish(&mut self, sha256: Option<[u8; 32]>) -> Result<Written, StorageError> {
-        let current = Self::current(&self.storage, &self.path).await?;
+        let written = self.land(sha256).await?;
+        let (Some(target), Some(key)) = (self.publish_to.clone(), self.key.clone()) else {
+            return Ok(written);
+        };
+        self.storage
+            .publish_staged(&key, &self.path, &target, self.written)
+            .await?;
+        Ok(written)
+    }
+
+    /// The bytes at `path` (the name, or the staging key).
+    async fn land(&mut self, sha256: Option<[u8; 32]>) -> Result<Written, StorageError> {
+        let target = self.publish_to.as_ref().unwrap_or(&self.path);
+        let current = Self::current(&self.storage, target).await?;
         if let Some(check) = &self.check {
             if !check(current.as_ref()) {
                 return Err(StorageError::PreconditionFailed);
@@ -152,7 +185,7 @@ impl S3Upload {
         if self.multipart.is_none() {
             // A precondition that held on an absent key is enforced by S3
             // itself (If-None-Match: *), closing the race with another writer.
-            let mode = if self.check.is_some() && current.is_none() {
+            let mode = if self.check.is_some() && current.is_none() && self.publish_to.is_none() {
                 PutMode::Create
             } else {
                 PutMode::Overwrite
@@ -195,6 +228,11 @@ impl S3Upload {
             }
         }
     }
+}
+
+/// An owner as a metadata value (header text).
+pub(super) fn owner_value(owner: &str) -> String {
+    percent_encoding::utf8_percent_encode(owner, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
 impl Upload for S3Upload {

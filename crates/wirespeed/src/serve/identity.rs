@@ -65,12 +65,13 @@ pub struct IdentityArgs {
     /// Before each upload is published (PUT, form POSTs, WebDAV PUT,
     /// tus/IETF completion), run CMD (by sh -c) with {"action":
     /// "upload.before","path","file","size","time"} on stdin, `file` the
-    /// complete temporary file: exit 0 publishes; anything else, or no
-    /// answer within 60 s, refuses it (422, the first line CMD printed) and
-    /// nothing is published. An http:// or https:// URL instead of CMD:
-    /// the same JSON POSTed (signed with --hook-secret); a 2xx answer
-    /// publishes, any other refuses (422, the answer's first line), and
-    /// no answer within 60 s refuses. A folder only (not S3).
+    /// complete temporary file (on S3: "s3":{"bucket","key"} and "url", a
+    /// presigned GET of the staged object): exit 0 publishes; anything
+    /// else, or no answer within 60 s, refuses it (422, the first line CMD
+    /// printed) and nothing is published. An http:// or https:// URL
+    /// instead of CMD: the same JSON POSTed (signed with --hook-secret); a
+    /// 2xx answer publishes, any other refuses (422, the answer's first
+    /// line), and no answer within 60 s refuses.
     #[arg(long, value_name = "CMD|URL")]
     pub hook_before_upload: Option<String>,
 }
