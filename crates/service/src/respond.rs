@@ -239,8 +239,12 @@ pub(crate) async fn admit_with(
                         return Ok(None);
                     }
                 }
-                if who.is_some() {
+                if let Some(w) = who {
                     tracing::warn!(target: "wirespeed::share", client = %ex.client_ip(), path = %path, "share link used outside its grant");
+                    // The audit trail names the link and its minter on the
+                    // refusal too: misuse of a link is what an operator
+                    // looks for there.
+                    acting(policy, w);
                 }
                 close_if_body(ex);
                 ex.send(text(404), b"not found\n").await?;

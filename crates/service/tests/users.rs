@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use common::*;
+use wirespeed_service::events::{Audit, Events};
 use wirespeed_service::policy::shares::DEFAULT_MAX_EXPIRY;
 use wirespeed_service::policy::{password, Shares};
 use wirespeed_service::{Access, Metrics, Rights, ServiceConfig, UploadsConfig, Users};
@@ -53,14 +54,61 @@ fn users() -> Arc<Users> {
 }
 
 fn server() -> TestServer {
+    audited_server(None)
+}
+
+/// The server, its audit trail written to `audit` when given.
+fn audited_server(audit: Option<(Captured, Arc<Events>)>) -> TestServer {
     let cfg = ServiceConfig {
         access: Access::new([TOKEN], false),
         users: Some(users()),
         shares: Some(Arc::new(Shares::new(SHARE_KEY, DEFAULT_MAX_EXPIRY, None))),
         metrics: Some(Arc::new(Metrics::new(false))),
+        events: audit.map(|(_, e)| e),
         ..ServiceConfig::default()
     };
     TestServer::with_uploads(cfg, UploadsConfig::default())
+}
+
+/// An audit trail the test reads.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    /// The audit lines written since `from` lines, and the count now.
+    fn lines_since(&self, events: &Events, from: usize) -> (Vec<serde_json::Value>, usize) {
+        events.flush();
+        let text = String::from_utf8(self.0.lock().unwrap().clone()).unwrap();
+        let all: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let n = all.len();
+        (all.into_iter().skip(from).collect(), n)
+    }
+}
+
+/// Whether an audit line names `who` (a principal of [`principals`]) as
+/// the one who asked.
+fn names(line: &serde_json::Value, who: &str) -> bool {
+    match who {
+        "alice" | "bob" => line["user"] == who,
+        "token" => line["token"] == true && line["user"].is_null(),
+        "team read link" | "team upload link" => {
+            line["minter"] == "alice" && line["link"].is_string() && line["user"].is_null()
+        }
+        _ => line["user"].is_null() && line["token"].is_null() && line["minter"].is_null(),
+    }
 }
 
 fn basic(user: &str, pw: &str) -> String {
@@ -602,7 +650,13 @@ const EXPECTED: &[(&str, [u16; 7])] = &[
 
 #[test]
 fn permission_matrix_status_and_disk() {
-    let s = server();
+    let out = Captured::default();
+    let events = Arc::new(Events::new(
+        Some(Audit::to_sink(Box::new(out.clone())).unwrap()),
+        None,
+    ));
+    let s = audited_server(Some((out.clone(), events.clone())));
+    let mut audited = 0;
     let routes = routes();
     assert_eq!(routes.len(), EXPECTED.len());
     reset(&s.root);
@@ -616,6 +670,20 @@ fn permission_matrix_status_and_disk() {
             let auth: Vec<(&str, &str)> = auth.iter().map(|(n, v)| (*n, v.as_str())).collect();
             let got = (route.send)(&s, &auth);
             cells += 1;
+            // Each cell's answer is in the audit trail, with who asked
+            // (HEAD and the metrics page reveal no content: not audited).
+            let (lines, now) = out.lines_since(&events, audited);
+            audited = now;
+            let audits = !name.starts_with("HEAD") && !name.contains("metrics");
+            if audits
+                && !lines
+                    .iter()
+                    .any(|l| l["status"] == got && names(l, who) && l["action"].is_string())
+            {
+                failures.push(format!(
+                    "{name} as {who}: no audit line with status {got} naming them: {lines:?}"
+                ));
+            }
             if got != *want {
                 failures.push(format!("{name} as {who}: {got}, expected {want}"));
                 continue;
