@@ -1184,7 +1184,11 @@ fn restore(s: &TestServer, id: &str) -> Resp {
 fn the_trash_keeps_deletes_and_overwrites_on_s3() {
     let Some(m) = Minio::start() else { return };
     m.create_bucket("trash");
-    let s = TestServer::on_storage(s3_storage(&m, "trash", "p"), trash_config());
+    let s = TestServer::with_uploads_on(
+        s3_storage(&m, "trash", "p"),
+        trash_config(),
+        wirespeed_service::UploadsConfig::default(),
+    );
     let body = bytes(70_000, 3);
     let r = s.req(
         "PUT",
@@ -1229,6 +1233,33 @@ fn the_trash_keeps_deletes_and_overwrites_on_s3() {
         .collect();
     assert_eq!(kept.len(), 2, "{kept:?}");
     assert_eq!(s.get("/o.txt").body, b"moved");
+
+    // So does every other front that replaces an object: a form POST, an
+    // encoded POST, a tus upload and a PUT with If-Match.
+    let form = b"--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"o.txt\"\r\n\r\nformed\r\n--b--\r\n";
+    let ct = [("Content-Type", "multipart/form-data; boundary=b")];
+    let r = s.req("POST", "/", &ct, form);
+    assert!(r.status < 300, "form: {} {}", r.status, r.text());
+    let json = br#"{"data": "ZW5jb2RlZA=="}"#;
+    let ct = [("Content-Type", "application/json")];
+    let r = s.req("POST", "/o.txt?field=data", &ct, json);
+    assert!(r.status < 300, "json: {} {}", r.status, r.text());
+    let h = [
+        ("Tus-Resumable", "1.0.0"),
+        ("Upload-Length", "3"),
+        ("Content-Type", "application/offset+octet-stream"),
+    ];
+    let r = s.req("POST", "/-/uploads/o.txt", &h, b"tus");
+    assert!(r.status < 300, "tus: {} {}", r.status, r.text());
+    let etag = s.get("/o.txt").header("etag").unwrap().to_string();
+    let r = s.req("PUT", "/o.txt", &[("If-Match", &etag)], b"matched");
+    assert!(r.status < 300, "If-Match: {} {}", r.status, r.text());
+    let kept: Vec<_> = trash_entries(&s)
+        .into_iter()
+        .filter(|e| e["path"] == "/o.txt")
+        .collect();
+    assert_eq!(kept.len(), 6, "{kept:?}");
+    assert_eq!(s.get("/o.txt").body, b"matched");
 
     // A folder goes whole and comes back whole.
     assert_eq!(s.put("/f/a.txt", b"a").status, 201);

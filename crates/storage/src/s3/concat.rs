@@ -199,6 +199,9 @@ impl S3Storage {
         } else {
             target.clone()
         };
+        if dest == target {
+            self.keep_before_publishing(key, current.as_ref()).await?;
+        }
         let mut attributes = Attributes::new();
         if let Some(owner) = crate::changes::actor() {
             attributes.insert(

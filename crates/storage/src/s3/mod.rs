@@ -88,6 +88,8 @@ pub struct S3Storage {
     owners: Arc<owners::Owners>,
     /// Asked before an upload is published (`staging.rs`).
     gate: Option<Arc<dyn crate::gate::PublishGate>>,
+    /// Keeps what a publication replaces in the trash (`trash.rs`).
+    keep: Option<Arc<dyn crate::gate::KeepReplaced>>,
 }
 
 impl std::fmt::Debug for S3Storage {
@@ -167,6 +169,7 @@ impl S3Storage {
             raw: Arc::new(copy::Raw::new(cfg)?),
             owners: Arc::default(),
             gate: None,
+            keep: None,
         })
     }
 
@@ -557,6 +560,15 @@ impl Storage for S3Storage {
 
     async fn trash_records(&self, max: usize) -> Result<Vec<(String, Vec<u8>)>, StorageError> {
         self.read_trash_records(max).await
+    }
+
+    fn keep_replaced_in_trash(&mut self, keep: Arc<dyn crate::gate::KeepReplaced>) -> bool {
+        self.keep = Some(keep);
+        true
+    }
+
+    fn keeps_replaced(&self) -> bool {
+        self.keep.is_some()
     }
 
     async fn owner(&self, key: &RelPath) -> Option<String> {

@@ -283,6 +283,9 @@ impl PartialUploads for S3Storage {
                 return Err(StorageError::PreconditionFailed);
             }
         }
+        if !data.cur.staged {
+            self.keep_before_publishing(key, current.as_ref()).await?;
+        }
         data.load_tail().await?;
         let size = data.size().await?;
         let last = data.buf.take().unwrap_or_default();

@@ -53,13 +53,27 @@ impl S3Storage {
     ) -> Result<(), StorageError> {
         let asked = self.ask_gate(key, staged, size).await;
         let published = match asked {
-            Ok(()) => self.copy_object(staged, target, size).await,
+            Ok(()) => self.keep_and_copy(key, staged, target, size).await,
             Err(e) => Err(e),
         };
         if let Err(e) = self.delete_if_present(staged).await {
             tracing::warn!(path = %staged, error = %e, "a staged upload was not removed");
         }
         published
+    }
+
+    /// What the name holds now goes to the trash (when kept), then the
+    /// staged object takes the name.
+    async fn keep_and_copy(
+        &self,
+        key: &RelPath,
+        staged: &ObjPath,
+        target: &ObjPath,
+        size: u64,
+    ) -> Result<(), StorageError> {
+        let current = self.head_opt(target).await?.map(|m| super::file_meta(&m));
+        self.keep_before_publishing(key, current.as_ref()).await?;
+        self.copy_object(staged, target, size).await
     }
 
     async fn ask_gate(

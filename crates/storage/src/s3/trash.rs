@@ -96,6 +96,31 @@ impl S3Storage {
 
     /// `replaced`: the file stays where it is (its replacement is about to
     /// land), and nothing is emitted.
+    /// Keeps the object a publication at `key` is about to replace
+    /// (`current`: what is there now) in the trash, when the server keeps
+    /// replaced files: asked by every publication (PUT, form and encoded
+    /// POSTs, resumable uploads and their joins, `If-Match` writes), so no
+    /// front can skip it. The old object stays at its name until the new
+    /// one lands. An empty object is not kept (nothing to restore), as on
+    /// the folder backend; a failure refuses the publication.
+    pub(super) async fn keep_before_publishing(
+        &self,
+        key: &RelPath,
+        current: Option<&crate::Meta>,
+    ) -> Result<(), StorageError> {
+        let (Some(keep), Some(cur)) = (self.keep.clone(), current) else {
+            return Ok(());
+        };
+        if cur.kind != crate::Kind::File || cur.size == 0 {
+            return Ok(());
+        }
+        let by = crate::changes::actor();
+        let Some((id, record)) = keep.entry(key, cur.size, by.as_deref()) else {
+            return Ok(());
+        };
+        self.keep_in_trash(key, &id, &record, true).await
+    }
+
     pub(super) async fn keep_in_trash(
         &self,
         key: &RelPath,

@@ -182,6 +182,12 @@ impl S3Upload {
         } else {
             Written::Created
         };
+        // A staged upload is kept at its publication (`publish_staged`).
+        if let (None, Some(key)) = (&self.publish_to, &self.key) {
+            self.storage
+                .keep_before_publishing(key, current.as_ref())
+                .await?;
+        }
         if self.multipart.is_none() {
             // A precondition that held on an absent key is enforced by S3
             // itself (If-None-Match: *), closing the race with another writer.
