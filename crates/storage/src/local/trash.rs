@@ -33,8 +33,9 @@ pub const TRASH_DIR: &str = ".wirespeed-trash";
 const MAX_RECORD: u64 = 64 * 1024;
 
 /// An entry id is the caller's, made of letters, digits and `-` only (it
-/// names a file in the trash: no path may hide in it).
-fn check_id(id: &str) -> Result<(), StorageError> {
+/// names a file in the trash, or an object key on S3: no path may hide in
+/// it).
+pub(crate) fn check_id(id: &str) -> Result<(), StorageError> {
     let ok = !id.is_empty()
         && id.len() <= 64
         && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');

@@ -20,7 +20,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
 use super::{folders::MAX_FOLDER_MOVE, DirState, S3Storage};
 use crate::changes::{Change, ChangeKind, Version};
-use crate::local::TRASH_DIR;
+use crate::local::{check_trash_id as check_id, TRASH_DIR};
 use crate::StorageError;
 use wirespeed_path::RelPath;
 
@@ -28,19 +28,6 @@ use wirespeed_path::RelPath;
 const MAX_RECORD: usize = 64 * 1024;
 /// Copies (and deletes) in flight for a folder.
 const IN_FLIGHT: usize = 8;
-
-/// An entry id is the caller's, made of letters, digits and `-` only (it
-/// names an object key: no path may hide in it).
-fn check_id(id: &str) -> Result<(), StorageError> {
-    let ok = !id.is_empty()
-        && id.len() <= 64
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
-    if ok {
-        Ok(())
-    } else {
-        Err(StorageError::NotFound)
-    }
-}
 
 impl S3Storage {
     /// `PREFIX/.wirespeed-trash/NAME`.
