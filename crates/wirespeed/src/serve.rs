@@ -101,7 +101,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let cert_dir = tls.as_mut().and_then(|t| t.temp_dir.take());
     let cleanup = cert_dir.as_ref().map(|d| d.path().to_path_buf());
     let rt = rt.build().context("starting the async runtime")?;
-    let s3_gate = identity::publish_gate(&args.identity)?;
+    // The folder's gate was built with its storage above.
+    let s3_gate = match &s3 {
+        Either::S3(_) => identity::publish_gate(&args.identity)?,
+        Either::Folder(_) => None,
+    };
     let served = rt.block_on(async move {
         // The bucket is checked before the port opens: a wrong endpoint,
         // credentials or bucket fails the start with the reason.
