@@ -5,109 +5,166 @@
 //! a long link with a little random loss; BBR paces at the measured
 //! bottleneck rate and shrugs off random loss. So the server (the sender of
 //! downloads) and the client (the sender of uploads) ask for BBR when the
-//! kernel offers it, and otherwise keep the system default without a word:
-//! a missing module or a namespace that does not allow it is not an error.
+//! kernel offers it, and otherwise keep the system default: a missing module
+//! or a namespace that does not allow it is not an error (the start line
+//! says what was passed over and why).
 //!
-//! [`choose`] is the decision (sans-IO, given the kernel's list);
-//! [`Congestion::resolve`] reads the list once and probes one socket, so a
-//! choice that cannot be set (EPERM/ENOENT) falls back at startup instead of
-//! failing per connection; [`Congestion::apply`] sets it on a socket.
+//! [`settle`] is the decision (sans-IO, given the kernel's list and a probe);
+//! [`Congestion::resolve`] reads the list once and probes one socket per
+//! name, so a choice that cannot be set (EPERM/ENOENT) is passed over at
+//! startup instead of failing per connection; [`Congestion::apply`] sets it
+//! on a socket.
 
 use std::io;
 use std::os::fd::AsFd;
 use std::sync::Arc;
 
-/// What the operator asked for.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub enum Request {
-    /// BBR when the kernel offers it, else the system default.
-    #[default]
-    Preferred,
-    /// Leave sockets alone: the system default (`net.ipv4.tcp_congestion_control`).
-    System,
-    /// This algorithm; an error at startup when it cannot be had.
-    Named(String),
+/// What the operator asked for: algorithms to try in order, and whether the
+/// system default may stand in when none of them can be had.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    names: Vec<String>,
+    or_system: bool,
 }
 
-/// The algorithm [`Request::Preferred`] picks when it is available.
+/// The algorithm the default request tries first.
 pub const PREFERRED: &str = "bbr";
 
+/// At most this many names in one request (a typo-sized list, not a config).
+const MAX_NAMES: usize = 8;
+
+impl Default for Request {
+    /// `bbr,system`: BBR when the kernel offers and allows it, else the
+    /// system default without a word.
+    fn default() -> Request {
+        Request {
+            names: vec![PREFERRED.to_string()],
+            or_system: true,
+        }
+    }
+}
+
 impl Request {
-    /// `system` or an algorithm's name (`bbr`, `cubic`, `reno`, …).
+    /// Leave sockets alone: the system default (`net.ipv4.tcp_congestion_control`).
+    pub fn system() -> Request {
+        Request {
+            names: Vec::new(),
+            or_system: true,
+        }
+    }
+
+    /// This algorithm or an error at startup.
+    pub fn named(name: &str) -> Request {
+        Request {
+            names: vec![name.to_ascii_lowercase()],
+            or_system: false,
+        }
+    }
+
+    /// `system`, an algorithm's name (`bbr`, `cubic`, `reno`, …), or names
+    /// to try in order separated by commas, ending in `system` when the
+    /// system default may stand in (`bbr,system`, the default).
     pub fn parse(s: &str) -> Result<Request, String> {
-        let s = s.trim();
-        if s.eq_ignore_ascii_case("system") {
-            return Ok(Request::System);
+        let mut names = Vec::new();
+        let mut or_system = false;
+        for part in s.split(',').map(str::trim) {
+            if or_system {
+                return Err(format!(
+                    "{s:?}: \"system\" must come last (it is the fallback)"
+                ));
+            }
+            if part.eq_ignore_ascii_case("system") {
+                or_system = true;
+                continue;
+            }
+            if part.is_empty()
+                || part.len() > 15
+                || !part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
+                return Err(format!(
+                    "{part:?} is not a congestion control name (or \"system\")"
+                ));
+            }
+            names.push(part.to_ascii_lowercase());
         }
-        if s.is_empty()
-            || s.len() > 15
-            || !s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        {
-            return Err(format!(
-                "{s:?} is not a congestion control name (or \"system\")"
-            ));
+        if names.len() > MAX_NAMES {
+            return Err(format!("{s:?}: at most {MAX_NAMES} names"));
         }
-        Ok(Request::Named(s.to_ascii_lowercase()))
+        Ok(Request { names, or_system })
     }
 }
 
-/// The decision: which name to set on sockets (`None`: the system default).
-/// `available` is the kernel's space-separated list
-/// (`/proc/sys/net/ipv4/tcp_available_congestion_control`).
-pub fn choose<'a>(request: &'a Request, available: &str) -> Result<Option<&'a str>, Unavailable> {
-    let offered = |name: &str| available.split_ascii_whitespace().any(|a| a == name);
-    match request {
-        Request::System => Ok(None),
-        Request::Preferred => Ok(offered(PREFERRED).then_some(PREFERRED)),
-        Request::Named(name) if offered(name) => Ok(Some(name)),
-        Request::Named(name) => Err(Unavailable {
-            name: name.clone(),
-            reason: format!(
-                "the kernel offers {:?} (modprobe tcp_{name}?)",
-                available.trim()
-            ),
-        }),
-    }
+/// The decision: the name to set on sockets (`None`: the system default)
+/// and the names passed over on the way, each with why (for the start line).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Settled<'a> {
+    /// The algorithm to set; `None` keeps the system default.
+    pub name: Option<&'a str>,
+    /// The names tried before it and why each could not be had.
+    pub passed_over: Vec<(&'a str, String)>,
 }
 
-/// [`choose`], then `probe` (setting it on one socket): the preferred
-/// choice falls back to the system default when the probe fails (a
-/// namespace or user not allowed it: EPERM; a module gone: ENOENT); a named
-/// one is an error then, said once at startup.
+/// Try the request's names in order: one the kernel does not list in
+/// `available` (`/proc/sys/net/ipv4/tcp_available_congestion_control`) is
+/// passed over without a probe; one it lists is `probe`d (set on one
+/// socket), and a refusal (a user or namespace not allowed it: EPERM; a
+/// module gone: ENOENT) passes it over too. When none is left the system
+/// default stands in if the request ends in `system`; otherwise it is an
+/// error, said once at startup instead of per connection.
 pub fn settle<'a>(
     request: &'a Request,
     available: &str,
-    probe: impl FnOnce(&str) -> io::Result<()>,
-) -> Result<Option<&'a str>, Unavailable> {
-    let Some(name) = choose(request, available)? else {
-        return Ok(None);
-    };
-    match probe(name) {
-        Ok(()) => Ok(Some(name)),
-        Err(_) if *request == Request::Preferred => Ok(None),
-        Err(e) => Err(Unavailable {
-            name: name.to_string(),
-            reason: if is_not_allowed(&e) {
-                "not allowed here (net.ipv4.tcp_allowed_congestion_control)".to_string()
-            } else {
-                e.to_string()
-            },
-        }),
+    mut probe: impl FnMut(&str) -> io::Result<()>,
+) -> Result<Settled<'a>, Unavailable> {
+    let offered = |name: &str| available.split_ascii_whitespace().any(|a| a == name);
+    let mut passed_over = Vec::new();
+    for name in &request.names {
+        let why = if !offered(name) {
+            format!(
+                "the kernel offers {:?} (modprobe tcp_{name}?)",
+                available.trim()
+            )
+        } else {
+            match probe(name) {
+                Ok(()) => {
+                    return Ok(Settled {
+                        name: Some(name),
+                        passed_over,
+                    })
+                }
+                Err(e) if is_not_allowed(&e) => {
+                    "not allowed here (net.ipv4.tcp_allowed_congestion_control)".to_string()
+                }
+                Err(e) => e.to_string(),
+            }
+        };
+        passed_over.push((name.as_str(), why));
     }
+    if request.or_system {
+        return Ok(Settled {
+            name: None,
+            passed_over,
+        });
+    }
+    let (names, reasons): (Vec<&str>, Vec<String>) = passed_over.into_iter().unzip();
+    Err(Unavailable {
+        name: names.join(","),
+        reason: reasons.join("; "),
+    })
 }
 
-/// A named algorithm that cannot be used here.
+/// No algorithm of a request without the `system` fallback could be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("congestion control {name:?} is not available: {reason}")]
 pub struct Unavailable {
-    /// The algorithm asked for.
+    /// The algorithm(s) asked for.
     pub name: String,
-    /// Why not.
+    /// Why not (one reason per name).
     pub reason: String,
 }
 
-/// Whether a failed probe means "not allowed here" (quiet fallback for the
-/// preferred choice) rather than something else going wrong.
+/// Whether a failed probe means "not allowed here" (or not loadable by us)
+/// rather than something else going wrong.
 pub fn is_not_allowed(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(code) if code == rustix::io::Errno::PERM.raw_os_error()
         || code == rustix::io::Errno::NOENT.raw_os_error()
@@ -119,6 +176,8 @@ pub fn is_not_allowed(e: &io::Error) -> bool {
 pub struct Congestion {
     name: Option<Arc<str>>,
     system: Arc<str>,
+    /// `cubic: not allowed here …`, the names passed over on the way.
+    passed_over: Option<Arc<str>>,
 }
 
 const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
@@ -130,19 +189,27 @@ impl Congestion {
         Congestion::default()
     }
 
-    /// Reads the kernel's list once and probes one socket: the preferred
-    /// choice falls back to the system default when it is missing or not
-    /// allowed; a named one is an error then.
+    /// Reads the kernel's list once and [`settle`]s the request, probing
+    /// one socket per name the kernel lists.
     pub fn resolve(request: &Request) -> Result<Congestion, Unavailable> {
         let available = std::fs::read_to_string(AVAILABLE).unwrap_or_default();
         let system: Arc<str> = std::fs::read_to_string(DEFAULT)
             .map(|s| s.trim().to_string())
             .unwrap_or_default()
             .into();
-        let name = settle(request, &available, probe)?;
+        let settled = settle(request, &available, probe)?;
+        let passed_over = (!settled.passed_over.is_empty()).then(|| {
+            let each: Vec<String> = settled
+                .passed_over
+                .iter()
+                .map(|(name, why)| format!("{name}: {why}"))
+                .collect();
+            each.join("; ").into()
+        });
         Ok(Congestion {
-            name: name.map(Into::into),
+            name: settled.name.map(Into::into),
             system,
+            passed_over,
         })
     }
 
@@ -151,12 +218,17 @@ impl Congestion {
         self.name.as_deref()
     }
 
-    /// For the start line: `bbr`, or `system (cubic)`.
+    /// For the start line: `bbr`, or `system (cubic)`, then what was
+    /// passed over and why (`; passed over bbr: not allowed here …`).
     pub fn describe(&self) -> String {
-        match &self.name {
+        let chosen = match &self.name {
             Some(n) => n.to_string(),
             None if self.system.is_empty() => "system".to_string(),
             None => format!("system ({})", self.system),
+        };
+        match &self.passed_over {
+            Some(why) => format!("{chosen}; passed over {why}"),
+            None => chosen,
         }
     }
 
@@ -185,71 +257,130 @@ fn probe(name: &str) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn preferred_is_bbr_when_offered_else_system() {
-        assert_eq!(
-            choose(&Request::Preferred, "reno cubic bbr\n"),
-            Ok(Some("bbr"))
-        );
-        assert_eq!(choose(&Request::Preferred, "reno cubic\n"), Ok(None));
-        assert_eq!(choose(&Request::Preferred, ""), Ok(None));
-        // A name that merely contains "bbr" is not it.
-        assert_eq!(choose(&Request::Preferred, "reno bbr2x"), Ok(None));
+    fn errno(e: rustix::io::Errno) -> io::Error {
+        io::Error::from_raw_os_error(e.raw_os_error())
+    }
+
+    /// A probe that must not be called.
+    fn untouched(_: &str) -> io::Result<()> {
+        panic!("probed")
+    }
+
+    fn ok(_: &str) -> io::Result<()> {
+        Ok(())
     }
 
     #[test]
-    fn system_sets_nothing_and_named_must_be_offered() {
-        assert_eq!(choose(&Request::System, "reno bbr"), Ok(None));
-        let reno = Request::Named("reno".into());
-        assert_eq!(choose(&reno, "reno cubic"), Ok(Some("reno")));
-        let err = choose(&Request::Named("bbr".into()), "reno cubic").unwrap_err();
+    fn the_default_is_bbr_when_offered_else_the_system_default() {
+        let d = Request::default();
+        assert_eq!(d, Request::parse("bbr,system").unwrap());
+        assert_eq!(
+            settle(&d, "reno cubic bbr\n", ok).unwrap().name,
+            Some("bbr")
+        );
+        let without = settle(&d, "reno cubic\n", untouched).unwrap();
+        assert_eq!(without.name, None);
+        assert_eq!(without.passed_over.len(), 1);
+        assert!(without.passed_over[0].1.contains("modprobe tcp_bbr"));
+        assert_eq!(settle(&d, "", untouched).unwrap().name, None);
+        // A name that merely contains "bbr" is not it.
+        assert_eq!(settle(&d, "reno bbr2x", untouched).unwrap().name, None);
+    }
+
+    #[test]
+    fn system_sets_nothing_and_a_single_name_must_be_had() {
+        let system = Request::system();
+        let sys = settle(&system, "reno bbr", untouched).unwrap();
+        assert_eq!(sys, Settled::default());
+        let reno = Request::named("reno");
+        assert_eq!(settle(&reno, "reno cubic", ok).unwrap().name, Some("reno"));
+        let err = settle(&Request::named("bbr"), "reno cubic", untouched).unwrap_err();
         assert_eq!(err.name, "bbr");
         assert!(err.to_string().contains("modprobe tcp_bbr"), "{err}");
     }
 
     #[test]
-    fn a_refused_probe_falls_back_quietly_unless_named() {
-        let eperm = |_: &str| {
-            Err(io::Error::from_raw_os_error(
-                rustix::io::Errno::PERM.raw_os_error(),
-            ))
-        };
-        let enoent = |_: &str| {
-            Err(io::Error::from_raw_os_error(
-                rustix::io::Errno::NOENT.raw_os_error(),
-            ))
-        };
-        assert_eq!(
-            settle(&Request::Preferred, "reno cubic bbr", eperm),
-            Ok(None)
-        );
-        assert_eq!(
-            settle(&Request::Preferred, "reno cubic bbr", enoent),
-            Ok(None)
-        );
-        assert_eq!(
-            settle(&Request::Preferred, "reno cubic bbr", |_| Ok(())),
-            Ok(Some("bbr"))
-        );
-        let cubic = Request::Named("cubic".into());
-        let err = settle(&cubic, "reno cubic bbr", eperm).unwrap_err();
+    fn a_refused_probe_passes_the_name_over() {
+        let eperm = |_: &str| Err(errno(rustix::io::Errno::PERM));
+        let enoent = |_: &str| Err(errno(rustix::io::Errno::NOENT));
+        let d = Request::default();
+        for refusal in [eperm, enoent] {
+            let s = settle(&d, "reno cubic bbr", refusal).unwrap();
+            assert_eq!(s.name, None);
+            assert_eq!(s.passed_over[0].0, "bbr");
+            assert!(s.passed_over[0].1.contains("not allowed here"), "{s:?}");
+        }
+        let err = settle(&Request::named("cubic"), "reno cubic bbr", eperm).unwrap_err();
         assert!(err.reason.contains("not allowed here"), "{err}");
-        // Nothing to probe when the system default is kept.
-        let untouched = |_: &str| -> io::Result<()> { panic!("probed") };
-        assert_eq!(settle(&Request::System, "bbr", untouched), Ok(None));
-        assert_eq!(
-            settle(&Request::Preferred, "reno cubic", untouched),
-            Ok(None)
-        );
+        // Another failure is named as it is.
+        let inval = |_: &str| Err(errno(rustix::io::Errno::INVAL));
+        let err = settle(&Request::named("cubic"), "cubic", inval).unwrap_err();
+        assert!(!err.reason.contains("not allowed"), "{err}");
+    }
+
+    #[test]
+    fn names_are_tried_in_order_until_one_is_had() {
+        let r = Request::parse("bbr2, BBR ,cubic").unwrap();
+        // bbr2 not offered, bbr refused, cubic set.
+        let probe = |n: &str| match n {
+            "bbr" => Err(errno(rustix::io::Errno::PERM)),
+            _ => Ok(()),
+        };
+        let s = settle(&r, "reno cubic bbr", probe).unwrap();
+        assert_eq!(s.name, Some("cubic"));
+        let over: Vec<&str> = s.passed_over.iter().map(|p| p.0).collect();
+        assert_eq!(over, ["bbr2", "bbr"]);
+        // Without `system` at the end, none had is an error naming each.
+        let err = settle(&r, "reno", untouched).unwrap_err();
+        assert_eq!(err.name, "bbr2,bbr,cubic");
+        assert_eq!(err.reason.matches("modprobe").count(), 3, "{err}");
     }
 
     #[test]
     fn parse_names() {
-        assert_eq!(Request::parse("system"), Ok(Request::System));
-        assert_eq!(Request::parse("BBR"), Ok(Request::Named("bbr".into())));
+        assert_eq!(Request::parse("system"), Ok(Request::system()));
+        assert_eq!(Request::parse("BBR"), Ok(Request::named("bbr")));
         assert!(Request::parse("").is_err());
         assert!(Request::parse("bbr cubic").is_err());
+        assert!(Request::parse("bbr,,system").is_err());
         assert!(Request::parse("averyveryverylongname").is_err());
+        let err = Request::parse("system,bbr").unwrap_err();
+        assert!(err.contains("must come last"), "{err}");
+        assert!(Request::parse("a,b,c,d,e,f,g,h,i").is_err());
+    }
+
+    proptest::proptest! {
+        /// Whatever the kernel offers and refuses, the choice is the first
+        /// name both offered and accepted, and every name before it is
+        /// passed over with a reason.
+        #[test]
+        fn the_first_name_had_wins(
+            names in proptest::collection::vec("[a-d]", 1..5),
+            offered in proptest::collection::vec("[a-d]", 0..5),
+            refused in proptest::collection::vec("[a-d]", 0..3),
+            or_system: bool,
+        ) {
+            let request = Request { names: names.clone(), or_system };
+            let available = offered.join(" ");
+            let probe = |n: &str| if refused.iter().any(|r| r == n) {
+                Err(errno(rustix::io::Errno::PERM))
+            } else {
+                Ok(())
+            };
+            let had = |n: &String| offered.contains(n) && !refused.contains(n);
+            let want = names.iter().position(had);
+            match settle(&request, &available, probe) {
+                Ok(s) => {
+                    proptest::prop_assert_eq!(s.name, want.map(|i| names[i].as_str()));
+                    proptest::prop_assert_eq!(s.passed_over.len(), want.unwrap_or(names.len()));
+                    proptest::prop_assert!(want.is_some() || or_system);
+                }
+                Err(e) => {
+                    proptest::prop_assert!(want.is_none() && !or_system);
+                    proptest::prop_assert_eq!(e.name, names.join(","));
+                }
+            }
+        }
     }
 
     #[test]
@@ -266,13 +397,24 @@ mod tests {
         let sys = Congestion {
             name: None,
             system: "cubic".into(),
+            passed_over: None,
         };
         assert_eq!(sys.describe(), "system (cubic)");
         let bbr = Congestion {
             name: Some("bbr".into()),
             system: "cubic".into(),
+            passed_over: None,
         };
         assert_eq!(bbr.describe(), "bbr");
+        let fell_back = Congestion {
+            name: None,
+            system: "cubic".into(),
+            passed_over: Some("bbr: not allowed here".into()),
+        };
+        assert_eq!(
+            fell_back.describe(),
+            "system (cubic); passed over bbr: not allowed here"
+        );
     }
 
     /// The chosen algorithm is visible on both ends of a real connection
@@ -280,8 +422,7 @@ mod tests {
     /// where the default is bbr or cubic).
     #[test]
     fn applied_algorithm_reads_back_on_the_socket() {
-        let cc =
-            Congestion::resolve(&Request::Named("reno".into())).expect("reno is always offered");
+        let cc = Congestion::resolve(&Request::named("reno")).expect("reno is always offered");
         assert_eq!(cc.name(), Some("reno"));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();

@@ -86,10 +86,11 @@ pub struct ClientOpts {
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// TCP congestion control for our connections (we send the uploads): a
-    /// name the kernel offers (bbr, cubic, reno, …) or `system` for the
-    /// system default. Default: bbr when the kernel offers it (and this
-    /// namespace allows it), else the system default.
-    #[arg(long, value_name = "NAME|system", value_parser = wirespeed_io::congestion::Request::parse)]
+    /// name the kernel offers (bbr, cubic, reno, …), `system` for the system
+    /// default, or names to try in order ending in `system` as the fallback.
+    /// Default: bbr,system (bbr when the kernel offers it and allows it to
+    /// this user, else the system default).
+    #[arg(long, value_name = "NAME[,NAME…][,system]", value_parser = wirespeed_io::congestion::Request::parse)]
     pub congestion_control: Option<wirespeed_io::congestion::Request>,
 }
 

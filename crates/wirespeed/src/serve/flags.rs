@@ -326,10 +326,12 @@ pub struct ServeArgs {
     pub max_connections_per_ip: Option<usize>,
 
     /// TCP congestion control for the connections we send on: a name the kernel
-    /// offers (bbr, cubic, reno, …) or `system` for the system default. Default:
-    /// bbr when the kernel offers it (and this namespace allows it), else the
-    /// system default. The start line says which is in use.
-    #[arg(long, value_name = "NAME|system", value_parser = wirespeed_io::congestion::Request::parse)]
+    /// offers (bbr, cubic, reno, …), `system` for the system default, or names
+    /// to try in order ending in `system` as the fallback. Default: bbr,system
+    /// (bbr when the kernel offers it and allows it to this user, else the
+    /// system default). A list without `system` must be had or `serve` does not
+    /// start. The start line says which is in use and what was passed over.
+    #[arg(long, value_name = "NAME[,NAME…][,system]", value_parser = wirespeed_io::congestion::Request::parse)]
     pub congestion_control: Option<wirespeed_io::congestion::Request>,
 
     /// Give up on a request body (or a slow reader of a response) after this many
