@@ -9,7 +9,9 @@
 //! the operations
 //! that act on whole trees (listings, PROPFIND, archives, DELETE, MOVE,
 //! COPY, LOCK, trash listings and restores) as well as single names
-//! (thumbnails among them). Then one named test per way the
+//! (thumbnails, and writes by PUT, by an IETF draft upload completed by a
+//! PATCH, by tus creation and by a tus final joining parts created at the
+//! same name). Then one named test per way the
 //! rules were found to leak, each its own reproduction.
 //!
 //! The model test runs `RIGHTS_MODEL_CASES` generated rules files (default

@@ -156,9 +156,33 @@ impl TestServer {
     /// The server with resumable uploads (`router_with_uploads`) over the
     /// root's `LocalStorage`.
     pub fn with_uploads(cfg: ServiceConfig, ucfg: wirespeed_service::UploadsConfig) -> Self {
+        Self::with_uploads_under(cfg, ucfg, None)
+    }
+
+    /// [`with_uploads`](Self::with_uploads), served under `prefix` when given.
+    pub fn with_uploads_under(
+        cfg: ServiceConfig,
+        ucfg: wirespeed_service::UploadsConfig,
+        prefix: Option<&str>,
+    ) -> Self {
         let (tmp, root) = temp_root();
         let storage = LocalStorage::new(&root).unwrap().with_fsync(false);
-        Self::uploads_server(tmp, root, storage, cfg, ucfg, None)
+        Self::uploads_server(tmp, root, storage, cfg, ucfg, None, prefix)
+    }
+
+    /// [`with_search`](Self::with_search) with resumable uploads too.
+    pub fn with_search_and_uploads(
+        mut cfg: ServiceConfig,
+        ucfg: wirespeed_service::UploadsConfig,
+    ) -> (Self, Arc<wirespeed_service::search_index::Search>) {
+        use wirespeed_service::search_index::{Search, Settings};
+        let (tmp, root) = temp_root();
+        let settings = Settings::new(root.clone(), tmp.path().join("search.db"));
+        let search = Arc::new(Search::open(settings).unwrap());
+        cfg.search = Some(search.clone());
+        let storage = LocalStorage::new(&root).unwrap().with_fsync(false);
+        let s = Self::uploads_server(tmp, root, storage, cfg, ucfg, None, None);
+        (s, search)
     }
 
     /// The server with resumable uploads over any storage (e.g. S3), its
@@ -171,9 +195,23 @@ impl TestServer {
     where
         S: Storage + wirespeed_service::PartialUploads + Clone,
     {
+        Self::with_uploads_on_under(storage, cfg, ucfg, None)
+    }
+
+    /// [`with_uploads_on`](Self::with_uploads_on), served under `prefix`
+    /// when given.
+    pub fn with_uploads_on_under<S>(
+        storage: S,
+        cfg: ServiceConfig,
+        ucfg: wirespeed_service::UploadsConfig,
+        prefix: Option<&str>,
+    ) -> Self
+    where
+        S: Storage + wirespeed_service::PartialUploads + Clone,
+    {
         let (tmp, root) = temp_root();
         let sweep = Some(std::time::Duration::from_millis(300));
-        Self::uploads_server(tmp, root, storage, cfg, ucfg, sweep)
+        Self::uploads_server(tmp, root, storage, cfg, ucfg, sweep, prefix)
     }
 
     fn uploads_server<S>(
@@ -183,10 +221,12 @@ impl TestServer {
         cfg: ServiceConfig,
         ucfg: wirespeed_service::UploadsConfig,
         sweep_every: Option<std::time::Duration>,
+        prefix: Option<&str>,
     ) -> Self
     where
         S: Storage + wirespeed_service::PartialUploads + Clone,
     {
+        let prefix = prefix.and_then(|p| wirespeed_net::PathPrefix::parse(p).unwrap());
         let mut rt = tokio::runtime::Builder::new_multi_thread();
         rt.worker_threads(2);
         let server = ThreadServer::start(rt, move |listener, stop| async move {
@@ -194,8 +234,9 @@ impl TestServer {
             if let Some(every) = sweep_every {
                 uploads.spawn_sweeper(every);
             }
+            let mounted = wirespeed_net::Mount::new(prefix, router);
             Server::new(ServerConfig::default())
-                .serve(listener, Arc::new(router), stop)
+                .serve(listener, Arc::new(mounted), stop)
                 .await
                 .unwrap();
         });

@@ -93,17 +93,25 @@ fn serve(
     prefix: Option<&str>,
 ) -> Served {
     let cfg = config(users, shares);
+    // Resumable uploads on: a tus creation or a final joining parts is
+    // one more way to write a name.
+    // Every principal sends from 127.0.0.1: no per-address cap on parts.
+    let ucfg = wirespeed_service::UploadsConfig {
+        max_partials_per_client: usize::MAX,
+        ..Default::default()
+    };
     match (s3, prefix) {
         (None, None) => {
-            let (s, search) = TestServer::with_search(cfg);
+            let (s, search) = TestServer::with_search_and_uploads(cfg, ucfg);
             (s, Some(search))
         }
-        (None, Some(p)) => (TestServer::under_prefix(cfg, p), None),
+        (None, Some(p)) => (TestServer::with_uploads_under(cfg, ucfg, Some(p)), None),
         (Some(s3), _) => {
             let mut c = s3.clone();
             c.prefix = format!("{}-{n}", s3.prefix);
+            let storage = S3Storage::new(&c).unwrap();
             (
-                TestServer::on_storage_under(S3Storage::new(&c).unwrap(), cfg, prefix),
+                TestServer::with_uploads_on_under(storage, cfg, ucfg, prefix),
                 None,
             )
         }

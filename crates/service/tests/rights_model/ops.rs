@@ -19,6 +19,15 @@ pub enum Op {
     Search(&'static str, &'static str),
     PutNew(&'static str),
     PutOver(&'static str),
+    /// tus creation with the bytes (`POST /-/uploads/P`) of a new name.
+    TusNew(&'static str),
+    /// The same over an existing file.
+    TusOver(&'static str),
+    /// Two tus partial uploads created at P, then the final joining them.
+    ConcatNew(&'static str),
+    /// An IETF draft upload of a new name: `PUT` of the first bytes with
+    /// `Upload-Complete: ?0`, then `PATCH` of the rest completing it.
+    IetfNew(&'static str),
     Delete(&'static str),
     Move(&'static str, &'static str),
     Copy(&'static str, &'static str),
@@ -82,6 +91,7 @@ pub fn catalogue() -> Vec<Op> {
         ops.push(Op::Lock(f, false));
         if f != "/a/lf" {
             ops.push(Op::PutOver(f));
+            ops.push(Op::TusOver(f));
             ops.push(Op::Proppatch(f));
         }
         for to in FILE_DESTS {
@@ -107,6 +117,9 @@ pub fn catalogue() -> Vec<Op> {
     }
     for n in NEW {
         ops.push(Op::PutNew(n));
+        ops.push(Op::TusNew(n));
+        ops.push(Op::ConcatNew(n));
+        ops.push(Op::IetfNew(n));
         ops.push(Op::Lock(n, false));
     }
     for l in ["/a/ls", "/a/lo", "/a/lf"] {
@@ -141,6 +154,10 @@ impl Op {
             | Op::Archive(p)
             | Op::PutNew(p)
             | Op::PutOver(p)
+            | Op::TusNew(p)
+            | Op::TusOver(p)
+            | Op::ConcatNew(p)
+            | Op::IetfNew(p)
             | Op::Delete(p)
             | Op::Lock(p, _)
             | Op::Proppatch(p)
@@ -332,12 +349,15 @@ pub fn expect(j: &Judge, tree: &Tree, op: &Op) -> Expected {
             e.must_show.retain(|r| named(r) && no_link_above(r));
             e
         }
-        Op::PutNew(p) => {
+        // However the bytes arrive (one PUT, a tus creation, parts joined
+        // by a final), a new name needs `w` there and a replacement `w`
+        // and `d` where the bytes land.
+        Op::PutNew(p) | Op::TusNew(p) | Op::ConcatNew(p) | Op::IetfNew(p) => {
             let mut after = same;
             after.insert(key(&model::place(p)), Node::File("new".into()));
             Expected::new(judge(&[with(j.name(p), W)]), after)
         }
-        Op::PutOver(p) => {
+        Op::PutOver(p) | Op::TusOver(p) => {
             let mut after = same;
             after.insert(key(&model::target(p)), Node::File("over".into()));
             Expected::new(judge(&[with(j.content(p), W | D)]), after)

@@ -36,6 +36,10 @@ pub fn run(site: &mut Site, who: &As, op: &Op, exp: &Expected, initial: &Tree) -
         }
     }
     let send = |m: &str, p: &str, h: &[(&str, &str)], b: &[u8]| site.send(who, m, p, h, b);
+    let send_owned = |m: &str, p: &str, h: &[(&str, String)], b: &[u8]| {
+        let h: Vec<(&str, &str)> = h.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        site.send(who, m, p, &h, b)
+    };
     let r = match op {
         Op::GetFile(p) => send("GET", p, &[], b""),
         Op::List(p) => send("GET", p, &[("Accept", "application/json")], b""),
@@ -44,6 +48,68 @@ pub fn run(site: &mut Site, who: &As, op: &Op, exp: &Expected, initial: &Tree) -
         Op::Search(p, q) => send("GET", &format!("{p}?q={q}&format=json"), &[], b""),
         Op::PutNew(p) => send("PUT", p, &[], b"new"),
         Op::PutOver(p) => send("PUT", p, &[], b"over"),
+        Op::TusNew(p) => send_owned(
+            "POST",
+            &format!("/-/uploads{p}"),
+            &tus_creation(3, None),
+            b"new",
+        ),
+        Op::TusOver(p) => send_owned(
+            "POST",
+            &format!("/-/uploads{p}"),
+            &tus_creation(4, None),
+            b"over",
+        ),
+        Op::ConcatNew(p) => {
+            // The parts are created where the file will land (admitted
+            // there); a refused part is the answer.
+            let place = format!("/-/uploads{p}");
+            let mut parts = Vec::new();
+            let mut refused = None;
+            for piece in [&b"ne"[..], b"w"] {
+                let h = tus_creation(piece.len(), Some("partial"));
+                let r = send_owned("POST", &place, &h, piece);
+                match r.header("location") {
+                    Some(l) if r.status == 201 => parts.push(l.to_string()),
+                    _ => {
+                        refused = Some(r);
+                        break;
+                    }
+                }
+            }
+            match refused {
+                Some(r) => r,
+                None => {
+                    let fin = format!("final;{}", parts.join(" "));
+                    let h = [("Tus-Resumable", "1.0.0"), ("Upload-Concat", fin.as_str())];
+                    send("POST", &place, &h, b"")
+                }
+            }
+        }
+        Op::IetfNew(p) => {
+            let first = [
+                ("Upload-Complete", "?0"),
+                ("Upload-Draft-Interop-Version", "8"),
+            ];
+            let r = send("PUT", p, &first, b"ne");
+            match r.header("location") {
+                Some(at) if r.status == 201 => {
+                    // The Location is the server's own path, prefix and all.
+                    let at = at.to_string();
+                    let at = site
+                        .prefix
+                        .map_or(at.as_str(), |x| at.strip_prefix(x).unwrap_or(&at));
+                    let rest = [
+                        ("Upload-Complete", "?1"),
+                        ("Upload-Offset", "2"),
+                        ("Upload-Draft-Interop-Version", "8"),
+                        ("Content-Type", "application/partial-upload"),
+                    ];
+                    send("PATCH", at, &rest, b"w")
+                }
+                _ => r,
+            }
+        }
         Op::Delete(p) => send("DELETE", p, &[], b""),
         Op::Move(a, b) => send("MOVE", a, &[("Destination", b)], b""),
         Op::Copy(a, b) => send("COPY", a, &[("Destination", b)], b""),
@@ -182,4 +248,20 @@ fn check_read(
         ));
     }
     problems
+}
+
+/// The fields of a tus creation carrying all `len` bytes of the upload.
+fn tus_creation(len: usize, concat: Option<&'static str>) -> Vec<(&'static str, String)> {
+    let mut h = vec![
+        ("Tus-Resumable", "1.0.0".to_string()),
+        ("Upload-Length", len.to_string()),
+        (
+            "Content-Type",
+            "application/offset+octet-stream".to_string(),
+        ),
+    ];
+    if let Some(c) = concat {
+        h.push(("Upload-Concat", c.to_string()));
+    }
+    h
 }
