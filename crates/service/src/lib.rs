@@ -93,9 +93,9 @@ pub use resumable::{Uploads, UploadsConfig};
 pub use storage::local::SMALL_FILE_RECHECK;
 #[cfg(feature = "s3")]
 pub use storage::s3::{S3Config, S3Storage};
-pub use storage::size::human_size;
 pub use storage::{LocalStorage, PartialUploads, Storage, StorageError};
 pub use upload::{HashMode, UploadPath};
+pub use wirespeed_units::human_size;
 
 use wirespeed_net::Router;
 

@@ -15,8 +15,8 @@ use crate::locks::{LockTable, Reach, Submitted};
 use crate::path::RelPath;
 use crate::policy::shares::Refusal;
 use crate::policy::{sessions, Action, Decision, Policy, Principal};
-pub use crate::storage::size::human_size;
 use crate::storage::{CommitCheck, Kind, Meta, Storage, StorageError, Upload, Written};
+pub use wirespeed_units::human_size;
 
 /// The ETag every route answers (kept in `conditional`, with the other
 /// validators, so the lock check can use it too).

@@ -44,7 +44,6 @@ pub mod partial;
 pub mod resolve;
 #[cfg(feature = "s3")]
 pub mod s3;
-pub mod size;
 pub mod state;
 pub mod sweep;
 
@@ -136,8 +135,8 @@ pub enum StorageError {
     /// free space.
     #[error(
         "not enough space: the upload is {} and the storage has {} free",
-        crate::size::human_size(*needed),
-        crate::size::human_size(*available)
+        wirespeed_units::human_size(*needed),
+        wirespeed_units::human_size(*available)
     )]
     NoRoom { needed: u64, available: u64 },
     /// What was to be kept with a file exceeds what the backend can keep

@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::Args;
 use wirespeed_load::{Bound, Config, Mix, SizeRange, Target};
 
-use crate::size::parse_size;
+use wirespeed_units::parse_size;
 
 #[derive(Args, Debug)]
 pub struct LoadArgs {
@@ -67,10 +67,11 @@ fn parse_mix(s: &str) -> Result<Mix, String> {
 
 /// `1MiB` (fixed) or `64KiB-1MiB` (uniform).
 pub fn parse_size_range(s: &str) -> Result<SizeRange, String> {
+    let size = |t: &str| parse_size(t).map_err(|e| e.to_string());
     let (min, max) = match s.split_once('-') {
-        Some((a, b)) => (parse_size(a)?, parse_size(b)?),
+        Some((a, b)) => (size(a)?, size(b)?),
         None => {
-            let n = parse_size(s)?;
+            let n = size(s)?;
             (n, n)
         }
     };
@@ -162,7 +163,7 @@ mod tests {
             err("2M-1M")
         );
         assert!(err("0").contains("at least 1 byte"));
-        assert!(err("1X-2M").contains("unknown size suffix"));
+        assert!(err("1X-2M").contains("unknown size unit"));
         assert!(err("-1M").contains("not a size"));
         assert!(err("1M-").contains("not a size"));
     }

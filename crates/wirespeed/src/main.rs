@@ -62,7 +62,6 @@ mod client_cmd;
 mod notice;
 mod passwd;
 mod serve;
-mod size;
 
 #[derive(Parser)]
 #[command(

@@ -109,7 +109,7 @@ pub struct GetArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub connections: Option<u16>,
     /// Files at least this large are fetched by ranges (tests and benches).
-    #[arg(long, value_name = "SIZE", hide = true, value_parser = crate::size::parse_size)]
+    #[arg(long, value_name = "SIZE", hide = true, value_parser = wirespeed_units::parse_size)]
     pub ranged_from: Option<u64>,
     #[command(flatten)]
     pub parallel: ParallelOpts,

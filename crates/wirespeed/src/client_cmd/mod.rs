@@ -113,9 +113,9 @@ pub struct LsArgs {
     pub opts: ConnOpts,
 }
 
-/// `--buffer-size`: a size ([`crate::size::parse_size`]) from 4K to 64M.
+/// `--buffer-size`: a size ([`wirespeed_units::parse_size`]) from 4K to 64M.
 fn parse_buffer_size(s: &str) -> Result<usize, String> {
-    let n = crate::size::parse_size(s)?;
+    let n = wirespeed_units::parse_size(s).map_err(|e| e.to_string())?;
     if !(4096..=(64 << 20)).contains(&n) {
         return Err("buffer size must be between 4K and 64M".into());
     }
@@ -168,7 +168,7 @@ pub struct WalkOpts {
     /// entry's names, URL and record, added up (about 500 bytes an entry
     /// with a short path), besides one folder's listing at a time;
     /// suffixes K, M, G.
-    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = crate::size::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = wirespeed_units::parse_size)]
     pub max_names: u64,
 }
 

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 use wirespeed_client::transfer::TransferProgress;
-pub use wirespeed_service::human_size;
+pub use wirespeed_units::human_size;
 
 /// Bytes per second for people: `12.5 MiB/s` (sans-IO, for tests).
 pub fn rate_text(bytes: u64, elapsed: Duration) -> String {

@@ -148,7 +148,7 @@ pub struct PutArgs {
     /// Largest append of a resumable upload (suffixes K, M, G), e.g. for a
     /// proxy that limits request bodies; default: the whole rest, or the
     /// server's `max-append-size`.
-    #[arg(long, value_name = "SIZE", value_parser = crate::size::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = wirespeed_units::parse_size)]
     pub append_size: Option<u64>,
     /// At most N parallel connections for one file (default: adaptive, up
     /// to 8): a file of 64 MiB or more goes up as tus partial uploads,
@@ -159,7 +159,7 @@ pub struct PutArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub connections: Option<u16>,
     /// Files at least this large go in parallel parts (tests and benches).
-    #[arg(long, value_name = "SIZE", hide = true, value_parser = crate::size::parse_size)]
+    #[arg(long, value_name = "SIZE", hide = true, value_parser = wirespeed_units::parse_size)]
     pub parts_from: Option<u64>,
     /// Say what became of each file as JSON Lines on stdout, one line per
     /// file as it is done, then a summary line (docs/client.md); errors

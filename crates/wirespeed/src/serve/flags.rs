@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use super::listen::{parse_listen, ListenAddr};
-use crate::size::parse_size;
+use wirespeed_units::parse_size;
 
 /// `--path-prefix`: a prefix, never the root (leave the flag out for that).
 fn parse_path_prefix(s: &str) -> Result<wirespeed_net::PathPrefix, String> {
