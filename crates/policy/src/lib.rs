@@ -34,6 +34,7 @@ mod session_revocations;
 pub mod sessions;
 pub mod shares;
 mod signed_table;
+mod table_file;
 mod trees;
 pub mod users;
 
@@ -45,6 +46,7 @@ pub use rights::Rights;
 pub use rules::UserName;
 pub use sessions::Sessions;
 pub use shares::{ShareId, Shares};
+pub use table_file::TableError;
 pub use users::{Users, UsersError};
 use wirespeed_path::RelPath;
 

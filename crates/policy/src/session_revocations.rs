@@ -18,8 +18,9 @@
 //! read too, and rewritten at the first compaction.
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::path::PathBuf;
+
+use super::table_file::{self, TableError};
 
 /// Rows at most before collapsing.
 pub const MAX_ROWS: usize = 100_000;
@@ -61,31 +62,54 @@ pub struct Revocations {
 }
 
 impl Revocations {
-    /// The table read from `file` (when given and readable; a damaged line
-    /// is skipped), collapsing past `max_rows` rows.
-    pub fn load(file: Option<PathBuf>, max_rows: usize) -> Revocations {
-        let mut r = Revocations {
+    /// An empty table kept in memory only.
+    pub fn in_memory(max_rows: usize) -> Revocations {
+        Revocations {
             rows: HashMap::new(),
             floors: HashMap::new(),
             max_rows: max_rows.max(10),
-            file,
+            file: None,
             lines: 0,
-        };
-        let text = r
-            .file
-            .as_ref()
-            .and_then(|f| std::fs::read_to_string(f).ok())
-            .unwrap_or_default();
+        }
+    }
+
+    /// The table kept in `file`, read now (a missing file is an empty
+    /// table), collapsing past `max_rows` rows. A line that does not parse
+    /// is an error (a forgotten sign-out would let its session in again),
+    /// except a last line cut short by a crash mid-append: that sign-out
+    /// was never acknowledged, and the file is rewritten at the next one.
+    pub fn load(file: PathBuf, max_rows: usize) -> Result<Revocations, TableError> {
+        let mut r = Revocations::in_memory(max_rows);
+        let text = table_file::read(&file)?.unwrap_or_default();
+        let text = String::from_utf8(text).map_err(|e| table_file::damaged(&file, e))?;
         let legacy = text.trim_start().starts_with('[');
+        let mut torn = false;
         let lines: Vec<Line> = if legacy {
-            serde_json::from_str(&text).unwrap_or_default()
+            serde_json::from_str(&text).map_err(|e| table_file::damaged(&file, e))?
         } else {
-            text.lines()
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect()
+            let mut lines = Vec::new();
+            let all: Vec<&str> = text.split_inclusive('\n').collect();
+            for (n, l) in all.iter().enumerate() {
+                match serde_json::from_str(l) {
+                    Ok(line) => lines.push(line),
+                    Err(_) if l.trim().is_empty() => {}
+                    Err(_) if n + 1 == all.len() && !l.ends_with('\n') => torn = true,
+                    Err(e) => {
+                        return Err(table_file::damaged(&file, format!("line {}: {e}", n + 1)))
+                    }
+                }
+            }
+            lines
         };
-        // A file of the older format is rewritten at the first sign-out.
-        r.lines = if legacy { usize::MAX / 4 } else { lines.len() };
+        // A file of the older format, or one with a torn last line, is
+        // rewritten at the first sign-out (appending after a torn line
+        // would glue the new line to it).
+        r.lines = if legacy || torn {
+            usize::MAX / 4
+        } else {
+            lines.len()
+        };
+        r.file = Some(file);
         for l in lines {
             if l.floor {
                 let f = r.floors.entry(l.owner).or_insert(0);
@@ -94,7 +118,7 @@ impl Revocations {
                 r.rows.insert(l.id, (l.expires, l.owner));
             }
         }
-        r
+        Ok(r)
     }
 
     /// Whether the session `id` of `owner`, expiring at `expires`, is
@@ -205,12 +229,7 @@ impl Revocations {
             return;
         };
         text.push(b'\n');
-        let written = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(file)
-            .and_then(|mut f| f.write_all(&text));
-        match written {
+        match table_file::append(file, &text) {
             Ok(()) => self.lines += 1,
             Err(e) => {
                 tracing::warn!(target: "wirespeed::signin", error = %e, file = %file.display(), "cannot save a sign-out")
@@ -241,9 +260,7 @@ impl Revocations {
                 text.push(b'\n');
             }
         }
-        let tmp = file.with_extension("json.tmp");
-        let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, file));
-        match written {
+        match table_file::replace(file, &text) {
             Ok(()) => self.lines = self.entries(),
             Err(e) => {
                 tracing::warn!(target: "wirespeed::signin", error = %e, file = %file.display(), "cannot save the sign-out table")
@@ -255,10 +272,11 @@ impl Revocations {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write as _;
 
     #[test]
     fn a_full_table_collapses_the_largest_owner_and_drops_nothing() {
-        let mut r = Revocations::load(None, 100);
+        let mut r = Revocations::in_memory(100);
         let (alice, bob) = (owner_of("alice"), owner_of("bob"));
         // Bob signed out of one session; alice signs in and out in a loop.
         r.insert(1, 5_000, bob, 0, true);
@@ -281,7 +299,7 @@ mod tests {
     fn sign_outs_are_appended_and_a_restart_keeps_them() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("sessions.json");
-        let mut r = Revocations::load(Some(file.clone()), 100_000);
+        let mut r = Revocations::load(file.clone(), 100_000).unwrap();
         let alice = owner_of("alice");
         r.insert(1, 1_000, alice, 0, true);
         let before = std::fs::read(&file).unwrap();
@@ -302,7 +320,7 @@ mod tests {
                 .count(),
             49
         );
-        let again = Revocations::load(Some(file.clone()), 100_000);
+        let again = Revocations::load(file.clone(), 100_000).unwrap();
         assert!((1..50).all(|i| again.is_revoked(i, alice, 1_000)));
         // A torn last line is skipped; the rest holds.
         std::fs::OpenOptions::new()
@@ -311,22 +329,33 @@ mod tests {
             .unwrap()
             .write_all(b"{\"id\":5")
             .unwrap();
-        let torn = Revocations::load(Some(file.clone()), 100_000);
+        let mut torn = Revocations::load(file.clone(), 100_000).unwrap();
         assert_eq!(torn.rows(), 49);
+        // The next sign-out rewrites the file rather than gluing its line
+        // to the torn one.
+        torn.insert(60, 1_000, alice, 0, true);
+        let again = Revocations::load(file.clone(), 100_000).unwrap();
+        assert!(again.is_revoked(60, alice, 1_000) && again.is_revoked(49, alice, 1_000));
+        // A damaged line before the last is an error: its sign-out would be
+        // forgotten and the session let in again.
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, format!("{{\"id\":5\n{text}")).unwrap();
+        let err = Revocations::load(file.clone(), 100_000).unwrap_err();
+        assert!(err.to_string().contains("line 1"), "{err}");
     }
 
     #[test]
     fn collapsed_floors_are_kept_in_the_file_and_it_stays_small() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("sessions.json");
-        let mut r = Revocations::load(Some(file.clone()), 1_000);
+        let mut r = Revocations::load(file.clone(), 1_000).unwrap();
         let alice = owner_of("alice");
         for i in 0..20_000u64 {
             r.insert(i + 1, 100_000 + i, alice, 0, true);
         }
         let lines = std::fs::read_to_string(&file).unwrap().lines().count();
         assert!(lines <= 2 * 1_000 + SLACK_LINES + 1, "{lines} lines");
-        let again = Revocations::load(Some(file), 1_000);
+        let again = Revocations::load(file, 1_000).unwrap();
         assert!((0..20_000u64).all(|i| again.is_revoked(i + 1, alice, 100_000 + i)));
         assert!(!again.is_revoked(0, alice, 200_000));
     }
@@ -340,12 +369,12 @@ mod tests {
             r#"[{"id":5,"expires":1000},{"id":6,"expires":1000}]"#,
         )
         .unwrap();
-        let mut r = Revocations::load(Some(file.clone()), 1_000);
+        let mut r = Revocations::load(file.clone(), 1_000).unwrap();
         assert!(r.is_revoked(5, owner_of("x"), 1_000));
         r.insert(7, 1_000, owner_of("x"), 0, true);
         let text = std::fs::read_to_string(&file).unwrap();
         assert_eq!(text.lines().count(), 3, "{text}");
-        let again = Revocations::load(Some(file), 1_000);
+        let again = Revocations::load(file, 1_000).unwrap();
         assert!([5, 6, 7].iter().all(|&id| again.is_revoked(id, 1, 1_000)));
     }
 }

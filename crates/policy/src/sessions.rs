@@ -102,28 +102,42 @@ impl Row for NoRow {
 
 impl Sessions {
     /// Sessions signed with `key` (see `Shares::session_key`) living
-    /// `lifetime` seconds; revocations kept in `table_file` (read now if
-    /// it exists) when given.
-    pub fn new(key: [u8; 32], lifetime: u64, secure: bool, table_file: Option<PathBuf>) -> Self {
-        Self::with_cap(key, lifetime, secure, table_file, MAX_ROWS)
-    }
-
-    /// [`Sessions::new`] holding at most `max_rows` revocations before
-    /// collapsing them (tests).
-    pub fn with_cap(
-        key: [u8; 32],
-        lifetime: u64,
-        secure: bool,
-        table_file: Option<PathBuf>,
-        max_rows: usize,
-    ) -> Self {
+    /// `lifetime` seconds; sign-outs kept in memory only.
+    pub fn new(key: [u8; 32], lifetime: u64, secure: bool) -> Self {
         Sessions {
             lifetime,
             secure,
-            table: SignedTable::new(key, Kind::Session, None),
-            revocations: Mutex::new(Revocations::load(table_file, max_rows)),
+            table: SignedTable::new(key, Kind::Session),
+            revocations: Mutex::new(Revocations::in_memory(MAX_ROWS)),
             path: "/".to_string(),
         }
+    }
+
+    /// [`Sessions::new`] with the sign-outs kept in `table_file` and read
+    /// now (a missing file is none yet; an unreadable or damaged one is an
+    /// error: starting without it would let signed-out sessions in again).
+    pub fn open(
+        key: [u8; 32],
+        lifetime: u64,
+        secure: bool,
+        table_file: PathBuf,
+    ) -> Result<Self, crate::TableError> {
+        Self::open_with_cap(key, lifetime, secure, table_file, MAX_ROWS)
+    }
+
+    /// [`Sessions::open`] holding at most `max_rows` revocations before
+    /// collapsing them (tests).
+    pub fn open_with_cap(
+        key: [u8; 32],
+        lifetime: u64,
+        secure: bool,
+        table_file: PathBuf,
+        max_rows: usize,
+    ) -> Result<Self, crate::TableError> {
+        Ok(Sessions {
+            revocations: Mutex::new(Revocations::load(table_file, max_rows)?),
+            ..Self::new(key, lifetime, secure)
+        })
     }
 
     /// Cookies for a server under the path prefix `base` (`/files`): the
@@ -307,7 +321,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn sessions() -> Sessions {
-        Sessions::new([3; 32], DEFAULT_LIFETIME, false, None)
+        Sessions::new([3; 32], DEFAULT_LIFETIME, false)
     }
 
     #[test]
@@ -330,7 +344,7 @@ mod tests {
         let forged = format!("{}.{tag}", b64.encode(&raw));
         assert_eq!(s.verify(&forged, 1001), Err(Refusal::BadSignature));
         // A key another server holds.
-        let other = Sessions::new([4; 32], DEFAULT_LIFETIME, false, None);
+        let other = Sessions::new([4; 32], DEFAULT_LIFETIME, false);
         assert_eq!(other.verify(&token, 1001), Err(Refusal::BadSignature));
         assert_eq!(s.verify("x", 1001), Err(Refusal::Malformed));
         s.revoke(&session, 1002);
@@ -342,11 +356,11 @@ mod tests {
 
     #[test]
     fn a_share_link_is_no_session() {
-        let shares = super::super::Shares::new([5; 32], 3600, None);
+        let shares = super::super::Shares::new([5; 32], 3600);
         let (_, link) = shares
             .mint("/bob", super::super::Rights::READ, 60, "bob", 1000)
             .unwrap();
-        let s = Sessions::new(shares.session_key(), DEFAULT_LIFETIME, false, None);
+        let s = Sessions::new(shares.session_key(), DEFAULT_LIFETIME, false);
         assert_eq!(s.verify(&link, 1001), Err(Refusal::BadSignature));
         let (_, cookie) = s.mint("bob", 9, 1000).unwrap();
         assert!(shares.verify(&cookie, 1001).is_err());
@@ -356,10 +370,10 @@ mod tests {
     fn revocations_survive_a_restart() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("sessions.json");
-        let s = Sessions::new([1; 32], 100, false, Some(file.clone()));
+        let s = Sessions::open([1; 32], 100, false, file.clone()).unwrap();
         let (session, token) = s.mint("bob", 9, 1000).unwrap();
         s.revoke(&session, 1001);
-        let again = Sessions::new([1; 32], 100, false, Some(file));
+        let again = Sessions::open([1; 32], 100, false, file).unwrap();
         assert_eq!(again.verify(&token, 1002), Err(Refusal::Revoked));
     }
 
@@ -367,7 +381,7 @@ mod tests {
     fn no_sequence_of_sign_outs_brings_one_back() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("sessions.json");
-        let s = Sessions::with_cap([1; 32], 1000, false, Some(file.clone()), 500);
+        let s = Sessions::open_with_cap([1; 32], 1000, false, file.clone(), 500).unwrap();
         let (_, bob) = s.mint("bob", 9, 1000).unwrap();
         // Many more sign-in/out pairs than the table holds.
         let mut old = Vec::new();
@@ -386,7 +400,7 @@ mod tests {
         let (_, fresh) = s.mint("mallory", 9, now).unwrap();
         assert!(s.verify(&fresh, now).is_ok());
         // The same after a restart.
-        let again = Sessions::with_cap([1; 32], 1000, false, Some(file), 500);
+        let again = Sessions::open_with_cap([1; 32], 1000, false, file, 500).unwrap();
         assert!(old
             .iter()
             .all(|t| again.verify(t, now) == Err(Refusal::Revoked)));
@@ -414,13 +428,13 @@ mod tests {
         let set = s.set_cookie(Some("h:1"), "a.b", true);
         assert!(set.starts_with("__Host-wirespeed-session-1=a.b; Path=/;"));
         assert!(set.ends_with("; Secure") && !set.contains("Domain"));
-        let tls = Sessions::new([3; 32], 1, true, None);
+        let tls = Sessions::new([3; 32], 1, true);
         assert!(tls.set_cookie(None, "a.b", false).starts_with("__Host-"));
         assert!(tls.set_cookie(None, "a.b", false).ends_with("; Secure"));
         assert_eq!(tls.cookie_name(None, false), "__Host-wirespeed-session");
         // Under a path prefix: the cookie goes only there, and under TLS
         // it cannot be `__Host-` (which demands `Path=/`).
-        let under = Sessions::new([3; 32], 1, true, None).with_path("/files");
+        let under = Sessions::new([3; 32], 1, true).with_path("/files");
         let set = under.set_cookie(Some("h:1"), "a.b", false);
         assert!(
             set.starts_with("__Secure-wirespeed-session-1=a.b; Path=/files;"),

@@ -129,13 +129,26 @@ pub fn human_duration(secs: u64) -> String {
 }
 
 impl Shares {
-    /// Links signed with `key`; the table kept in `table_file` (read now
-    /// if it exists) when given.
-    pub fn new(key: [u8; 32], max_expiry: u64, table_file: Option<PathBuf>) -> Self {
+    /// Links signed with `key`, their table kept in memory only.
+    pub fn new(key: [u8; 32], max_expiry: u64) -> Self {
         Shares {
             max_expiry,
-            live: SignedTable::new(key, Kind::Link, table_file),
+            live: SignedTable::new(key, Kind::Link),
         }
+    }
+
+    /// Links signed with `key`, their table kept in `table_file` and read
+    /// now: a missing file is no links yet; an unreadable or damaged one is
+    /// an error (starting without it would make revoked links work again).
+    pub fn open(
+        key: [u8; 32],
+        max_expiry: u64,
+        table_file: PathBuf,
+    ) -> Result<Self, crate::TableError> {
+        Ok(Shares {
+            max_expiry,
+            live: SignedTable::kept_in(key, Kind::Link, table_file)?,
+        })
     }
 
     /// The `share=` value of `grant`.
@@ -460,7 +473,7 @@ mod tests {
     use wirespeed_path::parse_request_path as p;
 
     fn shares() -> Shares {
-        Shares::new([7; 32], DEFAULT_MAX_EXPIRY, None)
+        Shares::new([7; 32], DEFAULT_MAX_EXPIRY)
     }
 
     #[test]
@@ -480,7 +493,7 @@ mod tests {
         let shorter = format!("{}.{tag}", B64.encode(&raw));
         assert_eq!(s.verify(&shorter, 1050), Err(Refusal::BadSignature));
         assert_eq!(s.verify("nonsense", 1050), Err(Refusal::Malformed));
-        let other = Shares::new([8; 32], DEFAULT_MAX_EXPIRY, None);
+        let other = Shares::new([8; 32], DEFAULT_MAX_EXPIRY);
         assert_eq!(other.verify(&token, 1050), Err(Refusal::BadSignature));
         assert!(!s.revoke(g.id, Some("bob")), "only the minter");
         assert!(s.revoke(g.id, Some("alice")));
@@ -540,11 +553,20 @@ mod tests {
     fn the_table_survives_a_restart() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("shares.json");
-        let s = Shares::new([1; 32], DEFAULT_MAX_EXPIRY, Some(file.clone()));
+        let s = Shares::open([1; 32], DEFAULT_MAX_EXPIRY, file.clone()).unwrap();
         let (g, token) = s.mint("/x", Rights::READ, 100, "alice", 1000).unwrap();
         assert!(s.revoke(g.id, None));
-        let again = Shares::new([1; 32], DEFAULT_MAX_EXPIRY, Some(file));
+        let again = Shares::open([1; 32], DEFAULT_MAX_EXPIRY, file.clone()).unwrap();
         assert_eq!(again.verify(&token, 1001), Err(Refusal::Revoked));
+        // A damaged table is an error, not an empty table under which the
+        // revoked link would verify again.
+        let kept = std::fs::read(&file).unwrap();
+        std::fs::write(&file, &kept[..kept.len() / 2]).unwrap();
+        let err = Shares::open([1; 32], DEFAULT_MAX_EXPIRY, file.clone()).unwrap_err();
+        assert!(matches!(err, crate::TableError::Damaged { .. }), "{err}");
+        // Missing is simply no links yet.
+        std::fs::remove_file(&file).unwrap();
+        assert!(Shares::open([1; 32], DEFAULT_MAX_EXPIRY, file).is_ok());
     }
 
     #[test]

@@ -16,6 +16,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 use super::revoked::{Kind, Outbox, Revocation};
+use super::table_file::{self, TableError};
 
 /// Why a presented token is refused (logged; the client learns no more
 /// than its route says).
@@ -53,24 +54,33 @@ impl<R> std::fmt::Debug for SignedTable<R> {
 }
 
 impl<R: Row> SignedTable<R> {
-    /// A table signing with `key`, its rows read from `file` (when given
-    /// and readable; a missing or damaged file is an empty table).
-    pub fn new(key: [u8; 32], kind: Kind, file: Option<PathBuf>) -> Self {
-        let rows = file
-            .as_ref()
-            .and_then(|f| std::fs::read(f).ok())
-            .and_then(|bytes| serde_json::from_slice::<Vec<R>>(&bytes).ok())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|r| (r.id(), r))
-            .collect();
+    /// A table signing with `key`, kept in memory only.
+    pub fn new(key: [u8; 32], kind: Kind) -> Self {
         SignedTable {
             key,
-            rows: Mutex::new(rows),
-            file,
+            rows: Mutex::new(HashMap::new()),
+            file: None,
             kind,
             outbox: OnceLock::new(),
         }
+    }
+
+    /// A table signing with `key`, its rows kept in `file` and read from it
+    /// now (a missing file is an empty table; an unreadable or damaged one
+    /// an error: its revocations must not be forgotten).
+    pub fn kept_in(key: [u8; 32], kind: Kind, file: PathBuf) -> Result<Self, TableError> {
+        let rows: Vec<R> = match table_file::read(&file)? {
+            Some(bytes) => {
+                serde_json::from_slice(&bytes).map_err(|e| table_file::damaged(&file, e))?
+            }
+            None => Vec::new(),
+        };
+        let t = Self::new(key, kind);
+        *t.rows() = rows.into_iter().map(|r| (r.id(), r)).collect();
+        Ok(SignedTable {
+            file: Some(file),
+            ..t
+        })
     }
 
     /// The rows, locked (a poisoned lock is taken over: the map stays
@@ -93,9 +103,7 @@ impl<R: Row> SignedTable<R> {
         let Ok(bytes) = bytes else {
             return;
         };
-        let tmp = file.with_extension("json.tmp");
-        let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, file));
-        if let Err(e) = written {
+        if let Err(e) = table_file::replace(file, &bytes) {
             match self.kind {
                 Kind::Session => {
                     tracing::warn!(target: "wirespeed::signin", error = %e, file = %file.display(), "cannot save the sign-out table")

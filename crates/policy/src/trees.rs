@@ -160,7 +160,7 @@ mod tests {
 
     #[test]
     fn a_link_never_holds_more_than_its_minter_at_each_path() {
-        let shares = Arc::new(Shares::new([3; 32], 3600, None));
+        let shares = Arc::new(Shares::new([3; 32], 3600));
         let u = household();
         let p = with_links(u.clone(), &shares);
         let bob = user(&u, "bob");
@@ -186,7 +186,7 @@ mod tests {
 
     #[test]
     fn a_removed_or_lowered_minter_takes_its_links_along() {
-        let shares = Arc::new(Shares::new([3; 32], 3600, None));
+        let shares = Arc::new(Shares::new([3; 32], 3600));
         let p = with_links(household(), &shares);
         let (g, _) = shares
             .mint("/alice/", Rights::READ, 60, "alice", 0)

@@ -42,8 +42,8 @@ fn signin(c: &mut Criterion) {
                 .is_some())
         })
     });
-    let shares = Arc::new(Shares::new([1; 32], 3600, None));
-    let sessions = Arc::new(Sessions::new(shares.session_key(), 3600, false, None));
+    let shares = Arc::new(Shares::new([1; 32], 3600));
+    let sessions = Arc::new(Sessions::new(shares.session_key(), 3600, false));
     let stamp = wirespeed_service::policy::sessions::stamp_of(&hash);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -56,7 +56,7 @@ fn every_front_that_changes_storage_tells_the_stream_who_what_and_where() {
         "[users]\nalice = \"{}\"\n{RULES}",
         password::hash(b"alice-pw").unwrap()
     );
-    let shares = Arc::new(Shares::new(KEY, DEFAULT_MAX_EXPIRY, None));
+    let shares = Arc::new(Shares::new(KEY, DEFAULT_MAX_EXPIRY));
     let cfg = ServiceConfig {
         access: Access::new([TOKEN], false),
         users: Some(Arc::new(Users::from_text("users.toml", &text).unwrap())),

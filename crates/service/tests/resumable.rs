@@ -1141,7 +1141,7 @@ fn a_final_of_missing_incomplete_or_foreign_partials_publishes_nothing() {
         password::hash(b"alice-pw").unwrap(),
         password::hash(b"bob-pw").unwrap()
     );
-    let shares = Shares::new([5; 32], DEFAULT_MAX_EXPIRY, None);
+    let shares = Shares::new([5; 32], DEFAULT_MAX_EXPIRY);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

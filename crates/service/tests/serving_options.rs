@@ -298,7 +298,7 @@ fn hidden_names_stay_out_of_archives_and_share_links() {
     use wirespeed_service::policy::shares::DEFAULT_MAX_EXPIRY;
     use wirespeed_service::policy::Shares;
     use wirespeed_service::Rights;
-    let shares = Arc::new(Shares::new([3; 32], DEFAULT_MAX_EXPIRY, None));
+    let shares = Arc::new(Shares::new([3; 32], DEFAULT_MAX_EXPIRY));
     let s = TestServer::with(ServiceConfig {
         hidden: Hidden::new([".git", "*.key"]).unwrap(),
         shares: Some(shares.clone()),

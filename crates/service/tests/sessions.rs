@@ -330,8 +330,8 @@ fn forms_stale_cookies_and_other_nodes() {
 
     // A session minted by another node holding the same key is accepted;
     // an expired one, or one under another key, counts as no sign-in.
-    let shares = Shares::new(KEY, DEFAULT_MAX_EXPIRY, None);
-    let node2 = Sessions::new(shares.session_key(), DEFAULT_LIFETIME, false, None);
+    let shares = Shares::new(KEY, DEFAULT_MAX_EXPIRY);
+    let node2 = Sessions::new(shares.session_key(), DEFAULT_LIFETIME, false);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -341,7 +341,7 @@ fn forms_stale_cookies_and_other_nodes() {
     let (_, cookie) = sign_in(&s, "bob", "bob-pw");
     let cookie = cookie.unwrap();
     let token = cookie.strip_prefix("wirespeed-session=").unwrap();
-    let here = Sessions::new(shares.session_key(), DEFAULT_LIFETIME, false, None);
+    let here = Sessions::new(shares.session_key(), DEFAULT_LIFETIME, false);
     let session = here.verify(token, now).unwrap();
     let (_, other) = node2.mint("bob", session.stamp, now).unwrap();
     let other = format!("wirespeed-session={other}");
@@ -354,7 +354,7 @@ fn forms_stale_cookies_and_other_nodes() {
         .unwrap();
     let old = format!("wirespeed-session={old}");
     assert_eq!(s.req("GET", "/team/", &[("Cookie", &old)], b"").status, 401);
-    let stranger = Sessions::new([1; 32], DEFAULT_LIFETIME, false, None);
+    let stranger = Sessions::new([1; 32], DEFAULT_LIFETIME, false);
     let (_, forged) = stranger.mint("bob", session.stamp, now).unwrap();
     let forged = format!("wirespeed-session={forged}");
     assert_eq!(

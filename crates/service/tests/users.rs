@@ -62,7 +62,7 @@ fn audited_server(audit: Option<(Captured, Arc<Events>)>) -> TestServer {
     let cfg = ServiceConfig {
         access: Access::new([TOKEN], false),
         users: Some(users()),
-        shares: Some(Arc::new(Shares::new(SHARE_KEY, DEFAULT_MAX_EXPIRY, None))),
+        shares: Some(Arc::new(Shares::new(SHARE_KEY, DEFAULT_MAX_EXPIRY))),
         metrics: Some(Arc::new(Metrics::new(false))),
         events: audit.map(|(_, e)| e),
         ..ServiceConfig::default()
@@ -128,7 +128,7 @@ type Principal = (&'static str, Vec<(&'static str, String)>);
 fn principals() -> &'static [Principal] {
     static ALL: std::sync::OnceLock<Vec<Principal>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
-        let minter = Shares::new(SHARE_KEY, DEFAULT_MAX_EXPIRY, None);
+        let minter = Shares::new(SHARE_KEY, DEFAULT_MAX_EXPIRY);
         let now = unix_now();
         let link = |rights, at| minter.mint("/team/", rights, 3600, "alice", at).unwrap().1;
         let auth = |v: String| vec![("Authorization", v)];

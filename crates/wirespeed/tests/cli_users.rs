@@ -501,6 +501,43 @@ fn share_mints_lists_and_revokes_links() {
     let out = client(&cstate, "alice-pw", &args).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("403"));
+
+    // A damaged table stops the next start, saying what it holds: read
+    // as empty, the revoked link would work again.
+    std::mem::drop(serve);
+    let table = state.join("shares.json");
+    let kept = std::fs::read(&table).unwrap();
+    std::fs::write(&table, &kept[..kept.len() - 3]).unwrap();
+    let out = Serve::command(&root)
+        .args(["--listen", "127.0.0.1:0", "--auth"])
+        .arg(&file)
+        .arg("--state-dir")
+        .arg(&state)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.stdout.is_empty(), "no listening line: {err}");
+    assert!(
+        err.contains(&format!("{} is damaged", table.display()))
+            && err.contains("revoked")
+            && err.contains("work again"),
+        "{err}"
+    );
+    // Put back, the revoked link stays revoked after the restart.
+    std::fs::write(&table, &kept).unwrap();
+    let serve = Serve::start(
+        &root,
+        &[
+            "--auth",
+            file.to_str().unwrap(),
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+    );
+    let again = link.replace(&base, &serve.base());
+    let (ok, _) = wirespeed_testkit::tools::curl(&["-f", &again]);
+    assert!(!ok, "still revoked after the restart");
 }
 
 /// One request on its own connection to `addr`; (status, head as sent,

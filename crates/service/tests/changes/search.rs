@@ -90,7 +90,7 @@ fn results_keep_to_rights_hidden_names_and_a_links_folder() {
          [paths.\"/alice\"]\nalice = \"rwd\"\n",
         password::hash(b"alice-pw").unwrap()
     );
-    let shares = Arc::new(Shares::new([9; 32], DEFAULT_MAX_EXPIRY, None));
+    let shares = Arc::new(Shares::new([9; 32], DEFAULT_MAX_EXPIRY));
     let cfg = ServiceConfig {
         access: Access::new([TOKEN], false),
         users: Some(Arc::new(Users::from_text("users.toml", &text).unwrap())),

@@ -364,14 +364,8 @@ pub fn signed_tables(
     let shares = Arc::new(wirespeed_service::policy::Shares::new(
         key,
         DEFAULT_MAX_EXPIRY,
-        None,
     ));
-    let sessions = Arc::new(Sessions::new(
-        shares.session_key(),
-        DEFAULT_LIFETIME,
-        false,
-        None,
-    ));
+    let sessions = Arc::new(Sessions::new(shares.session_key(), DEFAULT_LIFETIME, false));
     (shares, sessions)
 }
 

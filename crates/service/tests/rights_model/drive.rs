@@ -142,7 +142,7 @@ impl Site {
         let users = Arc::new(
             Users::load(&rules_file).unwrap_or_else(|e| panic!("rules refused: {e}\n{text}")),
         );
-        let shares = Arc::new(Shares::new(KEY, DEFAULT_MAX_EXPIRY, None));
+        let shares = Arc::new(Shares::new(KEY, DEFAULT_MAX_EXPIRY));
         let (server, search) = serve(&users, &shares, s3.as_ref(), 0, prefix);
         Site {
             server,

@@ -61,7 +61,7 @@ pub(super) fn service(
             args.session_expiry,
             tls,
             args.path_prefix.as_ref().map_or("", |p| p.as_str()),
-        )),
+        )?),
         _ => None,
     };
     // A rules file says who may write, as a token does.

@@ -29,16 +29,27 @@ pub fn state_dir(given: Option<&Path>) -> Option<PathBuf> {
 
 /// The share links of this server.
 pub fn open(state: Option<&Path>, max_expiry: u64) -> anyhow::Result<Arc<Shares>> {
-    let table = state.map(|d| d.join("shares.json"));
-    if let Ok(hex) = std::env::var("WIRESPEED_SHARE_KEY") {
-        let key = parse_hex_key(&hex).context("WIRESPEED_SHARE_KEY")?;
-        return Ok(Arc::new(Shares::new(key, max_expiry, table)));
-    }
-    let dir = state.context(
-        "share links need a key: set WIRESPEED_SHARE_KEY (64 hex digits) or give --state-dir",
-    )?;
-    let key = key_file(&dir.join("share.key"))?;
-    Ok(Arc::new(Shares::new(key, max_expiry, table)))
+    let key = match std::env::var("WIRESPEED_SHARE_KEY") {
+        Ok(hex) => parse_hex_key(&hex).context("WIRESPEED_SHARE_KEY")?,
+        Err(_) => {
+            let dir = state.context(
+                "share links need a key: set WIRESPEED_SHARE_KEY (64 hex digits) or give --state-dir",
+            )?;
+            key_file(&dir.join("share.key"))?
+        }
+    };
+    let shares = match state {
+        Some(d) => Shares::open(key, max_expiry, d.join("shares.json")).map_err(|e| {
+            anyhow::anyhow!(
+                "{e}\nIt holds which share links were revoked: starting without it would make them \
+                 work again. Restore it from a backup; or move it aside and change the link key \
+                 (remove share.key beside it, or set another WIRESPEED_SHARE_KEY), which ends every \
+                 link made so far."
+            )
+        })?,
+        None => Shares::new(key, max_expiry),
+    };
+    Ok(Arc::new(shares))
 }
 
 /// The browser sessions of this server: signed with a key derived from
@@ -51,9 +62,20 @@ pub fn sessions(
     lifetime: u64,
     tls: bool,
     base: &str,
-) -> Arc<Sessions> {
-    let table = state.map(|d| d.join("sessions.json"));
-    Arc::new(Sessions::new(links.session_key(), lifetime, tls, table).with_path(base))
+) -> anyhow::Result<Arc<Sessions>> {
+    let sessions = match state {
+        Some(d) => Sessions::open(links.session_key(), lifetime, tls, d.join("sessions.json"))
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "{e}\nIt holds the browser sessions that signed out: starting without it would \
+                     let them in again. Restore it from a backup; or move it aside and change the \
+                     link key (remove share.key beside it, or set another WIRESPEED_SHARE_KEY), \
+                     which signs every session out and ends every share link."
+                )
+            })?,
+        None => Sessions::new(links.session_key(), lifetime, tls),
+    };
+    Ok(Arc::new(sessions.with_path(base)))
 }
 
 fn parse_hex_key(hex: &str) -> anyhow::Result<[u8; 32]> {
