@@ -9,7 +9,7 @@
 //! the operations
 //! that act on whole trees (listings, PROPFIND, archives, DELETE, MOVE,
 //! COPY, LOCK, trash listings and restores) as well as single names
-//! (thumbnails, and writes by PUT, by an IETF draft upload completed by a
+//! (thumbnails, MKCOL, and writes by PUT, by an IETF draft upload completed by a
 //! PATCH, by tus creation and by a tus final joining parts created at the
 //! same name). Then one named test per way the
 //! rules were found to leak, each its own reproduction.

@@ -25,6 +25,8 @@ pub enum Op {
     TusOver(&'static str),
     /// Two tus partial uploads created at P, then the final joining them.
     ConcatNew(&'static str),
+    /// `MKCOL` of a new folder.
+    Mkcol(&'static str),
     /// An IETF draft upload of a new name: `PUT` of the first bytes with
     /// `Upload-Complete: ?0`, then `PATCH` of the rest completing it.
     IetfNew(&'static str),
@@ -122,6 +124,9 @@ pub fn catalogue() -> Vec<Op> {
         ops.push(Op::IetfNew(n));
         ops.push(Op::Lock(n, false));
     }
+    for n in NEW {
+        ops.push(Op::Mkcol(n.trim_end_matches(".txt")));
+    }
     for l in ["/a/ls", "/a/lo", "/a/lf"] {
         ops.push(Op::Delete(l));
     }
@@ -158,6 +163,7 @@ impl Op {
             | Op::TusOver(p)
             | Op::ConcatNew(p)
             | Op::IetfNew(p)
+            | Op::Mkcol(p)
             | Op::Delete(p)
             | Op::Lock(p, _)
             | Op::Proppatch(p)
@@ -355,6 +361,11 @@ pub fn expect(j: &Judge, tree: &Tree, op: &Op) -> Expected {
         Op::PutNew(p) | Op::TusNew(p) | Op::ConcatNew(p) | Op::IetfNew(p) => {
             let mut after = same;
             after.insert(key(&model::place(p)), Node::File("new".into()));
+            Expected::new(judge(&[with(j.name(p), W)]), after)
+        }
+        Op::Mkcol(p) => {
+            let mut after = same;
+            after.insert(key(&model::place(p)), Node::Dir);
             Expected::new(judge(&[with(j.name(p), W)]), after)
         }
         Op::PutOver(p) | Op::TusOver(p) => {

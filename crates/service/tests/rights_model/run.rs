@@ -110,6 +110,7 @@ pub fn run(site: &mut Site, who: &As, op: &Op, exp: &Expected, initial: &Tree) -
                 _ => r,
             }
         }
+        Op::Mkcol(p) => send("MKCOL", p, &[], b""),
         Op::Delete(p) => send("DELETE", p, &[], b""),
         Op::Move(a, b) => send("MOVE", a, &[("Destination", b)], b""),
         Op::Copy(a, b) => send("COPY", a, &[("Destination", b)], b""),
