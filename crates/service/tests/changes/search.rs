@@ -5,7 +5,7 @@
 //! words inside text files; pages with a continuation.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use wirespeed_service::policy::shares::DEFAULT_MAX_EXPIRY;
 use wirespeed_service::policy::{hidden::Hidden, password, Shares};
@@ -14,40 +14,6 @@ use wirespeed_service::{Access, Rights, ServiceConfig, Users};
 use super::{basic, TOKEN};
 use crate::common::TestServer;
 
-/// The paths a JSON search answered, sorted.
-fn found(s: &TestServer, url: &str, headers: &[(&str, &str)]) -> (u16, Vec<String>) {
-    let r = s.req("GET", url, headers, b"");
-    if r.status != 200 {
-        return (r.status, Vec::new());
-    }
-    let v: serde_json::Value = serde_json::from_slice(&r.body)
-        .unwrap_or_else(|e| panic!("{url}: not JSON ({e}): {}", r.text()));
-    let mut paths: Vec<String> = v["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["path"].as_str().unwrap().to_string())
-        .collect();
-    paths.sort();
-    (r.status, paths)
-}
-
-/// Polls until `url` finds exactly `want`, for at most 2 s.
-fn finds_within_2s(s: &TestServer, url: &str, want: &[&str]) {
-    let end = Instant::now() + Duration::from_secs(2);
-    loop {
-        let (_, got) = found(s, url, &[]);
-        if got == want {
-            return;
-        }
-        assert!(
-            Instant::now() < end,
-            "{url}: found {got:?}, wanted {want:?}"
-        );
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
-
 #[test]
 fn the_index_follows_changes_through_the_server_and_on_the_host() {
     let (s, search) = TestServer::with_search(ServiceConfig::default());
@@ -55,31 +21,30 @@ fn the_index_follows_changes_through_the_server_and_on_the_host() {
     let q = "/?q=report&format=json";
     // Through the server: PUT, a WebDAV MOVE, MKCOL, DELETE.
     assert_eq!(s.put("/q1-report.txt", b"alpha beta").status, 201);
-    finds_within_2s(&s, q, &["/q1-report.txt"]);
+    s.finds_within_2s(q, &["/q1-report.txt"]);
     assert_eq!(s.req("MKCOL", "/dir", &[], b"").status, 201);
     let mv = [("Destination", "/dir/q2-report.txt")];
     assert_eq!(s.req("MOVE", "/q1-report.txt", &mv, b"").status, 201);
-    finds_within_2s(&s, q, &["/dir/q2-report.txt"]);
+    s.finds_within_2s(q, &["/dir/q2-report.txt"]);
     assert_eq!(s.req("DELETE", "/dir/q2-report.txt", &[], b"").status, 204);
-    finds_within_2s(&s, q, &[]);
+    s.finds_within_2s(q, &[]);
     // On the host: created, renamed, deleted.
     std::fs::create_dir_all(s.root.join("host/deep")).unwrap();
     std::fs::write(s.root.join("host/deep/h-report.md"), "gamma").unwrap();
-    finds_within_2s(&s, q, &["/host/deep/h-report.md"]);
+    s.finds_within_2s(q, &["/host/deep/h-report.md"]);
     std::fs::rename(s.root.join("host"), s.root.join("moved")).unwrap();
-    finds_within_2s(&s, q, &["/moved/deep/h-report.md"]);
+    s.finds_within_2s(q, &["/moved/deep/h-report.md"]);
     // Only below the folder asked.
-    finds_within_2s(
-        &s,
+    s.finds_within_2s(
         "/moved/deep/?q=report&format=json",
         &["/moved/deep/h-report.md"],
     );
-    finds_within_2s(&s, "/dir/?q=report&format=json", &[]);
+    s.finds_within_2s("/dir/?q=report&format=json", &[]);
     std::fs::remove_file(s.root.join("moved/deep/h-report.md")).unwrap();
-    finds_within_2s(&s, q, &[]);
+    s.finds_within_2s(q, &[]);
     // Words inside text files (the last one a prefix, as typed).
     assert_eq!(s.put("/notes.txt", b"the quick brown fox").status, 201);
-    finds_within_2s(&s, "/?q=quick%20bro&content=1&format=json", &["/notes.txt"]);
+    s.finds_within_2s("/?q=quick%20bro&content=1&format=json", &["/notes.txt"]);
 }
 
 #[test]
@@ -115,12 +80,12 @@ fn results_keep_to_rights_hidden_names_and_a_links_folder() {
     assert!(search.walk_and_wait(Duration::from_secs(10)));
     let q = "?q=report&format=json";
     // Anyone: not a name in alice's folder, never a hidden one.
-    assert_eq!(found(&s, &format!("/{q}"), &[]).1, ["/pub/report.txt"]);
+    assert_eq!(s.found(&format!("/{q}"), &[]).1, ["/pub/report.txt"]);
     // Alice: her folder too; hidden names still not.
     let alice = basic("alice", "alice-pw");
     let as_alice = [("Authorization", alice.as_str())];
     assert_eq!(
-        found(&s, &format!("/{q}"), &as_alice).1,
+        s.found(&format!("/{q}"), &as_alice).1,
         [
             "/alice/other/report.txt",
             "/alice/report.txt",
@@ -129,7 +94,7 @@ fn results_keep_to_rights_hidden_names_and_a_links_folder() {
         ]
     );
     // Asked below a folder the principal may not read: refused, no names.
-    assert_eq!(found(&s, &format!("/alice/{q}"), &[]).0, 401);
+    assert_eq!(s.found(&format!("/alice/{q}"), &[]).0, 401);
     // A link: its folder only, and nothing when asked above it.
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -139,12 +104,12 @@ fn results_keep_to_rights_hidden_names_and_a_links_folder() {
         .mint("/alice/sub/", Rights::READ, 600, "alice", now)
         .unwrap();
     assert_eq!(
-        found(&s, &format!("/alice/sub/{q}&share={link}"), &[]).1,
+        s.found(&format!("/alice/sub/{q}&share={link}"), &[]).1,
         ["/alice/sub/report.txt"]
     );
-    assert_eq!(found(&s, &format!("/alice/{q}&share={link}"), &[]).0, 404);
+    assert_eq!(s.found(&format!("/alice/{q}&share={link}"), &[]).0, 404);
     assert_eq!(
-        found(&s, &format!("/{q}&share={link}"), &[]).1,
+        s.found(&format!("/{q}&share={link}"), &[]).1,
         Vec::<String>::new(),
         "a link's holder sees nothing outside its folder, public or not"
     );

@@ -248,6 +248,42 @@ impl TestServer {
         }
     }
 
+    /// The paths a JSON search (`?q=…&format=json`) answered, sorted;
+    /// none unless the answer is 200.
+    pub fn found(&self, url: &str, headers: &[(&str, &str)]) -> (u16, Vec<String>) {
+        let r = self.req("GET", url, headers, b"");
+        if r.status != 200 {
+            return (r.status, Vec::new());
+        }
+        let v: serde_json::Value = serde_json::from_slice(&r.body)
+            .unwrap_or_else(|e| panic!("{url}: not JSON ({e}): {}", r.text()));
+        let mut paths: Vec<String> = v["entries"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{url}: no entries: {}", r.text()))
+            .iter()
+            .filter_map(|e| e["path"].as_str().map(str::to_string))
+            .collect();
+        paths.sort();
+        (r.status, paths)
+    }
+
+    /// Polls until `url` finds exactly `want`, for at most 2 s (the index
+    /// follows changes within that).
+    pub fn finds_within_2s(&self, url: &str, want: &[&str]) {
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        loop {
+            let (_, got) = self.found(url, &[]);
+            if got == want {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < end,
+                "{url}: found {got:?}, wanted {want:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use wirespeed_service::policy::hidden::Hidden;
 use wirespeed_service::search::StorageSource;
@@ -13,36 +13,6 @@ use wirespeed_service::ServiceConfig;
 use wirespeed_testkit::minio::Minio;
 
 use super::{s3_storage, TestServer};
-
-fn found(s: &TestServer, url: &str) -> Vec<String> {
-    let r = s.get(url);
-    assert_eq!(r.status, 200, "{url}: {}", r.text());
-    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
-    let mut paths: Vec<String> = v["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["path"].as_str().unwrap().to_string())
-        .collect();
-    paths.sort();
-    paths
-}
-
-/// Polls until `url` finds exactly `want`, for at most 2 s.
-fn finds_within_2s(s: &TestServer, url: &str, want: &[&str]) {
-    let end = Instant::now() + Duration::from_secs(2);
-    loop {
-        let got = found(s, url);
-        if got == want {
-            return;
-        }
-        assert!(
-            Instant::now() < end,
-            "{url}: found {got:?}, wanted {want:?}"
-        );
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
 
 #[test]
 fn search_on_s3_follows_listings_and_the_servers_writes() {
@@ -79,24 +49,26 @@ fn search_on_s3_follows_listings_and_the_servers_writes() {
     assert!(search.walk_and_wait(Duration::from_secs(10)));
     let q = "/?q=report&format=json";
     // From the listing; the hidden folder's name never.
-    assert_eq!(found(&s, q), ["/docs/early-report.txt"]);
-    finds_within_2s(
-        &s,
+    assert_eq!(s.found(q, &[]).1, ["/docs/early-report.txt"]);
+    s.finds_within_2s(
         "/?q=alph&content=1&format=json",
         &["/docs/early-report.txt"],
     );
     // Through this server: its change stream, at once.
     assert_eq!(s.put("/docs/new-report.txt", b"beta").status, 201);
-    finds_within_2s(&s, q, &["/docs/early-report.txt", "/docs/new-report.txt"]);
+    s.finds_within_2s(q, &["/docs/early-report.txt", "/docs/new-report.txt"]);
     assert_eq!(
         s.req("DELETE", "/docs/early-report.txt", &[], b"").status,
         204
     );
-    finds_within_2s(&s, q, &["/docs/new-report.txt"]);
+    s.finds_within_2s(q, &["/docs/new-report.txt"]);
     // Through the other node: at the next listing.
     assert_eq!(other.put("/late-report.txt", b"x").status, 201);
     assert!(search.walk_and_wait(Duration::from_secs(10)));
-    assert_eq!(found(&s, q), ["/docs/new-report.txt", "/late-report.txt"]);
+    assert_eq!(
+        s.found(q, &[]).1,
+        ["/docs/new-report.txt", "/late-report.txt"]
+    );
     // A restart answers from the stored index before any listing.
     drop(s);
     drop(search);
