@@ -107,8 +107,12 @@ fn serve(
         }
         (None, Some(p)) => (TestServer::with_uploads_under(cfg, ucfg, Some(p)), None),
         (Some(s3), _) => {
+            // A prefix no other site or restart used: the bucket keeps
+            // locks and the trash between servers.
+            static SERVED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            let k = SERVED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let mut c = s3.clone();
-            c.prefix = format!("{}-{n}", s3.prefix);
+            c.prefix = format!("{}-{n}-{k}", s3.prefix);
             let storage = S3Storage::new(&c).unwrap();
             (
                 TestServer::with_uploads_on_under(storage, cfg, ucfg, prefix),

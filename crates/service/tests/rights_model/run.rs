@@ -12,7 +12,9 @@ pub fn run(site: &mut Site, who: &As, op: &Op, exp: &Expected, initial: &Tree) -
     // A trash operation starts from what the token holder threw away.
     let thrown = trash::thrown(op);
     if thrown.is_some() && site.on_s3() {
-        return Vec::new();
+        // The bucket's trash keeps what earlier operations and resets
+        // deleted; a new prefix starts it empty.
+        site.restart();
     }
     if !site.clean || thrown.is_some() {
         site.reset(initial);
