@@ -1,6 +1,7 @@
 //! What an operator sees of `wirespeed serve`: `GET /-/metrics` read by the
 //! Prometheus project's own Python parser after a known traffic pattern, the
-//! token it needs on a token server, and the access log (`--log-format json`).
+//! token it needs on a token server, the access log (`--log-format json`),
+//! and the hooks and audit trail as their flags set them up.
 //! Each test runs the real binary and talks raw HTTP to it.
 
 use std::collections::HashMap;
@@ -304,6 +305,71 @@ fn a_cut_download_is_logged_and_counted_with_the_bytes_sent() {
         assert_eq!(
             m[r#"wirespeed_http_response_body_bytes_total{class="files"}"#], bytes_out as f64,
             "--file-send {send}: {line}"
+        );
+    }
+}
+
+/// The team's flags through the binary: `--hook-before-upload` refuses an
+/// upload before it is published (422 with the command's first line, no
+/// file), `--hook-command` and `--audit-log` each get one JSON line per
+/// upload, refused or not, with what happened.
+#[test]
+fn hooks_and_the_audit_trail_through_the_binary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let events = tmp.path().join("events.jsonl");
+    let audit = tmp.path().join("audit.jsonl");
+    let hook = format!(
+        "cat >> '{}'; echo >> '{}'",
+        events.display(),
+        events.display()
+    );
+    let before = r#"grep -q '\.exe"' && { echo "no programs here"; exit 1; }; exit 0"#;
+    let s = Serve::start(
+        &root,
+        &[
+            "--hook-command",
+            &hook,
+            "--audit-log",
+            audit.to_str().unwrap(),
+            "--hook-before-upload",
+            before,
+        ],
+    );
+    let (status, _, body) = s.req("PUT", "/setup.exe", &[], b"MZ");
+    let body = String::from_utf8_lossy(&body);
+    assert_eq!(status, 422, "{body}");
+    assert!(body.contains("no programs here"), "{body}");
+    assert!(!root.join("setup.exe").exists(), "nothing published");
+    assert_eq!(s.req("PUT", "/notes.txt", &[], b"plain").0, 201);
+    assert_eq!(std::fs::read(root.join("notes.txt")).unwrap(), b"plain");
+    s.stop();
+    let lines = |f: &std::path::Path| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(f)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    };
+    for (what, got) in [("hook", lines(&events)), ("audit", lines(&audit))] {
+        let seen: Vec<(String, String, u64)> = got
+            .iter()
+            .map(|v| {
+                (
+                    v["action"].as_str().unwrap_or("").to_string(),
+                    v["path"].as_str().unwrap_or("").to_string(),
+                    v["status"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("upload".to_string(), "/setup.exe".to_string(), 422),
+                ("upload".to_string(), "/notes.txt".to_string(), 201),
+            ],
+            "{what}: {got:?}"
         );
     }
 }
