@@ -373,3 +373,109 @@ fn hooks_and_the_audit_trail_through_the_binary() {
         );
     }
 }
+
+/// An https receiver for hook POSTs with a self-signed certificate made by
+/// openssl: its port; each body it gets is a line of `log`.
+fn https_receiver(
+    dir: &std::path::Path,
+    log: &std::path::Path,
+) -> (std::process::Child, u16, std::path::PathBuf) {
+    use std::io::BufRead;
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "2", "-subj", "/CN=127.0.0.1"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl runs");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    const RECEIVER: &str = r#"
+import http.server, ssl, sys
+out = open(sys.argv[1], "ab", buffering=0)
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", 0))
+        out.write(self.rfile.read(n) + b"\n")
+        self.send_response(204)
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let mut child = Command::new("python3")
+        .args(["-c", RECEIVER])
+        .arg(log)
+        .arg(&cert)
+        .arg(&key)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line.trim().parse().expect("the receiver's port");
+    (child, port, cert)
+}
+
+/// An https hook to a receiver with a self-signed certificate: refused
+/// until `--hook-cacert` names it, the refusal said at the first event
+/// with the flag that fixes it; with it, the event arrives.
+#[test]
+fn an_https_hook_trusts_what_hook_cacert_names_and_says_why_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let log = tmp.path().join("received.jsonl");
+    let (mut receiver, port, cert) = https_receiver(tmp.path(), &log);
+    let url = format!("https://127.0.0.1:{port}/events");
+
+    let s = Serve::start(&root, &["--hook", &url]);
+    assert_eq!(s.req("PUT", "/one.txt", &[], b"1").0, 201);
+    let err = s.wait_stderr("hook POST failed");
+    assert!(
+        err.contains("certificate") && err.contains("--hook-cacert"),
+        "{err}"
+    );
+    drop(s);
+    assert!(
+        std::fs::read(&log).unwrap_or_default().is_empty(),
+        "nothing delivered"
+    );
+
+    let s = Serve::start(
+        &root,
+        &["--hook", &url, "--hook-cacert", cert.to_str().unwrap()],
+    );
+    assert_eq!(s.req("PUT", "/two.txt", &[], b"2").0, 201);
+    let stderr = s.stop();
+    let _ = receiver.kill();
+    let _ = receiver.wait();
+    let got = std::fs::read_to_string(&log).unwrap_or_default();
+    let events: Vec<serde_json::Value> = got
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 1, "{got}\n{stderr}");
+    assert_eq!(events[0]["path"], "/two.txt");
+    assert!(!stderr.contains("hook POST failed"), "{stderr}");
+}

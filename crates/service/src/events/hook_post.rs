@@ -148,7 +148,17 @@ pub fn post(
     let name = rustls::pki_types::ServerName::try_from(url.tls_name().to_owned())
         .map_err(|e| std::io::Error::other(format!("{}: {e}", url.tls_name())))?;
     let conn = rustls::ClientConnection::new(tls.clone(), name).map_err(std::io::Error::other)?;
-    exchange(rustls::StreamOwned::new(conn, tcp), head.as_bytes(), body)
+    exchange(rustls::StreamOwned::new(conn, tcp), head.as_bytes(), body).map_err(|e| {
+        // The operator's likely fix, beside rustls's words for it.
+        if e.to_string().contains("certificate") {
+            std::io::Error::other(format!(
+                "{e} (a receiver with a private CA or a self-signed certificate: \
+                 --hook-cacert FILE trusts it)"
+            ))
+        } else {
+            e
+        }
+    })
 }
 
 /// Writes the request, reads the answer (bounded) until the peer closes.

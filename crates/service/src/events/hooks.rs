@@ -69,6 +69,11 @@ struct Inner {
     busy: AtomicBool,
     stop: AtomicBool,
     dropped: AtomicU64,
+    /// The URLs (by index) whose last attempt failed: a failure is said
+    /// at once, once, until the receiver answers again (a certificate not
+    /// trusted or a receiver down shows in the log at the first event,
+    /// not after every retry of it).
+    failing: Mutex<std::collections::HashSet<usize>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -99,6 +104,7 @@ impl Hooks {
             busy: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
+            failing: Mutex::default(),
         });
         let i = inner.clone();
         let thread = std::thread::Builder::new()
@@ -178,8 +184,8 @@ impl Inner {
                 tracing::warn!(target: "wirespeed::hooks", dropped = dropped - told, "hook queue full: the oldest events were dropped");
                 told = dropped;
             }
-            for url in &self.cfg.urls {
-                self.post_with_retries(url, &body);
+            for (i, url) in self.cfg.urls.iter().enumerate() {
+                self.post_with_retries(i, url, &body);
             }
             for cmd in &self.cfg.commands {
                 if let Err(e) = run_command(cmd, &body, self.cfg.timeout) {
@@ -190,7 +196,7 @@ impl Inner {
         }
     }
 
-    fn post_with_retries(&self, url: &HookUrl, body: &[u8]) {
+    fn post_with_retries(&self, index: usize, url: &HookUrl, body: &[u8]) {
         let mut last = String::new();
         for (i, wait) in std::iter::once(Duration::ZERO).chain(BACKOFF).enumerate() {
             if self.stop.load(Relaxed) && i > 0 {
@@ -199,9 +205,17 @@ impl Inner {
             std::thread::sleep(wait);
             let (secret, tls) = (self.cfg.secret.as_deref(), self.cfg.tls.as_ref());
             match post(url, body, secret, self.cfg.timeout, tls) {
-                Ok(a) if (200..300).contains(&a.status) => return,
+                Ok(a) if (200..300).contains(&a.status) => {
+                    if lock(&self.failing).remove(&index) {
+                        tracing::info!(target: "wirespeed::hooks", host = %url.host, path = %url.path, "hook receiver answers again");
+                    }
+                    return;
+                }
                 Ok(a) => last = format!("answered {}", a.status),
                 Err(e) => last = e.to_string(),
+            }
+            if lock(&self.failing).insert(index) {
+                tracing::warn!(target: "wirespeed::hooks", host = %url.host, path = %url.path, error = %last, "hook POST failed; retrying with back-off (said once until it answers again)");
             }
         }
         tracing::warn!(target: "wirespeed::hooks", host = %url.host, path = %url.path, error = %last, "hook POST failed after retries; event not delivered");
