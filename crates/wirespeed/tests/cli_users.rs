@@ -422,15 +422,18 @@ fn share_mints_lists_and_revokes_links() {
     std::fs::write(root.join("alice/r.txt"), "report").unwrap();
     let file = rules_file(tmp.path(), "", PATHS);
     let state = tmp.path().join("serve-state");
-    let serve = Serve::start(
-        &root,
-        &[
-            "--auth",
-            file.to_str().unwrap(),
-            "--state-dir",
-            state.to_str().unwrap(),
-        ],
-    );
+    let start = || {
+        Serve::start(
+            &root,
+            &[
+                "--auth",
+                file.to_str().unwrap(),
+                "--state-dir",
+                state.to_str().unwrap(),
+            ],
+        )
+    };
+    let serve = start();
     let cstate = tmp.path().join("client-state");
     let run = |args: &[&str]| {
         let out = client(&cstate, "alice-pw", args).output().unwrap();
@@ -526,15 +529,7 @@ fn share_mints_lists_and_revokes_links() {
     );
     // Put back, the revoked link stays revoked after the restart.
     std::fs::write(&table, &kept).unwrap();
-    let serve = Serve::start(
-        &root,
-        &[
-            "--auth",
-            file.to_str().unwrap(),
-            "--state-dir",
-            state.to_str().unwrap(),
-        ],
-    );
+    let serve = start();
     let again = link.replace(&base, &serve.base());
     let (ok, _) = wirespeed_testkit::tools::curl(&["-f", &again]);
     assert!(!ok, "still revoked after the restart");
