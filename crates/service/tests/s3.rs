@@ -1235,7 +1235,7 @@ fn the_trash_keeps_deletes_and_overwrites_on_s3() {
     assert_eq!(s.get("/o.txt").body, b"moved");
 
     // So does every other front that replaces an object: a form POST, an
-    // encoded POST, a tus upload and a PUT with If-Match.
+    // encoded POST, a tus upload, a PUT with If-Match and a tus final.
     let form = b"--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"o.txt\"\r\n\r\nformed\r\n--b--\r\n";
     let ct = [("Content-Type", "multipart/form-data; boundary=b")];
     let r = s.req("POST", "/", &ct, form);
@@ -1254,12 +1254,30 @@ fn the_trash_keeps_deletes_and_overwrites_on_s3() {
     let etag = s.get("/o.txt").header("etag").unwrap().to_string();
     let r = s.req("PUT", "/o.txt", &[("If-Match", &etag)], b"matched");
     assert!(r.status < 300, "If-Match: {} {}", r.status, r.text());
+    // And a tus final joining two parts over it.
+    let mut parts = Vec::new();
+    for piece in [&b"jo"[..], b"ined"] {
+        let len = piece.len().to_string();
+        let h = [
+            ("Tus-Resumable", "1.0.0"),
+            ("Upload-Length", len.as_str()),
+            ("Upload-Concat", "partial"),
+            ("Content-Type", "application/offset+octet-stream"),
+        ];
+        let r = s.req("POST", "/-/uploads/o.txt", &h, piece);
+        assert_eq!(r.status, 201, "partial: {}", r.text());
+        parts.push(r.header("location").unwrap().to_string());
+    }
+    let fin = format!("final;{}", parts.join(" "));
+    let h = [("Tus-Resumable", "1.0.0"), ("Upload-Concat", fin.as_str())];
+    let r = s.req("POST", "/-/uploads/o.txt", &h, b"");
+    assert_eq!(r.status, 201, "final: {}", r.text());
     let kept: Vec<_> = trash_entries(&s)
         .into_iter()
         .filter(|e| e["path"] == "/o.txt")
         .collect();
-    assert_eq!(kept.len(), 6, "{kept:?}");
-    assert_eq!(s.get("/o.txt").body, b"matched");
+    assert_eq!(kept.len(), 7, "{kept:?}");
+    assert_eq!(s.get("/o.txt").body, b"joined");
 
     // A folder goes whole and comes back whole.
     assert_eq!(s.put("/f/a.txt", b"a").status, 201);

@@ -28,6 +28,7 @@ pub use listing::{LocalListing, LIST_BATCH};
 pub use object::LocalObject;
 pub use partial::LocalPartial;
 pub use small_files::{SmallFiles, RECHECK as SMALL_FILE_RECHECK};
+#[cfg(feature = "s3")]
 pub(crate) use trash::check_id as check_trash_id;
 pub use trash::TRASH_DIR;
 pub use upload::LocalUpload;

@@ -199,9 +199,6 @@ impl S3Storage {
         } else {
             target.clone()
         };
-        if dest == target {
-            self.keep_before_publishing(key, current.as_ref()).await?;
-        }
         let mut attributes = Attributes::new();
         if let Some(owner) = crate::changes::actor() {
             attributes.insert(
@@ -230,6 +227,13 @@ impl S3Storage {
                 join.add(src, *n).await?;
             }
             join.flush().await?;
+            // What the final replaces goes to the trash only now, right
+            // before the new object lands: a join that fails on the way
+            // (a part's copy refused, the server stopped) leaves no copy
+            // of a file that is still in place.
+            if dest == target {
+                self.keep_before_publishing(key, current.as_ref()).await?;
+            }
             if join.parts.is_empty() {
                 // All empty: an empty file is one PUT.
                 let _ = self.store.abort_multipart(&dest, &mp).await;
