@@ -23,6 +23,7 @@ use crate::{Client, Error, Request, Response, Url};
 mod download;
 mod file_upload;
 pub mod mtime;
+mod pace;
 mod parts;
 mod put;
 mod ranged;

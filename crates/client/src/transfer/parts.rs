@@ -25,16 +25,15 @@ use tokio::task::JoinSet;
 use wirespeed_resumable::client::{encode_metadata, next_append, Announced, ClientProtocol};
 use wirespeed_resumable::{concat, tus};
 
+use crate::transfer::pace::{spawn_hash, Pace};
 use crate::transfer::put::{Parallel, ProtocolChoice, UploadOptions, UploadReport};
-use crate::transfer::ranges::{piece_size_at_most, Adapt, Pieces};
+use crate::transfer::ranges::{piece_size_at_most, Adapt, Pieces, TICK};
 use crate::transfer::resume::stored_digest;
 use crate::transfer::retry;
 use crate::transfer::saved::{FileIdentity, Lookup, SavedParts, StateFile};
-use crate::transfer::{hash_file, hex};
+use crate::transfer::hex;
 use crate::{Body, Client, Error, FileBody, Request, Url};
 
-/// How long a connection count runs before its total rate is judged.
-const WINDOW: Duration = Duration::from_millis(1500);
 
 /// How often a final upload still being joined is asked again, and for
 /// how long at most.
@@ -50,6 +49,8 @@ struct Shared {
     record: StateFile,
     /// Bytes sent by all connections (the adaptive rate's sample).
     moved: Arc<AtomicU64>,
+    /// The hash beside the transfer follows the same bytes.
+    pace: Pace,
     opts: UploadOptions,
     unrecorded: AtomicBool,
 }
@@ -164,10 +165,10 @@ pub(crate) async fn upload(
             }
         }
     }
-    let hashing = opts.verify.then(|| {
-        let p = path.to_path_buf();
-        tokio::spawn(async move { hash_file(&p, Some(len), None).await })
-    });
+    // Hashed beside the transfer, paced by what has been sent (or was
+    // before a rerun).
+    let (pace, release) = Pace::new(pieces.done_bytes());
+    let hashing = opts.verify.then(|| spawn_hash(path, len, pace.clone()));
     let count = pieces.count();
     let shared = Arc::new(Shared {
         client: client.clone(),
@@ -180,12 +181,16 @@ pub(crate) async fn upload(
         }),
         record,
         moved: Arc::new(AtomicU64::new(0)),
+        pace,
         opts: opts.clone(),
         unrecorded: AtomicBool::new(false),
     });
     let sent = send_all(&shared).await;
     let most = match sent {
-        Ok(m) => m,
+        Ok(m) => {
+            release.finish();
+            m
+        }
         Err(e) => {
             if let Some(h) = hashing {
                 h.abort();
@@ -325,17 +330,19 @@ async fn send_all(s: &Arc<Shared>) -> Result<usize, Error> {
     if !queue_empty(s) {
         spawn(&mut workers);
     }
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + WINDOW, WINDOW);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + TICK, TICK);
     let (mut last_moved, mut attempt, mut best) = (0u64, 0u32, already);
     let policy = s.opts.retry;
     loop {
         tokio::select! {
             _ = tick.tick() => {
                 let moved = s.moved.load(Ordering::Relaxed);
-                let rate = (moved - last_moved) as f64 / WINDOW.as_secs_f64();
+                let rate = (moved - last_moved) as f64 / TICK.as_secs_f64();
                 last_moved = moved;
-                if adapt.window(rate) && !queue_empty(s) {
-                    spawn(&mut workers);
+                for _ in 0..adapt.tick(rate) {
+                    if !queue_empty(s) {
+                        spawn(&mut workers);
+                    }
                 }
             }
             done = workers.join_next() => {
@@ -486,9 +493,10 @@ async fn append(s: &Shared, loc: &Url, at: u64, offset: u64, n: u64) -> Result<(
         .header("Upload-Offset", offset.to_string())
         .header("Content-Type", tus::CONTENT_TYPE);
     let progress = s.opts.progress.clone();
-    let moved = s.moved.clone();
+    let (moved, pace) = (s.moved.clone(), s.pace.clone());
     let body = Body::file(FileBody::open(&s.path)?.range(at, n)).progress(Arc::new(move |k| {
         moved.fetch_add(k, Ordering::Relaxed);
+        pace.sent(k);
         if let Some(p) = &progress {
             p.advance(k);
         }

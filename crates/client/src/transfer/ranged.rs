@@ -17,7 +17,6 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tokio::task::JoinSet;
 
@@ -25,7 +24,7 @@ use crate::transfer::download::{
     already_complete, download_stream, finish_download, part_len, part_path, range_validator,
     refuse_folder, DownloadOptions, DownloadReport,
 };
-use crate::transfer::ranges::{Adapt, Pieces};
+use crate::transfer::ranges::{Adapt, Pieces, TICK};
 use crate::transfer::retry;
 use crate::transfer::{get_following, hash_file, mtime, parse_sha256, validators};
 use crate::{Client, Error, Request, Url};
@@ -33,8 +32,6 @@ use crate::{Client, Error, Request, Url};
 /// The extended attribute holding which pieces are on disk.
 const PIECES: &str = "user.wirespeed.pieces";
 
-/// How long a connection count runs before its total rate is judged.
-const WINDOW: Duration = Duration::from_millis(1500);
 
 /// Restarts after the file changed on the server, before giving up.
 const MAX_RESTARTS: u32 = 3;
@@ -277,16 +274,18 @@ async fn fetch_all(
     let mut adapt = Adapt::new(opts.connections);
     let mut workers = JoinSet::new();
     workers.spawn(worker(shared.clone()));
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + WINDOW, WINDOW);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + TICK, TICK);
     let (mut last_moved, mut attempt, mut best) = (0u64, 0u32, already);
     loop {
         tokio::select! {
             _ = tick.tick() => {
                 let moved = shared.moved.load(Ordering::Relaxed);
-                let rate = (moved - last_moved) as f64 / WINDOW.as_secs_f64();
+                let rate = (moved - last_moved) as f64 / TICK.as_secs_f64();
                 last_moved = moved;
-                if adapt.window(rate) && !queue_empty(&shared) {
-                    workers.spawn(worker(shared.clone()));
+                for _ in 0..adapt.tick(rate) {
+                    if !queue_empty(&shared) {
+                        workers.spawn(worker(shared.clone()));
+                    }
                 }
             }
             done = workers.join_next() => {
