@@ -78,7 +78,13 @@ impl Pace {
                 STOP => return false,
                 _ => {}
             }
-            if end <= self.0.sent.load(Ordering::Relaxed).saturating_add(self.0.lead) {
+            if end
+                <= self
+                    .0
+                    .sent
+                    .load(Ordering::Relaxed)
+                    .saturating_add(self.0.lead)
+            {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(10));

@@ -4,7 +4,7 @@
 //! by ranges); each piece goes up as a tus partial upload (`Upload-Concat:
 //! partial`, created empty so its URL is recorded before its first byte,
 //! then appended from the server's offset) over up to N kept-alive
-//! connections, opened one by one while the total keeps growing
+//! connections, opened as the total rate shows they pay
 //! ([`Adapt`]); then one final upload (`Upload-Concat: final;URL…`) has
 //! the server join them under the file's URL. The parts' URLs and which
 //! are complete are kept in the upload's state file, synced as each part
@@ -25,15 +25,14 @@ use tokio::task::JoinSet;
 use wirespeed_resumable::client::{encode_metadata, next_append, Announced, ClientProtocol};
 use wirespeed_resumable::{concat, tus};
 
+use crate::transfer::hex;
 use crate::transfer::pace::{spawn_hash, Pace};
 use crate::transfer::put::{Parallel, ProtocolChoice, UploadOptions, UploadReport};
 use crate::transfer::ranges::{piece_size_at_most, Adapt, Pieces, TICK};
 use crate::transfer::resume::stored_digest;
 use crate::transfer::retry;
 use crate::transfer::saved::{FileIdentity, Lookup, SavedParts, StateFile};
-use crate::transfer::hex;
 use crate::{Body, Client, Error, FileBody, Request, Url};
-
 
 /// How often a final upload still being joined is asked again, and for
 /// how long at most.

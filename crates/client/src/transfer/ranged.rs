@@ -2,7 +2,7 @@
 //! TCP flow across a long, lossy link gets a few percent of it, N flows
 //! about N times that. The file is split into pieces ([`Pieces`]) fetched
 //! with `Range` and `If-Range` over up to N kept-alive connections, opened
-//! one by one while the total keeps growing ([`Adapt`]), and written at
+//! as the total rate shows they pay ([`Adapt`]), and written at
 //! their offsets into the preallocated `DEST.part`. Each finished piece is
 //! synced and recorded on the partial file (extended attribute
 //! `user.wirespeed.pieces`, beside the version record of [`validators`]),
@@ -31,7 +31,6 @@ use crate::{Client, Error, Request, Url};
 
 /// The extended attribute holding which pieces are on disk.
 const PIECES: &str = "user.wirespeed.pieces";
-
 
 /// Restarts after the file changed on the server, before giving up.
 const MAX_RESTARTS: u32 = 3;

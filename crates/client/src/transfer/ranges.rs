@@ -298,7 +298,11 @@ mod tests {
         assert_eq!(a.open(), 2);
         assert_eq!(feed(&mut a, judged, link), 2, "the second flow doubled it");
         assert_eq!(a.open(), 4);
-        assert_eq!(feed(&mut a, judged, link), 1, "two flows added half: one more");
+        assert_eq!(
+            feed(&mut a, judged, link),
+            1,
+            "two flows added half: one more"
+        );
         assert_eq!(a.open(), 5);
         // The fifth added nothing: measured as long again, then it stays.
         assert_eq!(feed(&mut a, 2 * judged + 100, link), 0);
