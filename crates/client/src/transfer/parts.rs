@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,7 +28,7 @@ use wirespeed_resumable::{concat, tus};
 use crate::transfer::hex;
 use crate::transfer::pace::{spawn_hash, Pace};
 use crate::transfer::put::{Parallel, ProtocolChoice, UploadOptions, UploadReport};
-use crate::transfer::ranges::{piece_size_at_most, Adapt, Pieces, TICK};
+use crate::transfer::ranges::{piece_size_at_most, Adapt, Crew, Pieces, TICK};
 use crate::transfer::resume::stored_digest;
 use crate::transfer::retry;
 use crate::transfer::saved::{FileIdentity, Lookup, SavedParts, StateFile};
@@ -312,17 +312,11 @@ async fn send_all(s: &Arc<Shared>) -> Result<usize, Error> {
     if let Some(p) = &s.opts.progress {
         p.start(Some(total), already);
     }
-    let open = Arc::new(AtomicUsize::new(0));
-    let most = Arc::new(AtomicUsize::new(0));
+    let crew = Arc::new(Crew::new(s.opts.connections));
     let spawn = |workers: &mut JoinSet<Result<(), Error>>| {
-        let (s, open, most) = (s.clone(), open.clone(), most.clone());
-        workers.spawn(async move {
-            let now = open.fetch_add(1, Ordering::Relaxed) + 1;
-            most.fetch_max(now, Ordering::Relaxed);
-            let r = worker(s).await;
-            open.fetch_sub(1, Ordering::Relaxed);
-            r
-        });
+        let (s, crew) = (s.clone(), crew.clone());
+        crew.join();
+        workers.spawn(async move { worker(s, &crew).await });
     };
     let mut adapt = Adapt::new(s.opts.connections);
     let mut workers = JoinSet::new();
@@ -343,6 +337,7 @@ async fn send_all(s: &Arc<Shared>) -> Result<usize, Error> {
                         spawn(&mut workers);
                     }
                 }
+                crew.want(adapt.open());
             }
             done = workers.join_next() => {
                 let Some(done) = done else { break };
@@ -383,18 +378,26 @@ async fn send_all(s: &Arc<Shared>) -> Result<usize, Error> {
             }
         }
     }
-    Ok(most.load(Ordering::Relaxed).max(1))
+    Ok(crew.most())
 }
 
-/// One connection: takes missing parts until none is left.
-async fn worker(s: Arc<Shared>) -> Result<(), Error> {
+/// One connection: takes missing parts until none is left, or until it
+/// is one more than the adaptive count keeps.
+async fn worker(s: Arc<Shared>, crew: &Crew) -> Result<(), Error> {
     loop {
+        if crew.leave() {
+            return Ok(());
+        }
         let next = s.plan.lock().ok().and_then(|mut p| p.queue.pop_front());
-        let Some(i) = next else { return Ok(()) };
+        let Some(i) = next else {
+            crew.quit();
+            return Ok(());
+        };
         if let Err(e) = part(&s, i).await {
             if let Ok(mut p) = s.plan.lock() {
                 p.queue.push_front(i);
             }
+            crew.quit();
             return Err(e);
         }
     }

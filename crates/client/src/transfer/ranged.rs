@@ -24,7 +24,7 @@ use crate::transfer::download::{
     already_complete, download_stream, finish_download, part_len, part_path, range_validator,
     refuse_folder, DownloadOptions, DownloadReport,
 };
-use crate::transfer::ranges::{Adapt, Pieces, TICK};
+use crate::transfer::ranges::{Adapt, Crew, Pieces, TICK};
 use crate::transfer::retry;
 use crate::transfer::{get_following, hash_file, mtime, parse_sha256, validators};
 use crate::{Client, Error, Request, Url};
@@ -271,8 +271,14 @@ async fn fetch_all(
         opts: opts.clone(),
     });
     let mut adapt = Adapt::new(opts.connections);
+    let crew = Arc::new(Crew::new(opts.connections));
+    let spawn = |workers: &mut JoinSet<Result<(), PieceError>>| {
+        let (s, crew) = (shared.clone(), crew.clone());
+        crew.join();
+        workers.spawn(async move { worker(s, &crew).await });
+    };
     let mut workers = JoinSet::new();
-    workers.spawn(worker(shared.clone()));
+    spawn(&mut workers);
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + TICK, TICK);
     let (mut last_moved, mut attempt, mut best) = (0u64, 0u32, already);
     loop {
@@ -283,9 +289,10 @@ async fn fetch_all(
                 last_moved = moved;
                 for _ in 0..adapt.tick(rate) {
                     if !queue_empty(&shared) {
-                        workers.spawn(worker(shared.clone()));
+                        spawn(&mut workers);
                     }
                 }
+                crew.want(adapt.open());
             }
             done = workers.join_next() => {
                 let Some(done) = done else { break };
@@ -314,7 +321,7 @@ async fn fetch_all(
                                 opts.retry.retries
                             ));
                         }
-                        workers.spawn(worker(shared.clone()));
+                        spawn(&mut workers);
                     }
                     Err(e) => {
                         return Err(Error::Io {
@@ -324,7 +331,7 @@ async fn fetch_all(
                     }
                 }
                 if workers.is_empty() && !queue_empty(&shared) {
-                    workers.spawn(worker(shared.clone()));
+                    spawn(&mut workers);
                 }
             }
         }
@@ -358,15 +365,23 @@ fn done_bytes(s: &Shared) -> u64 {
 }
 
 /// One connection: takes missing pieces until none is left.
-async fn worker(s: Arc<Shared>) -> Result<(), PieceError> {
+async fn worker(s: Arc<Shared>, crew: &Crew) -> Result<(), PieceError> {
     let mut buf = vec![0u8; s.client.config().read_buffer.max(16 * 1024)];
     loop {
+        // One more than the adaptive count keeps: this one goes.
+        if crew.leave() {
+            return Ok(());
+        }
         let next = s.state.lock().ok().and_then(|mut st| st.queue.pop_front());
-        let Some(i) = next else { return Ok(()) };
+        let Some(i) = next else {
+            crew.quit();
+            return Ok(());
+        };
         if let Err(e) = piece(&s, i, &mut buf).await {
             if let Ok(mut st) = s.state.lock() {
                 st.queue.push_front(i);
             }
+            crew.quit();
             return Err(e);
         }
     }

@@ -6,6 +6,8 @@
 //! recorded so a rerun moves only the missing ones) and when to open
 //! another connection ([`Adapt`]).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 /// Files at least this large are fetched by ranges: below it a transfer at
 /// 200 Mbit/s is over in under three seconds, mostly slow start, and the
 /// extra HEAD and per-range requests would cost more than a second
@@ -154,8 +156,10 @@ pub const TICK: std::time::Duration = std::time::Duration::from_millis(500);
 /// matters less); where they brought less but a third together, add
 /// one at a time; where not even that, measure as long again once (a CUBIC
 /// flow's rate swings by a third from one second to the next) and then
-/// stay. Never more than `max`. A link one flow fills (BBR) gets one probe;
-/// a link that N flows fill ends with N to twice the power of two above N.
+/// stay, back at the count before the last change where it brought next
+/// to nothing (the workers over it leave after their piece, [`Crew`]).
+/// Never more than `max`. A link one flow fills (BBR) gets one probe of a
+/// second connection, then has one again.
 #[derive(Debug, Clone)]
 pub struct Adapt {
     max: usize,
@@ -181,6 +185,8 @@ impl Adapt {
     /// together brought this much (a third: a gain well clear of the
     /// noise of a few seconds' mean, well short of a flow's share).
     const WORTH: f64 = 0.35;
+    /// Added connections that brought less than this share each are let go.
+    const NOTHING: f64 = 0.15;
 
     pub fn new(max: usize) -> Adapt {
         Adapt {
@@ -200,7 +206,8 @@ impl Adapt {
     }
 
     /// The total rate over the last [`TICK`] (bytes/s); how many
-    /// connections to open now (0: none).
+    /// connections to open now (0: none; [`Adapt::open`] may also have
+    /// fallen: the count to keep).
     pub fn tick(&mut self, rate: f64) -> usize {
         if self.stopped {
             return 0;
@@ -211,7 +218,7 @@ impl Adapt {
         }
         self.sum += rate.max(0.0);
         self.samples += 1;
-        if self.samples % Self::MEASURE != 0 {
+        if !self.samples.is_multiple_of(Self::MEASURE) {
             return 0;
         }
         let mean = self.sum / f64::from(self.samples);
@@ -232,10 +239,16 @@ impl Adapt {
                 } else if gained >= Self::WORTH {
                     1
                 } else if self.samples < 2 * Self::MEASURE {
-                    // Short of half a share: measure as long again.
+                    // Short of a third of a share: measure as long again.
                     return 0;
                 } else {
+                    // Stay; where they brought next to nothing, at the count
+                    // before them (extra flows on a full link only overfill
+                    // its buffer).
                     self.stopped = true;
+                    if gained < Self::NOTHING * self.added as f64 {
+                        self.open = n;
+                    }
                     return 0;
                 }
             }
@@ -252,6 +265,55 @@ impl Adapt {
         self.sum = 0.0;
         self.samples = 0;
         step
+    }
+}
+
+/// The connections at work and how many are wanted: a worker asks
+/// [`Crew::leave`] before each piece and leaves while more are at work
+/// than wanted.
+#[derive(Debug, Default)]
+pub struct Crew {
+    open: AtomicUsize,
+    want: AtomicUsize,
+    most: AtomicUsize,
+}
+
+impl Crew {
+    pub fn new(want: usize) -> Crew {
+        Crew {
+            want: AtomicUsize::new(want),
+            ..Crew::default()
+        }
+    }
+
+    /// A worker starts.
+    pub fn join(&self) {
+        let now = self.open.fetch_add(1, Ordering::Relaxed) + 1;
+        self.most.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// A worker ends for its own reason (no piece left, a failure).
+    pub fn quit(&self) {
+        self.open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub fn want(&self, n: usize) {
+        self.want.store(n.max(1), Ordering::Relaxed);
+    }
+
+    /// Whether the asking worker is one too many: then it is counted out.
+    pub fn leave(&self) -> bool {
+        let want = self.want.load(Ordering::Relaxed);
+        self.open
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |o| {
+                (o > want).then(|| o - 1)
+            })
+            .is_ok()
+    }
+
+    /// The most workers at once.
+    pub fn most(&self) -> usize {
+        self.most.load(Ordering::Relaxed).max(1)
     }
 }
 
@@ -304,9 +366,12 @@ mod tests {
             "two flows added half: one more"
         );
         assert_eq!(a.open(), 5);
-        // The fifth added nothing: measured as long again, then it stays.
-        assert_eq!(feed(&mut a, 2 * judged + 100, link), 0);
+        // The fifth added nothing: measured as long again, then back to
+        // four, and it stays.
+        assert_eq!(feed(&mut a, judged, link), 0);
         assert_eq!(a.open(), 5);
+        assert_eq!(feed(&mut a, Adapt::MEASURE + 100, link), 0);
+        assert_eq!(a.open(), 4);
         // A window that swung low is forgiven when the longer one grew.
         let mut noisy = Adapt::new(8);
         feed(&mut noisy, judged, |_| 10.0);
@@ -316,6 +381,10 @@ mod tests {
         feed(&mut noisy, Adapt::MEASURE, |_| 30.0);
         assert_eq!(noisy.open(), 4, "the longer mean showed the gain");
         // The cap holds; one connection never adds.
+        // A link one flow fills: one probe of a second, then one again.
+        let mut full = Adapt::new(8);
+        assert_eq!(feed(&mut full, 10 * judged, |n| 5.0 + n as f64 * 0.01), 1);
+        assert_eq!(full.open(), 1);
         let mut capped = Adapt::new(3);
         assert_eq!(feed(&mut capped, 10 * judged, |n| n as f64), 2);
         assert_eq!(capped.open(), 3);
@@ -328,7 +397,7 @@ mod tests {
     /// up to `swing` either way from one tick to the next, as a
     /// loss-limited CUBIC flow's does; half of it in its first tick), the
     /// total at most what `fill` flows carry at their lowest (swinging by
-    /// 5%). Returns the connections open after `ticks` and whether any was
+    /// 5%). Returns the connections kept after `ticks` and whether any was
     /// opened in the last half.
     fn simulate(seed: u64, fill: f64, swing: f64, max: usize, ticks: u32) -> (usize, bool) {
         let ceiling = fill * (1.0 - swing);
@@ -351,10 +420,23 @@ mod tests {
             ages.iter_mut().for_each(|age| *age += 1);
             let opened = a.tick(rate);
             ages.extend(std::iter::repeat_n(0, opened));
+            // Those over the count kept leave (the newest first here).
+            ages.truncate(a.open());
             late |= opened > 0 && t >= ticks / 2;
         }
-        assert_eq!(a.open(), ages.len());
         (a.open(), late)
+    }
+
+    #[test]
+    fn the_crew_lets_the_ones_over_the_wanted_count_leave() {
+        let crew = Crew::new(8);
+        (0..3).for_each(|_| crew.join());
+        assert!(!crew.leave());
+        crew.want(1);
+        assert!(crew.leave() && crew.leave(), "two of three leave");
+        assert!(!crew.leave(), "the last one stays");
+        crew.quit();
+        assert_eq!(crew.most(), 3);
     }
 
     proptest! {
@@ -384,12 +466,14 @@ mod tests {
 
         #[test]
         fn adapt_stops_at_a_full_link(seed in any::<u64>(), fill in 1usize..=4) {
-            // `fill` flows fill the link: it opens at least those, at most
-            // one doubling past them (one probe where one flow fills it),
-            // then stops.
+            // `fill` flows fill the link (at their lowest): it keeps enough
+            // to carry most of it, at most one past the power of two above
+            // `fill` (what a doubling past the ceiling leaves once the
+            // useless ones are gone), and then opens no more.
             let (open, late) = simulate(seed, fill as f64, 0.3, 8, 400);
-            let most = (2 * fill.next_power_of_two()).min(8);
-            prop_assert!(open >= fill && open <= most, "{} open for {}", open, fill);
+            let ceiling = fill as f64 * 0.7;
+            prop_assert!((open as f64).min(ceiling) >= 0.7 * ceiling, "{} kept for {}", open, fill);
+            prop_assert!(open <= fill.next_power_of_two() + 1, "{} kept for {}", open, fill);
             prop_assert!(!late, "still opening connections after 100 s");
         }
 
