@@ -25,6 +25,7 @@ mod file_upload;
 pub mod mtime;
 mod pace;
 mod parts;
+mod parts_final;
 mod put;
 mod ranged;
 pub use ranged::download_file;

@@ -18,26 +18,21 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use sha2::Digest;
 use tokio::task::JoinSet;
-use wirespeed_resumable::client::{encode_metadata, next_append, Announced, ClientProtocol};
+use wirespeed_resumable::client::{next_append, Announced, ClientProtocol};
 use wirespeed_resumable::{concat, tus};
 
 use crate::transfer::hex;
 use crate::transfer::pace::{spawn_hash, Pace};
+use crate::transfer::parts_final::{join, Final};
 use crate::transfer::put::{Parallel, ProtocolChoice, UploadOptions, UploadReport};
 use crate::transfer::ranges::{piece_size_at_most, Adapt, Crew, Pieces, TICK};
 use crate::transfer::resume::stored_digest;
 use crate::transfer::retry;
 use crate::transfer::saved::{FileIdentity, Lookup, SavedParts, StateFile};
 use crate::{Body, Client, Error, FileBody, Request, Url};
-
-/// How often a final upload still being joined is asked again, and for
-/// how long at most.
-const JOIN_POLL: Duration = Duration::from_millis(250);
-const JOIN_WAIT: Duration = Duration::from_secs(3600);
 
 struct Shared {
     client: Client,
@@ -209,7 +204,21 @@ pub(crate) async fn upload(
         ),
         None => None,
     };
-    join(&shared, url, ours).await?;
+    let names = {
+        let p = shared.plan.lock().unwrap_or_else(|e| e.into_inner());
+        let names: Vec<&str> = p.urls.iter().flatten().map(Url::path).collect();
+        names.join(" ")
+    };
+    let last = Final {
+        client,
+        creation: &shared.creation,
+        path,
+        opts,
+        record: &shared.record,
+        names,
+        count,
+    };
+    join(&last, url, ours).await?;
     let server_sha256 = match ours {
         Some(_) => stored_digest(client, url).await?,
         None => None,
@@ -382,36 +391,94 @@ async fn send_all(s: &Arc<Shared>) -> Result<usize, Error> {
 }
 
 /// One connection: takes missing parts until none is left, or until it
-/// is one more than the adaptive count keeps.
+/// is one more than the adaptive count keeps. While a part's bytes go, the
+/// upload of the part it takes next is created (on another pooled
+/// connection), so between two parts the link waits one round trip (the
+/// answer to the last append) instead of two.
 async fn worker(s: Arc<Shared>, crew: &Crew) -> Result<(), Error> {
+    let mut next: Option<(usize, Option<Url>)> = None;
     loop {
         if crew.leave() {
+            if let Some((j, _)) = next {
+                give_back(&s, j);
+            }
             return Ok(());
         }
-        let next = s.plan.lock().ok().and_then(|mut p| p.queue.pop_front());
-        let Some(i) = next else {
-            crew.quit();
-            return Ok(());
+        let (i, fresh) = match next.take() {
+            Some(n) => n,
+            None => match s.plan.lock().ok().and_then(|mut p| p.queue.pop_front()) {
+                Some(i) => (i, None),
+                None => {
+                    crew.quit();
+                    return Ok(());
+                }
+            },
         };
-        if let Err(e) = part(&s, i).await {
-            if let Ok(mut p) = s.plan.lock() {
-                p.queue.push_front(i);
+        let ahead = take_ahead(&s, crew);
+        let (sent, created) = tokio::join!(part(&s, i, fresh), async {
+            match ahead {
+                Some(j) => Some((j, create_ahead(&s, j).await)),
+                None => None,
             }
+        });
+        match created {
+            Some((j, Ok(url))) => next = Some((j, url)),
+            // Its own turn meets the failure again, and says it.
+            Some((j, Err(_))) => give_back(&s, j),
+            None => {}
+        }
+        if let Err(e) = sent {
+            if let Some((j, _)) = next.take() {
+                give_back(&s, j);
+            }
+            give_back(&s, i);
             crew.quit();
             return Err(e);
         }
     }
 }
 
-/// Part `i`: created (or its offset asked), appended to its end, recorded.
-async fn part(s: &Shared, i: usize) -> Result<(), Error> {
+/// A part taken but not sent goes back to the front of the queue.
+fn give_back(s: &Shared, i: usize) {
+    if let Ok(mut p) = s.plan.lock() {
+        p.queue.push_front(i);
+    }
+}
+
+/// The part to take next, while more are left than connections work:
+/// near the end every part stays free for whichever connection is idle.
+fn take_ahead(s: &Shared, crew: &Crew) -> Option<usize> {
+    let mut p = s.plan.lock().ok()?;
+    (p.queue.len() > crew.open())
+        .then(|| p.queue.pop_front())
+        .flatten()
+}
+
+/// Creates part `j`'s upload ahead of its turn: `Some(URL)` (nothing in it
+/// yet); `None` when it has one from an earlier run (its offset is asked).
+async fn create_ahead(s: &Shared, j: usize) -> Result<Option<Url>, Error> {
+    let (len, known) = {
+        let p = s.plan.lock().unwrap_or_else(|e| e.into_inner());
+        let (start, end) = p.pieces.range(j);
+        (end - start, p.urls.get(j).is_some_and(Option::is_some))
+    };
+    if known {
+        return Ok(None);
+    }
+    create(s, j, len).await.map(Some)
+}
+
+/// Part `i`: created (or its offset asked; `fresh`: created empty ahead
+/// of its turn), appended to its end, recorded.
+async fn part(s: &Shared, i: usize, fresh: Option<Url>) -> Result<(), Error> {
     let ((start, end), known) = {
         let p = s.plan.lock().unwrap_or_else(|e| e.into_inner());
         (p.pieces.range(i), p.urls.get(i).cloned().flatten())
     };
     let len = end - start;
-    let (location, mut offset) = match known {
-        Some(loc) => match offset_of(s, &loc, len).await {
+    let (location, mut offset) = match (fresh, known) {
+        (Some(loc), _) => (loc, 0),
+        (None, Some(loc)) => match offset_of(s, &loc, len).await {
             Ok(o) => {
                 if o > 0 {
                     say(
@@ -430,7 +497,7 @@ async fn part(s: &Shared, i: usize) -> Result<(), Error> {
             }
             Err(e) => return Err(e),
         },
-        None => (create(s, i, len).await?, 0),
+        (None, None) => (create(s, i, len).await?, 0),
     };
     let cap = s.opts.append_size.unwrap_or(u64::MAX).max(1);
     while offset < len {
@@ -511,98 +578,6 @@ async fn append(s: &Shared, loc: &Url, at: u64, offset: u64, n: u64) -> Result<(
         .await?;
     let _ = resp.bytes(64 * 1024).await;
     Ok(())
-}
-
-/// The final upload: the server joins the parts under `url`. A retry after
-/// a cut may find the parts already taken by the first attempt: then the
-/// stored file's digest tells whether that attempt published ours.
-async fn join(s: &Shared, url: &Url, ours: Option<[u8; 32]>) -> Result<(), Error> {
-    let (names, count) = {
-        let p = s.plan.lock().unwrap_or_else(|e| e.into_inner());
-        let names: Vec<&str> = p.urls.iter().flatten().map(Url::path).collect();
-        (names.join(" "), p.urls.len())
-    };
-    let name = s
-        .path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let policy = s.opts.retry;
-    let mut attempt = 0;
-    loop {
-        let mut req = Request::new("POST", s.creation.clone())
-            .header("Tus-Resumable", tus::VERSION)
-            .header("Upload-Concat", format!("final;{names}"))
-            .header(
-                "Upload-Metadata",
-                encode_metadata(&[("filename", name.as_bytes())]),
-            );
-        if let Some(t) = s.opts.mtime_field(&s.path) {
-            req = req.header(crate::transfer::mtime::FIELD, t);
-        }
-        let e = match final_request(s, req).await {
-            Ok(()) => return Ok(()),
-            Err(e) => e,
-        };
-        let taken = attempt > 0 && matches!(e.status(), Some(400 | 409));
-        if taken {
-            if let Some(o) = ours {
-                if stored_digest(&s.client, url).await? == Some(o) {
-                    return Ok(());
-                }
-            }
-        }
-        if let Some(status @ 400..=499) = e.status().filter(|st| *st != 408 && *st != 429) {
-            // The same parts would be refused again: a rerun starts anew.
-            s.record.remove();
-            return Err(Error::Resumable(format!(
-                "the server refused to join the {count} parts into {url} ({status}): {e}; \
-                 the record of the parts is dropped, so running the command again starts a \
-                 new upload"
-            )));
-        }
-        if !retry::retryable(&e) || attempt >= policy.retries {
-            return Err(e);
-        }
-        let d = retry::pause(&policy, attempt).await;
-        attempt += 1;
-        say(
-            s,
-            &format!(
-                "{}; asking the server to join the parts again after {:.1} s",
-                retry::describe(&e),
-                d.as_secs_f64()
-            ),
-        );
-    }
-}
-
-/// Sends the final upload's creation and waits until the file is joined.
-async fn final_request(s: &Shared, req: Request) -> Result<(), Error> {
-    let resp = s.client.send(req).await?.error_for_status().await?;
-    let joined = resp.header("Upload-Offset").is_some();
-    let location = resp.header("Location").map(str::to_string);
-    let _ = resp.bytes(64 * 1024).await;
-    if joined {
-        return Ok(());
-    }
-    let Some(location) = location else {
-        return Err(Error::Resumable(
-            "the server created the final upload without a Location".into(),
-        ));
-    };
-    let location = s.creation.resolve(&location)?.with_share_of(&s.creation);
-    // Still joining: its HEAD has no Upload-Offset until it is published.
-    let started = tokio::time::Instant::now();
-    while started.elapsed() < JOIN_WAIT {
-        tokio::time::sleep(JOIN_POLL).await;
-        let req = Request::new("HEAD", location.clone()).header("Tus-Resumable", tus::VERSION);
-        let resp = s.client.send(req).await?.error_for_status().await?;
-        if resp.header("Upload-Offset").is_some() {
-            return Ok(());
-        }
-    }
-    Err(Error::Timeout("the server joining the parts"))
 }
 
 #[cfg(test)]

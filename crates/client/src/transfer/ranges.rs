@@ -311,6 +311,11 @@ impl Crew {
             .is_ok()
     }
 
+    /// Workers at work now.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+
     /// The most workers at once.
     pub fn most(&self) -> usize {
         self.most.load(Ordering::Relaxed).max(1)
