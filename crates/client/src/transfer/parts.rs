@@ -321,7 +321,7 @@ async fn send_all(s: &Arc<Shared>) -> Result<usize, Error> {
     if let Some(p) = &s.opts.progress {
         p.start(Some(total), already);
     }
-    let crew = Arc::new(Crew::new(s.opts.connections));
+    let crew = Arc::new(Crew::default());
     let spawn = |workers: &mut JoinSet<Result<(), Error>>| {
         let (s, crew) = (s.clone(), crew.clone());
         crew.join();
@@ -346,7 +346,6 @@ async fn send_all(s: &Arc<Shared>) -> Result<usize, Error> {
                         spawn(&mut workers);
                     }
                 }
-                crew.want(adapt.open());
             }
             done = workers.join_next() => {
                 let Some(done) = done else { break };
@@ -390,20 +389,13 @@ async fn send_all(s: &Arc<Shared>) -> Result<usize, Error> {
     Ok(crew.most())
 }
 
-/// One connection: takes missing parts until none is left, or until it
-/// is one more than the adaptive count keeps. While a part's bytes go, the
+/// One connection: takes missing parts until none is left. While a part's bytes go, the
 /// upload of the part it takes next is created (on another pooled
 /// connection), so between two parts the link waits one round trip (the
 /// answer to the last append) instead of two.
 async fn worker(s: Arc<Shared>, crew: &Crew) -> Result<(), Error> {
     let mut next: Option<(usize, Option<Url>)> = None;
     loop {
-        if crew.leave() {
-            if let Some((j, _)) = next {
-                give_back(&s, j);
-            }
-            return Ok(());
-        }
         let (i, fresh) = match next.take() {
             Some(n) => n,
             None => match s.plan.lock().ok().and_then(|mut p| p.queue.pop_front()) {

@@ -271,7 +271,7 @@ async fn fetch_all(
         opts: opts.clone(),
     });
     let mut adapt = Adapt::new(opts.connections);
-    let crew = Arc::new(Crew::new(opts.connections));
+    let crew = Arc::new(Crew::default());
     let spawn = |workers: &mut JoinSet<Result<(), PieceError>>| {
         let (s, crew) = (shared.clone(), crew.clone());
         crew.join();
@@ -292,7 +292,6 @@ async fn fetch_all(
                         spawn(&mut workers);
                     }
                 }
-                crew.want(adapt.open());
             }
             done = workers.join_next() => {
                 let Some(done) = done else { break };
@@ -368,10 +367,6 @@ fn done_bytes(s: &Shared) -> u64 {
 async fn worker(s: Arc<Shared>, crew: &Crew) -> Result<(), PieceError> {
     let mut buf = vec![0u8; s.client.config().read_buffer.max(16 * 1024)];
     loop {
-        // One more than the adaptive count keeps: this one goes.
-        if crew.leave() {
-            return Ok(());
-        }
         let next = s.state.lock().ok().and_then(|mut st| st.queue.pop_front());
         let Some(i) = next else {
             crew.quit();

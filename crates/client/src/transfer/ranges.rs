@@ -156,10 +156,10 @@ pub const TICK: std::time::Duration = std::time::Duration::from_millis(500);
 /// matters less); where they brought less but a third together, add
 /// one at a time; where not even that, measure as long again once (a CUBIC
 /// flow's rate swings by a third from one second to the next) and then
-/// stay, back at the count before the last change where it brought next
-/// to nothing (the workers over it leave after their piece, [`Crew`]).
-/// Never more than `max`. A link one flow fills (BBR) gets one probe of a
-/// second connection, then has one again.
+/// stay. Never more than `max`. A link one flow fills (BBR) gets one probe
+/// of a second connection. The first judgement waits longer
+/// ([`Adapt::FIRST_SETTLE`]): a first flow's slow start and the bytes
+/// filling its socket buffer count as sent before the link carried them.
 #[derive(Debug, Clone)]
 pub struct Adapt {
     max: usize,
@@ -178,6 +178,8 @@ pub struct Adapt {
 impl Adapt {
     /// Ticks after a change not judged: the new flows' slow start.
     pub const SETTLE: u32 = 2;
+    /// Ticks not judged at the start.
+    pub const FIRST_SETTLE: u32 = 4;
     /// Ticks averaged for a judgement (doubled once when it falls short).
     pub const MEASURE: u32 = 4;
     /// Added connections are worth as many more when each brought at
@@ -185,8 +187,6 @@ impl Adapt {
     /// together brought this much (a third: a gain well clear of the
     /// noise of a few seconds' mean, well short of a flow's share).
     const WORTH: f64 = 0.35;
-    /// Added connections that brought less than this share each are let go.
-    const NOTHING: f64 = 0.15;
 
     pub fn new(max: usize) -> Adapt {
         Adapt {
@@ -206,14 +206,18 @@ impl Adapt {
     }
 
     /// The total rate over the last [`TICK`] (bytes/s); how many
-    /// connections to open now (0: none; [`Adapt::open`] may also have
-    /// fallen: the count to keep).
+    /// connections to open now (0: none).
     pub fn tick(&mut self, rate: f64) -> usize {
         if self.stopped {
             return 0;
         }
         self.ticks += 1;
-        if self.ticks <= Self::SETTLE {
+        let settle = if self.before.is_none() {
+            Self::FIRST_SETTLE
+        } else {
+            Self::SETTLE
+        };
+        if self.ticks <= settle {
             return 0;
         }
         self.sum += rate.max(0.0);
@@ -242,13 +246,10 @@ impl Adapt {
                     // Short of a third of a share: measure as long again.
                     return 0;
                 } else {
-                    // Stay; where they brought next to nothing, at the count
-                    // before them (extra flows on a full link only overfill
-                    // its buffer).
+                    // Stay. (Not back to the count before: the rate before
+                    // may have been a first flow's slow start and the bytes
+                    // filling its socket buffer, not what the link carried.)
                     self.stopped = true;
-                    if gained < Self::NOTHING * self.added as f64 {
-                        self.open = n;
-                    }
                     return 0;
                 }
             }
@@ -268,47 +269,23 @@ impl Adapt {
     }
 }
 
-/// The connections at work and how many are wanted: a worker asks
-/// [`Crew::leave`] before each piece and leaves while more are at work
-/// than wanted.
+/// The connections at work, counted by their workers.
 #[derive(Debug, Default)]
 pub struct Crew {
     open: AtomicUsize,
-    want: AtomicUsize,
     most: AtomicUsize,
 }
 
 impl Crew {
-    pub fn new(want: usize) -> Crew {
-        Crew {
-            want: AtomicUsize::new(want),
-            ..Crew::default()
-        }
-    }
-
     /// A worker starts.
     pub fn join(&self) {
         let now = self.open.fetch_add(1, Ordering::Relaxed) + 1;
         self.most.fetch_max(now, Ordering::Relaxed);
     }
 
-    /// A worker ends for its own reason (no piece left, a failure).
+    /// A worker ends (no piece left, a failure).
     pub fn quit(&self) {
         self.open.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    pub fn want(&self, n: usize) {
-        self.want.store(n.max(1), Ordering::Relaxed);
-    }
-
-    /// Whether the asking worker is one too many: then it is counted out.
-    pub fn leave(&self) -> bool {
-        let want = self.want.load(Ordering::Relaxed);
-        self.open
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |o| {
-                (o > want).then(|| o - 1)
-            })
-            .is_ok()
     }
 
     /// Workers at work now.
@@ -357,10 +334,11 @@ mod tests {
     #[test]
     fn adapt_doubles_while_each_flow_adds_its_share_and_stays_at_the_ceiling() {
         let judged = Adapt::SETTLE + Adapt::MEASURE;
+        let first = Adapt::FIRST_SETTLE + Adapt::MEASURE;
         // Each flow 1.0 up to a ceiling of 2.5: 1, 2, 4, then one at a time.
         let mut a = Adapt::new(8);
         let link = |n: usize| (n as f64).min(2.5);
-        assert_eq!(feed(&mut a, judged - 1, link), 0, "not before a judgement");
+        assert_eq!(feed(&mut a, first - 1, link), 0, "not before a judgement");
         assert_eq!(a.tick(link(1)), 1);
         assert_eq!(a.open(), 2);
         assert_eq!(feed(&mut a, judged, link), 2, "the second flow doubled it");
@@ -371,25 +349,22 @@ mod tests {
             "two flows added half: one more"
         );
         assert_eq!(a.open(), 5);
-        // The fifth added nothing: measured as long again, then back to
-        // four, and it stays.
-        assert_eq!(feed(&mut a, judged, link), 0);
+        // The fifth added nothing: measured as long again, then it stays.
+        assert_eq!(feed(&mut a, 2 * judged + 100, link), 0);
         assert_eq!(a.open(), 5);
-        assert_eq!(feed(&mut a, Adapt::MEASURE + 100, link), 0);
-        assert_eq!(a.open(), 4);
         // A window that swung low is forgiven when the longer one grew.
         let mut noisy = Adapt::new(8);
-        feed(&mut noisy, judged, |_| 10.0);
+        feed(&mut noisy, first, |_| 10.0);
         assert_eq!(noisy.open(), 2);
         feed(&mut noisy, judged, |_| 11.0);
         assert_eq!(noisy.open(), 2, "a tenth more: not yet");
         feed(&mut noisy, Adapt::MEASURE, |_| 30.0);
         assert_eq!(noisy.open(), 4, "the longer mean showed the gain");
-        // The cap holds; one connection never adds.
-        // A link one flow fills: one probe of a second, then one again.
+        // A link one flow fills: one probe of a second.
         let mut full = Adapt::new(8);
         assert_eq!(feed(&mut full, 10 * judged, |n| 5.0 + n as f64 * 0.01), 1);
-        assert_eq!(full.open(), 1);
+        assert_eq!(full.open(), 2);
+        // The cap holds; one connection never adds.
         let mut capped = Adapt::new(3);
         assert_eq!(feed(&mut capped, 10 * judged, |n| n as f64), 2);
         assert_eq!(capped.open(), 3);
@@ -433,15 +408,13 @@ mod tests {
     }
 
     #[test]
-    fn the_crew_lets_the_ones_over_the_wanted_count_leave() {
-        let crew = Crew::new(8);
+    fn the_crew_counts_its_workers_and_the_most_at_once() {
+        let crew = Crew::default();
         (0..3).for_each(|_| crew.join());
-        assert!(!crew.leave());
-        crew.want(1);
-        assert!(crew.leave() && crew.leave(), "two of three leave");
-        assert!(!crew.leave(), "the last one stays");
         crew.quit();
-        assert_eq!(crew.most(), 3);
+        crew.quit();
+        crew.join();
+        assert_eq!((crew.open(), crew.most()), (2, 3));
     }
 
     proptest! {
@@ -472,13 +445,12 @@ mod tests {
         #[test]
         fn adapt_stops_at_a_full_link(seed in any::<u64>(), fill in 1usize..=4) {
             // `fill` flows fill the link (at their lowest): it keeps enough
-            // to carry most of it, at most one past the power of two above
-            // `fill` (what a doubling past the ceiling leaves once the
-            // useless ones are gone), and then opens no more.
+            // to carry most of it, at most one doubling past the power of
+            // two above `fill`, and then opens no more.
             let (open, late) = simulate(seed, fill as f64, 0.3, 8, 400);
             let ceiling = fill as f64 * 0.7;
             prop_assert!((open as f64).min(ceiling) >= 0.7 * ceiling, "{} kept for {}", open, fill);
-            prop_assert!(open <= fill.next_power_of_two() + 1, "{} kept for {}", open, fill);
+            prop_assert!(open <= (2 * fill.next_power_of_two()).min(8), "{} kept for {}", open, fill);
             prop_assert!(!late, "still opening connections after 100 s");
         }
 
