@@ -58,7 +58,7 @@ pub(super) async fn join(s: &Final<'_>, url: &Url, ours: Option<[u8; 32]>) -> Re
                 "Upload-Metadata",
                 encode_metadata(&[("filename", name.as_bytes())]),
             );
-        if let Some(t) = s.opts.mtime_field(&s.path) {
+        if let Some(t) = s.opts.mtime_field(s.path) {
             req = req.header(crate::transfer::mtime::FIELD, t);
         }
         let e = match final_request(s, req).await {
@@ -68,7 +68,7 @@ pub(super) async fn join(s: &Final<'_>, url: &Url, ours: Option<[u8; 32]>) -> Re
         let taken = attempt > 0 && matches!(e.status(), Some(400 | 409));
         if taken {
             if let Some(o) = ours {
-                if stored_digest(&s.client, url).await? == Some(o) {
+                if stored_digest(s.client, url).await? == Some(o) {
                     return Ok(());
                 }
             }
@@ -112,7 +112,7 @@ async fn final_request(s: &Final<'_>, req: Request) -> Result<(), Error> {
             "the server created the final upload without a Location".into(),
         ));
     };
-    let location = s.creation.resolve(&location)?.with_share_of(&s.creation);
+    let location = s.creation.resolve(&location)?.with_share_of(s.creation);
     // Still joining: its HEAD has no Upload-Offset until it is published.
     let started = tokio::time::Instant::now();
     while started.elapsed() < JOIN_WAIT {
