@@ -1005,7 +1005,7 @@ fn put_in_parts_creates_the_next_part_while_one_is_sent() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // The second connection comes with the first judgement of the rate, 3 s in.
+    // The second connection comes with the first judgement of the rate, 4 s in.
     wirespeed_testkit::fs::eventually_within(
         "both connections stall",
         Duration::from_secs(20),
