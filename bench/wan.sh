@@ -223,11 +223,13 @@ for p in $PROFILES; do
         add "GET rclone :http: from wirespeed" down ip netns exec "$WAN_B" rclone copy -q --http-url "$WSU/" \
             ":http:big.bin" "$W/cli/dl-rclone/"
         add "PUT curl -T to wirespeed" up ip netns exec "$WAN_B" curl -s -o /dev/null -T "$W/cli/big.bin" "$WSU/up/curl.bin"
-        add "PUT wirespeed put" up ip netns exec "$WAN_B" "$WS" put -q "$W/cli/big.bin" "$WSU/up/ws.bin"
+        # Each `put` row its own state folder (removed after it): a second
+        # round would otherwise continue the first round's upload, whose
+        # parts the cleanup below took from under the server.
+        add "PUT wirespeed put" up ip netns exec "$WAN_B" env XDG_STATE_HOME="$W/xdg" "$WS" put -q "$W/cli/big.bin" "$WSU/up/ws.bin"
         add "PUT wirespeed put --protocol put" up ip netns exec "$WAN_B" "$WS" put -q --protocol put "$W/cli/big.bin" "$WSU/up/ws-put.bin"
         # The client forced to CUBIC, as a sender that cannot pick BBR: only
-        # parallel tus parts fill the link then. Each row its own state
-        # folder (removed after it), so no row continues another's upload.
+        # parallel tus parts fill the link then.
         wsput=(ip netns exec "$WAN_B" env XDG_STATE_HOME="$W/xdg" "$WS" put -q --congestion-control cubic)
         add "PUT wirespeed put, CUBIC, --connections 1" up "${wsput[@]}" --connections 1 "$W/cli/big.bin" "$WSU/up/ws-c1.bin"
         add "PUT wirespeed put, CUBIC, adaptive parts" up "${wsput[@]}" "$W/cli/big.bin" "$WSU/up/ws-ca.bin"

@@ -978,6 +978,55 @@ fn put_in_parts_killed_mid_way_resends_only_the_missing_bytes() {
     assert!(state_files(&s.state).is_empty());
 }
 
+/// While a part's bytes go, the upload of the part its connection takes
+/// next is created on another connection. With every connection stalled
+/// after 2 MiB and at most 2 connections, three parts have uploads: the
+/// first connection's part and the one it created ahead, and the part the
+/// second connection took (one at a time, only two would).
+#[test]
+fn put_in_parts_creates_the_next_part_while_one_is_sent() {
+    let s = setup(&[]);
+    let src = s.local.join("ahead.bin");
+    std::fs::write(&src, data(PARTS_FILE, 22)).unwrap();
+    let proxy = CuttingProxy::start(s.serve.addr);
+    proxy.stall_upstream_after(Some(2 * MIB as u64));
+    let url = format!("{}/ahead.bin", proxy.base());
+    let args = [
+        "put",
+        "--connections",
+        "2",
+        "--parts-from",
+        PARTS_FROM,
+        src.to_str().unwrap(),
+        url.as_str(),
+    ];
+    let mut child = client(&s.state, &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The second connection comes with the first judgement of the rate, 4 s in.
+    wirespeed_testkit::fs::eventually_within(
+        "both connections stall",
+        Duration::from_secs(20),
+        || proxy.stalled() >= 2,
+    );
+    let created = |p: &serde_json::Value| {
+        p["urls"]
+            .as_array()
+            .map_or(0, |u| u.iter().filter(|u| u.is_string()).count())
+    };
+    let parts = recorded_parts(&s.state).expect("the parts are recorded");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(created(&parts), 3, "{parts}");
+    // The rerun finishes it, the part created ahead included.
+    proxy.stall_upstream_after(None);
+    let out = run(&s.state, &args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_same_file(&src, &s.root.join("ahead.bin"));
+}
+
 /// `wirespeed passwd alice` with alice's password on stdin: her rules line.
 fn alice_line() -> String {
     let mut child = Command::new(BIN)

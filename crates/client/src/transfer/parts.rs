@@ -4,7 +4,7 @@
 //! by ranges); each piece goes up as a tus partial upload (`Upload-Concat:
 //! partial`, created empty so its URL is recorded before its first byte,
 //! then appended from the server's offset) over up to N kept-alive
-//! connections, opened one by one while the total keeps growing
+//! connections, opened as the total rate shows they pay
 //! ([`Adapt`]); then one final upload (`Upload-Concat: final;URL…`) has
 //! the server join them under the file's URL. The parts' URLs and which
 //! are complete are kept in the upload's state file, synced as each part
@@ -16,30 +16,23 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use sha2::Digest;
 use tokio::task::JoinSet;
-use wirespeed_resumable::client::{encode_metadata, next_append, Announced, ClientProtocol};
+use wirespeed_resumable::client::{next_append, Announced, ClientProtocol};
 use wirespeed_resumable::{concat, tus};
 
+use crate::transfer::hex;
+use crate::transfer::pace::{spawn_hash, Pace};
+use crate::transfer::parts_final::{join, Final};
 use crate::transfer::put::{Parallel, ProtocolChoice, UploadOptions, UploadReport};
-use crate::transfer::ranges::{piece_size_at_most, Adapt, Pieces};
+use crate::transfer::ranges::{piece_size_at_most, Adapt, Crew, Pieces, TICK};
 use crate::transfer::resume::stored_digest;
 use crate::transfer::retry;
 use crate::transfer::saved::{FileIdentity, Lookup, SavedParts, StateFile};
-use crate::transfer::{hash_file, hex};
 use crate::{Body, Client, Error, FileBody, Request, Url};
-
-/// How long a connection count runs before its total rate is judged.
-const WINDOW: Duration = Duration::from_millis(1500);
-
-/// How often a final upload still being joined is asked again, and for
-/// how long at most.
-const JOIN_POLL: Duration = Duration::from_millis(250);
-const JOIN_WAIT: Duration = Duration::from_secs(3600);
 
 struct Shared {
     client: Client,
@@ -50,6 +43,8 @@ struct Shared {
     record: StateFile,
     /// Bytes sent by all connections (the adaptive rate's sample).
     moved: Arc<AtomicU64>,
+    /// The hash beside the transfer follows the same bytes.
+    pace: Pace,
     opts: UploadOptions,
     unrecorded: AtomicBool,
 }
@@ -164,10 +159,10 @@ pub(crate) async fn upload(
             }
         }
     }
-    let hashing = opts.verify.then(|| {
-        let p = path.to_path_buf();
-        tokio::spawn(async move { hash_file(&p, Some(len), None).await })
-    });
+    // Hashed beside the transfer, paced by what has been sent (or was
+    // before a rerun).
+    let (pace, release) = Pace::new(pieces.done_bytes());
+    let hashing = opts.verify.then(|| spawn_hash(path, len, pace.clone()));
     let count = pieces.count();
     let shared = Arc::new(Shared {
         client: client.clone(),
@@ -180,12 +175,16 @@ pub(crate) async fn upload(
         }),
         record,
         moved: Arc::new(AtomicU64::new(0)),
+        pace,
         opts: opts.clone(),
         unrecorded: AtomicBool::new(false),
     });
     let sent = send_all(&shared).await;
     let most = match sent {
-        Ok(m) => m,
+        Ok(m) => {
+            release.finish();
+            m
+        }
         Err(e) => {
             if let Some(h) = hashing {
                 h.abort();
@@ -205,7 +204,21 @@ pub(crate) async fn upload(
         ),
         None => None,
     };
-    join(&shared, url, ours).await?;
+    let names = {
+        let p = shared.plan.lock().unwrap_or_else(|e| e.into_inner());
+        let names: Vec<&str> = p.urls.iter().flatten().map(Url::path).collect();
+        names.join(" ")
+    };
+    let last = Final {
+        client,
+        creation: &shared.creation,
+        path,
+        opts,
+        record: &shared.record,
+        names,
+        count,
+    };
+    join(&last, url, ours).await?;
     let server_sha256 = match ours {
         Some(_) => stored_digest(client, url).await?,
         None => None,
@@ -308,34 +321,30 @@ async fn send_all(s: &Arc<Shared>) -> Result<usize, Error> {
     if let Some(p) = &s.opts.progress {
         p.start(Some(total), already);
     }
-    let open = Arc::new(AtomicUsize::new(0));
-    let most = Arc::new(AtomicUsize::new(0));
+    let crew = Arc::new(Crew::default());
     let spawn = |workers: &mut JoinSet<Result<(), Error>>| {
-        let (s, open, most) = (s.clone(), open.clone(), most.clone());
-        workers.spawn(async move {
-            let now = open.fetch_add(1, Ordering::Relaxed) + 1;
-            most.fetch_max(now, Ordering::Relaxed);
-            let r = worker(s).await;
-            open.fetch_sub(1, Ordering::Relaxed);
-            r
-        });
+        let (s, crew) = (s.clone(), crew.clone());
+        crew.join();
+        workers.spawn(async move { worker(s, &crew).await });
     };
     let mut adapt = Adapt::new(s.opts.connections);
     let mut workers = JoinSet::new();
     if !queue_empty(s) {
         spawn(&mut workers);
     }
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + WINDOW, WINDOW);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + TICK, TICK);
     let (mut last_moved, mut attempt, mut best) = (0u64, 0u32, already);
     let policy = s.opts.retry;
     loop {
         tokio::select! {
             _ = tick.tick() => {
                 let moved = s.moved.load(Ordering::Relaxed);
-                let rate = (moved - last_moved) as f64 / WINDOW.as_secs_f64();
+                let rate = (moved - last_moved) as f64 / TICK.as_secs_f64();
                 last_moved = moved;
-                if adapt.window(rate) && !queue_empty(s) {
-                    spawn(&mut workers);
+                for _ in 0..adapt.tick(rate) {
+                    if !queue_empty(s) {
+                        spawn(&mut workers);
+                    }
                 }
             }
             done = workers.join_next() => {
@@ -377,32 +386,91 @@ async fn send_all(s: &Arc<Shared>) -> Result<usize, Error> {
             }
         }
     }
-    Ok(most.load(Ordering::Relaxed).max(1))
+    Ok(crew.most())
 }
 
-/// One connection: takes missing parts until none is left.
-async fn worker(s: Arc<Shared>) -> Result<(), Error> {
+/// One connection: takes missing parts until none is left. While a part's bytes go, the
+/// upload of the part it takes next is created (on another pooled
+/// connection), so between two parts the link waits one round trip (the
+/// answer to the last append) instead of two.
+async fn worker(s: Arc<Shared>, crew: &Crew) -> Result<(), Error> {
+    let mut next: Option<(usize, Option<Url>)> = None;
     loop {
-        let next = s.plan.lock().ok().and_then(|mut p| p.queue.pop_front());
-        let Some(i) = next else { return Ok(()) };
-        if let Err(e) = part(&s, i).await {
-            if let Ok(mut p) = s.plan.lock() {
-                p.queue.push_front(i);
+        let (i, fresh) = match next.take() {
+            Some(n) => n,
+            None => match s.plan.lock().ok().and_then(|mut p| p.queue.pop_front()) {
+                Some(i) => (i, None),
+                None => {
+                    crew.quit();
+                    return Ok(());
+                }
+            },
+        };
+        let ahead = take_ahead(&s, crew);
+        let (sent, created) = tokio::join!(part(&s, i, fresh), async {
+            match ahead {
+                Some(j) => Some((j, create_ahead(&s, j).await)),
+                None => None,
             }
+        });
+        match created {
+            Some((j, Ok(url))) => next = Some((j, url)),
+            // Its own turn meets the failure again, and says it.
+            Some((j, Err(_))) => give_back(&s, j),
+            None => {}
+        }
+        if let Err(e) = sent {
+            if let Some((j, _)) = next.take() {
+                give_back(&s, j);
+            }
+            give_back(&s, i);
+            crew.quit();
             return Err(e);
         }
     }
 }
 
-/// Part `i`: created (or its offset asked), appended to its end, recorded.
-async fn part(s: &Shared, i: usize) -> Result<(), Error> {
+/// A part taken but not sent goes back to the front of the queue.
+fn give_back(s: &Shared, i: usize) {
+    if let Ok(mut p) = s.plan.lock() {
+        p.queue.push_front(i);
+    }
+}
+
+/// The part to take next, while more are left than connections work:
+/// near the end every part stays free for whichever connection is idle.
+fn take_ahead(s: &Shared, crew: &Crew) -> Option<usize> {
+    let mut p = s.plan.lock().ok()?;
+    (p.queue.len() > crew.open())
+        .then(|| p.queue.pop_front())
+        .flatten()
+}
+
+/// Creates part `j`'s upload ahead of its turn: `Some(URL)` (nothing in it
+/// yet); `None` when it has one from an earlier run (its offset is asked).
+async fn create_ahead(s: &Shared, j: usize) -> Result<Option<Url>, Error> {
+    let (len, known) = {
+        let p = s.plan.lock().unwrap_or_else(|e| e.into_inner());
+        let (start, end) = p.pieces.range(j);
+        (end - start, p.urls.get(j).is_some_and(Option::is_some))
+    };
+    if known {
+        return Ok(None);
+    }
+    create(s, j, len).await.map(Some)
+}
+
+/// Part `i`: created (or its offset asked; `fresh`: created empty ahead
+/// of its turn), appended to its end, recorded.
+async fn part(s: &Shared, i: usize, fresh: Option<Url>) -> Result<(), Error> {
     let ((start, end), known) = {
         let p = s.plan.lock().unwrap_or_else(|e| e.into_inner());
         (p.pieces.range(i), p.urls.get(i).cloned().flatten())
     };
     let len = end - start;
-    let (location, mut offset) = match known {
-        Some(loc) => match offset_of(s, &loc, len).await {
+    let (location, mut offset) = match (fresh, known) {
+        (Some(loc), _) => (loc, 0),
+        (None, Some(loc)) => match offset_of(s, &loc, len).await {
             Ok(o) => {
                 if o > 0 {
                     say(
@@ -421,7 +489,7 @@ async fn part(s: &Shared, i: usize) -> Result<(), Error> {
             }
             Err(e) => return Err(e),
         },
-        None => (create(s, i, len).await?, 0),
+        (None, None) => (create(s, i, len).await?, 0),
     };
     let cap = s.opts.append_size.unwrap_or(u64::MAX).max(1);
     while offset < len {
@@ -486,9 +554,10 @@ async fn append(s: &Shared, loc: &Url, at: u64, offset: u64, n: u64) -> Result<(
         .header("Upload-Offset", offset.to_string())
         .header("Content-Type", tus::CONTENT_TYPE);
     let progress = s.opts.progress.clone();
-    let moved = s.moved.clone();
+    let (moved, pace) = (s.moved.clone(), s.pace.clone());
     let body = Body::file(FileBody::open(&s.path)?.range(at, n)).progress(Arc::new(move |k| {
         moved.fetch_add(k, Ordering::Relaxed);
+        pace.sent(k);
         if let Some(p) = &progress {
             p.advance(k);
         }
@@ -501,98 +570,6 @@ async fn append(s: &Shared, loc: &Url, at: u64, offset: u64, n: u64) -> Result<(
         .await?;
     let _ = resp.bytes(64 * 1024).await;
     Ok(())
-}
-
-/// The final upload: the server joins the parts under `url`. A retry after
-/// a cut may find the parts already taken by the first attempt: then the
-/// stored file's digest tells whether that attempt published ours.
-async fn join(s: &Shared, url: &Url, ours: Option<[u8; 32]>) -> Result<(), Error> {
-    let (names, count) = {
-        let p = s.plan.lock().unwrap_or_else(|e| e.into_inner());
-        let names: Vec<&str> = p.urls.iter().flatten().map(Url::path).collect();
-        (names.join(" "), p.urls.len())
-    };
-    let name = s
-        .path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let policy = s.opts.retry;
-    let mut attempt = 0;
-    loop {
-        let mut req = Request::new("POST", s.creation.clone())
-            .header("Tus-Resumable", tus::VERSION)
-            .header("Upload-Concat", format!("final;{names}"))
-            .header(
-                "Upload-Metadata",
-                encode_metadata(&[("filename", name.as_bytes())]),
-            );
-        if let Some(t) = s.opts.mtime_field(&s.path) {
-            req = req.header(crate::transfer::mtime::FIELD, t);
-        }
-        let e = match final_request(s, req).await {
-            Ok(()) => return Ok(()),
-            Err(e) => e,
-        };
-        let taken = attempt > 0 && matches!(e.status(), Some(400 | 409));
-        if taken {
-            if let Some(o) = ours {
-                if stored_digest(&s.client, url).await? == Some(o) {
-                    return Ok(());
-                }
-            }
-        }
-        if let Some(status @ 400..=499) = e.status().filter(|st| *st != 408 && *st != 429) {
-            // The same parts would be refused again: a rerun starts anew.
-            s.record.remove();
-            return Err(Error::Resumable(format!(
-                "the server refused to join the {count} parts into {url} ({status}): {e}; \
-                 the record of the parts is dropped, so running the command again starts a \
-                 new upload"
-            )));
-        }
-        if !retry::retryable(&e) || attempt >= policy.retries {
-            return Err(e);
-        }
-        let d = retry::pause(&policy, attempt).await;
-        attempt += 1;
-        say(
-            s,
-            &format!(
-                "{}; asking the server to join the parts again after {:.1} s",
-                retry::describe(&e),
-                d.as_secs_f64()
-            ),
-        );
-    }
-}
-
-/// Sends the final upload's creation and waits until the file is joined.
-async fn final_request(s: &Shared, req: Request) -> Result<(), Error> {
-    let resp = s.client.send(req).await?.error_for_status().await?;
-    let joined = resp.header("Upload-Offset").is_some();
-    let location = resp.header("Location").map(str::to_string);
-    let _ = resp.bytes(64 * 1024).await;
-    if joined {
-        return Ok(());
-    }
-    let Some(location) = location else {
-        return Err(Error::Resumable(
-            "the server created the final upload without a Location".into(),
-        ));
-    };
-    let location = s.creation.resolve(&location)?.with_share_of(&s.creation);
-    // Still joining: its HEAD has no Upload-Offset until it is published.
-    let started = tokio::time::Instant::now();
-    while started.elapsed() < JOIN_WAIT {
-        tokio::time::sleep(JOIN_POLL).await;
-        let req = Request::new("HEAD", location.clone()).header("Tus-Resumable", tus::VERSION);
-        let resp = s.client.send(req).await?.error_for_status().await?;
-        if resp.header("Upload-Offset").is_some() {
-            return Ok(());
-        }
-    }
-    Err(Error::Timeout("the server joining the parts"))
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! TCP flow across a long, lossy link gets a few percent of it, N flows
 //! about N times that. The file is split into pieces ([`Pieces`]) fetched
 //! with `Range` and `If-Range` over up to N kept-alive connections, opened
-//! one by one while the total keeps growing ([`Adapt`]), and written at
+//! as the total rate shows they pay ([`Adapt`]), and written at
 //! their offsets into the preallocated `DEST.part`. Each finished piece is
 //! synced and recorded on the partial file (extended attribute
 //! `user.wirespeed.pieces`, beside the version record of [`validators`]),
@@ -17,7 +17,6 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tokio::task::JoinSet;
 
@@ -25,16 +24,13 @@ use crate::transfer::download::{
     already_complete, download_stream, finish_download, part_len, part_path, range_validator,
     refuse_folder, DownloadOptions, DownloadReport,
 };
-use crate::transfer::ranges::{Adapt, Pieces};
+use crate::transfer::ranges::{Adapt, Crew, Pieces, TICK};
 use crate::transfer::retry;
 use crate::transfer::{get_following, hash_file, mtime, parse_sha256, validators};
 use crate::{Client, Error, Request, Url};
 
 /// The extended attribute holding which pieces are on disk.
 const PIECES: &str = "user.wirespeed.pieces";
-
-/// How long a connection count runs before its total rate is judged.
-const WINDOW: Duration = Duration::from_millis(1500);
 
 /// Restarts after the file changed on the server, before giving up.
 const MAX_RESTARTS: u32 = 3;
@@ -275,18 +271,26 @@ async fn fetch_all(
         opts: opts.clone(),
     });
     let mut adapt = Adapt::new(opts.connections);
+    let crew = Arc::new(Crew::default());
+    let spawn = |workers: &mut JoinSet<Result<(), PieceError>>| {
+        let (s, crew) = (shared.clone(), crew.clone());
+        crew.join();
+        workers.spawn(async move { worker(s, &crew).await });
+    };
     let mut workers = JoinSet::new();
-    workers.spawn(worker(shared.clone()));
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + WINDOW, WINDOW);
+    spawn(&mut workers);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + TICK, TICK);
     let (mut last_moved, mut attempt, mut best) = (0u64, 0u32, already);
     loop {
         tokio::select! {
             _ = tick.tick() => {
                 let moved = shared.moved.load(Ordering::Relaxed);
-                let rate = (moved - last_moved) as f64 / WINDOW.as_secs_f64();
+                let rate = (moved - last_moved) as f64 / TICK.as_secs_f64();
                 last_moved = moved;
-                if adapt.window(rate) && !queue_empty(&shared) {
-                    workers.spawn(worker(shared.clone()));
+                for _ in 0..adapt.tick(rate) {
+                    if !queue_empty(&shared) {
+                        spawn(&mut workers);
+                    }
                 }
             }
             done = workers.join_next() => {
@@ -316,7 +320,7 @@ async fn fetch_all(
                                 opts.retry.retries
                             ));
                         }
-                        workers.spawn(worker(shared.clone()));
+                        spawn(&mut workers);
                     }
                     Err(e) => {
                         return Err(Error::Io {
@@ -326,7 +330,7 @@ async fn fetch_all(
                     }
                 }
                 if workers.is_empty() && !queue_empty(&shared) {
-                    workers.spawn(worker(shared.clone()));
+                    spawn(&mut workers);
                 }
             }
         }
@@ -360,15 +364,19 @@ fn done_bytes(s: &Shared) -> u64 {
 }
 
 /// One connection: takes missing pieces until none is left.
-async fn worker(s: Arc<Shared>) -> Result<(), PieceError> {
+async fn worker(s: Arc<Shared>, crew: &Crew) -> Result<(), PieceError> {
     let mut buf = vec![0u8; s.client.config().read_buffer.max(16 * 1024)];
     loop {
         let next = s.state.lock().ok().and_then(|mut st| st.queue.pop_front());
-        let Some(i) = next else { return Ok(()) };
+        let Some(i) = next else {
+            crew.quit();
+            return Ok(());
+        };
         if let Err(e) = piece(&s, i, &mut buf).await {
             if let Ok(mut st) = s.state.lock() {
                 st.queue.push_front(i);
             }
+            crew.quit();
             return Err(e);
         }
     }

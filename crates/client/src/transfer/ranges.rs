@@ -6,6 +6,8 @@
 //! recorded so a rerun moves only the missing ones) and when to open
 //! another connection ([`Adapt`]).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 /// Files at least this large are fetched by ranges: below it a transfer at
 /// 200 Mbit/s is over in under three seconds, mostly slow start, and the
 /// extra HEAD and per-range requests would cost more than a second
@@ -140,34 +142,61 @@ impl Pieces {
     }
 }
 
-/// When to open another connection: start with one; after each addition,
-/// once a window has passed, compare the total rate with the rate before
-/// it; while it keeps growing (by at least [`Adapt::GAIN`]) add another,
-/// up to `max`; once it stops, stay. A new connection gets a second window
-/// before it is judged useless: a loss-limited (CUBIC) flow's rate swings
-/// by more than a tenth from one window to the next, and a flow just out
-/// of slow start has not shown its share yet.
+/// How often the transfers feed [`Adapt`] their total rate.
+pub const TICK: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// When to open more connections, judged on the total rate sampled every
+/// [`TICK`]: start with one; after each change let the new flows leave
+/// slow start ([`Adapt::SETTLE`] ticks), then average the total over
+/// [`Adapt::MEASURE`] ticks and compare it with the average before the
+/// change, in shares of one flow (the earlier total over its count). Where
+/// the added connections brought at least a third of a share each (a
+/// loss-limited link: N flows carry N times one), open as many again (1,
+/// 2, 4, 8: the gain to judge grows with the step, so a flow's noise
+/// matters less); where they brought less but a third together, add
+/// one at a time; where not even that, measure as long again once (a CUBIC
+/// flow's rate swings by a third from one second to the next) and then
+/// stay. Never more than `max`. A link one flow fills (BBR) gets one probe
+/// of a second connection. The first judgement waits longer
+/// ([`Adapt::FIRST_SETTLE`]): a first flow's slow start and the bytes
+/// filling its socket buffer count as sent before the link carried them.
 #[derive(Debug, Clone)]
 pub struct Adapt {
     max: usize,
     open: usize,
-    /// The rate with one connection fewer (bytes/s), after the first window.
-    before: Option<f64>,
-    /// The last connection added has had one window without growth.
-    missed: bool,
+    /// Connections added by the last change.
+    added: usize,
+    /// The mean total rate before the last change, with its count.
+    before: Option<(f64, usize)>,
+    /// Ticks since the last change, and the rates summed after settling.
+    ticks: u32,
+    sum: f64,
+    samples: u32,
     stopped: bool,
 }
 
 impl Adapt {
-    /// A connection must add a tenth to be worth keeping on opening more.
-    pub const GAIN: f64 = 1.10;
+    /// Ticks after a change not judged: the new flows' slow start.
+    pub const SETTLE: u32 = 2;
+    /// Ticks not judged at the start.
+    pub const FIRST_SETTLE: u32 = 4;
+    /// Ticks averaged for a judgement (doubled once when it falls short).
+    pub const MEASURE: u32 = 4;
+    /// Added connections are worth as many more when each brought at
+    /// least this share of one flow, and one more while all of them
+    /// together brought this much (a third: a gain well clear of the
+    /// noise of a few seconds' mean, well short of a flow's share).
+    const WORTH: f64 = 0.35;
 
     pub fn new(max: usize) -> Adapt {
         Adapt {
             max: max.max(1),
             open: 1,
+            added: 1,
             before: None,
-            missed: false,
+            ticks: 0,
+            sum: 0.0,
+            samples: 0,
             stopped: max <= 1,
         }
     }
@@ -176,25 +205,97 @@ impl Adapt {
         self.open
     }
 
-    /// The total rate over the last window with `open()` connections;
-    /// whether to open one more.
-    pub fn window(&mut self, rate: f64) -> bool {
+    /// The total rate over the last [`TICK`] (bytes/s); how many
+    /// connections to open now (0: none).
+    pub fn tick(&mut self, rate: f64) -> usize {
         if self.stopped {
-            return false;
+            return 0;
         }
-        let grew = self.before.is_none_or(|b| rate >= b * Self::GAIN);
-        if !grew && !self.missed && self.open < self.max {
-            self.missed = true;
-            return false;
+        self.ticks += 1;
+        let settle = if self.before.is_none() {
+            Self::FIRST_SETTLE
+        } else {
+            Self::SETTLE
+        };
+        if self.ticks <= settle {
+            return 0;
         }
-        if !grew || self.open >= self.max {
+        self.sum += rate.max(0.0);
+        self.samples += 1;
+        if !self.samples.is_multiple_of(Self::MEASURE) {
+            return 0;
+        }
+        let mean = self.sum / f64::from(self.samples);
+        let step = match self.before {
+            // One connection measured: try a second.
+            None => 1,
+            Some((b, n)) => {
+                let share = b / n as f64;
+                let gained = if share > 0.0 {
+                    (mean - b) / share
+                } else if mean > 0.0 {
+                    f64::INFINITY
+                } else {
+                    0.0
+                };
+                if gained >= Self::WORTH * self.added as f64 {
+                    self.open
+                } else if gained >= Self::WORTH {
+                    1
+                } else if self.samples < 2 * Self::MEASURE {
+                    // Short of a third of a share: measure as long again.
+                    return 0;
+                } else {
+                    // Stay. (Not back to the count before: the rate before
+                    // may have been a first flow's slow start and the bytes
+                    // filling its socket buffer, not what the link carried.)
+                    self.stopped = true;
+                    return 0;
+                }
+            }
+        };
+        let step = step.min(self.max - self.open);
+        if step == 0 {
             self.stopped = true;
-            return false;
+            return 0;
         }
-        self.missed = false;
-        self.before = Some(rate);
-        self.open += 1;
-        true
+        self.before = Some((mean, self.open));
+        self.open += step;
+        self.added = step;
+        self.ticks = 0;
+        self.sum = 0.0;
+        self.samples = 0;
+        step
+    }
+}
+
+/// The connections at work, counted by their workers.
+#[derive(Debug, Default)]
+pub struct Crew {
+    open: AtomicUsize,
+    most: AtomicUsize,
+}
+
+impl Crew {
+    /// A worker starts.
+    pub fn join(&self) {
+        let now = self.open.fetch_add(1, Ordering::Relaxed) + 1;
+        self.most.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// A worker ends (no piece left, a failure).
+    pub fn quit(&self) {
+        self.open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Workers at work now.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+
+    /// The most workers at once.
+    pub fn most(&self) -> usize {
+        self.most.load(Ordering::Relaxed).max(1)
     }
 }
 
@@ -225,36 +326,95 @@ mod tests {
         );
     }
 
+    /// Feeds `ticks` ticks of `rate` (the same each tick).
+    fn feed(a: &mut Adapt, ticks: u32, rate: impl Fn(usize) -> f64) -> usize {
+        (0..ticks).map(|_| a.tick(rate(a.open()))).sum()
+    }
+
     #[test]
-    fn adapt_adds_while_the_total_grows() {
+    fn adapt_doubles_while_each_flow_adds_its_share_and_stays_at_the_ceiling() {
+        let judged = Adapt::SETTLE + Adapt::MEASURE;
+        let first = Adapt::FIRST_SETTLE + Adapt::MEASURE;
+        // Each flow 1.0 up to a ceiling of 2.5: 1, 2, 4, then one at a time.
         let mut a = Adapt::new(8);
-        assert!(a.window(10.0));
+        let link = |n: usize| (n as f64).min(2.5);
+        assert_eq!(feed(&mut a, first - 1, link), 0, "not before a judgement");
+        assert_eq!(a.tick(link(1)), 1);
         assert_eq!(a.open(), 2);
-        assert!(a.window(19.0));
-        assert!(a.window(27.0));
+        assert_eq!(feed(&mut a, judged, link), 2, "the second flow doubled it");
         assert_eq!(a.open(), 4);
-        assert!(
-            !a.window(28.0),
-            "a fourth added under a tenth: one more window"
+        assert_eq!(
+            feed(&mut a, judged, link),
+            1,
+            "two flows added half: one more"
         );
-        assert!(!a.window(29.0), "and again: it stops");
-        assert!(!a.window(100.0), "once stopped, stays");
-        assert_eq!(a.open(), 4);
-        // A window that swung low is forgiven when the next one grew.
+        assert_eq!(a.open(), 5);
+        // The fifth added nothing: measured as long again, then it stays.
+        assert_eq!(feed(&mut a, 2 * judged + 100, link), 0);
+        assert_eq!(a.open(), 5);
+        // A window that swung low is forgiven when the longer one grew.
         let mut noisy = Adapt::new(8);
-        assert!(noisy.window(10.0));
-        assert!(!noisy.window(9.0));
-        assert!(noisy.window(15.0), "the second window showed the gain");
-        assert_eq!(noisy.open(), 3);
-        assert!(!noisy.window(15.0));
-        assert!(!noisy.window(15.0));
-        assert_eq!(noisy.open(), 3);
-        let mut capped = Adapt::new(2);
-        assert!(capped.window(1.0));
-        assert!(!capped.window(10.0));
-        assert_eq!(capped.open(), 2);
+        feed(&mut noisy, first, |_| 10.0);
+        assert_eq!(noisy.open(), 2);
+        feed(&mut noisy, judged, |_| 11.0);
+        assert_eq!(noisy.open(), 2, "a tenth more: not yet");
+        feed(&mut noisy, Adapt::MEASURE, |_| 30.0);
+        assert_eq!(noisy.open(), 4, "the longer mean showed the gain");
+        // A link one flow fills: one probe of a second.
+        let mut full = Adapt::new(8);
+        assert_eq!(feed(&mut full, 10 * judged, |n| 5.0 + n as f64 * 0.01), 1);
+        assert_eq!(full.open(), 2);
+        // The cap holds; one connection never adds.
+        let mut capped = Adapt::new(3);
+        assert_eq!(feed(&mut capped, 10 * judged, |n| n as f64), 2);
+        assert_eq!(capped.open(), 3);
         let mut one = Adapt::new(1);
-        assert!(!one.window(1.0));
+        assert_eq!(feed(&mut one, 10 * judged, |n| n as f64), 0);
+        assert_eq!(one.open(), 1);
+    }
+
+    /// A simulated link: each flow carries one share (its rate swinging by
+    /// up to `swing` either way from one tick to the next, as a
+    /// loss-limited CUBIC flow's does; half of it in its first tick), the
+    /// total at most what `fill` flows carry at their lowest (swinging by
+    /// 5%). Returns the connections kept after `ticks` and whether any was
+    /// opened in the last half.
+    fn simulate(seed: u64, fill: f64, swing: f64, max: usize, ticks: u32) -> (usize, bool) {
+        let ceiling = fill * (1.0 - swing);
+        let mut x = seed | 1;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        };
+        let mut a = Adapt::new(max);
+        let mut ages: Vec<u32> = vec![0];
+        let mut late = false;
+        for t in 0..ticks {
+            let flows: f64 = ages
+                .iter()
+                .map(|&age| (1.0 + swing * rnd()) * if age == 0 { 0.5 } else { 1.0 })
+                .sum();
+            let rate = flows.min(ceiling * (1.0 + 0.05 * rnd()));
+            ages.iter_mut().for_each(|age| *age += 1);
+            let opened = a.tick(rate);
+            ages.extend(std::iter::repeat_n(0, opened));
+            // Those over the count kept leave (the newest first here).
+            ages.truncate(a.open());
+            late |= opened > 0 && t >= ticks / 2;
+        }
+        (a.open(), late)
+    }
+
+    #[test]
+    fn the_crew_counts_its_workers_and_the_most_at_once() {
+        let crew = Crew::default();
+        (0..3).for_each(|_| crew.join());
+        crew.quit();
+        crew.quit();
+        crew.join();
+        assert_eq!((crew.open(), crew.most()), (2, 3));
     }
 
     proptest! {
@@ -272,6 +432,26 @@ mod tests {
             prop_assert_eq!(Pieces::decode_sized(&other.encode(), size, other.piece), Some(other));
             let total: u64 = (0..p.count()).map(|i| { let (s, e) = p.range(i); e - s }).sum();
             prop_assert_eq!(total, size);
+        }
+
+        #[test]
+        fn adapt_reaches_the_cap_where_flows_add_up(seed in any::<u64>(), max in 2usize..=8) {
+            // Loss-limited flows on a wide link: N flows carry N shares.
+            // Within 20 s of 0.5 s ticks every allowed connection is open.
+            let (open, _) = simulate(seed, 100.0, 0.3, max, 40);
+            prop_assert_eq!(open, max);
+        }
+
+        #[test]
+        fn adapt_stops_at_a_full_link(seed in any::<u64>(), fill in 1usize..=4) {
+            // `fill` flows fill the link (at their lowest): it keeps enough
+            // to carry most of it, at most one doubling past the power of
+            // two above `fill`, and then opens no more.
+            let (open, late) = simulate(seed, fill as f64, 0.3, 8, 400);
+            let ceiling = fill as f64 * 0.7;
+            prop_assert!((open as f64).min(ceiling) >= 0.7 * ceiling, "{} kept for {}", open, fill);
+            prop_assert!(open <= (2 * fill.next_power_of_two()).min(8), "{} kept for {}", open, fill);
+            prop_assert!(!late, "still opening connections after 100 s");
         }
 
         #[test]

@@ -13,6 +13,7 @@ use wirespeed_resumable::client::{
 };
 use wirespeed_resumable::{ietf, tus};
 
+use crate::transfer::pace::{spawn_hash, Pace};
 use crate::transfer::put::{put_retrying, ProtocolChoice};
 use crate::transfer::retry::{self, RetryPolicy};
 use crate::transfer::saved::{FileIdentity, Lookup, StateFile};
@@ -58,6 +59,8 @@ struct Job<'a> {
     /// Failures in a row since the server last confirmed more bytes.
     attempt: u32,
     digest_first: Option<[u8; 32]>,
+    /// Paces the hash taken beside the transfer.
+    pace: Option<Pace>,
 }
 
 /// Upload `path` (`len` bytes) to `url` resumably; see the module comment.
@@ -89,6 +92,7 @@ pub(crate) async fn upload(
         best: 0,
         attempt: 0,
         digest_first: None,
+        pace: None,
     };
     if opts.continue_saved {
         job.load_saved();
@@ -101,12 +105,18 @@ pub(crate) async fn upload(
         job.digest_first = Some(sum);
     }
     // The whole file is hashed beside the transfer, so the body itself
-    // still goes out with sendfile.
+    // still goes out with sendfile; paced by what has been sent.
+    let (pace, release) = Pace::new(0);
     let hashing = (opts.verify && !opts.digest_first).then(|| {
-        let p = path.to_path_buf();
-        tokio::spawn(async move { hash_file(&p, Some(len), None).await })
+        job.pace = Some(pace.clone());
+        spawn_hash(path, len, pace)
     });
     let outcome = job.run().await;
+    match outcome {
+        Ok(Outcome::Done(..)) => release.finish(),
+        // The hash stops: it is not awaited.
+        _ => drop(release),
+    }
     let (status, server_digest) = match outcome {
         Ok(Outcome::Done(status, digest)) => (status, digest),
         Ok(Outcome::UsePut) => {
@@ -310,6 +320,9 @@ impl Job<'_> {
         };
         if let Some(p) = &self.opts.progress {
             p.start(Some(self.len), offset);
+        }
+        if let Some(p) = &self.pace {
+            p.reached(offset);
         }
         loop {
             let n = next_append(offset, self.len, self.server_cap, self.own_cap);
@@ -519,9 +532,16 @@ impl Job<'_> {
             }
         }
         let mut body = Body::file(FileBody::open(self.path)?.range(offset, n));
-        if let Some(p) = &self.opts.progress {
-            let p = Arc::clone(p);
-            body = body.progress(Arc::new(move |k| p.advance(k)));
+        if self.opts.progress.is_some() || self.pace.is_some() {
+            let (p, pace) = (self.opts.progress.clone(), self.pace.clone());
+            body = body.progress(Arc::new(move |k| {
+                if let Some(p) = &p {
+                    p.advance(k);
+                }
+                if let Some(pace) = &pace {
+                    pace.sent(k);
+                }
+            }));
         }
         let resp: Response = self
             .client

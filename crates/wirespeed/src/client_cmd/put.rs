@@ -69,9 +69,10 @@ Parallel parts: one file of 64 MiB or more goes up over parallel connections
 when the server announces tus concatenation: the file is cut into parts (at
 most 256), each sent as a tus partial upload, then one final upload has the
 server join them into the file (no copy where its file system can avoid
-one). It starts with one connection and adds one every 1.5 s while the
-total keeps growing by a tenth, up to 8 (--connections N: up to N; 1: one
-upload). Across a long, lossy link this is what fills it when the
+one). It starts with one connection and, every 3 s or so, opens as many
+again while the added ones each carried a third of one's share (one more
+while together they carried that), up to 8 (--connections N: up to N; 1:
+one upload). Across a long, lossy link this is what fills it when the
 congestion control is CUBIC. The parts' URLs and which are complete are kept
 in the state file, so a rerun sends only the missing bytes. A server without
 concatenation (or --digest-first, --protocol ietf|put, -n) gets one upload.
