@@ -1060,8 +1060,10 @@ mod resumable {
     fn the_upload_hook_sees_the_staged_object_and_refuses_before_publication_on_s3() {
         let Some(m) = Minio::start() else { return };
         m.create_bucket("gate");
-        // The hook reads the staged bytes through the URL it is given.
-        let hook = r#"url=$(python3 -c 'import json,sys; e=json.load(sys.stdin); assert e["s3"]["key"].startswith("p/.wirespeed-staging/"); print(e["url"])') || exit 3
+        // The hook reads the staged bytes through the URL it is given: an
+        // object under a reserved name (a PUT's staging copy, or a
+        // resumable upload's staged object), never the name asked for.
+        let hook = r#"url=$(python3 -c 'import json,sys; e=json.load(sys.stdin); assert e["s3"]["key"].startswith(("p/.wirespeed-staging/", "p/.wirespeed-uploads/")); print(e["url"])') || exit 3
             if curl -sf "$url" | grep -q EICAR; then echo 'virus found'; exit 1; fi"#;
         let gate = wirespeed_service::events::CommandGate {
             command: hook.into(),
@@ -1080,7 +1082,9 @@ mod resumable {
         assert_eq!(s.get("/good.txt").body, b"fine");
         // A tus upload is staged too: refused at its completion.
         let loc = create(&s, "/-/uploads/t.txt", &[("Upload-Length", "5")]);
-        assert_eq!(patch(&s, &loc, 0, b"EICAR").status, 422);
+        let r = patch(&s, &loc, 0, b"EICAR");
+        assert_eq!(r.status, 422, "{}", r.text());
+        assert!(r.text().contains("virus found"), "{}", r.text());
         assert_eq!(s.get("/t.txt").status, 404);
         nothing_left(&m, "gate", &["p/good.txt"]);
     }
