@@ -202,6 +202,9 @@ fn forwarded_for_names_the_client_only_from_a_trusted_proxy() {
                 X-Forwarded-For: 6.6.6.6, 198.51.100.7\r\nConnection: close\r\n\r\n";
     let srv = Serve::start(dir.path(), &["--log-format", "json"]);
     assert_eq!(raw(&srv, head).0, 200);
+    // The line is written within the log's 100 ms sweep; waiting for it
+    // keeps this test about the client field, not about the stop.
+    srv.wait_stderr(r#""target":"wirespeed::access""#);
     let lines = access_lines(&srv.stop());
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(!lines[0].contains("198.51.100.7"), "{}", lines[0]);
@@ -212,7 +215,9 @@ fn forwarded_for_names_the_client_only_from_a_trusted_proxy() {
         &["--log-format", "json", "--trusted-proxy", "127.0.0.0/8"],
     );
     assert_eq!(raw(&srv, head).0, 200);
+    srv.wait_stderr(r#""target":"wirespeed::access""#);
     let lines = access_lines(&srv.stop());
+    assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
         lines[0].contains(r#""client":"198.51.100.7""#),
         "{}",
