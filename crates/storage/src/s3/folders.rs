@@ -180,19 +180,9 @@ impl S3Storage {
         }
         let src_prefix = self.dir_prefix(from);
         let dst_prefix = self.dir_prefix(to);
-        let listed = ObjPath::parse(&src_prefix).map_err(|_| StorageError::Forbidden)?;
-        let objects: Vec<_> = self
-            .store
-            .list(Some(&listed))
-            .take(MAX_FOLDER_MOVE + 1)
-            .try_collect()
-            .await
-            .map_err(|e| self.list_error(e))?;
-        if objects.len() > MAX_FOLDER_MOVE {
-            return Err(StorageError::Unsupported(
-                "moving folders of more than 1000 objects on S3 (move their content in parts)",
-            ));
-        }
+        let too_many =
+            "moving folders of more than 1000 objects on S3 (move their content in parts)";
+        let objects = self.folder_objects(&src_prefix, too_many).await?;
         if objects.iter().any(|o| o.size > MAX_COPY) {
             return Err(StorageError::Unsupported(
                 "moving folders holding files over 5 GiB on S3 (a server-side copy stops there)",
@@ -239,5 +229,30 @@ impl S3Storage {
             .await
             .map_err(|e| self.error(e))?;
         Ok(())
+    }
+}
+
+impl S3Storage {
+    /// Every object below `prefix` (with its trailing `/`), at most
+    /// [`MAX_FOLDER_MOVE`]: beyond that `too_many` refuses the operation
+    /// before anything is copied (one bounded listing for moves and the
+    /// trash alike).
+    pub(super) async fn folder_objects(
+        &self,
+        prefix: &str,
+        too_many: &'static str,
+    ) -> Result<Vec<object_store::ObjectMeta>, StorageError> {
+        let listed = ObjPath::parse(prefix).map_err(|_| StorageError::Forbidden)?;
+        let objects: Vec<_> = self
+            .store
+            .list(Some(&listed))
+            .take(MAX_FOLDER_MOVE + 1)
+            .try_collect()
+            .await
+            .map_err(|e| self.list_error(e))?;
+        if objects.len() > MAX_FOLDER_MOVE {
+            return Err(StorageError::Unsupported(too_many));
+        }
+        Ok(objects)
     }
 }

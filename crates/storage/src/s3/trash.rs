@@ -16,9 +16,9 @@
 use futures_util::{StreamExt, TryStreamExt};
 use object_store::list::{PaginatedListOptions, PaginatedListStore};
 use object_store::path::Path as ObjPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ObjectStoreExt, PutPayload};
 
-use super::{folders::MAX_FOLDER_MOVE, DirState, S3Storage};
+use super::{DirState, S3Storage};
 use crate::changes::{Change, ChangeKind, Version};
 use crate::local::{check_trash_id as check_id, TRASH_DIR};
 use crate::StorageError;
@@ -39,20 +39,9 @@ impl S3Storage {
     /// Every object below `prefix` (with its trailing `/`), at most
     /// [`MAX_FOLDER_MOVE`] (else a refusal before anything is copied).
     async fn objects_below(&self, prefix: &str) -> Result<Vec<(ObjPath, u64)>, StorageError> {
-        let listed = ObjPath::parse(prefix).map_err(|_| StorageError::Forbidden)?;
-        let objects: Vec<_> = self
-            .store
-            .list(Some(&listed))
-            .take(MAX_FOLDER_MOVE + 1)
-            .try_collect()
-            .await
-            .map_err(|e| self.list_error(e))?;
-        if objects.len() > MAX_FOLDER_MOVE {
-            return Err(StorageError::Unsupported(
-                "keeping folders of more than 1000 objects in the S3 trash (delete their content \
-                 in parts)",
-            ));
-        }
+        let too_many = "keeping folders of more than 1000 objects in the S3 trash (delete their \
+                        content in parts)";
+        let objects = self.folder_objects(prefix, too_many).await?;
         Ok(objects.into_iter().map(|o| (o.location, o.size)).collect())
     }
 
