@@ -209,3 +209,171 @@ async fn a_refusal_while_the_body_goes_out_stops_it() {
         }
     }
 }
+
+/// A tus server of a few lines (creation, concatenation) that loses the
+/// first part it is sent while the bytes arrive, as a server whose upload
+/// expired or was removed between the client's offset and its append: the
+/// append meets 404. Joined files land in `joined`.
+#[derive(Default)]
+struct ForgetfulTus {
+    parts: std::sync::Mutex<std::collections::HashMap<String, Vec<u8>>>,
+    joined: std::sync::Mutex<Option<Vec<u8>>>,
+    forgot: std::sync::atomic::AtomicBool,
+    created: AtomicU64,
+}
+
+/// One request: method, path, lower-cased headers, and the body unless an
+/// `Expect: 100-continue` waits for the server's word (then `None`).
+type Asked = (
+    String,
+    String,
+    std::collections::HashMap<String, String>,
+    Option<Vec<u8>>,
+);
+
+async fn read_asked(s: &mut TcpStream, go_on: impl Fn(&str, &str) -> bool) -> Option<Asked> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte).await {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
+        }
+    }
+    let head = String::from_utf8(head).ok()?;
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next()?.split(' ');
+    let (method, path) = (first.next()?.to_string(), first.next()?.to_string());
+    let fields: std::collections::HashMap<String, String> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let len: usize = fields
+        .get("content-length")
+        .map_or(0, |v| v.parse().unwrap());
+    if fields.contains_key("expect") {
+        if !go_on(&method, &path) {
+            return Some((method, path, fields, None));
+        }
+        s.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await.ok()?;
+    }
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).await.ok()?;
+    Some((method, path, fields, Some(body)))
+}
+
+impl ForgetfulTus {
+    /// Whether the append to `path` is the one the server loses.
+    fn loses(&self, method: &str, path: &str) -> bool {
+        method == "PATCH"
+            && self.parts.lock().unwrap().contains_key(path)
+            && !self.forgot.swap(true, Ordering::SeqCst)
+    }
+
+    async fn serve(self: Arc<Self>, mut s: TcpStream) {
+        const TUS: &str = "Tus-Resumable: 1.0.0\r\n";
+        loop {
+            let lost = std::sync::atomic::AtomicBool::new(false);
+            let go_on = |m: &str, p: &str| {
+                let l = self.loses(m, p);
+                lost.store(l, Ordering::SeqCst);
+                !l
+            };
+            let Some((method, path, fields, body)) = read_asked(&mut s, go_on).await else {
+                return;
+            };
+            let lost =
+                lost.load(Ordering::SeqCst) || (body.is_some() && self.loses(&method, &path));
+            let concat = fields.get("upload-concat").cloned().unwrap_or_default();
+            let answer = if lost {
+                self.parts.lock().unwrap().remove(&path);
+                format!(
+                    "HTTP/1.1 404 Not Found\r\n{TUS}Content-Length: 0\r\nConnection: close\r\n\r\n"
+                )
+            } else if method == "OPTIONS" {
+                format!(
+                    "HTTP/1.1 204 No Content\r\n{TUS}Tus-Version: 1.0.0\r\n\
+                     Tus-Extension: creation,concatenation\r\n\r\n"
+                )
+            } else if method == "POST" && concat == "partial" {
+                let n = self.created.fetch_add(1, Ordering::SeqCst);
+                let at = format!("/-/uploads/p{n}");
+                self.parts.lock().unwrap().insert(at.clone(), Vec::new());
+                format!("HTTP/1.1 201 Created\r\n{TUS}Location: {at}\r\nContent-Length: 0\r\n\r\n")
+            } else if method == "POST" && concat.starts_with("final;") {
+                let parts = self.parts.lock().unwrap();
+                let joined: Option<Vec<u8>> = concat["final;".len()..]
+                    .split(' ')
+                    .map(|p| parts.get(p).cloned())
+                    .collect::<Option<Vec<_>>>()
+                    .map(|v| v.concat());
+                let ok = joined.is_some();
+                *self.joined.lock().unwrap() = joined;
+                if ok {
+                    format!(
+                        "HTTP/1.1 201 Created\r\n{TUS}Location: /-/uploads/final\r\n\
+                         Upload-Offset: 0\r\nContent-Length: 0\r\n\r\n"
+                    )
+                } else {
+                    format!("HTTP/1.1 400 Bad Request\r\n{TUS}Content-Length: 0\r\n\r\n")
+                }
+            } else if method == "PATCH" {
+                let mut parts = self.parts.lock().unwrap();
+                match parts.get_mut(&path) {
+                    Some(p) => {
+                        p.extend_from_slice(body.as_deref().unwrap_or_default());
+                        format!(
+                            "HTTP/1.1 204 No Content\r\n{TUS}Upload-Offset: {}\r\n\r\n",
+                            p.len()
+                        )
+                    }
+                    None => format!("HTTP/1.1 404 Not Found\r\n{TUS}Content-Length: 0\r\n\r\n"),
+                }
+            } else {
+                "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_string()
+            };
+            if s.write_all(answer.as_bytes()).await.is_err() || lost {
+                return;
+            }
+        }
+    }
+}
+
+/// A part the server lost while it was appended to is created and sent
+/// again, and the upload completes; the user is told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_part_lost_by_the_server_mid_append_is_sent_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("f.bin");
+    let data: Vec<u8> = (0..16u32 << 20).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&src, &data).unwrap();
+    let tus = Arc::new(ForgetfulTus::default());
+    let t = tus.clone();
+    let srv = Scripted::start(move |_, s| t.clone().serve(s)).await;
+    let said = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let notes = said.clone();
+    let opts = wirespeed_client::transfer::UploadOptions {
+        verify: false,
+        send_mtime: false,
+        connections: 2,
+        parts_from: 1 << 20,
+        state_dir: Some(dir.path().join("state")),
+        notice: Some(Arc::new(move |m: &str| {
+            notes.lock().unwrap().push(m.to_string())
+        })),
+        ..Default::default()
+    };
+    let url = Url::parse(&format!("{}/f.bin", srv.url())).unwrap();
+    let report = tokio::time::timeout(
+        Duration::from_secs(60),
+        wirespeed_client::transfer::upload_file(&client(), &url, &src, &opts),
+    )
+    .await
+    .expect("the upload ended")
+    .unwrap_or_else(|e| panic!("{e}; said: {:?}", said.lock().unwrap()));
+    assert!(report.parallel.is_some(), "{report:?}");
+    assert!(tus.forgot.load(Ordering::SeqCst), "no part was lost");
+    assert_eq!(tus.joined.lock().unwrap().as_deref(), Some(&data[..]));
+    let said = said.lock().unwrap();
+    assert!(said.iter().any(|m| m.contains("lost part")), "{said:?}");
+}

@@ -492,10 +492,29 @@ async fn part(s: &Shared, i: usize, fresh: Option<Url>) -> Result<(), Error> {
         (None, None) => (create(s, i, len).await?, 0),
     };
     let cap = s.opts.append_size.unwrap_or(u64::MAX).max(1);
+    let (mut location, mut lost_once) = (location, false);
     while offset < len {
         let n = next_append(offset, len, None, cap);
-        append(s, &location, start + offset, offset, n).await?;
-        offset += n;
+        match append(s, &location, start + offset, offset, n).await {
+            Ok(()) => offset += n,
+            // The server lost the part between its offset and this append
+            // (expired, or removed under it): the bytes are all here, so the
+            // part is created and sent again, once; a second loss is the
+            // server's to explain.
+            Err(e) if matches!(e.status(), Some(404 | 410)) && !lost_once => {
+                lost_once = true;
+                say(
+                    s,
+                    &format!(
+                        "the server lost part {} while it was sent; sending it again",
+                        i + 1
+                    ),
+                );
+                location = create(s, i, len).await?;
+                offset = 0;
+            }
+            Err(e) => return Err(e),
+        }
     }
     let mut p = s.plan.lock().unwrap_or_else(|e| e.into_inner());
     p.pieces.mark(i);
