@@ -117,6 +117,9 @@ pub(crate) struct Conn {
     pub reused: bool,
     /// False once the connection's framing state is no longer trustworthy.
     pub reusable: bool,
+    /// Under `--congestion-control auto`: BBR, moved to CUBIC once the link
+    /// shows no random loss; told as body bytes go out.
+    pub clean_link: Option<wirespeed_io::clean_link::CleanLink>,
 }
 
 async fn timed<T>(
@@ -135,6 +138,7 @@ impl Conn {
         url: &Url,
         cfg: &ClientConfig,
         tls: &Arc<rustls::ClientConfig>,
+        path: &wirespeed_io::clean_link::PathVerdict,
     ) -> Result<Conn, Error> {
         let addr = url.authority();
         let host = url.host.as_str();
@@ -173,6 +177,7 @@ impl Conn {
         // large pieces anyway.
         let _ = tcp.set_nodelay(true);
         cfg.congestion.apply(&tcp);
+        let clean_link = cfg.congestion.watch(&tcp, Some(path));
         let stream = if url.tls {
             let s = wirespeed_tls::connect(tls.clone(), host, tcp)
                 .await
@@ -194,6 +199,7 @@ impl Conn {
             key: PoolKey::of(url),
             reused: false,
             reusable: true,
+            clean_link,
         })
     }
 

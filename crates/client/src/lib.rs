@@ -115,6 +115,9 @@ pub struct Request {
     /// are the client's business and are ignored here.
     pub headers: Vec<(String, String)>,
     pub body: Body,
+    /// Send a large file body after `Expect: 100-continue` is answered (the
+    /// default; see [`ClientConfig::expect_continue_from`]).
+    pub expect_continue: bool,
 }
 
 impl Request {
@@ -124,6 +127,7 @@ impl Request {
             url,
             headers: Vec::new(),
             body: Body::empty(),
+            expect_continue: true,
         }
     }
     pub fn get(url: Url) -> Self {
@@ -143,6 +147,13 @@ impl Request {
         self.body = body;
         self
     }
+    /// Send the body at once, without waiting a round trip for `100
+    /// Continue`: for a request whose refusal an earlier exchange already
+    /// ruled out (an append to an upload just created).
+    pub fn without_expect_continue(mut self) -> Self {
+        self.expect_continue = false;
+        self
+    }
     fn has_header(&self, name: &str) -> bool {
         self.headers
             .iter()
@@ -160,6 +171,9 @@ struct Inner {
     cfg: ClientConfig,
     tls: Arc<rustls::ClientConfig>,
     pool: Mutex<HashMap<PoolKey, Vec<Conn>>>,
+    /// What our connections found of the path to each server (a clean link:
+    /// the next connection starts on CUBIC).
+    paths: Mutex<HashMap<PoolKey, wirespeed_io::clean_link::PathVerdict>>,
 }
 
 impl Client {
@@ -171,6 +185,7 @@ impl Client {
                 cfg,
                 tls,
                 pool: Mutex::new(HashMap::new()),
+                paths: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -241,9 +256,15 @@ impl Client {
     async fn connect(&self, url: &Url) -> Result<Conn, Error> {
         let cfg = &self.inner.cfg;
         tracing::debug!(authority = %url.authority(), "opening a new connection");
+        let path = self
+            .inner
+            .paths
+            .lock()
+            .map(|mut p| p.entry(PoolKey::of(url)).or_default().clone())
+            .unwrap_or_default();
         match tokio::time::timeout(
             cfg.connect_timeout,
-            Conn::connect(url, cfg, &self.inner.tls),
+            Conn::connect(url, cfg, &self.inner.tls, &path),
         )
         .await
         {
@@ -256,7 +277,7 @@ impl Client {
     async fn exchange(&self, conn: &mut Conn, req: &mut Request) -> Result<ResponseHead, Attempt> {
         let cfg = &self.inner.cfg;
         let len = req.body.len();
-        let expect = len >= cfg.expect_continue_from && req.body.is_file();
+        let expect = req.expect_continue && len >= cfg.expect_continue_from && req.body.is_file();
         let mut head = Vec::with_capacity(512);
         {
             let authority = req.url.authority();

@@ -354,6 +354,9 @@ async fn send_file_pipelined(
             if let Some(head) = write_watched(conn, watch, &buf, cfg).await? {
                 return Ok(Some(head));
             }
+            if let Some(c) = conn.clean_link.as_mut() {
+                c.sending(&conn.stream);
+            }
             sent += buf.len() as u64;
             report(buf.len() as u64);
             let _ = recycle_tx.send(buf);
@@ -391,6 +394,7 @@ async fn send_file_zero_copy(
         let Some(tcp) = conn.stream.plain_tcp() else {
             return send_file_pipelined(conn, watch, f, cfg, report).await;
         };
+        let clean_link = &mut conn.clean_link;
         let (from, left) = (f.offset + sent, f.len - sent);
         let mut now = 0u64;
         // Each sendfile call is whole or not at all: dropped, this future
@@ -401,6 +405,9 @@ async fn send_file_zero_copy(
             r = wirespeed_io::send_file(tcp, &f.file, from, left, STEP, cfg.io_timeout, None, |n| {
                 now += n;
                 report(n);
+                if let Some(c) = clean_link.as_mut() {
+                    c.sending(tcp);
+                }
             }) => Some(r),
         };
         sent += now;

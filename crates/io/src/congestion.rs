@@ -19,27 +19,37 @@ use std::io;
 use std::os::fd::AsFd;
 use std::sync::Arc;
 
+use crate::clean_link::{CleanLink, PathVerdict};
+
 /// What the operator asked for: algorithms to try in order, and whether the
 /// system default may stand in when none of them can be had.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {
     names: Vec<String>,
     or_system: bool,
+    /// `auto`: a connection on BBR moves to CUBIC on a clean link
+    /// ([`crate::clean_link`]).
+    clean_link: bool,
 }
 
 /// The algorithm the default request tries first.
 pub const PREFERRED: &str = "bbr";
 
+/// The loss-based algorithm a connection on BBR moves to on a clean link.
+pub const LOSS_BASED: &str = "cubic";
+
 /// At most this many names in one request (a typo-sized list, not a config).
 const MAX_NAMES: usize = 8;
 
 impl Default for Request {
-    /// `bbr,system`: BBR when the kernel offers and allows it, else the
-    /// system default without a word.
+    /// `auto`: BBR when the kernel offers and allows it, else the system
+    /// default without a word; a connection on BBR moves to CUBIC once its
+    /// link shows no random loss ([`crate::clean_link`]).
     fn default() -> Request {
         Request {
             names: vec![PREFERRED.to_string()],
             or_system: true,
+            clean_link: true,
         }
     }
 }
@@ -50,6 +60,7 @@ impl Request {
         Request {
             names: Vec::new(),
             or_system: true,
+            clean_link: false,
         }
     }
 
@@ -58,13 +69,19 @@ impl Request {
         Request {
             names: vec![name.to_ascii_lowercase()],
             or_system: false,
+            clean_link: false,
         }
     }
 
-    /// `system`, an algorithm's name (`bbr`, `cubic`, `reno`, …), or names
-    /// to try in order separated by commas, ending in `system` when the
-    /// system default may stand in (`bbr,system`, the default).
+    /// `auto` (the default), `system`, an algorithm's name (`bbr`, `cubic`,
+    /// `reno`, …), or names to try in order separated by commas, ending in
+    /// `system` when the system default may stand in (`bbr,system`: `auto`
+    /// without the move to CUBIC on a clean link). Named algorithms are
+    /// kept for a connection's life.
     pub fn parse(s: &str) -> Result<Request, String> {
+        if s.trim().eq_ignore_ascii_case("auto") {
+            return Ok(Request::default());
+        }
         let mut names = Vec::new();
         let mut or_system = false;
         for part in s.split(',').map(str::trim) {
@@ -76,6 +93,9 @@ impl Request {
             if part.eq_ignore_ascii_case("system") {
                 or_system = true;
                 continue;
+            }
+            if part.eq_ignore_ascii_case("auto") {
+                return Err(format!("{s:?}: \"auto\" stands alone"));
             }
             if part.is_empty()
                 || part.len() > 15
@@ -90,7 +110,11 @@ impl Request {
         if names.len() > MAX_NAMES {
             return Err(format!("{s:?}: at most {MAX_NAMES} names"));
         }
-        Ok(Request { names, or_system })
+        Ok(Request {
+            names,
+            or_system,
+            clean_link: false,
+        })
     }
 }
 
@@ -178,6 +202,9 @@ pub struct Congestion {
     system: Arc<str>,
     /// `cubic: not allowed here …`, the names passed over on the way.
     passed_over: Option<Arc<str>>,
+    /// The loss-based algorithm a connection on BBR moves to on a clean
+    /// link (`auto`, when the kernel offers and allows it).
+    clean_link: Option<Arc<str>>,
 }
 
 const AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
@@ -206,10 +233,16 @@ impl Congestion {
                 .collect();
             each.join("; ").into()
         });
+        let clean_link = (request.clean_link
+            && settled.name == Some(PREFERRED)
+            && available.split_ascii_whitespace().any(|a| a == LOSS_BASED)
+            && probe(LOSS_BASED).is_ok())
+        .then(|| LOSS_BASED.into());
         Ok(Congestion {
             name: settled.name.map(Into::into),
             system,
             passed_over,
+            clean_link,
         })
     }
 
@@ -221,10 +254,11 @@ impl Congestion {
     /// For the start line: `bbr`, or `system (cubic)`, then what was
     /// passed over and why (`; passed over bbr: not allowed here …`).
     pub fn describe(&self) -> String {
-        let chosen = match &self.name {
-            Some(n) => n.to_string(),
-            None if self.system.is_empty() => "system".to_string(),
-            None => format!("system ({})", self.system),
+        let chosen = match (&self.name, &self.clean_link) {
+            (Some(n), Some(c)) => format!("{n}, {c} once a link shows no random loss"),
+            (Some(n), None) => n.to_string(),
+            (None, _) if self.system.is_empty() => "system".to_string(),
+            (None, _) => format!("system ({})", self.system),
         };
         match &self.passed_over {
             Some(why) => format!("{chosen}; passed over {why}"),
@@ -238,6 +272,16 @@ impl Congestion {
         if let Some(name) = &self.name {
             let _ = socket2::SockRef::from(socket).set_tcp_congestion(name.as_bytes());
         }
+    }
+
+    /// Under `auto`, a [`CleanLink`] watch for a socket [`apply`](Self::apply)
+    /// set to BBR (read back: a socket left on the system default is not
+    /// watched), to be told as bytes go out on it; `path`: what the other
+    /// connections to the same peer found (a client's, not a server's).
+    pub fn watch(&self, socket: &impl AsFd, path: Option<&PathVerdict>) -> Option<CleanLink> {
+        let (name, to) = (self.name.as_ref()?, self.clean_link.as_ref()?);
+        (current(socket).ok()? == **name)
+            .then(|| CleanLink::new(socket, name.clone(), to.clone(), path.cloned()))
     }
 }
 
@@ -273,7 +317,9 @@ mod tests {
     #[test]
     fn the_default_is_bbr_when_offered_else_the_system_default() {
         let d = Request::default();
-        assert_eq!(d, Request::parse("bbr,system").unwrap());
+        assert_eq!(d, Request::parse("auto").unwrap());
+        // Named, the algorithms are kept: no move on a clean link.
+        assert!(d.clean_link && !Request::parse("bbr,system").unwrap().clean_link);
         assert_eq!(
             settle(&d, "reno cubic bbr\n", ok).unwrap().name,
             Some("bbr")
@@ -347,6 +393,8 @@ mod tests {
         let err = Request::parse("system,bbr").unwrap_err();
         assert!(err.contains("must come last"), "{err}");
         assert!(Request::parse("a,b,c,d,e,f,g,h,i").is_err());
+        assert_eq!(Request::parse(" AUTO "), Ok(Request::default()));
+        assert!(Request::parse("auto,system").is_err());
     }
 
     proptest::proptest! {
@@ -360,7 +408,7 @@ mod tests {
             refused in proptest::collection::vec("[a-d]", 0..3),
             or_system: bool,
         ) {
-            let request = Request { names: names.clone(), or_system };
+            let request = Request { names: names.clone(), or_system, clean_link: false };
             let available = offered.join(" ");
             let probe = |n: &str| if refused.iter().any(|r| r == n) {
                 Err(errno(rustix::io::Errno::PERM))
@@ -398,18 +446,29 @@ mod tests {
             name: None,
             system: "cubic".into(),
             passed_over: None,
+            clean_link: None,
         };
         assert_eq!(sys.describe(), "system (cubic)");
         let bbr = Congestion {
             name: Some("bbr".into()),
             system: "cubic".into(),
             passed_over: None,
+            clean_link: None,
         };
         assert_eq!(bbr.describe(), "bbr");
+        let auto = Congestion {
+            clean_link: Some("cubic".into()),
+            ..bbr
+        };
+        assert_eq!(
+            auto.describe(),
+            "bbr, cubic once a link shows no random loss"
+        );
         let fell_back = Congestion {
             name: None,
             system: "cubic".into(),
             passed_over: Some("bbr: not allowed here".into()),
+            clean_link: None,
         };
         assert_eq!(
             fell_back.describe(),

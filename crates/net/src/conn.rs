@@ -22,6 +22,9 @@ pub(crate) struct Conn {
     /// The current exchange's body pacing (none unless a handler set it):
     /// reset before each request.
     pub pacing: Pacing,
+    /// Under `--congestion-control auto`: BBR, moved to CUBIC once the link
+    /// shows no random loss; told as file bodies go out with sendfile.
+    pub clean_link: Option<wirespeed_io::clean_link::CleanLink>,
 }
 
 /// The paces of one exchange's bodies: `down` for the response, `up` for

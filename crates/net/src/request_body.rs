@@ -336,6 +336,7 @@ mod tests {
             cfg: Arc::new(cfg),
             peer: "127.0.0.1:1".parse().unwrap(),
             stop,
+            clean_link: None,
         };
         (conn, head, framing)
     }

@@ -454,6 +454,7 @@ async fn serve_conn<H: Handler>(
 ) {
     let _open = ConnectionGuard::open(cfg.observer.as_ref());
     let rbuf = ReadBuf::new(cfg.initial_read_buffer);
+    let clean_link = io.plain_tcp().and_then(|t| cfg.congestion.watch(t, None));
     let mut conn = Conn {
         io,
         rbuf,
@@ -461,6 +462,7 @@ async fn serve_conn<H: Handler>(
         peer,
         stop: stop.clone(),
         pacing: Default::default(),
+        clean_link,
     };
     // An idle fresh connection is closed after the head timeout, not the
     // longer keep-alive idle timeout: it has not sent a request yet (nginx's

@@ -135,11 +135,20 @@ async fn move_file(
         FileSend::Copy => false,
         FileSend::Auto => !conn.peer.ip().to_canonical().is_loopback(),
     };
-    let count = |n: u64| *sent += n;
     let pace = conn.pacing.down.as_ref();
     match conn.io.plain_tcp().filter(|_| use_sendfile) {
-        Some(tcp) => wirespeed_io::send_file(tcp, file, offset, len, step, t, pace, count).await,
+        Some(tcp) => {
+            let clean_link = &mut conn.clean_link;
+            let count = |n: u64| {
+                *sent += n;
+                if let Some(c) = clean_link.as_mut() {
+                    c.sending(tcp);
+                }
+            };
+            wirespeed_io::send_file(tcp, file, offset, len, step, t, pace, count).await
+        }
         None => {
+            let count = |n: u64| *sent += n;
             let mut own = Vec::new();
             let buf = buf.unwrap_or(&mut own);
             wirespeed_io::copy_file_with(&mut conn.io, file, offset, len, t, pace, count, buf).await

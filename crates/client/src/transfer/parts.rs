@@ -581,9 +581,13 @@ async fn append(s: &Shared, loc: &Url, at: u64, offset: u64, n: u64) -> Result<(
             p.advance(k);
         }
     }));
+    // No `Expect: 100-continue`: the part's creation (or its offset, on a
+    // rerun) was just answered, so a refusal is already ruled out, and its
+    // round trip would idle the link once per part (3% of the rate at
+    // 200 Mbit/s, 20 ms, with 32 MiB parts).
     let resp = s
         .client
-        .send(req.body(body))
+        .send(req.body(body).without_expect_continue())
         .await?
         .error_for_status()
         .await?;

@@ -85,12 +85,15 @@ pub struct ClientOpts {
     /// The bar (on stderr) is also off when stderr is not a terminal.
     #[arg(long, short = 'q')]
     pub quiet: bool,
-    /// TCP congestion control for our connections (we send the uploads): a
-    /// name the kernel offers (bbr, cubic, reno, …), `system` for the system
-    /// default, or names to try in order ending in `system` as the fallback.
-    /// Default: bbr,system (bbr when the kernel offers it and allows it to
-    /// this user, else the system default).
-    #[arg(long, value_name = "NAME[,NAME…][,system]", value_parser = wirespeed_io::congestion::Request::parse)]
+    /// TCP congestion control for our connections (we send the uploads).
+    /// Default: auto — bbr when the kernel offers it and allows it to this
+    /// user (else the system default), and an upload on bbr moves to cubic
+    /// once its link shows 2 s without random loss (bbr gives up ~2% of a
+    /// clean link to its round-trip probe), back to bbr if loss then costs it
+    /// the rate. Or: a name the kernel offers (bbr, cubic, reno, …), kept for
+    /// the connection's life; `system` for the system default; names to try
+    /// in order ending in `system` as the fallback.
+    #[arg(long, value_name = "auto|NAME[,NAME…][,system]", value_parser = wirespeed_io::congestion::Request::parse)]
     pub congestion_control: Option<wirespeed_io::congestion::Request>,
 }
 

@@ -325,13 +325,17 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", value_parser = parse_connection_cap)]
     pub max_connections_per_ip: Option<usize>,
 
-    /// TCP congestion control for the connections we send on: a name the kernel
-    /// offers (bbr, cubic, reno, …), `system` for the system default, or names
-    /// to try in order ending in `system` as the fallback. Default: bbr,system
-    /// (bbr when the kernel offers it and allows it to this user, else the
-    /// system default). A list without `system` must be had or `serve` does not
-    /// start. The start line says which is in use and what was passed over.
-    #[arg(long, value_name = "NAME[,NAME…][,system]", value_parser = wirespeed_io::congestion::Request::parse)]
+    /// TCP congestion control for the connections we send on. Default: auto —
+    /// bbr when the kernel offers it and allows it to this user (else the
+    /// system default), and a transfer on bbr moves to cubic once its link
+    /// shows 2 s without random loss (bbr gives up ~2% of a clean link to its
+    /// round-trip probe; cubic then fills it), back to bbr if loss then costs
+    /// it the rate. Or: a name the kernel offers (bbr, cubic, reno, …), kept
+    /// for the connection's life; `system` for the system default; names to
+    /// try in order ending in `system` as the fallback. A list without
+    /// `system` must be had or `serve` does not start. The start line says
+    /// which is in use and what was passed over.
+    #[arg(long, value_name = "auto|NAME[,NAME…][,system]", value_parser = wirespeed_io::congestion::Request::parse)]
     pub congestion_control: Option<wirespeed_io::congestion::Request>,
 
     /// Give up on a request body (or a slow reader of a response) after this many
