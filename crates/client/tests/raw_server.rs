@@ -14,17 +14,23 @@ use wirespeed_testkit::server::Scripted;
 
 const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
-/// Read one body-less request head; false at EOF.
-async fn read_request(s: &mut TcpStream) -> bool {
+/// Read one request head, byte by byte (nothing of a body is taken);
+/// `None` at EOF.
+async fn read_head(s: &mut TcpStream) -> Option<Vec<u8>> {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
         match s.read(&mut byte).await {
             Ok(1) => head.push(byte[0]),
-            _ => return false,
+            _ => return None,
         }
     }
-    true
+    Some(head)
+}
+
+/// Read one body-less request head; false at EOF.
+async fn read_request(s: &mut TcpStream) -> bool {
+    read_head(s).await.is_some()
 }
 
 fn client() -> Client {
@@ -232,15 +238,7 @@ type Asked = (
 );
 
 async fn read_asked(s: &mut TcpStream, go_on: impl Fn(&str, &str) -> bool) -> Option<Asked> {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match s.read(&mut byte).await {
-            Ok(1) => head.push(byte[0]),
-            _ => return None,
-        }
-    }
-    let head = String::from_utf8(head).ok()?;
+    let head = String::from_utf8(read_head(s).await?).ok()?;
     let mut lines = head.split("\r\n");
     let mut first = lines.next()?.split(' ');
     let (method, path) = (first.next()?.to_string(), first.next()?.to_string());
