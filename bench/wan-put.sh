@@ -65,7 +65,7 @@ for r in $(seq "$ROUNDS"); do
         conns=$(($(wc -l <"$W/ss.txt") - 1))
         awk -v r="$r" -v b="$build" -v v="${rest:-(default)}" -v x="$before" -v y="$after" -v t0="$t0" -v t1="$t1" \
             -v c="$conns" -v cpu=$((c1 - c0)) -v cc="$(tail -1 "$W/time")" \
-            'BEGIN {printf "| %s | %s | %s | %.1f | %s | %d | %s |\n", r, b, v, (y-x)/(t1-t0)/1e6, c, cpu, cc}'
+            'BEGIN {printf "| %s | %s | %s | %.2f | %s | %d | %s |\n", r, b, v, (y-x)/(t1-t0)/1e6, c, cpu, cc}'
         ip netns pids "$WAN_B" | xargs -r kill -KILL 2>/dev/null || true
         rm -rf "$W/xdg"
         settle

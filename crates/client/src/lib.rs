@@ -25,6 +25,7 @@
 mod conn;
 mod early;
 mod error;
+mod pipeline;
 mod prefix;
 mod response;
 mod send_body;
@@ -37,6 +38,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use error::Error;
+pub use pipeline::Pipeline;
 pub use response::{terminal_safe, Response};
 pub use send_body::{Body, FileBody, Progress};
 pub use stream::StreamBody;
@@ -229,6 +231,18 @@ impl Client {
         }
     }
 
+    /// Whether one connection of ours fills the path to `url`'s server, as
+    /// the last of them to send found it (a clean link, and only the
+    /// network holding the flow back).
+    pub(crate) fn one_flow_fills(&self, url: &Url) -> bool {
+        self.inner
+            .paths
+            .lock()
+            .ok()
+            .and_then(|p| p.get(&PoolKey::of(url)).map(|v| v.one_flow_fills()))
+            .unwrap_or(false)
+    }
+
     async fn take_idle(&self, key: &PoolKey) -> Option<Conn> {
         loop {
             let mut conn = {
@@ -273,58 +287,63 @@ impl Client {
         }
     }
 
+    /// A request's head as it goes out (`Expect: 100-continue` when
+    /// `expect`).
+    fn request_head(&self, req: &Request, expect: bool) -> Vec<u8> {
+        let cfg = &self.inner.cfg;
+        let len = req.body.len();
+        let mut head = Vec::with_capacity(512);
+        let authority = req.url.authority();
+        let len_text = len.to_string();
+        let mut h: Vec<(&str, &[u8])> = vec![("Host", authority.as_bytes())];
+        if !req.has_header("user-agent") {
+            h.push(("User-Agent", cfg.user_agent.as_bytes()));
+        }
+        let auth;
+        if !req.has_header("authorization") {
+            if let Some(tok) = &cfg.token {
+                auth = format!("Bearer {tok}");
+                h.push(("Authorization", auth.as_bytes()));
+            } else if let Some(basic) = &cfg.basic {
+                auth = basic.header_value();
+                h.push(("Authorization", auth.as_bytes()));
+            }
+        }
+        for (n, v) in &req.headers {
+            if [
+                "host",
+                "content-length",
+                "transfer-encoding",
+                "connection",
+                "expect",
+            ]
+            .iter()
+            .any(|x| n.eq_ignore_ascii_case(x))
+            {
+                continue;
+            }
+            h.push((n, v.as_bytes()));
+        }
+        // A body-less GET/DELETE needs no Content-Length; everything else
+        // announces its exact length (seed 002: never make the server guess).
+        if req.body.is_chunked() {
+            h.push(("Transfer-Encoding", b"chunked"));
+        } else if len > 0 || !matches!(req.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS") {
+            h.push(("Content-Length", len_text.as_bytes()));
+        }
+        if expect {
+            h.push(("Expect", b"100-continue"));
+        }
+        wirespeed_proto::write_request_head(&req.method, &req.url.target, &h, &mut head);
+        head
+    }
+
     /// Write the request (head, then body), read the response head.
     async fn exchange(&self, conn: &mut Conn, req: &mut Request) -> Result<ResponseHead, Attempt> {
         let cfg = &self.inner.cfg;
         let len = req.body.len();
         let expect = req.expect_continue && len >= cfg.expect_continue_from && req.body.is_file();
-        let mut head = Vec::with_capacity(512);
-        {
-            let authority = req.url.authority();
-            let len_text = len.to_string();
-            let mut h: Vec<(&str, &[u8])> = vec![("Host", authority.as_bytes())];
-            if !req.has_header("user-agent") {
-                h.push(("User-Agent", cfg.user_agent.as_bytes()));
-            }
-            let auth;
-            if !req.has_header("authorization") {
-                if let Some(tok) = &cfg.token {
-                    auth = format!("Bearer {tok}");
-                    h.push(("Authorization", auth.as_bytes()));
-                } else if let Some(basic) = &cfg.basic {
-                    auth = basic.header_value();
-                    h.push(("Authorization", auth.as_bytes()));
-                }
-            }
-            for (n, v) in &req.headers {
-                if [
-                    "host",
-                    "content-length",
-                    "transfer-encoding",
-                    "connection",
-                    "expect",
-                ]
-                .iter()
-                .any(|x| n.eq_ignore_ascii_case(x))
-                {
-                    continue;
-                }
-                h.push((n, v.as_bytes()));
-            }
-            // A body-less GET/DELETE needs no Content-Length; everything else
-            // announces its exact length (seed 002: never make the server guess).
-            if req.body.is_chunked() {
-                h.push(("Transfer-Encoding", b"chunked"));
-            } else if len > 0
-                || !matches!(req.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS")
-            {
-                h.push(("Content-Length", len_text.as_bytes()));
-            }
-            if expect {
-                h.push(("Expect", b"100-continue"));
-            }
-            wirespeed_proto::write_request_head(&req.method, &req.url.target, &h, &mut head);
-        }
+        let mut head = self.request_head(req, expect);
         let timeout = cfg.io_timeout;
         // Nothing answered yet: a failure here on a reused connection means it
         // was closed while idle.

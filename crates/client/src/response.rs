@@ -89,6 +89,9 @@ pub struct Response {
     body: BodyDecoder,
     received: u64,
     expected: Option<u64>,
+    /// A pipelined connection: kept here when the body ends (its next
+    /// answer is already on the way), not given to the pool.
+    hold: bool,
 }
 
 impl std::fmt::Debug for Response {
@@ -102,9 +105,19 @@ impl std::fmt::Debug for Response {
 impl Response {
     pub(crate) fn new(
         client: Client,
+        conn: Conn,
+        head: ResponseHead,
+        method: &str,
+    ) -> Result<Response, Error> {
+        Response::build(client, conn, head, method, false)
+    }
+
+    fn build(
+        client: Client,
         mut conn: Conn,
         head: ResponseHead,
         method: &str,
+        hold: bool,
     ) -> Result<Response, Error> {
         let framing = response_framing(method, &head)?;
         if !head.keep_alive() || head.status == 101 {
@@ -127,11 +140,30 @@ impl Response {
             body,
             received: 0,
             expected,
+            hold,
         };
         if r.body.is_done() {
             r.finish();
         }
         Ok(r)
+    }
+
+    /// A response on a pipelined connection ([`crate::Pipeline`]): the
+    /// connection stays with it when its body ends.
+    pub(crate) fn held(
+        client: Client,
+        conn: Conn,
+        head: ResponseHead,
+        method: &str,
+    ) -> Result<Response, Error> {
+        Response::build(client, conn, head, method, true)
+    }
+
+    /// A held response's body read to its end (at most `max` bytes, dropped);
+    /// its connection back, if it can carry more.
+    pub(crate) async fn drain_held(mut self, max: usize) -> Result<Option<Conn>, Error> {
+        self.bytes_kept(max).await?;
+        Ok(self.conn.take().filter(|c| c.reusable))
     }
 
     pub fn status(&self) -> u16 {
@@ -220,6 +252,10 @@ impl Response {
 
     /// The whole body, refusing more than `max` bytes.
     pub async fn bytes(mut self, max: usize) -> Result<Vec<u8>, Error> {
+        self.bytes_kept(max).await
+    }
+
+    async fn bytes_kept(&mut self, max: usize) -> Result<Vec<u8>, Error> {
         let mut out = Vec::new();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
@@ -410,6 +446,9 @@ impl Response {
 
     /// Body complete: the connection may carry the next request.
     fn finish(&mut self) {
+        if self.hold {
+            return;
+        }
         if let Some(conn) = self.conn.take() {
             if conn.reusable {
                 self.client.put_idle(conn);

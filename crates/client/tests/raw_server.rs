@@ -375,3 +375,118 @@ async fn a_part_lost_by_the_server_mid_append_is_sent_again() {
     let said = said.lock().unwrap();
     assert!(said.iter().any(|m| m.contains("lost part")), "{said:?}");
 }
+
+/// Reads a request head and its `Content-Length` bytes of body; the body's
+/// length, or `None` at EOF.
+async fn read_with_body(s: &mut TcpStream) -> Option<usize> {
+    let head = String::from_utf8(read_head(s).await?).ok()?;
+    let len: usize = head
+        .lines()
+        .find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).await.ok()?;
+    Some(len)
+}
+
+fn two_appends(srv: &Scripted, file: &std::path::Path) -> [Request; 2] {
+    [1, 2].map(|n| {
+        Request::new(
+            "PATCH",
+            Url::parse(&format!("{}/part{n}", srv.url())).unwrap(),
+        )
+        .body(Body::file(FileBody::open(file).unwrap()))
+        .without_expect_continue()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pipeline_writes_the_next_request_before_the_last_answer_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("part.bin");
+    std::fs::write(&file, vec![5u8; 3 << 20]).unwrap();
+    // Answers nothing until both requests are in, whole: a client that
+    // waited for the first answer before writing the second would stall.
+    let srv = Scripted::start(|_, mut s| async move {
+        let (Some(a), Some(b)) = (read_with_body(&mut s).await, read_with_body(&mut s).await)
+        else {
+            return;
+        };
+        let answer = |n: usize| format!("HTTP/1.1 204 No Content\r\nUpload-Offset: {n}\r\n\r\n");
+        let _ = s.write_all((answer(a) + &answer(b)).as_bytes()).await;
+        // A third request on the same connection is answered too.
+        if read_request(&mut s).await {
+            let _ = s.write_all(OK).await;
+        }
+    })
+    .await;
+    let client = client();
+    let [first, second] = two_appends(&srv, &file);
+    let mut pipe = client.pipeline(&first.url.clone()).await.unwrap();
+    let both = async {
+        pipe.write(first).await.unwrap();
+        pipe.write(second).await.unwrap();
+        assert_eq!(pipe.waiting(), 2);
+        let a = pipe.answer().await.unwrap();
+        let b = pipe.answer().await.unwrap();
+        (a, b)
+    };
+    let (a, b) = tokio::time::timeout(Duration::from_secs(20), both)
+        .await
+        .expect("the second request waited for the first answer");
+    let offset = (3u32 << 20).to_string();
+    assert_eq!((a.status, b.status), (204, 204));
+    assert_eq!(a.header("upload-offset"), Some(offset.as_bytes()));
+    assert_eq!(pipe.waiting(), 0);
+    assert!(pipe.open());
+    // Nothing waits: the connection goes back to the pool and carries on.
+    drop(pipe);
+    assert_eq!(client.idle_connections(), 1);
+    assert_eq!(
+        get(&client, &format!("{}/", srv.url())).await.unwrap(),
+        b"ok"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_request_in_a_pipeline_ends_it_and_later_answers_are_not_made_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("part.bin");
+    std::fs::write(&file, vec![5u8; 1 << 20]).unwrap();
+    // Refuses the first append once it is in, and closes.
+    let srv = Scripted::start(|_, mut s| async move {
+        if read_with_body(&mut s).await.is_some() {
+            let _ = s
+                .write_all(b"HTTP/1.1 409 Conflict\r\nContent-Length: 14\r\nConnection: close\r\n\r\noffset differs")
+                .await;
+        }
+    })
+    .await;
+    let client = client();
+    let [first, second] = two_appends(&srv, &file);
+    let mut pipe = client.pipeline(&first.url.clone()).await.unwrap();
+    pipe.write(first).await.unwrap();
+    // The second may or may not get out before the close is seen; either
+    // way its answer never comes.
+    let _ = pipe.write(second).await;
+    match pipe.answer().await {
+        Err(Error::Status {
+            status: 409,
+            message,
+            ..
+        }) => assert_eq!(message, "offset differs"),
+        other => panic!("{other:?}"),
+    }
+    assert!(!pipe.open());
+    assert!(pipe.answer().await.is_err());
+    drop(pipe);
+    assert_eq!(
+        client.idle_connections(),
+        0,
+        "a refused pipeline is not pooled"
+    );
+}

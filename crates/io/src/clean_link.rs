@@ -78,6 +78,11 @@ pub struct Judge {
     last: Option<(Duration, Counters)>,
     /// (bytes acknowledged per second, segments sent again) per interval.
     window: VecDeque<(f64, u32)>,
+    /// (busy, held back by a buffer) microseconds per interval, over the
+    /// same window; and their share over the last full window, kept across
+    /// a move (when the window starts again).
+    held: VecDeque<(u64, u64)>,
+    held_share: Option<f64>,
 }
 
 impl Default for Judge {
@@ -88,6 +93,8 @@ impl Default for Judge {
             first: None,
             last: None,
             window: VecDeque::with_capacity(WINDOW + 1),
+            held: VecDeque::with_capacity(WINDOW + 1),
+            held_share: None,
         }
     }
 }
@@ -115,6 +122,36 @@ impl Judge {
         matches!(self.state, State::LossBased { .. })
     }
 
+    /// Whether it is on the loss-based algorithm, trying it or past that.
+    pub fn on_loss_based_now(&self) -> bool {
+        matches!(self.state, State::Trying { .. } | State::LossBased { .. })
+    }
+
+    /// Whether this one flow fills its link: the link is clean (it is on
+    /// the loss-based algorithm) and over its last full window the flow
+    /// was held back by the peer's window or its send buffer less than a
+    /// tenth of the time, so only its congestion window, the network,
+    /// limits it. Another connection beside it would only share the link
+    /// (and the two would overflow the router's buffer in turn). Unknown
+    /// (a kernel without the counters): false.
+    pub fn fills_link(&self) -> bool {
+        self.on_loss_based_now() && self.held_share.is_some_and(|h| h < 0.1)
+    }
+
+    /// A sibling connection found the path clean. One still watching on
+    /// BBR (opened before that, idle while it was found) follows at once,
+    /// as [`Judge::on_loss_based`]: its own BBR start-up would overshoot
+    /// the router's buffer beside the sibling's CUBIC flow, and the losses
+    /// would send the sibling back. One resting or trying keeps its course.
+    pub fn follow_sibling(&mut self) -> Option<Move> {
+        (self.state == State::Watching).then(|| {
+            let rest = self.rest;
+            *self = Judge::on_loss_based();
+            self.rest = rest;
+            Move::ToLossBased
+        })
+    }
+
     /// Whether it has stopped judging (given up).
     pub fn done(&self) -> bool {
         self.state == State::Done
@@ -133,7 +170,20 @@ impl Judge {
         if dt.is_zero() || dt > IDLE || c.acked < last.acked || c.retransmitted < last.retransmitted
         {
             self.window.clear();
+            self.held.clear();
             return None;
+        }
+        self.held.push_back((
+            c.busy_us.saturating_sub(last.busy_us),
+            c.buffer_limited_us.saturating_sub(last.buffer_limited_us),
+        ));
+        if self.held.len() > WINDOW {
+            self.held.pop_front();
+        }
+        let busy: u64 = self.held.iter().map(|h| h.0).sum();
+        if self.held.len() == WINDOW && busy > 0 {
+            let limited: u64 = self.held.iter().map(|h| h.1).sum();
+            self.held_share = Some(limited as f64 / busy as f64);
         }
         let rate = (c.acked - last.acked) as f64 / dt.as_secs_f64();
         let lost_now = c.retransmitted - last.retransmitted;
@@ -207,19 +257,31 @@ impl Judge {
 }
 
 /// What the connections of one client found of the path to its server:
-/// once one of them holds CUBIC, the next start on it (no BBR start-up
-/// overshooting beside a CUBIC flow, no 3 s on BBR each); once one goes
-/// back, the next start on BBR again. A server's connections (each to
+/// once one of them tries CUBIC, the others still watching on BBR move to
+/// it as they send (no BBR start-up overshooting beside a CUBIC flow, no
+/// 3 s on BBR each); once one goes back, the next start on BBR again. A server's connections (each to
 /// its own peer) share nothing.
+///
+/// It also says whether the connection that last judged found its one flow
+/// filling the link ([`Judge::fills_link`]): a transfer that would open a
+/// second connection to go faster asks it first.
 #[derive(Clone, Debug, Default)]
-pub struct PathVerdict(Arc<AtomicBool>);
+pub struct PathVerdict(Arc<[AtomicBool; 2]>);
 
 impl PathVerdict {
     fn clean(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.0[0].load(Ordering::Relaxed)
     }
-    fn set(&self, clean: bool) {
-        self.0.store(clean, Ordering::Relaxed);
+
+    /// Whether one flow fills this path (clean, and held back only by the
+    /// network), as the connection that last judged found.
+    pub fn one_flow_fills(&self) -> bool {
+        self.clean() && self.0[1].load(Ordering::Relaxed)
+    }
+
+    fn set(&self, clean: bool, fills: bool) {
+        self.0[0].store(clean, Ordering::Relaxed);
+        self.0[1].store(clean && fills, Ordering::Relaxed);
     }
 }
 
@@ -243,20 +305,40 @@ impl CleanLink {
         loss_based: Arc<str>,
         path: Option<PathVerdict>,
     ) -> CleanLink {
-        let inherited = path.as_ref().is_some_and(PathVerdict::clean)
-            && socket2::SockRef::from(socket)
-                .set_tcp_congestion(loss_based.as_bytes())
-                .is_ok();
-        CleanLink {
-            judge: if inherited {
-                Judge::on_loss_based()
-            } else {
-                Judge::default()
-            },
+        let mut link = CleanLink {
+            judge: Judge::default(),
             since: Instant::now(),
             bbr,
             loss_based,
             path,
+        };
+        link.follow_path(socket);
+        link
+    }
+
+    /// Moves a socket still watching on BBR to the loss-based algorithm
+    /// when a sibling has found the path clean.
+    fn follow_path(&mut self, socket: &impl AsFd) {
+        if self.path.as_ref().is_some_and(PathVerdict::clean) {
+            if let Some(m) = self.judge.follow_sibling() {
+                tracing::debug!(
+                    "congestion control follows a sibling connection to the clean-link algorithm"
+                );
+                self.apply(socket, m);
+            }
+        }
+    }
+
+    fn apply(&mut self, socket: &impl AsFd, m: Move) {
+        let to = match m {
+            Move::ToLossBased => &self.loss_based,
+            Move::BackToBbr => &self.bbr,
+        };
+        if socket2::SockRef::from(socket)
+            .set_tcp_congestion(to.as_bytes())
+            .is_err()
+        {
+            self.judge.give_up();
         }
     }
 
@@ -268,27 +350,29 @@ impl CleanLink {
         if !self.judge.due(at) {
             return;
         }
+        self.follow_path(socket);
         let Ok(c) = counters(socket) else {
             return self.judge.give_up();
         };
         let moved = self.judge.sample(at, c);
         if let Some(p) = &self.path {
             match moved {
-                Some(Move::BackToBbr) => p.set(false),
-                _ if self.judge.holds_loss_based() => p.set(true),
+                Some(Move::BackToBbr) => p.set(false, false),
+                // Said while trying, not only once held: a second
+                // connection is opened about when a first one's try
+                // begins, and it must not start on BBR beside it.
+                _ if self.judge.on_loss_based_now() => p.set(true, self.judge.fills_link()),
                 _ => {}
             }
         }
-        let to = match moved {
-            Some(Move::ToLossBased) => &self.loss_based,
-            Some(Move::BackToBbr) => &self.bbr,
-            None => return,
-        };
-        if socket2::SockRef::from(socket)
-            .set_tcp_congestion(to.as_bytes())
-            .is_err()
-        {
-            self.judge.give_up();
+        if let Some(m) = moved {
+            tracing::debug!(
+                ?m,
+                at_ms = at.as_millis() as u64,
+                fills_link = self.judge.fills_link(),
+                "congestion control moves"
+            );
+            self.apply(socket, m);
         }
     }
 }

@@ -1,5 +1,6 @@
-//! The two TCP_INFO counters the clean-link judge reads: bytes the peer
-//! acknowledged and segments sent again. Neither rustix nor socket2 reads
+//! The TCP_INFO counters the clean-link judge reads: bytes the peer
+//! acknowledged, segments sent again, and how long sending was held back
+//! by a buffer rather than by the network. Neither rustix nor socket2 reads
 //! TCP_INFO, so this module holds the crate's one `unsafe` block: a
 //! getsockopt(2) into a zeroed `libc::tcp_info`.
 
@@ -13,6 +14,13 @@ pub struct Counters {
     pub acked: u64,
     /// Segments retransmitted (`tcpi_total_retrans`).
     pub retransmitted: u32,
+    /// Microseconds with data in flight (`tcpi_busy_time`, Linux 4.10+; 0
+    /// where the kernel does not say).
+    pub busy_us: u64,
+    /// Of those, microseconds held back by the peer's receive window or
+    /// our send buffer (`tcpi_rwnd_limited` + `tcpi_sndbuf_limited`): a flow
+    /// that is not, is held back only by its congestion window, the network.
+    pub buffer_limited_us: u64,
 }
 
 /// Reads the socket's [`Counters`]. A kernel whose answer is too short to
@@ -42,9 +50,17 @@ pub fn counters(socket: &impl AsFd) -> io::Result<Counters> {
             "TCP_INFO without bytes_acked",
         ));
     }
+    let chrono = (len as usize) >= std::mem::offset_of!(libc::tcp_info, tcpi_sndbuf_limited) + 8;
     Ok(Counters {
         acked: info.tcpi_bytes_acked,
         retransmitted: info.tcpi_total_retrans,
+        busy_us: if chrono { info.tcpi_busy_time } else { 0 },
+        buffer_limited_us: if chrono {
+            info.tcpi_rwnd_limited
+                .saturating_add(info.tcpi_sndbuf_limited)
+        } else {
+            0
+        },
     })
 }
 
@@ -85,10 +101,37 @@ mod tests {
             if acked >= data.len() as u64 || std::time::Instant::now() > deadline {
                 assert!(acked >= data.len() as u64, "{c:?}");
                 assert_eq!(c.retransmitted, 0, "loopback loses nothing");
+                assert!(c.buffer_limited_us <= c.busy_us, "{c:?}");
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
+    }
+
+    #[test]
+    fn a_peer_that_does_not_read_holds_the_sender_back_by_its_window() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        let mut w = a.try_clone().unwrap();
+        // More than both buffers hold: the writer stalls on the window.
+        let writer = std::thread::spawn(move || w.write_all(&vec![1u8; 64 << 20]));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let c = counters(&a).unwrap();
+        if c.busy_us == 0 {
+            // A kernel before 4.10 has no such counters: nothing to check.
+            eprintln!("TCP_INFO here has no busy time: {c:?}");
+        } else {
+            assert!(c.buffer_limited_us > 100_000, "{c:?}");
+            assert!(c.buffer_limited_us <= c.busy_us, "{c:?}");
+        }
+        std::io::copy(
+            &mut b.try_clone().unwrap().take(64 << 20),
+            &mut std::io::sink(),
+        )
+        .unwrap();
+        writer.join().unwrap().unwrap();
+        drop(b);
     }
 
     #[test]

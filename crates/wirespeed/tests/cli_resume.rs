@@ -980,9 +980,12 @@ fn put_in_parts_killed_mid_way_resends_only_the_missing_bytes() {
 
 /// While a part's bytes go, the upload of the part its connection takes
 /// next is created on another connection. With every connection stalled
-/// after 2 MiB and at most 2 connections, three parts have uploads: the
-/// first connection's part and the one it created ahead, and the part the
-/// second connection took (one at a time, only two would).
+/// after 2 MiB and at most 2 connections, at least three parts have
+/// uploads: the first connection's part and the one it created ahead, and
+/// the part the second connection took (one at a time, only two would).
+/// Four when the first part's bytes all fit in the socket buffers: its
+/// connection then writes the next part's append without waiting for the
+/// answer (pipelined), and creates the one after.
 #[test]
 fn put_in_parts_creates_the_next_part_while_one_is_sent() {
     let s = setup(&[]);
@@ -1019,7 +1022,7 @@ fn put_in_parts_creates_the_next_part_while_one_is_sent() {
     let parts = recorded_parts(&s.state).expect("the parts are recorded");
     child.kill().unwrap();
     child.wait().unwrap();
-    assert_eq!(created(&parts), 3, "{parts}");
+    assert!((3..=4).contains(&created(&parts)), "{parts}");
     // The rerun finishes it, the part created ahead included.
     proxy.stall_upstream_after(None);
     let out = run(&s.state, &args);

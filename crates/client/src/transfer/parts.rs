@@ -32,7 +32,10 @@ use crate::transfer::ranges::{piece_size_at_most, Adapt, Crew, Pieces, TICK};
 use crate::transfer::resume::stored_digest;
 use crate::transfer::retry;
 use crate::transfer::saved::{FileIdentity, Lookup, SavedParts, StateFile};
-use crate::{Body, Client, Error, FileBody, Request, Url};
+use crate::{Client, Error, Request, Url};
+
+mod line;
+use line::{append_request, Line};
 
 struct Shared {
     client: Client,
@@ -53,6 +56,9 @@ struct Plan {
     pieces: Pieces,
     urls: Vec<Option<Url>>,
     queue: VecDeque<usize>,
+    /// Parts the server lost once after their bytes were sent back to back
+    /// ([`Line`]): a second loss is the server's to explain.
+    lost: Vec<usize>,
 }
 
 impl Plan {
@@ -172,6 +178,7 @@ pub(crate) async fn upload(
             queue: pieces.missing().collect(),
             pieces,
             urls,
+            lost: Vec::new(),
         }),
         record,
         moved: Arc::new(AtomicU64::new(0)),
@@ -341,7 +348,12 @@ async fn send_all(s: &Arc<Shared>) -> Result<usize, Error> {
                 let moved = s.moved.load(Ordering::Relaxed);
                 let rate = (moved - last_moved) as f64 / TICK.as_secs_f64();
                 last_moved = moved;
-                for _ in 0..adapt.tick(rate) {
+                let fills = s.client.one_flow_fills(&s.creation);
+                let more = adapt.tick(rate, fills);
+                if more > 0 {
+                    tracing::debug!(more, open = adapt.open(), fills, "adding connections");
+                }
+                for _ in 0..more {
                     if !queue_empty(s) {
                         spawn(&mut workers);
                     }
@@ -389,30 +401,54 @@ async fn send_all(s: &Arc<Shared>) -> Result<usize, Error> {
     Ok(crew.most())
 }
 
-/// One connection: takes missing parts until none is left. While a part's bytes go, the
-/// upload of the part it takes next is created (on another pooled
-/// connection), so between two parts the link waits one round trip (the
-/// answer to the last append) instead of two.
+/// One connection: takes missing parts until none is left. While a part's
+/// bytes go, the upload of the part it takes next is created (on another
+/// pooled connection); that part's bytes then follow on the same
+/// connection before the answer to the last append is read ([`Line`]), so
+/// the link does not wait a round trip between parts.
 async fn worker(s: Arc<Shared>, crew: &Crew) -> Result<(), Error> {
     let mut next: Option<(usize, Option<Url>)> = None;
+    let mut line = Line::default();
     loop {
         let (i, fresh) = match next.take() {
             Some(n) => n,
             None => match s.plan.lock().ok().and_then(|mut p| p.queue.pop_front()) {
                 Some(i) => (i, None),
                 None => {
+                    let settled = line.settle(&s).await;
                     crew.quit();
-                    return Ok(());
+                    return settled;
                 }
             },
         };
         let ahead = take_ahead(&s, crew);
-        let (sent, created) = tokio::join!(part(&s, i, fresh), async {
-            match ahead {
-                Some(j) => Some((j, create_ahead(&s, j).await)),
-                None => None,
+        let (sent, created) = tokio::join!(
+            async {
+                let one_append = s.opts.append_size.is_none();
+                match fresh {
+                    // Created empty just now: one append of the whole part.
+                    Some(url) if one_append => line.send(&s, i, url).await,
+                    // No upload yet (none from an earlier run): created now.
+                    None if one_append && !has_upload(&s, i) => {
+                        let (start, end) = s.plan.lock().map_or((0, 0), |p| p.pieces.range(i));
+                        match create(&s, i, end - start).await {
+                            Ok(url) => line.send(&s, i, url).await,
+                            Err(e) => Err(e),
+                        }
+                    }
+                    fresh => {
+                        line.settle(&s).await?;
+                        part(&s, i, fresh).await
+                    }
+                }
+            },
+            async {
+                match ahead {
+                    Some(j) => Some((j, create_ahead(&s, j).await)),
+                    None => None,
+                }
             }
-        });
+        );
         match created {
             Some((j, Ok(url))) => next = Some((j, url)),
             // Its own turn meets the failure again, and says it.
@@ -424,10 +460,19 @@ async fn worker(s: Arc<Shared>, crew: &Crew) -> Result<(), Error> {
                 give_back(&s, j);
             }
             give_back(&s, i);
+            line.abandon(&s);
             crew.quit();
             return Err(e);
         }
     }
+}
+
+/// Whether part `i` has an upload on the server (created by this run or
+/// recorded by an earlier one).
+fn has_upload(s: &Shared, i: usize) -> bool {
+    s.plan
+        .lock()
+        .map_or(true, |p| p.urls.get(i).is_some_and(Option::is_some))
 }
 
 /// A part taken but not sent goes back to the front of the queue.
@@ -568,29 +613,8 @@ async fn offset_of(s: &Shared, loc: &Url, len: u64) -> Result<u64, Error> {
 
 /// `PATCH` `n` bytes of the file from `at` into a part at its `offset`.
 async fn append(s: &Shared, loc: &Url, at: u64, offset: u64, n: u64) -> Result<(), Error> {
-    let req = Request::new("PATCH", loc.clone())
-        .header("Tus-Resumable", tus::VERSION)
-        .header("Upload-Offset", offset.to_string())
-        .header("Content-Type", tus::CONTENT_TYPE);
-    let progress = s.opts.progress.clone();
-    let (moved, pace) = (s.moved.clone(), s.pace.clone());
-    let body = Body::file(FileBody::open(&s.path)?.range(at, n)).progress(Arc::new(move |k| {
-        moved.fetch_add(k, Ordering::Relaxed);
-        pace.sent(k);
-        if let Some(p) = &progress {
-            p.advance(k);
-        }
-    }));
-    // No `Expect: 100-continue`: the part's creation (or its offset, on a
-    // rerun) was just answered, so a refusal is already ruled out, and its
-    // round trip would idle the link once per part (3% of the rate at
-    // 200 Mbit/s, 20 ms, with 32 MiB parts).
-    let resp = s
-        .client
-        .send(req.body(body).without_expect_continue())
-        .await?
-        .error_for_status()
-        .await?;
+    let req = append_request(s, loc, at, offset, n)?;
+    let resp = s.client.send(req).await?.error_for_status().await?;
     let _ = resp.bytes(64 * 1024).await;
     Ok(())
 }

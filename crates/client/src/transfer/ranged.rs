@@ -287,7 +287,8 @@ async fn fetch_all(
                 let moved = shared.moved.load(Ordering::Relaxed);
                 let rate = (moved - last_moved) as f64 / TICK.as_secs_f64();
                 last_moved = moved;
-                for _ in 0..adapt.tick(rate) {
+                // The server sends: its counters are not ours to read.
+                for _ in 0..adapt.tick(rate, false) {
                     if !queue_empty(&shared) {
                         spawn(&mut workers);
                     }

@@ -30,6 +30,8 @@ fn start() -> (Judge, Duration, Counters) {
     let c = Counters {
         acked: 0,
         retransmitted: 0,
+        busy_us: 0,
+        buffer_limited_us: 0,
     };
     assert_eq!(j.sample(Duration::ZERO, c), None);
     (j, Duration::ZERO, c)
@@ -108,6 +110,8 @@ fn a_connection_starting_on_cubic_goes_back_only_on_random_loss() {
         Counters {
             acked: 0,
             retransmitted: 0,
+            busy_us: 0,
+            buffer_limited_us: 0,
         },
     );
     assert_eq!(j.sample(at, c), None);
@@ -183,7 +187,7 @@ proptest! {
         steps in prop::collection::vec((0u64..1500, 0u64..40_000_000, 0u32..20, any::<bool>()), 1..200)
     ) {
         let mut j = Judge::default();
-        let (mut at, mut c) = (Duration::ZERO, Counters { acked: 0, retransmitted: 0 });
+        let (mut at, mut c) = (Duration::ZERO, Counters { acked: 0, retransmitted: 0, busy_us: 0, buffer_limited_us: 0 });
         let mut moves = Vec::new();
         let mut recent: VecDeque<u32> = VecDeque::new();
         for (gap_ms, bytes, lost, clean) in steps {
@@ -207,4 +211,75 @@ proptest! {
             prop_assert_eq!(*m, want, "{:?}", moves);
         }
     }
+}
+
+#[test]
+fn a_connection_watching_follows_a_sibling_that_found_the_path_clean() {
+    let (mut j, mut at, mut c) = start();
+    // Opened beside the first, its bytes so far on BBR.
+    assert!(feed(&mut j, &mut at, &mut c, 2, 3.0 * MB, 0).is_empty());
+    assert_eq!(j.follow_sibling(), Some(Move::ToLossBased));
+    assert!(j.on_loss_based_now() && j.holds_loss_based());
+    // Following is said once; then it is judged as one started on CUBIC
+    // (afresh: the first sample after is only a start).
+    assert_eq!(j.follow_sibling(), None);
+    assert_eq!(
+        feed(&mut j, &mut at, &mut c, 5, 12.0 * MB, 5)
+            .iter()
+            .map(|m| m.1)
+            .collect::<Vec<_>>(),
+        [Move::BackToBbr]
+    );
+    // Resting after a move back (the path was lossy for it): it does not
+    // follow, and its rest is not shortened by the sibling's verdict.
+    assert_eq!(j.follow_sibling(), None);
+    assert!(!j.on_loss_based_now());
+}
+
+#[test]
+fn a_connection_trying_cubic_says_so_to_its_siblings() {
+    let (mut j, mut at, mut c) = start();
+    assert!(!j.on_loss_based_now());
+    let moves = feed(&mut j, &mut at, &mut c, 6, 24.0 * MB, 0);
+    assert_eq!(moves.len(), 1);
+    // Trying, not yet held: siblings already follow.
+    assert!(j.on_loss_based_now() && !j.holds_loss_based());
+    assert_eq!(j.follow_sibling(), None);
+}
+
+/// Feeds `ticks` samples of a clean 24 MB/s flow that spends `held` of
+/// each interval's busy time held back by a buffer; whether it was moved.
+fn feed_held(j: &mut Judge, at: &mut Duration, c: &mut Counters, ticks: usize, held: f64) -> bool {
+    let mut moved = false;
+    for _ in 0..ticks {
+        *at += TICK;
+        c.acked += (24.0 * MB * TICK.as_secs_f64()) as u64;
+        let busy = TICK.as_micros() as u64;
+        c.busy_us += busy;
+        c.buffer_limited_us += (busy as f64 * held) as u64;
+        moved |= j.sample(*at, *c).is_some();
+    }
+    moved
+}
+
+#[test]
+fn one_flow_fills_a_clean_link_only_when_no_buffer_holds_it_back() {
+    for (held, fills) in [(0.0, true), (0.05, true), (0.5, false)] {
+        let (mut j, mut at, mut c) = start();
+        assert!(!j.fills_link(), "not before a verdict");
+        assert!(feed_held(&mut j, &mut at, &mut c, 8, held));
+        assert_eq!(j.fills_link(), fills, "held back {held} of the time");
+    }
+    // A kernel without the counters (busy time 0): not known to fill.
+    let (mut j, mut at, mut c) = start();
+    assert_eq!(feed(&mut j, &mut at, &mut c, 8, 24.0 * MB, 0).len(), 1);
+    assert!(j.on_loss_based_now() && !j.fills_link());
+    // Random loss: BBR stays, and it is not said to fill (a second flow
+    // may add its share).
+    let (mut j, mut at, mut c) = start();
+    for _ in 0..40 {
+        c.retransmitted += 8;
+        feed_held(&mut j, &mut at, &mut c, 1, 0.0);
+    }
+    assert!(!j.on_loss_based_now() && !j.fills_link());
 }

@@ -1,0 +1,160 @@
+//! Requests written one after another on one connection before their
+//! answers are read (HTTP/1.1 pipelining, RFC 9112 §9.3.2).
+//!
+//! Why: a sender that waits for each answer before the next request
+//! leaves the link idle for a round trip per request. For a file sent as
+//! tus parts of 32 MiB over one connection at 200 Mbit/s and 20 ms, that
+//! is 1.5% of the time; across an ocean, 7%. Written back to back, the
+//! next part's bytes fill that round trip.
+//!
+//! Only what can recover from a partial failure belongs here (RFC 9112
+//! asks that of anyone pipelining a request that is not idempotent): a tus
+//! append says where it starts, and the server's offset tells afterwards
+//! what arrived. Answers are read in order; the first one a server gives
+//! while a later request's body is still going out (a refusal the early
+//! watch sees) is the oldest request's, and the later one is not sent.
+
+use std::collections::VecDeque;
+
+use crate::conn::Conn;
+use crate::response::Response;
+use crate::{send_body, Client, Error, Request, ResponseHead, Url};
+
+/// A connection carrying requests whose answers are not read yet.
+pub struct Pipeline {
+    client: Client,
+    conn: Option<Conn>,
+    /// The methods of the requests written and not yet answered, oldest
+    /// first.
+    waiting: VecDeque<String>,
+    /// An answer that came while a later body was going out: the oldest's.
+    early: Option<ResponseHead>,
+}
+
+/// The most of an answer's body read on a pipelined connection (a tus
+/// append's answer has none; an error's message is read by
+/// [`Response::error_for_status`] instead).
+const MAX_ANSWER_BODY: usize = 64 * 1024;
+
+impl Client {
+    /// A pipeline to `url`'s server, on an idle connection or a new one.
+    pub async fn pipeline(&self, url: &Url) -> Result<Pipeline, Error> {
+        let conn = match self.take_idle(&crate::conn::PoolKey::of(url)).await {
+            Some(c) => c,
+            None => self.connect(url).await?,
+        };
+        Ok(Pipeline {
+            client: self.clone(),
+            conn: Some(conn),
+            waiting: VecDeque::new(),
+            early: None,
+        })
+    }
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("waiting", &self.waiting)
+            .field("open", &self.open())
+            .finish()
+    }
+}
+
+impl Pipeline {
+    /// Whether another request may be written (the connection is open and
+    /// no answer ended it).
+    pub fn open(&self) -> bool {
+        self.early.is_none() && self.conn.as_ref().is_some_and(|c| c.reusable)
+    }
+
+    /// Requests written whose answers are not read yet.
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Writes `req`, head and body, without reading any answer (never with
+    /// `Expect: 100-continue`: an interim answer would sit among the final
+    /// ones). An error: `req` was not sent whole; the answers waiting may
+    /// still be read.
+    pub async fn write(&mut self, mut req: Request) -> Result<(), Error> {
+        if !self.open() {
+            return Err(Error::NoResponse);
+        }
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(Error::NoResponse);
+        };
+        let cfg = self.client.config().clone();
+        let head = self.client.request_head(&req, false);
+        if let Err(e) = conn
+            .write_all(&head, cfg.io_timeout, "sending the request head")
+            .await
+        {
+            conn.reusable = false;
+            return Err(e);
+        }
+        match send_body::send_body(conn, &mut req.body, &cfg).await {
+            Ok(None) => {
+                self.waiting.push_back(req.method);
+                Ok(())
+            }
+            Ok(Some(answer)) => {
+                // The server answered before this body was sent whole and
+                // will not read the rest: the answer is the oldest's.
+                conn.reusable = false;
+                self.early = Some(answer);
+                if self.waiting.is_empty() {
+                    self.waiting.push_back(req.method);
+                    Ok(())
+                } else {
+                    Err(Error::NoResponse)
+                }
+            }
+            Err(e) => {
+                conn.reusable = false;
+                Err(e)
+            }
+        }
+    }
+
+    /// The answer to the oldest request waiting: `Ok` for a 2xx (its body
+    /// read and dropped), the server's error otherwise ([`Error::Status`],
+    /// after which the connection carries nothing more).
+    pub async fn answer(&mut self) -> Result<ResponseHead, Error> {
+        let method = self.waiting.pop_front().ok_or(Error::NoResponse)?;
+        let cfg = self.client.config().clone();
+        let mut conn = self.conn.take().ok_or(Error::NoResponse)?;
+        let head = match self.early.take() {
+            Some(h) => h,
+            None => conn.read_head(&cfg, cfg.io_timeout).await?,
+        };
+        if !(200..300).contains(&head.status) {
+            // Its message is read through the usual path; the connection
+            // goes with it (the answers after it are not trusted).
+            conn.reusable = false;
+            let resp = Response::new(self.client.clone(), conn, head, &method)?;
+            return Err(resp
+                .error_for_status()
+                .await
+                .err()
+                .unwrap_or(Error::NoResponse));
+        }
+        let resp = Response::held(self.client.clone(), conn, head.clone(), &method)?;
+        // `None` once the server closes after this answer: the later
+        // requests then read as unanswered.
+        self.conn = resp.drain_held(MAX_ANSWER_BODY).await?;
+        Ok(head)
+    }
+}
+
+impl Drop for Pipeline {
+    /// A connection with nothing waiting goes back to the pool; one with
+    /// answers unread is closed (they would be read as another request's).
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            if self.waiting.is_empty() && self.early.is_none() && conn.reusable {
+                self.client.put_idle(conn);
+            }
+        }
+    }
+}
