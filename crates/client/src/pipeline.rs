@@ -39,16 +39,24 @@ const MAX_ANSWER_BODY: usize = 64 * 1024;
 impl Client {
     /// A pipeline to `url`'s server, on an idle connection or a new one.
     pub async fn pipeline(&self, url: &Url) -> Result<Pipeline, Error> {
-        let conn = match self.take_idle(&crate::conn::PoolKey::of(url)).await {
-            Some(c) => c,
-            None => self.connect(url).await?,
-        };
-        Ok(Pipeline {
+        match self.take_idle(&crate::conn::PoolKey::of(url)).await {
+            Some(c) => Ok(self.pipeline_on(c)),
+            None => self.new_pipeline(url).await,
+        }
+    }
+
+    /// A pipeline to `url`'s server on a new connection.
+    pub async fn new_pipeline(&self, url: &Url) -> Result<Pipeline, Error> {
+        Ok(self.pipeline_on(self.connect(url).await?))
+    }
+
+    fn pipeline_on(&self, conn: Conn) -> Pipeline {
+        Pipeline {
             client: self.clone(),
             conn: Some(conn),
             waiting: VecDeque::new(),
             early: None,
-        })
+        }
     }
 }
 
@@ -92,6 +100,10 @@ impl Pipeline {
         {
             conn.reusable = false;
             return Err(e);
+        }
+        if req.body.is_empty() {
+            self.waiting.push_back(req.method);
+            return Ok(());
         }
         match send_body::send_body(conn, &mut req.body, &cfg).await {
             Ok(None) => {
@@ -144,6 +156,30 @@ impl Pipeline {
         // requests then read as unanswered.
         self.conn = resp.drain_held(MAX_ANSWER_BODY).await?;
         Ok(head)
+    }
+}
+
+impl Pipeline {
+    /// The answer to the oldest request waiting, whatever its status, its
+    /// body to be read (a range of a file). Once that body is read to its
+    /// end, [`Pipeline::resume`] takes the connection back for the answers
+    /// after it; a response dropped before its end takes the connection
+    /// with it.
+    pub async fn response(&mut self) -> Result<Response, Error> {
+        let method = self.waiting.pop_front().ok_or(Error::NoResponse)?;
+        let cfg = self.client.config().clone();
+        let mut conn = self.conn.take().ok_or(Error::NoResponse)?;
+        let head = match self.early.take() {
+            Some(h) => h,
+            None => conn.read_head(&cfg, cfg.io_timeout).await?,
+        };
+        Response::held(self.client.clone(), conn, head, &method)
+    }
+
+    /// A response from [`Pipeline::response`], its body read to its end:
+    /// the connection carries on (unless the server ends it).
+    pub fn resume(&mut self, resp: Response) {
+        self.conn = resp.into_held_conn();
     }
 }
 

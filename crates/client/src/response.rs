@@ -159,6 +159,15 @@ impl Response {
         Response::build(client, conn, head, method, true)
     }
 
+    /// A held response whose body has been read to its end: its
+    /// connection, if it can carry more.
+    pub(crate) fn into_held_conn(mut self) -> Option<Conn> {
+        if !self.body.is_done() {
+            return None;
+        }
+        self.conn.take().filter(|c| c.reusable)
+    }
+
     /// A held response's body read to its end (at most `max` bytes, dropped);
     /// its connection back, if it can carry more.
     pub(crate) async fn drain_held(mut self, max: usize) -> Result<Option<Conn>, Error> {

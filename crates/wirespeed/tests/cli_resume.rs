@@ -754,9 +754,19 @@ fn get_by_ranges_is_byte_identical_and_a_cut_fetches_only_the_missing_ranges() {
         "{done} pieces recorded before the cut"
     );
     // The server logs the cut answer once it notices: wait for it (the
-    // pieces done and the one cut), so it is not counted as the rerun's.
+    // pieces done and the one cut), so it is not counted as the rerun's;
+    // then until no line has come for half a second (the next piece's
+    // request may have been pipelined behind the cut one, and be logged
+    // as cut too).
     let until = Instant::now() + Duration::from_secs(10);
-    while ranges_served(&s.serve.stderr()).0 < 6 + done + 1 && Instant::now() < until {
+    let (mut seen, mut quiet_since) = (0, Instant::now());
+    while Instant::now() < until {
+        let now = ranges_served(&s.serve.stderr()).0;
+        if now != seen {
+            (seen, quiet_since) = (now, Instant::now());
+        } else if now > 6 + done && quiet_since.elapsed() > Duration::from_millis(500) {
+            break;
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
     // The rerun (the same URL, no more cuts) fetches the missing pieces only.

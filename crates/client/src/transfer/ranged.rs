@@ -27,7 +27,7 @@ use crate::transfer::download::{
 use crate::transfer::ranges::{Adapt, Crew, Pieces, TICK};
 use crate::transfer::retry;
 use crate::transfer::{get_following, hash_file, mtime, parse_sha256, validators};
-use crate::{Client, Error, Request, Url};
+use crate::{Client, Error, Pipeline, Request, Response, Url};
 
 /// The extended attribute holding which pieces are on disk.
 const PIECES: &str = "user.wirespeed.pieces";
@@ -376,31 +376,134 @@ fn done_bytes(s: &Shared) -> u64 {
     s.state.lock().map_or(0, |st| st.pieces.done_bytes())
 }
 
-/// One connection: takes missing pieces until none is left.
+/// One connection: takes missing pieces until none is left. The next
+/// piece's request goes out before this one's bytes are read (pipelined),
+/// so the server sends it right after, without a round trip between.
 async fn worker(s: Arc<Shared>, crew: &Crew) -> Result<(), PieceError> {
     let mut buf = vec![0u8; s.client.config().read_buffer.max(16 * 1024)];
-    loop {
-        let next = s.state.lock().ok().and_then(|mut st| st.queue.pop_front());
-        let Some(i) = next else {
-            crew.quit();
-            return Ok(());
+    // Pieces asked on `pipe`, oldest first.
+    let mut asked: VecDeque<usize> = VecDeque::new();
+    let mut pipe: Option<Pipeline> = None;
+    // Answers read on the pipe now in use.
+    let mut answered = 0usize;
+    let outcome = loop {
+        if let Err(e) = ask_ahead(&s, &mut pipe, &mut asked).await {
+            break Err(e);
+        }
+        let Some(i) = asked.pop_front() else {
+            break Ok(());
         };
-        if let Err(e) = piece(&s, i, &mut buf).await {
-            if let Ok(mut st) = s.state.lock() {
-                st.queue.push_front(i);
+        let taken = match pipe.as_mut() {
+            Some(p) => match p.response().await {
+                Ok(resp) => piece(&s, i, resp, &mut buf).await,
+                // The server closed the connection after an answer (its
+                // limit of requests, `Connection: close`): what was asked
+                // after it is asked again on a new one.
+                Err(Error::NoResponse) if answered > 0 => {
+                    requeue(&s, &mut asked, Some(i));
+                    (pipe, answered) = (None, 0);
+                    continue;
+                }
+                Err(e) => Err(e.into()),
+            },
+            None => Err(Error::NoResponse.into()),
+        };
+        match taken {
+            Ok(resp) => {
+                answered += 1;
+                if let Some(p) = pipe.as_mut() {
+                    p.resume(resp);
+                }
             }
-            crew.quit();
-            return Err(e);
+            Err(e) => {
+                asked.push_front(i);
+                break Err(e);
+            }
+        }
+    };
+    requeue(&s, &mut asked, None);
+    crew.quit();
+    outcome
+}
+
+/// Pieces asked and not taken (`first`, then `asked`) go back to the front
+/// of the queue, in order.
+fn requeue(s: &Shared, asked: &mut VecDeque<usize>, first: Option<usize>) {
+    if let Ok(mut st) = s.state.lock() {
+        while let Some(i) = asked.pop_back() {
+            st.queue.push_front(i);
+        }
+        if let Some(i) = first {
+            st.queue.push_front(i);
         }
     }
 }
 
-async fn piece(s: &Arc<Shared>, i: usize, buf: &mut [u8]) -> Result<(), PieceError> {
+/// Requests pieces on `pipe` until two are asked (the one to read and the
+/// next) or none is left; a closed pipe is replaced once nothing waits on it.
+async fn ask_ahead(
+    s: &Shared,
+    pipe: &mut Option<Pipeline>,
+    asked: &mut VecDeque<usize>,
+) -> Result<(), PieceError> {
+    while asked.len() < 2 {
+        if !pipe.as_ref().is_some_and(Pipeline::open) {
+            if !asked.is_empty() {
+                return Ok(());
+            }
+            *pipe = Some(s.client.pipeline(&s.url).await?);
+        }
+        let Some(i) = s.state.lock().ok().and_then(|mut st| st.queue.pop_front()) else {
+            return Ok(());
+        };
+        let (start, end) = s.state.lock().map_or((0, 0), |st| st.pieces.range(i));
+        let req = || {
+            Request::get(s.url.clone())
+                .header("Range", format!("bytes={start}-{}", end - 1))
+                .header("If-Range", s.validator.clone())
+        };
+        let mut written = match pipe.as_mut() {
+            Some(p) => p.write(req()).await,
+            None => Err(Error::NoResponse),
+        };
+        if written.is_err() && asked.is_empty() {
+            // An idle connection that died as it was taken: once more on a
+            // new one (nothing of this request reached a server).
+            written = match s.client.new_pipeline(&s.url).await {
+                Ok(mut fresh) => {
+                    let w = fresh.write(req()).await;
+                    *pipe = Some(fresh);
+                    w
+                }
+                Err(e) => Err(e),
+            };
+        }
+        match written {
+            Ok(()) => asked.push_back(i),
+            Err(e) => {
+                if let Ok(mut st) = s.state.lock() {
+                    st.queue.push_front(i);
+                }
+                if asked.is_empty() {
+                    return Err(e.into());
+                }
+                // The pieces asked before it are still read.
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Piece `i`'s answer `resp`: checked against the file's version, its bytes
+/// written at their offset; the response, read to its end, back.
+async fn piece(
+    s: &Arc<Shared>,
+    i: usize,
+    mut resp: Response,
+    buf: &mut [u8],
+) -> Result<Response, PieceError> {
     let (start, end) = s.state.lock().map_or((0, 0), |st| st.pieces.range(i));
-    let req = Request::get(s.url.clone())
-        .header("Range", format!("bytes={start}-{}", end - 1))
-        .header("If-Range", s.validator.clone());
-    let mut resp = s.client.send(req).await?;
     match resp.status() {
         206 => {}
         // If-Range did not match: another version.
@@ -460,7 +563,7 @@ async fn piece(s: &Arc<Shared>, i: usize, buf: &mut [u8]) -> Result<(), PieceErr
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(task);
-    Ok(())
+    Ok(resp)
 }
 
 /// Piece `i` is all written: synced, then recorded as there. On a blocking
