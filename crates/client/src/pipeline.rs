@@ -133,33 +133,23 @@ impl Pipeline {
     /// read and dropped), the server's error otherwise ([`Error::Status`],
     /// after which the connection carries nothing more).
     pub async fn answer(&mut self) -> Result<ResponseHead, Error> {
-        let method = self.waiting.pop_front().ok_or(Error::NoResponse)?;
-        let cfg = self.client.config().clone();
-        let mut conn = self.conn.take().ok_or(Error::NoResponse)?;
-        let head = match self.early.take() {
-            Some(h) => h,
-            None => conn.read_head(&cfg, cfg.io_timeout).await?,
-        };
-        if !(200..300).contains(&head.status) {
+        let resp = self.response().await?;
+        if !(200..300).contains(&resp.status()) {
             // Its message is read through the usual path; the connection
             // goes with it (the answers after it are not trusted).
-            conn.reusable = false;
-            let resp = Response::new(self.client.clone(), conn, head, &method)?;
             return Err(resp
                 .error_for_status()
                 .await
                 .err()
                 .unwrap_or(Error::NoResponse));
         }
-        let resp = Response::held(self.client.clone(), conn, head.clone(), &method)?;
+        let head = resp.head().clone();
         // `None` once the server closes after this answer: the later
         // requests then read as unanswered.
         self.conn = resp.drain_held(MAX_ANSWER_BODY).await?;
         Ok(head)
     }
-}
 
-impl Pipeline {
     /// The answer to the oldest request waiting, whatever its status, its
     /// body to be read (a range of a file). Once that body is read to its
     /// end, [`Pipeline::resume`] takes the connection back for the answers
