@@ -92,7 +92,7 @@ impl Pipeline {
         let Some(conn) = self.conn.as_mut() else {
             return Err(Error::NoResponse);
         };
-        let cfg = self.client.config().clone();
+        let cfg = self.client.config();
         let head = self.client.request_head(&req, false);
         if let Err(e) = conn
             .write_all(&head, cfg.io_timeout, "sending the request head")
@@ -105,7 +105,7 @@ impl Pipeline {
             self.waiting.push_back(req.method);
             return Ok(());
         }
-        match send_body::send_body(conn, &mut req.body, &cfg).await {
+        match send_body::send_body(conn, &mut req.body, cfg).await {
             Ok(None) => {
                 self.waiting.push_back(req.method);
                 Ok(())
@@ -157,11 +157,11 @@ impl Pipeline {
     /// with it.
     pub async fn response(&mut self) -> Result<Response, Error> {
         let method = self.waiting.pop_front().ok_or(Error::NoResponse)?;
-        let cfg = self.client.config().clone();
+        let cfg = self.client.config();
         let mut conn = self.conn.take().ok_or(Error::NoResponse)?;
         let head = match self.early.take() {
             Some(h) => h,
-            None => conn.read_head(&cfg, cfg.io_timeout).await?,
+            None => conn.read_head(cfg, cfg.io_timeout).await?,
         };
         Response::held(self.client.clone(), conn, head, &method)
     }

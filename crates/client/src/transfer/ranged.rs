@@ -453,10 +453,13 @@ async fn ask_ahead(
             }
             *pipe = Some(s.client.pipeline(&s.url).await?);
         }
-        let Some(i) = s.state.lock().ok().and_then(|mut st| st.queue.pop_front()) else {
+        let next = s.state.lock().ok().and_then(|mut st| {
+            let i = st.queue.pop_front()?;
+            Some((i, st.pieces.range(i)))
+        });
+        let Some((i, (start, end))) = next else {
             return Ok(());
         };
-        let (start, end) = s.state.lock().map_or((0, 0), |st| st.pieces.range(i));
         let req = || {
             Request::get(s.url.clone())
                 .header("Range", format!("bytes={start}-{}", end - 1))
