@@ -130,7 +130,7 @@ row() {
     ip netns pids "$WAN_B" | xargs -r kill -KILL 2>/dev/null || true
     [[ -z ${ROW_START:-} ]] || wait "$pid" 2>/dev/null || true
     awk -v b="$before" -v a="$after" -v t0="$t0" -v t1="$t1" -v tl="$tl" \
-        'BEGIN {printf "%.1f %.1f", (a-b)/(t1-t0)/1e6, t0-tl}'
+        'BEGIN {printf "%.2f %.1f", (a-b)/(t1-t0)/1e6, t0-tl}'
     settle
 }
 
@@ -243,6 +243,10 @@ for p in $PROFILES; do
         if [[ -n $U2C ]]; then
             ROW_START=traffic add "PUT copyparty u2c.py -j 8 to copyparty" up ip netns exec "$WAN_B" python3 "$U2C" -j 8 \
                 "http://$WAN_IP_A:3923/" "$W/cli/rand.bin"
+            # Ours on the same bytes and the same clock (from the first
+            # 256 KiB), so the two rows compare like for like.
+            ROW_START=traffic add "PUT wirespeed put, the same file and clock as copyparty's" up \
+                ip netns exec "$WAN_B" env XDG_STATE_HOME="$W/xdg" "$WS" put -q "$W/cli/rand.bin" "$WSU/up/ws-rand.bin"
         fi
     done
     ceiling=$(tr ' ' '\n' <<<"${MBS["ceiling: iperf3 -P 8 -C bbr"]:-}" | grep . | median)

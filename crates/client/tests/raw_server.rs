@@ -490,3 +490,89 @@ async fn a_refused_request_in_a_pipeline_ends_it_and_later_answers_are_not_made_
         "a refused pipeline is not pooled"
     );
 }
+
+/// A file of zeros served by ranges, each range paced to about 8 MB/s,
+/// every range's answer carrying `link` as its `Wirespeed-Link` (none
+/// when empty): what a wirespeed server says of its connection.
+async fn serve_ranges(size: u64, link: &'static str, mut s: TcpStream) {
+    const ETAG: &str = "ETag: \"v1\"\r\nAccept-Ranges: bytes\r\n";
+    let link = if link.is_empty() {
+        String::new()
+    } else {
+        format!("Wirespeed-Link: {link}\r\n")
+    };
+    let zeros = vec![0u8; 64 * 1024];
+    while let Some((method, _, fields, _)) = read_asked(&mut s, |_, _| true).await {
+        if method == "HEAD" {
+            let head = format!("HTTP/1.1 200 OK\r\n{ETAG}Content-Length: {size}\r\n\r\n");
+            if s.write_all(head.as_bytes()).await.is_err() {
+                return;
+            }
+            continue;
+        }
+        let range = fields.get("range").and_then(|r| r.strip_prefix("bytes="));
+        let Some((a, b)) = range.and_then(|r| r.split_once('-')) else {
+            return;
+        };
+        let (a, b): (u64, u64) = (a.parse().unwrap(), b.parse().unwrap());
+        let head = format!(
+            "HTTP/1.1 206 Partial Content\r\n{ETAG}{link}Content-Range: bytes {a}-{b}/{size}\r\n\
+             Content-Length: {}\r\n\r\n",
+            b + 1 - a
+        );
+        if s.write_all(head.as_bytes()).await.is_err() {
+            return;
+        }
+        let mut left = b + 1 - a;
+        while left > 0 {
+            let n = left.min(zeros.len() as u64) as usize;
+            if s.write_all(&zeros[..n]).await.is_err() {
+                return;
+            }
+            left -= n as u64;
+            tokio::time::sleep(Duration::from_millis(8)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ranged_download_tries_no_second_connection_while_the_server_says_one_fills_the_link() {
+    use wirespeed_client::transfer::{download_file, DownloadOptions};
+    // 64 MiB: 4 MiB pieces, 8 s at the pace; the first judgement of a
+    // second connection comes 4 s in, with pieces still to fetch.
+    const SIZE: u64 = 64 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let runs = ["", "fills", "judging"].map(|link| {
+        let dest = dir.path().join(format!("got-{link}"));
+        async move {
+            let srv = Scripted::start(move |_, s| serve_ranges(SIZE, link, s)).await;
+            let opts = DownloadOptions {
+                connections: 4,
+                ranged_from: 1 << 20,
+                ..DownloadOptions::default()
+            };
+            let url = Url::parse(&format!("{}/f.bin", srv.url())).unwrap();
+            let client = client();
+            let get = download_file(&client, &url, &dest, &opts);
+            // Past the first judgement (4 s) and the next connection's
+            // start; the download itself is not waited for.
+            let _ = tokio::time::timeout(Duration::from_millis(5500), get).await;
+            (link, srv.connections())
+        }
+    });
+    let [none, fills, judging] = futures_join3(runs).await;
+    assert_eq!(
+        none,
+        ("", 2),
+        "no word from the server: a second connection is tried"
+    );
+    assert_eq!(fills, ("fills", 1));
+    assert_eq!(judging, ("judging", 1));
+}
+
+/// The three runs at once (they pace, they do not compete for the CPU).
+async fn futures_join3<F: std::future::Future>(runs: [F; 3]) -> [F::Output; 3] {
+    let [a, b, c] = runs;
+    let (a, b, c) = tokio::join!(a, b, c);
+    [a, b, c]
+}

@@ -138,6 +138,25 @@ impl Judge {
         self.on_loss_based_now() && self.held_share.is_some_and(|h| h < 0.1)
     }
 
+    /// What this connection's sender tells the receiver of a ranged
+    /// download ([`LINK_HEADER`]), at `at`: that its one flow fills the
+    /// link ([`Judge::fills_link`]), or that the judge has sampled and not
+    /// yet had its chance to say so (BBR's start-up and one window, at
+    /// most 5 s, cut short once that window shows random loss). Nothing
+    /// otherwise: a lossy link, a kernel without the counters, a body not
+    /// yet sampled.
+    pub fn report(&self, at: Duration) -> Option<LinkReport> {
+        if self.fills_link() {
+            return Some(LinkReport::Fills);
+        }
+        let judged = at.saturating_sub(self.first?);
+        let lossy = judged >= START_UP
+            && self.window.len() == WINDOW
+            && 2 * self.window.iter().filter(|w| w.1 > 0).count() > WINDOW;
+        let undecided = judged < START_UP + TICK * WINDOW as u32;
+        (self.state == State::Watching && undecided && !lossy).then_some(LinkReport::Judging)
+    }
+
     /// A sibling connection found the path clean. One still watching on
     /// BBR (opened before that, idle while it was found) follows at once,
     /// as [`Judge::on_loss_based`]: its own BBR start-up would overshoot
@@ -256,6 +275,40 @@ impl Judge {
     }
 }
 
+/// The response header by which a server sending a range on a watched
+/// connection tells the client whether to hold back a second connection
+/// ([`Judge::report`]): a download's own counters say how fast bytes
+/// arrive, not whether the link has room for more, and two CUBIC flows on
+/// a link one fills carry less than one.
+pub const LINK_HEADER: &str = "Wirespeed-Link";
+
+/// The values of [`LINK_HEADER`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkReport {
+    /// No verdict yet: the first seconds of the connection's sending.
+    Judging,
+    /// One flow fills a clean link.
+    Fills,
+}
+
+impl LinkReport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkReport::Judging => "judging",
+            LinkReport::Fills => "fills",
+        }
+    }
+
+    /// A header's value; anything else is no report.
+    pub fn parse(v: &str) -> Option<LinkReport> {
+        match v.trim() {
+            "judging" => Some(LinkReport::Judging),
+            "fills" => Some(LinkReport::Fills),
+            _ => None,
+        }
+    }
+}
+
 /// What the connections of one client found of the path to its server:
 /// once one of them tries CUBIC, the others still watching on BBR move to
 /// it as they send (no BBR start-up overshooting beside a CUBIC flow, no
@@ -340,6 +393,11 @@ impl CleanLink {
         {
             self.judge.give_up();
         }
+    }
+
+    /// What to tell the receiver now ([`Judge::report`]).
+    pub fn report(&self) -> Option<LinkReport> {
+        self.judge.report(self.since.elapsed())
     }
 
     /// Bytes are going out on `socket`: samples its counters when due and

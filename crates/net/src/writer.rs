@@ -17,6 +17,7 @@ use std::fs::File;
 use std::io::{self, IoSlice};
 use std::sync::{Mutex, OnceLock};
 
+use wirespeed_io::clean_link::{CleanLink, LINK_HEADER};
 use wirespeed_proto::{
     chunk_head, server_response_framing, BodyEncoding, BodySize, Version, CHUNK_END, LAST_CHUNK,
 };
@@ -244,6 +245,13 @@ impl ResponseWriter {
         len: u64,
     ) -> Result<(), Error> {
         self.begin(resp.status())?;
+        // A range on a watched connection: whether a second connection
+        // beside this one would only share the link (a ranged download
+        // asks before it opens one).
+        let resp = match conn.clean_link.as_ref().and_then(CleanLink::report) {
+            Some(r) if resp.status() == 206 => resp.header(LINK_HEADER, r.as_str()),
+            _ => resp,
+        };
         let f = self.framing(BodySize::Known(len));
         let with_body = f.body != BodyEncoding::Nothing && len > 0;
         if with_body && len <= conn.cfg.write_buffer as u64 {

@@ -670,7 +670,8 @@ impl Handler for FileApp {
     async fn handle(&self, ex: &mut Exchange) -> Result<(), Error> {
         let offset = query_num(ex, "offset", 0) as u64;
         let len = query_num(ex, "len", 0) as u64;
-        ex.send_file(Response::new(200), &self.file, offset, len)
+        let status = query_num(ex, "status", 200) as u16;
+        ex.send_file(Response::new(status), &self.file, offset, len)
             .await
     }
 }
@@ -734,6 +735,45 @@ async fn file_bodies_are_identical_with_sendfile_and_the_copy_loop() {
             "{mode:?}: at most the head and 10 bytes, then close"
         );
         // Close our side so the server's lingering close ends at once.
+        drop(s);
+        srv.shutdown().await;
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+#[tokio::test]
+async fn a_watched_connection_tells_a_range_what_its_watch_found() {
+    use wirespeed_io::congestion::{Congestion, Request};
+    let path = std::env::temp_dir().join(format!("wirespeed-net-link-{}", std::process::id()));
+    std::fs::write(&path, vec![7u8; 4 << 20]).unwrap();
+    // `auto`: BBR, watched, where the kernel offers it; else the system
+    // default, not watched, and nothing is said.
+    let congestion = Congestion::resolve(&Request::default()).unwrap();
+    let watched = congestion.name() == Some("bbr");
+    for mode in [FileSend::Sendfile, FileSend::Copy] {
+        let cfg = ServerConfig {
+            file_send: mode,
+            congestion: congestion.clone(),
+            ..ServerConfig::default()
+        };
+        let file = std::fs::File::open(&path).unwrap();
+        let srv = TestServer::start(cfg, FileApp { file }).await;
+        let mut s = TcpStream::connect(srv.addr).await.unwrap();
+        let mut said = Vec::new();
+        for status in [206, 206, 200] {
+            let req = format!(
+                "GET /file?offset=0&len={}&status={status} HTTP/1.1\r\nHost: t\r\n\r\n",
+                2 << 20
+            );
+            s.write_all(req.as_bytes()).await.unwrap();
+            let r = read_response(&mut s, false).await;
+            assert_eq!((r.status, r.body.len()), (status, 2 << 20));
+            said.push(r.header("wirespeed-link").map(str::to_string));
+        }
+        // The first answer's head leaves before a byte is sampled; then the
+        // watch is judging (its first seconds); a whole file is no range.
+        let judging = (watched && mode == FileSend::Sendfile).then(|| "judging".to_string());
+        assert_eq!(said, [None, judging, None], "{mode:?}, watched: {watched}");
         drop(s);
         srv.shutdown().await;
     }

@@ -20,6 +20,7 @@ struct Shared {
     cut_up: AtomicU64,
     cut_down: AtomicU64,
     stall_up: AtomicU64,
+    stall_down: AtomicU64,
     cuts: AtomicUsize,
     stalled: AtomicUsize,
     bytes_up: AtomicU64,
@@ -51,6 +52,7 @@ impl CuttingProxy {
             cut_up: AtomicU64::new(NEVER),
             cut_down: AtomicU64::new(NEVER),
             stall_up: AtomicU64::new(NEVER),
+            stall_down: AtomicU64::new(NEVER),
             cuts: AtomicUsize::new(0),
             stalled: AtomicUsize::new(0),
             bytes_up: AtomicU64::new(0),
@@ -94,6 +96,15 @@ impl CuttingProxy {
     pub fn stall_upstream_after(&self, n: Option<u64>) -> &Self {
         self.shared
             .stall_up
+            .store(n.unwrap_or(NEVER), Ordering::SeqCst);
+        self
+    }
+
+    /// New connections stop forwarding downstream after `n` bytes and hang
+    /// (what the server sends after that is read and dropped).
+    pub fn stall_downstream_after(&self, n: Option<u64>) -> &Self {
+        self.shared
+            .stall_down
             .store(n.unwrap_or(NEVER), Ordering::SeqCst);
         self
     }
@@ -172,6 +183,7 @@ fn accept_loop(listener: TcpListener, s: Arc<Shared>) {
         let cut_up = s.cut_up.load(Ordering::SeqCst);
         let cut_down = s.cut_down.load(Ordering::SeqCst);
         let stall_up = s.stall_up.load(Ordering::SeqCst);
+        let stall_down = s.stall_down.load(Ordering::SeqCst);
         let cut_done = Arc::new(AtomicBool::new(false));
         let pair = (client, server);
         let (c2, s2) = match (pair.0.try_clone(), pair.1.try_clone()) {
@@ -182,7 +194,7 @@ fn accept_loop(listener: TcpListener, s: Arc<Shared>) {
         let (d1, d2) = (cut_done.clone(), cut_done);
         let (client, server) = pair;
         thread::spawn(move || pump(client, server, cut_up, stall_up, true, &sh1, &d1));
-        thread::spawn(move || pump(s2, c2, cut_down, NEVER, false, &sh2, &d2));
+        thread::spawn(move || pump(s2, c2, cut_down, stall_down, false, &sh2, &d2));
     }
 }
 

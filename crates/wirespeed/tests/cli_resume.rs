@@ -787,6 +787,63 @@ fn get_by_ranges_is_byte_identical_and_a_cut_fetches_only_the_missing_ranges() {
     assert!(!part.exists());
 }
 
+/// Ctrl-C mid-download: the pieces received whole (which wait for a sync
+/// and a record every 30 s as they arrive) are synced and recorded before
+/// it exits, so the rerun fetches only the rest.
+#[test]
+fn get_by_ranges_interrupted_keeps_the_pieces_received_whole() {
+    let s = setup(&[]);
+    let bytes = data(RANGED, 6);
+    seed(&s, "int.bin", &bytes);
+    let proxy = CuttingProxy::start(s.serve.addr);
+    proxy.stall_downstream_after(Some(2 * PIECE + PIECE / 2));
+    let (url, dest) = (format!("{}/int.bin", proxy.base()), s.local.join("int.bin"));
+    let args = [
+        "get",
+        "--ranged-from",
+        "1M",
+        "--connections",
+        "2",
+        url.as_str(),
+        "-o",
+        dest.to_str().unwrap(),
+    ];
+    let child = client(&s.state, &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wirespeed_testkit::fs::eventually("the download stalls mid-file", || proxy.stalled() >= 1);
+    // The proxy has sent them; the client has written them (what it wrote
+    // is read back).
+    let part = s.local.join(".wirespeed-part-int.bin");
+    let two = 2 * PIECE as usize;
+    wirespeed_testkit::fs::eventually("two pieces written", || {
+        std::fs::read(&part).is_ok_and(|b| b.len() >= two && b[..two] == bytes[..two])
+    });
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert_eq!(
+        pieces_done(&part),
+        2,
+        "the two pieces received whole: {}",
+        text(&out.stderr)
+    );
+    proxy.stall_downstream_after(None);
+    let before = proxy.bytes_down();
+    let out = run(&s.state, &args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read(&dest).unwrap() == bytes, "bytes differ");
+    let fetched = proxy.bytes_down() - before;
+    let rest = RANGED as u64 - 2 * PIECE;
+    assert!(
+        (rest..rest + 64 * 1024).contains(&fetched),
+        "the rerun fetched {fetched} bytes; {rest} were missing"
+    );
+}
+
 /// How many pieces the partial file's record says are on disk.
 fn pieces_done(part: &Path) -> usize {
     let mut buf = vec![0u8; 4096];

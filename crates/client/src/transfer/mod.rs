@@ -28,7 +28,7 @@ mod parts;
 mod parts_final;
 mod put;
 mod ranged;
-pub use ranged::download_file;
+pub use ranged::{download_file, record_received};
 pub mod ranges;
 mod remote;
 mod resume;

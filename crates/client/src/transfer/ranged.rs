@@ -15,10 +15,11 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::task::JoinSet;
+use wirespeed_io::clean_link::{LinkReport, LINK_HEADER};
 
 use crate::transfer::download::{
     already_complete, download_stream, finish_download, part_len, part_path, range_validator,
@@ -29,8 +30,9 @@ use crate::transfer::retry;
 use crate::transfer::{get_following, hash_file, mtime, parse_sha256, validators};
 use crate::{Client, Error, Pipeline, Request, Response, Url};
 
-/// The extended attribute holding which pieces are on disk.
-const PIECES: &str = "user.wirespeed.pieces";
+mod record;
+pub use record::record_received;
+use record::Unrecorded;
 
 /// Restarts after the file changed on the server, before giving up.
 const MAX_RESTARTS: u32 = 3;
@@ -59,11 +61,15 @@ struct Shared {
     state: Mutex<State>,
     /// Bytes received by all connections (the adaptive rate's sample).
     moved: AtomicU64,
+    /// The server said, with the last piece, that its one flow fills the
+    /// link or that it is still judging ([`LINK_HEADER`]): no second
+    /// connection is tried while that holds.
+    sender_holds: AtomicBool,
     digest: Mutex<Option<[u8; 32]>>,
     opts: DownloadOptions,
-    /// Pieces received whole, being synced and recorded beside the next
-    /// requests ([`record_after_sync`]).
-    recording: Mutex<Vec<tokio::task::JoinHandle<Result<(), Error>>>>,
+    /// Pieces received whole, not yet synced and recorded, and the syncs
+    /// and records under way ([`record`]).
+    unrecorded: Mutex<Unrecorded>,
 }
 
 struct State {
@@ -187,10 +193,7 @@ fn resumable(part: &Path, url: &Url, validator: &str, size: u64) -> Resume {
     if !meta.is_file() {
         return Resume::Fresh;
     }
-    let mut buf = vec![0u8; 4096];
-    let record = rustix::fs::lgetxattr(part, PIECES, &mut buf[..])
-        .ok()
-        .and_then(|n| std::str::from_utf8(buf.get(..n)?).ok().map(str::to_string));
+    let record = record::read(part);
     let same_version = validators::recorded(part, url).is_some_and(|r| r.validator == validator);
     match record {
         Some(r) if same_version && meta.len() == size => {
@@ -218,23 +221,8 @@ fn fresh(part: &Path, url: &Url, validator: &str, size: u64) -> Result<Pieces, E
     }
     let pieces = Pieces::new(size);
     validators::record(part, url, Some(validator), None);
-    record_pieces(part, &pieces)?;
+    record::write(part, &pieces)?;
     Ok(pieces)
-}
-
-/// Without the record a rerun cannot know which pieces are there: a file
-/// system that keeps no attributes gets no ranged download.
-fn record_pieces(part: &Path, pieces: &Pieces) -> Result<(), Error> {
-    rustix::fs::lsetxattr(
-        part,
-        PIECES,
-        pieces.encode().as_bytes(),
-        rustix::fs::XattrFlags::empty(),
-    )
-    .map_err(|e| Error::File {
-        path: part.to_path_buf(),
-        source: e.into(),
-    })
 }
 
 /// `Ok(None)`: the file changed; the caller starts over.
@@ -270,10 +258,12 @@ async fn fetch_all(
             pieces,
         }),
         moved: AtomicU64::new(0),
+        sender_holds: AtomicBool::new(false),
         digest: Mutex::new(None),
         opts: opts.clone(),
-        recording: Mutex::new(Vec::new()),
+        unrecorded: Mutex::new(Unrecorded::new()),
     });
+    record::under_way(&shared);
     let mut adapt = Adapt::new(opts.connections);
     let crew = Arc::new(Crew::default());
     let spawn = |workers: &mut JoinSet<Result<(), PieceError>>| {
@@ -291,8 +281,10 @@ async fn fetch_all(
                 let moved = shared.moved.load(Ordering::Relaxed);
                 let rate = (moved - last_moved) as f64 / TICK.as_secs_f64();
                 last_moved = moved;
-                // The server sends: its counters are not ours to read.
-                for _ in 0..adapt.tick(rate, false) {
+                // The server sends: its counters are not ours to read,
+                // but a server of ours says what they show.
+                let holds = shared.sender_holds.load(Ordering::Relaxed);
+                for _ in 0..adapt.tick(rate, holds) {
                     if !queue_empty(&shared) {
                         spawn(&mut workers);
                     }
@@ -304,12 +296,12 @@ async fn fetch_all(
                     Ok(Ok(())) => {}
                     Ok(Err(PieceError::Changed)) => {
                         // Its pieces' records land before the caller starts over.
-                        let _ = recorded(&shared).await;
+                        let _ = record::recorded(&shared).await;
                         return Ok(None);
                     }
                     Ok(Err(PieceError::Failed(e))) => {
                         if !retry::retryable(&e) {
-                            let _ = recorded(&shared).await;
+                            let _ = record::recorded(&shared).await;
                             return Err(e);
                         }
                         let have = done_bytes(&shared);
@@ -318,7 +310,7 @@ async fn fetch_all(
                             attempt = 0;
                         }
                         if attempt >= opts.retry.retries {
-                            let _ = recorded(&shared).await;
+                            let _ = record::recorded(&shared).await;
                             return Err(e);
                         }
                         let d = retry::pause(&opts.retry, attempt).await;
@@ -334,7 +326,7 @@ async fn fetch_all(
                         spawn(&mut workers);
                     }
                     Err(e) => {
-                        let _ = recorded(&shared).await;
+                        let _ = record::recorded(&shared).await;
                         return Err(Error::Io {
                             context: "a download connection",
                             source: std::io::Error::other(e.to_string()),
@@ -347,7 +339,7 @@ async fn fetch_all(
             }
         }
     }
-    recorded(&shared).await?;
+    record::recorded(&shared).await?;
     let expected = *shared.digest.lock().unwrap_or_else(|e| e.into_inner());
     let sum = match expected {
         Some(_) => Some(<[u8; 32]>::from(sha2::Digest::finalize(
@@ -355,7 +347,7 @@ async fn fetch_all(
         ))),
         None => None,
     };
-    let _ = rustix::fs::lremovexattr(part, PIECES);
+    record::remove(part);
     if opts.keep_mtime {
         if let Some(t) = p.modified {
             if let Err(e) = mtime::apply(part, t) {
@@ -528,6 +520,11 @@ async fn piece(
     {
         return Err(PieceError::Changed);
     }
+    let holds = resp
+        .header(LINK_HEADER)
+        .and_then(LinkReport::parse)
+        .is_some();
+    s.sender_holds.store(holds, Ordering::Relaxed);
     if let Some(d) = resp.header("Repr-Digest").and_then(parse_sha256) {
         let mut have = s.digest.lock().unwrap_or_else(|e| e.into_inner());
         match *have {
@@ -558,47 +555,6 @@ async fn piece(
             p.advance(n as u64);
         }
     }
-    let task = tokio::task::spawn_blocking({
-        let s = s.clone();
-        move || record_after_sync(&s, i)
-    });
-    s.recording
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(task);
+    record::received(s, i);
     Ok(resp)
-}
-
-/// Piece `i` is all written: synced, then recorded as there. On a blocking
-/// thread, beside the connection's next request: awaited inline, the sync
-/// idled the link for a tenth of a second or more per piece.
-fn record_after_sync(s: &Shared, i: usize) -> Result<(), Error> {
-    // On disk before it is recorded as there: a crash must not leave a
-    // record of bytes that never reached the disk.
-    s.file.sync_data().map_err(|source| Error::File {
-        path: s.part.clone(),
-        source,
-    })?;
-    // Under the lock: records written out of order would forget a piece.
-    let mut st = s.state.lock().unwrap_or_else(|e| e.into_inner());
-    st.pieces.mark(i);
-    record_pieces(&s.part, &st.pieces)
-}
-
-/// Waits for every piece's sync and record; the first failure.
-async fn recorded(s: &Shared) -> Result<(), Error> {
-    let tasks = std::mem::take(&mut *s.recording.lock().unwrap_or_else(|e| e.into_inner()));
-    let mut first = Ok(());
-    for t in tasks {
-        let r = t.await.unwrap_or_else(|e| {
-            Err(Error::Io {
-                context: "recording a piece",
-                source: std::io::Error::other(e.to_string()),
-            })
-        });
-        if first.is_ok() {
-            first = r;
-        }
-    }
-    first
 }

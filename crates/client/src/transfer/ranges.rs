@@ -212,8 +212,9 @@ impl Adapt {
 
     /// The total rate over the last [`TICK`] (bytes/s), and whether the
     /// one connection open is known to fill a clean link (its sender's TCP
-    /// counters say so: then no second is tried while that holds); how
-    /// many connections to open now (0: none).
+    /// counters say so, or a sender still reading them asks to wait: then
+    /// no second is tried while that holds); how many connections to open
+    /// now (0: none).
     pub fn tick(&mut self, rate: f64, one_fills: bool) -> usize {
         if self.stopped {
             return 0;

@@ -283,3 +283,48 @@ fn one_flow_fills_a_clean_link_only_when_no_buffer_holds_it_back() {
     }
     assert!(!j.on_loss_based_now() && !j.fills_link());
 }
+
+#[test]
+fn the_receiver_is_told_judging_then_fills_on_a_clean_link() {
+    assert_eq!(Judge::default().report(TICK), None, "nothing sampled");
+    let (mut j, mut at, mut c) = start();
+    assert_eq!(j.report(at), Some(LinkReport::Judging));
+    // BBR's start-up, its overshoot's burst of losses included.
+    c.retransmitted += 400;
+    feed_held(&mut j, &mut at, &mut c, 4, 0.0);
+    assert_eq!(j.report(at), Some(LinkReport::Judging));
+    assert!(feed_held(&mut j, &mut at, &mut c, 2, 0.0), "moved at 3 s");
+    assert_eq!(j.report(at), Some(LinkReport::Fills));
+    // Held back by a buffer: no longer said to fill, and past judging.
+    feed_held(&mut j, &mut at, &mut c, 8, 0.5);
+    assert_eq!(j.report(at), None);
+}
+
+#[test]
+fn the_receiver_is_told_nothing_once_the_link_shows_random_loss() {
+    let (mut j, mut at, mut c) = start();
+    for _ in 0..6 {
+        c.retransmitted += 8;
+        feed_held(&mut j, &mut at, &mut c, 1, 0.0);
+    }
+    // 3 s in, a window of random loss: the verdict is in before 5 s.
+    assert_eq!(j.report(at), None);
+    // An unsteady rate, no loss: judging, at most 5 s from the first sample.
+    let (mut j, mut at, mut c) = start();
+    for i in 0..12 {
+        let rate = if i % 2 == 0 { 5.0 } else { 24.0 } * MB;
+        feed(&mut j, &mut at, &mut c, 1, rate, 0);
+        let want = (at < Duration::from_secs(5)).then_some(LinkReport::Judging);
+        assert_eq!(j.report(at), want, "at {at:?}");
+    }
+}
+
+#[test]
+fn link_reports_read_back() {
+    for r in [LinkReport::Judging, LinkReport::Fills] {
+        assert_eq!(LinkReport::parse(r.as_str()), Some(r));
+        assert_eq!(LinkReport::parse(&format!(" {} ", r.as_str())), Some(r));
+    }
+    assert_eq!(LinkReport::parse("FILLS"), None);
+    assert_eq!(LinkReport::parse(""), None);
+}

@@ -6,13 +6,17 @@ use std::future::Future;
 /// Exit status after Ctrl-C (128 + SIGINT, as shells report it).
 pub const INTERRUPTED: i32 = 130;
 
-/// Run `fut` on `rt`; on Ctrl-C print `again` (the command that continues)
-/// and exit 130.
+/// Run `fut` on `rt`; on Ctrl-C record what arrived, print `again` (the
+/// command that continues) and exit 130.
 pub(super) fn block_on<F: Future>(rt: &tokio::runtime::Runtime, fut: F, again: &str) -> F::Output {
     rt.block_on(async {
+        // Borrowed by the select, so it is still alive (not dropped, its
+        // downloads' pieces reachable) while Ctrl-C is handled.
+        let mut fut = std::pin::pin!(fut);
         tokio::select! {
-            r = fut => r,
+            r = &mut fut => r,
             _ = tokio::signal::ctrl_c() => {
+                wirespeed_client::transfer::record_received().await;
                 eprintln!("\ninterrupted; what arrived is kept, and this continues: {again}");
                 std::process::exit(INTERRUPTED);
             }
