@@ -142,7 +142,9 @@ impl Judge {
     /// download ([`LINK_HEADER`]), at `at`: that its one flow fills the
     /// link ([`Judge::fills_link`]), or that the judge has sampled and not
     /// yet had its chance to say so (BBR's start-up and one window, at
-    /// most 5 s, cut short once that window shows random loss). Nothing
+    /// most 5 s, cut short by random loss: a window with losses in three
+    /// half seconds of four, which BBR's start-up, one burst of overshoot,
+    /// does not make). Nothing
     /// otherwise: a lossy link, a kernel without the counters, a body not
     /// yet sampled.
     pub fn report(&self, at: Duration) -> Option<LinkReport> {
@@ -150,9 +152,8 @@ impl Judge {
             return Some(LinkReport::Fills);
         }
         let judged = at.saturating_sub(self.first?);
-        let lossy = judged >= START_UP
-            && self.window.len() == WINDOW
-            && 2 * self.window.iter().filter(|w| w.1 > 0).count() > WINDOW;
+        let lossy = self.window.len() == WINDOW
+            && 4 * self.window.iter().filter(|w| w.1 > 0).count() >= 3 * WINDOW;
         let undecided = judged < START_UP + TICK * WINDOW as u32;
         (self.state == State::Watching && undecided && !lossy).then_some(LinkReport::Judging)
     }
