@@ -787,6 +787,29 @@ fn get_by_ranges_is_byte_identical_and_a_cut_fetches_only_the_missing_ranges() {
     assert!(!part.exists());
 }
 
+/// Every connection cut after a piece and a half, one retry allowed: each
+/// attempt brings a whole piece, which counts as progress (the retries
+/// start again) though its record waits for the next sync.
+#[test]
+fn get_by_ranges_counts_whole_pieces_as_progress_between_cuts() {
+    let s = setup(&[]);
+    let bytes = data(RANGED, 8);
+    seed(&s, "cuts.bin", &bytes);
+    let proxy = CuttingProxy::start(s.serve.addr);
+    proxy.cut_downstream_every(Some(PIECE + PIECE / 2));
+    let dest = s.local.join("cuts.bin");
+    let out = ranged_get(
+        &s,
+        &proxy.base(),
+        "cuts.bin",
+        &dest,
+        &["--retries", "1", "--connections", "2"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(proxy.cuts() >= 4, "{} cuts", proxy.cuts());
+    assert!(std::fs::read(&dest).unwrap() == bytes, "bytes differ");
+}
+
 /// Ctrl-C mid-download: the pieces received whole (which wait for a sync
 /// and a record every 30 s as they arrive) are synced and recorded before
 /// it exits, so the rerun fetches only the rest.

@@ -61,6 +61,9 @@ struct Shared {
     state: Mutex<State>,
     /// Bytes received by all connections (the adaptive rate's sample).
     moved: AtomicU64,
+    /// Bytes of the pieces received whole, recorded or waiting for their
+    /// record: what the retries count as progress.
+    whole: AtomicU64,
     /// The server said, with the last piece, that its one flow fills the
     /// link or that it is still judging ([`LINK_HEADER`]): no second
     /// connection is tried while that holds.
@@ -258,6 +261,7 @@ async fn fetch_all(
             pieces,
         }),
         moved: AtomicU64::new(0),
+        whole: AtomicU64::new(already),
         sender_holds: AtomicBool::new(false),
         digest: Mutex::new(None),
         opts: opts.clone(),
@@ -304,7 +308,7 @@ async fn fetch_all(
                             let _ = record::recorded(&shared).await;
                             return Err(e);
                         }
-                        let have = done_bytes(&shared);
+                        let have = shared.whole.load(Ordering::Relaxed);
                         if have > best {
                             best = have;
                             attempt = 0;
@@ -362,10 +366,6 @@ async fn fetch_all(
 
 fn queue_empty(s: &Shared) -> bool {
     s.state.lock().map_or(true, |st| st.queue.is_empty())
-}
-
-fn done_bytes(s: &Shared) -> u64 {
-    s.state.lock().map_or(0, |st| st.pieces.done_bytes())
 }
 
 /// One connection: takes missing pieces until none is left. The next
@@ -555,6 +555,7 @@ async fn piece(
             p.advance(n as u64);
         }
     }
+    s.whole.fetch_add(end - start, Ordering::Relaxed);
     record::received(s, i);
     Ok(resp)
 }
