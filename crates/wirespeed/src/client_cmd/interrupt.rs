@@ -16,7 +16,12 @@ pub(super) fn block_on<F: Future>(rt: &tokio::runtime::Runtime, fut: F, again: &
         tokio::select! {
             r = &mut fut => r,
             _ = tokio::signal::ctrl_c() => {
-                wirespeed_client::transfer::record_received().await;
+                // Syncing what arrived may take a while on a slow disk: a
+                // second Ctrl-C stops waiting for it.
+                tokio::select! {
+                    _ = wirespeed_client::transfer::record_received() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
                 eprintln!("\ninterrupted; what arrived is kept, and this continues: {again}");
                 std::process::exit(INTERRUPTED);
             }
