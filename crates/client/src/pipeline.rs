@@ -129,6 +129,44 @@ impl Pipeline {
         }
     }
 
+    /// A pipeline behind `resp`: requests are written on its connection
+    /// ([`Pipeline::write_behind`]) while its body still arrives, so their
+    /// answers follow it without a round trip between. The connection
+    /// passes to the pipeline once the body is read to its end
+    /// ([`Pipeline::resume`]). `None`: the connection cannot carry another
+    /// request (the server ends it after this answer, or the body is over).
+    pub fn behind(resp: &mut Response) -> Option<Pipeline> {
+        let client = resp.client().clone();
+        resp.hold_conn()?;
+        Some(Pipeline {
+            client,
+            conn: None,
+            waiting: VecDeque::new(),
+            early: None,
+        })
+    }
+
+    /// Writes `req`, which has no body, on the connection of `resp`, the
+    /// answer this pipeline is behind (see [`Pipeline::behind`]); its
+    /// answer is read after `resp`'s.
+    pub async fn write_behind(&mut self, resp: &mut Response, req: Request) -> Result<(), Error> {
+        if !req.body.is_empty() || self.conn.is_some() {
+            return Err(Error::NoResponse);
+        }
+        let head = self.client.request_head(&req, false);
+        let io_timeout = self.client.config().io_timeout;
+        let conn = resp.hold_conn().ok_or(Error::NoResponse)?;
+        if let Err(e) = conn
+            .write_all(&head, io_timeout, "sending the request head")
+            .await
+        {
+            conn.reusable = false;
+            return Err(e);
+        }
+        self.waiting.push_back(req.method);
+        Ok(())
+    }
+
     /// The answer to the oldest request waiting: `Ok` for a 2xx (its body
     /// read and dropped), the server's error otherwise ([`Error::Status`],
     /// after which the connection carries nothing more).

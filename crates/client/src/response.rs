@@ -159,6 +159,17 @@ impl Response {
         Response::build(client, conn, head, method, true)
     }
 
+    /// Holds this response's connection when its body ends (as a
+    /// pipelined one's), for requests written on it meanwhile; the
+    /// connection, if it can carry another request.
+    pub(crate) fn hold_conn(&mut self) -> Option<&mut Conn> {
+        if self.body.is_done() {
+            return None;
+        }
+        self.hold = true;
+        self.conn.as_mut().filter(|c| c.reusable)
+    }
+
     /// A held response whose body has been read to its end: its
     /// connection, if it can carry more.
     pub(crate) fn into_held_conn(mut self) -> Option<Conn> {
@@ -173,6 +184,10 @@ impl Response {
     pub(crate) async fn drain_held(mut self, max: usize) -> Result<Option<Conn>, Error> {
         self.bytes_kept(max).await?;
         Ok(self.conn.take().filter(|c| c.reusable))
+    }
+
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
     }
 
     pub fn status(&self) -> u16 {

@@ -4,7 +4,7 @@
 //! comes while the body is going out.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -575,4 +575,128 @@ async fn futures_join3<F: std::future::Future>(runs: [F; 3]) -> [F::Output; 3] {
     let [a, b, c] = runs;
     let (a, b, c) = tokio::join!(a, b, c);
     [a, b, c]
+}
+
+/// The byte at `at` of [`serve_pattern`]'s file.
+fn pattern(at: u64) -> u8 {
+    (at % 251) as u8
+}
+
+/// A file of `size` bytes of [`pattern`], served by ranges as fast as the
+/// connection takes it; each request logged as `METHOD RANGE IF-RANGE`.
+async fn serve_pattern(size: u64, log: Arc<Mutex<Vec<String>>>, mut s: TcpStream) {
+    let mut buf = vec![0u8; 64 * 1024];
+    while let Some((method, _, fields, _)) = read_asked(&mut s, |_, _| true).await {
+        let range = fields.get("range").cloned().unwrap_or_default();
+        let if_range = fields.get("if-range").cloned().unwrap_or_default();
+        log.lock()
+            .unwrap()
+            .push(format!("{method} {range} {if_range}").trim().to_string());
+        let Some((a, b)) = range.strip_prefix("bytes=").and_then(|r| r.split_once('-')) else {
+            return;
+        };
+        let a: u64 = a.parse().unwrap();
+        let b: u64 = b.parse::<u64>().unwrap().min(size - 1);
+        let head = format!(
+            "HTTP/1.1 206 Partial Content\r\nETag: \"v1\"\r\nAccept-Ranges: bytes\r\n\
+             Content-Range: bytes {a}-{b}/{size}\r\nContent-Length: {}\r\n\r\n",
+            b + 1 - a
+        );
+        if s.write_all(head.as_bytes()).await.is_err() {
+            return;
+        }
+        let mut at = a;
+        while at <= b {
+            let n = (b + 1 - at).min(buf.len() as u64) as usize;
+            for (i, x) in buf[..n].iter_mut().enumerate() {
+                *x = pattern(at + i as u64);
+            }
+            if s.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+            at += n as u64;
+        }
+    }
+}
+
+/// A fresh download asks no HEAD: its first request, a GET of the first
+/// 4 MiB, tells the size and version. Pieces here are 5 MiB: the rest of
+/// the first one is asked next on the same connection, then the others,
+/// each byte once and held to the first answer's version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_ranged_download_learns_the_size_from_its_first_bytes() {
+    use wirespeed_client::transfer::ranges::{piece_size, SMALLEST_PIECE};
+    use wirespeed_client::transfer::{download_file, DownloadOptions};
+    const MIB: u64 = 1 << 20;
+    const SIZE: u64 = 260 * MIB + 7;
+    let piece = piece_size(SIZE);
+    assert_eq!(
+        piece,
+        5 * MIB,
+        "the first piece is longer than the first ask"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let srv = {
+        let log = log.clone();
+        Scripted::start(move |_, s| serve_pattern(SIZE, log.clone(), s)).await
+    };
+    // More than one connection allowed, but the file is below `ranged_from`:
+    // one connection, so the order of the requests is known.
+    let opts = DownloadOptions {
+        connections: 4,
+        ranged_from: u64::MAX,
+        ..DownloadOptions::default()
+    };
+    let url = Url::parse(&format!("{}/f.bin", srv.url())).unwrap();
+    let dest = dir.path().join("f.bin");
+    let client = client();
+    let rep = download_file(&client, &url, &dest, &opts).await.unwrap();
+    assert_eq!(rep.bytes, SIZE);
+    assert_eq!(srv.connections(), 1);
+    let got = std::fs::read(&dest).unwrap();
+    let wrong = got
+        .iter()
+        .enumerate()
+        .position(|(i, b)| *b != pattern(i as u64));
+    assert_eq!((got.len() as u64, wrong), (SIZE, None));
+    let mut want = vec![format!("GET bytes=0-{}", SMALLEST_PIECE - 1)];
+    want.push(format!("GET bytes={SMALLEST_PIECE}-{} \"v1\"", piece - 1));
+    let mut at = piece;
+    while at < SIZE {
+        let end = (at + piece).min(SIZE);
+        want.push(format!("GET bytes={at}-{} \"v1\"", end - 1));
+        at = end;
+    }
+    assert_eq!(*log.lock().unwrap(), want);
+}
+
+/// A file no larger than the first ask comes whole in its answer: one
+/// request, written as one stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_file_comes_whole_in_the_first_answer() {
+    use wirespeed_client::transfer::{download_file, DownloadOptions};
+    let dir = tempfile::tempdir().unwrap();
+    for size in [1u64, 4 << 20] {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let srv = {
+            let log = log.clone();
+            Scripted::start(move |_, s| serve_pattern(size, log.clone(), s)).await
+        };
+        let opts = DownloadOptions {
+            connections: 4,
+            ranged_from: 1,
+            ..DownloadOptions::default()
+        };
+        let url = Url::parse(&format!("{}/s.bin", srv.url())).unwrap();
+        let dest = dir.path().join(format!("s{size}.bin"));
+        let rep = download_file(&client(), &url, &dest, &opts).await.unwrap();
+        let got = std::fs::read(&dest).unwrap();
+        assert_eq!((rep.bytes, got.len() as u64), (size, size));
+        assert!(got.iter().enumerate().all(|(i, b)| *b == pattern(i as u64)));
+        assert_eq!(
+            *log.lock().unwrap(),
+            [format!("GET bytes=0-{}", (4 << 20) - 1)]
+        );
+    }
 }

@@ -27,8 +27,9 @@ pub struct DownloadOptions {
     /// At most this many connections for one file, by ranges (adaptive up
     /// to it); 0 or 1: one stream (the `Default`).
     pub connections: usize,
-    /// Files at least this large are fetched by ranges when `connections`
-    /// allows ([`crate::transfer::ranges::RANGED_FROM`] unless told).
+    /// Files at least this large may take more than one connection when
+    /// `connections` allows ([`crate::transfer::ranges::RANGED_FROM`]
+    /// unless told).
     pub ranged_from: u64,
 }
 
@@ -100,11 +101,15 @@ pub fn parse_content_range(v: &str) -> Option<(u64, u64, Option<u64>)> {
 /// ([`validators`]) is continued with or without `resume`: `If-Range`
 /// with that version makes a changed file start over, so continuing is
 /// never wrong, and a rerun need not know it was interrupted.
+///
+/// `answered`: the answer to a GET of `url` already asked (a 200, or a 206 of
+/// the whole file), which the first attempt writes instead of asking again.
 pub(crate) async fn download_stream(
     client: &Client,
     url: &Url,
     dest: &Path,
     opts: &DownloadOptions,
+    mut answered: Option<Response>,
 ) -> Result<DownloadReport, Error> {
     let part = part_path(dest);
     let had = part_len(&part);
@@ -121,7 +126,16 @@ pub(crate) async fn download_stream(
     // A leftover `.part` is overwritten when not resuming: progress counts from 0.
     let mut best = if opts.resume { part_len(&part) } else { 0 };
     loop {
-        let e = match download_once(client, url, dest, resume, &mut validator, opts).await {
+        let once = download_once(
+            client,
+            url,
+            dest,
+            resume,
+            &mut validator,
+            opts,
+            &mut answered,
+        );
+        let e = match once.await {
             Ok(r) => return Ok(r),
             Err(e) => e,
         };
@@ -242,6 +256,7 @@ async fn download_once(
     resume: bool,
     validator: &mut Option<String>,
     opts: &DownloadOptions,
+    answered: &mut Option<Response>,
 ) -> Result<DownloadReport, Error> {
     let part = part_path(dest);
     let file_err = |p: &Path| {
@@ -250,6 +265,10 @@ async fn download_once(
     };
     let mut have = if resume { part_len(&part) } else { 0 };
     let mut resp = loop {
+        if let Some(resp) = answered.take().filter(|_| have == 0) {
+            *validator = range_validator(&resp);
+            break resp;
+        }
         let range = have;
         let if_range = validator.clone();
         let (resp, final_url) = get_following(client, url, |u| {

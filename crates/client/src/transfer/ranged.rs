@@ -1,9 +1,11 @@
 //! A large download by ranges over parallel connections: one loss-limited
 //! TCP flow across a long, lossy link gets a few percent of it, N flows
-//! about N times that. The file is split into pieces ([`Pieces`]) fetched
-//! with `Range` and `If-Range` over up to N kept-alive connections, opened
-//! as the total rate shows they pay ([`Adapt`]), and written at
-//! their offsets into the preallocated `DEST.part`. Each finished piece is
+//! about N times that. The first request asks for the file's start
+//! ([`opening`]); its answer tells the size. The file is split into pieces
+//! ([`Pieces`]) fetched with `Range` and `If-Range` over up to N
+//! kept-alive connections, opened as the total rate shows they pay
+//! ([`Adapt`]), and written at their offsets into the preallocated
+//! `DEST.part`. Each finished piece is
 //! synced and recorded on the partial file (extended attribute
 //! `user.wirespeed.pieces`, beside the version record of [`validators`]),
 //! so a rerun after a cut fetches only the missing pieces. Every piece
@@ -13,26 +15,28 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::task::JoinSet;
-use wirespeed_io::clean_link::{LinkReport, LINK_HEADER};
 
 use crate::transfer::download::{
     already_complete, download_stream, finish_download, part_len, part_path, range_validator,
     refuse_folder, DownloadOptions, DownloadReport,
 };
-use crate::transfer::ranges::{Adapt, Crew, Pieces, TICK};
+use crate::transfer::ranges::{Adapt, Crew, Pieces, SMALLEST_PIECE, TICK};
 use crate::transfer::retry;
-use crate::transfer::{get_following, hash_file, mtime, parse_sha256, validators};
-use crate::{Client, Error, Pipeline, Request, Response, Url};
+use crate::transfer::{get_following, hash_file, mtime, validators};
+use crate::{Client, Error, Request, Response, Url};
 
+mod opening;
 mod record;
+mod worker;
+use opening::Opening;
 pub use record::record_received;
 use record::Unrecorded;
+use worker::{worker, Ask, Opened};
 
 /// Restarts after the file changed on the server, before giving up.
 const MAX_RESTARTS: u32 = 3;
@@ -80,7 +84,8 @@ struct State {
     queue: VecDeque<usize>,
 }
 
-/// The version a HEAD told: size, validator, whether ranges are served.
+/// The version a HEAD (or the first answer) told: size, validator, whether
+/// ranges are served.
 struct Probe {
     size: u64,
     validator: Option<String>,
@@ -120,50 +125,75 @@ pub async fn download_file(
     dest: &Path,
     opts: &DownloadOptions,
 ) -> Result<DownloadReport, Error> {
-    if opts.resume && part_len(&part_path(dest)) == 0 {
+    let part = part_path(dest);
+    if opts.resume && part_len(&part) == 0 {
         if let Some(rep) = already_complete(client, url, dest).await? {
             return Ok(rep);
         }
     }
+    let mut first = None;
     if opts.connections > 1 {
-        if let Some(rep) = download_ranged(client, url, dest, opts).await? {
-            return Ok(rep);
+        // A partial file says what is left (asked with HEAD); a fresh
+        // download learns the size from its first bytes.
+        let start = if std::fs::symlink_metadata(&part).is_err() {
+            match opening::open(client, url).await? {
+                Opening::Whole(resp) => {
+                    first = Some(resp);
+                    None
+                }
+                Opening::Start(resp, probe) => Some((resp, probe)),
+                Opening::Neither => return download_stream(client, url, dest, opts, None).await,
+            }
+        } else {
+            None
+        };
+        if first.is_none() {
+            if let Some(rep) = download_ranged(client, url, dest, opts, start).await? {
+                return Ok(rep);
+            }
         }
     }
-    download_stream(client, url, dest, opts).await
+    download_stream(client, url, dest, opts, first).await
 }
 
 /// Downloads `url` into `dest` by ranges when it pays: `Ok(None)` when it
 /// does not (smaller than `from`, no `Accept-Ranges: bytes`, no validator
 /// to hold the pieces to one version, or a single-stream partial file to
-/// continue): the caller fetches it in one stream.
+/// continue): the caller fetches it in one stream. `start`: the answer to
+/// the first request of a fresh download, and what it told.
 async fn download_ranged(
     client: &Client,
     url: &Url,
     dest: &Path,
     opts: &DownloadOptions,
+    mut start: Option<(Response, Probe)>,
 ) -> Result<Option<DownloadReport>, Error> {
     let part = part_path(dest);
     for restart in 0..=MAX_RESTARTS {
-        // A refused HEAD is left for the one-stream GET to answer: a
-        // server may answer HEAD otherwise than GET (a redirect only for
-        // GET, 404 or 405 to HEAD), and a refusal's body, which only the
-        // GET carries, is what the user needs to read.
-        let Ok(p) = probe(client, url).await else {
-            return Ok(None);
+        let (p, first) = match start.take() {
+            Some((resp, p)) => (p, Some(resp)),
+            // A refused HEAD is left for the one-stream GET to answer: a
+            // server may answer HEAD otherwise than GET (a redirect only
+            // for GET, 404 or 405 to HEAD), and a refusal's body, which
+            // only the GET carries, is what the user needs to read.
+            None => match probe(client, url).await {
+                Ok(p) if p.size >= opts.ranged_from && p.ranges => (p, None),
+                _ => return Ok(None),
+            },
         };
         let Some(validator) = p.validator.clone() else {
             return Ok(None);
         };
-        if p.size < opts.ranged_from || !p.ranges {
-            return Ok(None);
-        }
-        let pieces = match resumable(&part, url, &validator, p.size) {
+        let resume = match first {
+            Some(_) => Resume::Fresh,
+            None => resumable(&part, url, &validator, p.size),
+        };
+        let pieces = match resume {
             Resume::Pieces(pieces) => pieces,
             Resume::SingleStream => return Ok(None),
             Resume::Fresh => fresh(&part, url, &validator, p.size)?,
         };
-        match fetch_all(client, dest, &part, &validator, &p, pieces, opts).await? {
+        match fetch_all(client, dest, &part, &validator, &p, pieces, first, opts).await? {
             Some(rep) => return Ok(Some(rep)),
             None => {
                 // Changed between pieces: the bytes on disk are of two versions.
@@ -228,7 +258,11 @@ fn fresh(part: &Path, url: &Url, validator: &str, size: u64) -> Result<Pieces, E
     Ok(pieces)
 }
 
-/// `Ok(None)`: the file changed; the caller starts over.
+/// `Ok(None)`: the file changed; the caller starts over. `first`: the
+/// answer to the first request, the file's first [`SMALLEST_PIECE`] bytes,
+/// which the first connection reads on. A file smaller than
+/// `opts.ranged_from` keeps to that one connection.
+#[allow(clippy::too_many_arguments)]
 async fn fetch_all(
     client: &Client,
     dest: &Path,
@@ -236,6 +270,7 @@ async fn fetch_all(
     validator: &str,
     p: &Probe,
     pieces: Pieces,
+    first: Option<Response>,
     opts: &DownloadOptions,
 ) -> Result<Option<DownloadReport>, Error> {
     let file = std::fs::OpenOptions::new()
@@ -249,6 +284,24 @@ async fn fetch_all(
     if let Some(pr) = &opts.progress {
         pr.start(Some(p.size), already);
     }
+    let mut queue: VecDeque<usize> = pieces.missing().collect();
+    // The first answer carries piece 0, or its start, and the rest of it is
+    // asked behind it on the same connection.
+    let first = first.map(|resp| {
+        queue.retain(|&i| i != 0);
+        let end = pieces.range(0).1;
+        let rest = (end > SMALLEST_PIECE).then_some(Ask {
+            piece: 0,
+            start: SMALLEST_PIECE,
+            end,
+        });
+        let ask = Ask {
+            piece: 0,
+            start: 0,
+            end: end.min(SMALLEST_PIECE),
+        };
+        Opened { resp, ask, rest }
+    });
     let shared = Arc::new(Shared {
         client: client.clone(),
         url: p.url.clone(),
@@ -256,10 +309,7 @@ async fn fetch_all(
         file,
         validator: validator.to_string(),
         size: p.size,
-        state: Mutex::new(State {
-            queue: pieces.missing().collect(),
-            pieces,
-        }),
+        state: Mutex::new(State { queue, pieces }),
         moved: AtomicU64::new(0),
         whole: AtomicU64::new(already),
         sender_holds: AtomicBool::new(false),
@@ -268,15 +318,21 @@ async fn fetch_all(
         unrecorded: Mutex::new(Unrecorded::new()),
     });
     record::under_way(&shared);
-    let mut adapt = Adapt::new(opts.connections);
+    let most = if p.size >= opts.ranged_from {
+        opts.connections
+    } else {
+        1
+    };
+    let mut adapt = Adapt::new(most);
     let crew = Arc::new(Crew::default());
-    let spawn = |workers: &mut JoinSet<Result<(), PieceError>>| {
+    let spawn_on = |workers: &mut JoinSet<Result<(), PieceError>>, first: Option<Opened>| {
         let (s, crew) = (shared.clone(), crew.clone());
         crew.join();
-        workers.spawn(async move { worker(s, &crew).await });
+        workers.spawn(async move { worker(s, &crew, first).await });
     };
+    let spawn = |workers: &mut JoinSet<Result<(), PieceError>>| spawn_on(workers, None);
     let mut workers = JoinSet::new();
-    spawn(&mut workers);
+    spawn_on(&mut workers, first);
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + TICK, TICK);
     let (mut last_moved, mut attempt, mut best) = (0u64, 0u32, already);
     loop {
@@ -366,196 +422,4 @@ async fn fetch_all(
 
 fn queue_empty(s: &Shared) -> bool {
     s.state.lock().map_or(true, |st| st.queue.is_empty())
-}
-
-/// One connection: takes missing pieces until none is left. The next
-/// piece's request goes out before this one's bytes are read (pipelined),
-/// so the server sends it right after, without a round trip between.
-async fn worker(s: Arc<Shared>, crew: &Crew) -> Result<(), PieceError> {
-    let mut buf = vec![0u8; s.client.config().read_buffer.max(16 * 1024)];
-    // Pieces asked on `pipe`, oldest first.
-    let mut asked: VecDeque<usize> = VecDeque::new();
-    let mut pipe: Option<Pipeline> = None;
-    // Answers read on the pipe now in use.
-    let mut answered = 0usize;
-    let outcome = loop {
-        if let Err(e) = ask_ahead(&s, &mut pipe, &mut asked).await {
-            break Err(e);
-        }
-        let Some(i) = asked.pop_front() else {
-            break Ok(());
-        };
-        let taken = match pipe.as_mut() {
-            Some(p) => match p.response().await {
-                Ok(resp) => piece(&s, i, resp, &mut buf).await,
-                // The server closed the connection after an answer (its
-                // limit of requests, `Connection: close`): what was asked
-                // after it is asked again on a new one.
-                Err(Error::NoResponse) if answered > 0 => {
-                    requeue(&s, &mut asked, Some(i));
-                    (pipe, answered) = (None, 0);
-                    continue;
-                }
-                Err(e) => Err(e.into()),
-            },
-            None => Err(Error::NoResponse.into()),
-        };
-        match taken {
-            Ok(resp) => {
-                answered += 1;
-                if let Some(p) = pipe.as_mut() {
-                    p.resume(resp);
-                }
-            }
-            Err(e) => {
-                asked.push_front(i);
-                break Err(e);
-            }
-        }
-    };
-    requeue(&s, &mut asked, None);
-    crew.quit();
-    outcome
-}
-
-/// Pieces asked and not taken (`first`, then `asked`) go back to the front
-/// of the queue, in order.
-fn requeue(s: &Shared, asked: &mut VecDeque<usize>, first: Option<usize>) {
-    if let Ok(mut st) = s.state.lock() {
-        while let Some(i) = asked.pop_back() {
-            st.queue.push_front(i);
-        }
-        if let Some(i) = first {
-            st.queue.push_front(i);
-        }
-    }
-}
-
-/// Requests pieces on `pipe` until two are asked (the one to read and the
-/// next) or none is left; a closed pipe is replaced once nothing waits on it.
-async fn ask_ahead(
-    s: &Shared,
-    pipe: &mut Option<Pipeline>,
-    asked: &mut VecDeque<usize>,
-) -> Result<(), PieceError> {
-    while asked.len() < 2 {
-        if !pipe.as_ref().is_some_and(Pipeline::open) {
-            if !asked.is_empty() {
-                return Ok(());
-            }
-            *pipe = Some(s.client.pipeline(&s.url).await?);
-        }
-        let next = s.state.lock().ok().and_then(|mut st| {
-            let i = st.queue.pop_front()?;
-            Some((i, st.pieces.range(i)))
-        });
-        let Some((i, (start, end))) = next else {
-            return Ok(());
-        };
-        let req = || {
-            Request::get(s.url.clone())
-                .header("Range", format!("bytes={start}-{}", end - 1))
-                .header("If-Range", s.validator.clone())
-        };
-        let mut written = match pipe.as_mut() {
-            Some(p) => p.write(req()).await,
-            None => Err(Error::NoResponse),
-        };
-        if written.is_err() && asked.is_empty() {
-            // An idle connection that died as it was taken: once more on a
-            // new one (nothing of this request reached a server).
-            written = match s.client.new_pipeline(&s.url).await {
-                Ok(mut fresh) => {
-                    let w = fresh.write(req()).await;
-                    *pipe = Some(fresh);
-                    w
-                }
-                Err(e) => Err(e),
-            };
-        }
-        match written {
-            Ok(()) => asked.push_back(i),
-            Err(e) => {
-                if let Ok(mut st) = s.state.lock() {
-                    st.queue.push_front(i);
-                }
-                if asked.is_empty() {
-                    return Err(e.into());
-                }
-                // The pieces asked before it are still read.
-                return Ok(());
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Piece `i`'s answer `resp`: checked against the file's version, its bytes
-/// written at their offset; the response, read to its end, back.
-async fn piece(
-    s: &Arc<Shared>,
-    i: usize,
-    mut resp: Response,
-    buf: &mut [u8],
-) -> Result<Response, PieceError> {
-    let (start, end) = s.state.lock().map_or((0, 0), |st| st.pieces.range(i));
-    match resp.status() {
-        206 => {}
-        // If-Range did not match: another version.
-        200 => return Err(PieceError::Changed),
-        _ => {
-            return Err(resp
-                .error_for_status()
-                .await
-                .err()
-                .unwrap_or(Error::NoResponse)
-                .into())
-        }
-    }
-    let cr = resp
-        .header("Content-Range")
-        .and_then(super::download::parse_content_range);
-    if cr != Some((start, end - 1, Some(s.size)))
-        || range_validator(&resp).is_some_and(|v| v != s.validator)
-    {
-        return Err(PieceError::Changed);
-    }
-    let holds = resp
-        .header(LINK_HEADER)
-        .and_then(LinkReport::parse)
-        .is_some();
-    s.sender_holds.store(holds, Ordering::Relaxed);
-    if let Some(d) = resp.header("Repr-Digest").and_then(parse_sha256) {
-        let mut have = s.digest.lock().unwrap_or_else(|e| e.into_inner());
-        match *have {
-            Some(h) if h != d => return Err(PieceError::Changed),
-            _ => *have = Some(d),
-        }
-    }
-    let mut at = start;
-    while at < end {
-        let n = resp.read(buf).await?;
-        if n == 0 {
-            return Err(Error::Truncated {
-                received: at - start,
-                expected: Some(end - start),
-            }
-            .into());
-        }
-        let n = n.min((end - at) as usize);
-        s.file
-            .write_all_at(&buf[..n], at)
-            .map_err(|source| Error::File {
-                path: s.part.clone(),
-                source,
-            })?;
-        at += n as u64;
-        s.moved.fetch_add(n as u64, Ordering::Relaxed);
-        if let Some(p) = &s.opts.progress {
-            p.advance(n as u64);
-        }
-    }
-    s.whole.fetch_add(end - start, Ordering::Relaxed);
-    record::received(s, i);
-    Ok(resp)
 }

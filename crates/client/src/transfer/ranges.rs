@@ -8,16 +8,21 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Files at least this large are fetched by ranges: below it a transfer at
-/// 200 Mbit/s is over in under three seconds, mostly slow start, and the
-/// extra HEAD and per-range requests would cost more than a second
-/// connection gains. At 64 MiB there are already 16 pieces to share.
+/// Files at least this large may take more than one connection: below it
+/// a transfer at 200 Mbit/s is over in under three seconds, mostly slow
+/// start, before a second connection would show what it adds. At 64 MiB
+/// there are already 16 pieces to share. (Smaller files larger than
+/// [`SMALLEST_PIECE`] are fetched by ranges too, over one connection.)
 pub const RANGED_FROM: u64 = 64 << 20;
 
 /// Most connections when the user does not say: more only take a larger
 /// share of a shared bottleneck from everyone else (aria2 allows 16,
 /// rclone uses 4).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 8;
+
+/// The smallest piece size: the first request of a download, made before
+/// the size is known, asks this much, the first piece or its start.
+pub const SMALLEST_PIECE: u64 = 4 << 20;
 
 /// The piece size for a file of `size` bytes: small enough that a cut
 /// loses little and several connections find work (at least 64 pieces up
@@ -26,7 +31,7 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 8;
 /// the work lost per connection at a cut).
 pub fn piece_size(size: u64) -> u64 {
     (size / 64)
-        .clamp(4 << 20, 64 << 20)
+        .clamp(SMALLEST_PIECE, 64 << 20)
         .next_multiple_of(1 << 20)
 }
 

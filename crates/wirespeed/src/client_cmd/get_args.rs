@@ -111,7 +111,7 @@ pub struct GetArgs {
     /// kill, at most the last 30 s come again).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub connections: Option<u16>,
-    /// Files at least this large are fetched by ranges (tests and benches).
+    /// Files at least this large may take more than one connection (tests and benches).
     #[arg(long, value_name = "SIZE", hide = true, value_parser = wirespeed_units::parse_size)]
     pub ranged_from: Option<u64>,
     #[command(flatten)]
