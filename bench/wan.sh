@@ -52,8 +52,9 @@ declare -A PROFILE=([wan200]="200 100 0.1" [phone]="50 40 1" [fibre]="1000 20 0"
 declare -A LABEL=([wan200]="200 Mbit/s, 100 ms, 0.1% loss" [phone]="50 Mbit/s, 40 ms, 1% loss (phone)"
     [fibre]="1 Gbit/s, 20 ms, no loss" [lan]="$LAN_RATE Mbit/s, 20 ms, no loss")
 
-for t in iperf3 nginx curl aria2c rclone; do
-    command -v "$t" >/dev/null || { apt-get install -y -qq "$t" >/dev/null 2>&1 || log "no $t: its row is skipped"; }
+# Command, then its Debian package where the names differ.
+for t in iperf3 nginx curl aria2c:aria2 rclone; do
+    command -v "${t%%:*}" >/dev/null || { apt-get install -y -qq "${t#*:}" >/dev/null 2>&1 || log "no ${t%%:*}: its row is skipped"; }
 done
 python3 -c 'import copyparty' 2>/dev/null || pip install --break-system-packages -q copyparty >/dev/null 2>&1 || log "no copyparty: its row is skipped"
 if [[ -z ${WS:-} ]]; then
