@@ -131,29 +131,25 @@ pub async fn download_file(
             return Ok(rep);
         }
     }
-    let mut first = None;
     if opts.connections > 1 {
         // A partial file says what is left (asked with HEAD); a fresh
         // download learns the size from its first bytes.
         let start = if std::fs::symlink_metadata(&part).is_err() {
             match opening::open(client, url).await? {
-                Opening::Whole(resp) => {
-                    first = Some(resp);
-                    None
-                }
                 Opening::Start(resp, probe) => Some((resp, probe)),
+                Opening::Whole(resp) => {
+                    return download_stream(client, url, dest, opts, Some(resp)).await
+                }
                 Opening::Neither => return download_stream(client, url, dest, opts, None).await,
             }
         } else {
             None
         };
-        if first.is_none() {
-            if let Some(rep) = download_ranged(client, url, dest, opts, start).await? {
-                return Ok(rep);
-            }
+        if let Some(rep) = download_ranged(client, url, dest, opts, start).await? {
+            return Ok(rep);
         }
     }
-    download_stream(client, url, dest, opts, first).await
+    download_stream(client, url, dest, opts, None).await
 }
 
 /// Downloads `url` into `dest` by ranges when it pays: `Ok(None)` when it
