@@ -102,8 +102,9 @@ pub fn parse_content_range(v: &str) -> Option<(u64, u64, Option<u64>)> {
 /// with that version makes a changed file start over, so continuing is
 /// never wrong, and a rerun need not know it was interrupted.
 ///
-/// `answered`: the answer to a GET of `url` already asked (a 200, or a 206 of
-/// the whole file), which the first attempt writes instead of asking again.
+/// `answered`: the answer to a GET of `url` already asked (a 200, a 206 of
+/// the whole file, or a refusal), which the first attempt takes instead of
+/// asking again.
 pub(crate) async fn download_stream(
     client: &Client,
     url: &Url,
@@ -266,6 +267,7 @@ async fn download_once(
     let mut have = if resume { part_len(&part) } else { 0 };
     let mut resp = loop {
         if let Some(resp) = answered.take().filter(|_| have == 0) {
+            let resp = resp.error_for_status().await?;
             *validator = range_validator(&resp);
             break resp;
         }

@@ -137,7 +137,7 @@ pub async fn download_file(
         let start = if std::fs::symlink_metadata(&part).is_err() {
             match opening::open(client, url).await? {
                 Opening::Start(resp, probe) => Some((resp, probe)),
-                Opening::Whole(resp) => {
+                Opening::Stream(resp) => {
                     return download_stream(client, url, dest, opts, Some(resp)).await
                 }
                 Opening::Neither => return download_stream(client, url, dest, opts, None).await,
