@@ -868,6 +868,35 @@ fn get_by_ranges_interrupted_keeps_the_pieces_received_whole() {
     );
 }
 
+/// A partial file of pieces, rerun with `--connections 1`: continued by
+/// ranges over one connection, never appended to as one stream would (its
+/// holes, preallocated, would be taken for bytes received).
+#[test]
+fn get_by_ranges_cut_then_one_connection_continues_the_pieces() {
+    let s = setup(&[]);
+    let bytes = data(RANGED, 9);
+    seed(&s, "one.bin", &bytes);
+    let proxy = CuttingProxy::start(s.serve.addr);
+    proxy.cut_downstream_every(Some(2 * PIECE + PIECE / 2));
+    let dest = s.local.join("one.bin");
+    let cut = ["--retries", "0", "--connections", "2"];
+    let out = ranged_get(&s, &proxy.base(), "one.bin", &dest, &cut);
+    assert!(!out.status.success(), "the cut fails it");
+    let done = pieces_done(&s.local.join(".wirespeed-part-one.bin"));
+    assert!((1..6).contains(&done), "{done} pieces");
+    proxy.cut_downstream_every(None);
+    let before = proxy.bytes_down();
+    let out = ranged_get(&s, &proxy.base(), "one.bin", &dest, &["--connections", "1"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read(&dest).unwrap() == bytes, "bytes differ");
+    let fetched = proxy.bytes_down() - before;
+    let rest = RANGED as u64 - done as u64 * PIECE;
+    assert!(
+        (rest..rest + 64 * 1024).contains(&fetched),
+        "fetched {fetched} bytes; {rest} were missing"
+    );
+}
+
 /// How many pieces the partial file's record says are on disk.
 fn pieces_done(part: &Path) -> usize {
     let mut buf = vec![0u8; 4096];

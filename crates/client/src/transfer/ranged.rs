@@ -131,16 +131,18 @@ pub async fn download_file(
             return Ok(rep);
         }
     }
-    if opts.connections > 1 {
+    // A partial file of pieces is continued by ranges, whatever the
+    // number of connections allowed.
+    if opts.connections > 1 || has_pieces(&part) {
         // A partial file says what is left (asked with HEAD); a fresh
         // download learns the size from its first bytes.
         let start = if std::fs::symlink_metadata(&part).is_err() {
             match opening::open(client, url).await? {
                 Opening::Start(resp, probe) => Some((resp, probe)),
                 Opening::Stream(resp) => {
-                    return download_stream(client, url, dest, opts, Some(resp)).await
+                    return one_stream(client, url, dest, opts, Some(resp)).await
                 }
-                Opening::Neither => return download_stream(client, url, dest, opts, None).await,
+                Opening::Neither => return one_stream(client, url, dest, opts, None).await,
             }
         } else {
             None
@@ -149,7 +151,25 @@ pub async fn download_file(
             return Ok(rep);
         }
     }
-    download_stream(client, url, dest, opts, None).await
+    one_stream(client, url, dest, opts, None).await
+}
+
+/// [`download_stream`], which continues a partial file by appending to it:
+/// a partial file of pieces (holes between them, its full length
+/// preallocated) is no such start, and is removed first: appending would
+/// take the holes for bytes received.
+async fn one_stream(
+    client: &Client,
+    url: &Url,
+    dest: &Path,
+    opts: &DownloadOptions,
+    answered: Option<Response>,
+) -> Result<DownloadReport, Error> {
+    let part = part_path(dest);
+    if has_pieces(&part) {
+        let _ = std::fs::remove_file(&part);
+    }
+    download_stream(client, url, dest, opts, answered).await
 }
 
 /// Downloads `url` into `dest` by ranges when it pays: `Ok(None)` when it
@@ -173,7 +193,7 @@ async fn download_ranged(
             // for GET, 404 or 405 to HEAD), and a refusal's body, which
             // only the GET carries, is what the user needs to read.
             None => match probe(client, url).await {
-                Ok(p) if p.size >= opts.ranged_from && p.ranges => (p, None),
+                Ok(p) if p.ranges && (p.size >= opts.ranged_from || has_pieces(&part)) => (p, None),
                 _ => return Ok(None),
             },
         };
@@ -187,6 +207,12 @@ async fn download_ranged(
         let pieces = match resume {
             Resume::Pieces(pieces) => pieces,
             Resume::SingleStream => return Ok(None),
+            Resume::Changed => {
+                if let Some(n) = &opts.notice {
+                    n("the file changed on the server since the partial download; restarting from byte 0");
+                }
+                fresh(&part, url, &validator, p.size)?
+            }
             Resume::Fresh => fresh(&part, url, &validator, p.size)?,
         };
         match fetch_all(client, dest, &part, &validator, &p, pieces, first, opts).await? {
@@ -208,10 +234,17 @@ async fn download_ranged(
     )))
 }
 
+/// Whether `part` is a partial file of pieces (it has their record).
+fn has_pieces(part: &Path) -> bool {
+    record::read(part).is_some()
+}
+
 enum Resume {
     Pieces(Pieces),
     /// A partial file of a one-stream download: that continues it.
     SingleStream,
+    /// Pieces of another version (or size): they go.
+    Changed,
     Fresh,
 }
 
@@ -228,7 +261,7 @@ fn resumable(part: &Path, url: &Url, validator: &str, size: u64) -> Resume {
         Some(r) if same_version && meta.len() == size => {
             Pieces::decode(&r, size).map_or(Resume::Fresh, Resume::Pieces)
         }
-        Some(_) => Resume::Fresh,
+        Some(_) => Resume::Changed,
         None if meta.len() > 0 => Resume::SingleStream,
         None => Resume::Fresh,
     }
@@ -315,7 +348,7 @@ async fn fetch_all(
     });
     record::under_way(&shared);
     let most = if p.size >= opts.ranged_from {
-        opts.connections
+        opts.connections.max(1)
     } else {
         1
     };
