@@ -25,7 +25,8 @@ pub struct DownloadOptions {
     /// Give the file the server's `Last-Modified` (as `wget`, `curl -R`).
     pub keep_mtime: bool,
     /// At most this many connections for one file, by ranges (adaptive up
-    /// to it); 0 or 1: one stream (the `Default`).
+    /// to it); 0 or 1: one stream (the `Default`), but a partial file of
+    /// pieces is still continued by ranges, over one connection.
     pub connections: usize,
     /// Files at least this large may take more than one connection when
     /// `connections` allows ([`crate::transfer::ranges::RANGED_FROM`]

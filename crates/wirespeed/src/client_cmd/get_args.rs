@@ -105,8 +105,8 @@ pub struct GetArgs {
     /// At most N parallel connections (default: adaptive, up to 8): a file
     /// of 64 MiB or more is fetched by ranges, starting with one connection
     /// and adding one while the total keeps growing (none while a wirespeed
-    /// server says the one fills the link); 1: one stream. A cut download
-    /// continues with only the missing ranges (those received whole are
+    /// server says the one fills the link); 1: one connection, one stream.
+    /// A cut download continues with only the missing ranges, whatever N (those received whole are
     /// recorded every 30 s, on an error and on Ctrl-C: after a crash or a
     /// kill, at most the last 30 s come again).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]

@@ -22,8 +22,9 @@ pub(super) enum Opening {
     /// A 206 of the file's first bytes, and a validator to hold the other
     /// pieces to the same version: fetched by ranges.
     Start(Response, Probe),
-    /// Anything else (an error, a 206 without a validator or a total): the
-    /// one-stream path asks again, and retries or reports what it gets.
+    /// Anything else (no answer, a redirect not followed, a 416 of an empty
+    /// file, a 206 without a validator or a total): the one-stream path
+    /// asks again, and retries or reports what it gets.
     Neither,
 }
 

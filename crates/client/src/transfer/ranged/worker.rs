@@ -25,10 +25,18 @@ pub(super) struct Ask {
     pub(super) end: u64,
 }
 
-impl Ask {
-    fn whole(s: &Shared, piece: usize) -> Ask {
-        let (start, end) = s.state.lock().map_or((0, 0), |st| st.pieces.range(piece));
-        Ask { piece, start, end }
+/// The next missing piece, taken from the queue, whole.
+fn take_next(s: &Shared) -> Option<Ask> {
+    let mut st = s.state.lock().ok()?;
+    let piece = st.queue.pop_front()?;
+    let (start, end) = st.pieces.range(piece);
+    Some(Ask { piece, start, end })
+}
+
+/// A piece taken and not asked goes back to the front of the queue.
+fn give_back(s: &Shared, piece: usize) {
+    if let Ok(mut st) = s.state.lock() {
+        st.queue.push_front(piece);
     }
 }
 
@@ -141,19 +149,19 @@ async fn ask_behind(
     asked: &mut VecDeque<Ask>,
     rest: Option<Ask>,
 ) {
-    let next = rest.or_else(|| {
-        let i = s.state.lock().ok()?.queue.pop_front()?;
-        Some(Ask::whole(s, i))
-    });
-    let Some(a) = next else { return };
-    let written = match pipe {
-        Some(p) => p.write_behind(resp, range_request(s, a)).await.is_ok(),
-        None => false,
+    let Some(p) = pipe else {
+        // The first piece's rest is asked again with the whole piece.
+        if let Some(r) = rest {
+            give_back(s, r.piece);
+        }
+        return;
     };
-    if written {
-        asked.push_back(a);
-    } else if let Ok(mut st) = s.state.lock() {
-        st.queue.push_front(a.piece);
+    let Some(a) = rest.or_else(|| take_next(s)) else {
+        return;
+    };
+    match p.write_behind(resp, range_request(s, a)).await {
+        Ok(()) => asked.push_back(a),
+        Err(_) => give_back(s, a.piece),
     }
 }
 
@@ -171,16 +179,7 @@ async fn ask_ahead(
             }
             *pipe = Some(s.client.pipeline(&s.url).await?);
         }
-        let next = s.state.lock().ok().and_then(|mut st| {
-            let i = st.queue.pop_front()?;
-            let (start, end) = st.pieces.range(i);
-            Some(Ask {
-                piece: i,
-                start,
-                end,
-            })
-        });
-        let Some(a) = next else {
+        let Some(a) = take_next(s) else {
             return Ok(());
         };
         let req = || range_request(s, a);
@@ -203,9 +202,7 @@ async fn ask_ahead(
         match written {
             Ok(()) => asked.push_back(a),
             Err(e) => {
-                if let Ok(mut st) = s.state.lock() {
-                    st.queue.push_front(a.piece);
-                }
+                give_back(s, a.piece);
                 if asked.is_empty() {
                     return Err(e.into());
                 }
