@@ -727,33 +727,11 @@ fn get_by_ranges_is_byte_identical_and_a_cut_fetches_only_the_missing_ranges() {
     // Cut after two and a half pieces on one connection, no retries: two
     // pieces are on disk and recorded.
     let proxy = CuttingProxy::start(s.serve.addr);
-    proxy.cut_downstream_every(Some(2 * PIECE + PIECE / 2));
     let dest = s.local.join("cut.bin");
-    let out = ranged_get(
-        &s,
-        &proxy.base(),
-        "r.bin",
-        &dest,
-        &["--retries", "0", "--connections", "2"],
-    );
-    assert!(
-        !out.status.success(),
-        "the cut fails it: {}",
-        text(&out.stderr)
-    );
+    let done = cut_ranged_get(&s, &proxy, "r.bin", &dest);
     let part = s.local.join(".wirespeed-part-cut.bin");
     let len = std::fs::metadata(&part).map(|m| m.len());
-    assert_eq!(
-        len.ok(),
-        Some(RANGED as u64),
-        "preallocated: {}",
-        text(&out.stderr)
-    );
-    let done = pieces_done(&part);
-    assert!(
-        (1..6).contains(&done),
-        "{done} pieces recorded before the cut"
-    );
+    assert_eq!(len.ok(), Some(RANGED as u64), "preallocated");
     // The server logs the cut answer once it notices: wait for it (the
     // pieces done and the one cut), so it is not counted as the rerun's;
     // then until no line has come for half a second (the next piece's
@@ -771,7 +749,6 @@ fn get_by_ranges_is_byte_identical_and_a_cut_fetches_only_the_missing_ranges() {
         std::thread::sleep(Duration::from_millis(20));
     }
     // The rerun (the same URL, no more cuts) fetches the missing pieces only.
-    proxy.cut_downstream_every(None);
     let before = s.serve.stderr().len();
     let out = ranged_get(&s, &proxy.base(), "r.bin", &dest, &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -877,14 +854,8 @@ fn get_by_ranges_cut_then_one_connection_continues_the_pieces() {
     let bytes = data(RANGED, 9);
     seed(&s, "one.bin", &bytes);
     let proxy = CuttingProxy::start(s.serve.addr);
-    proxy.cut_downstream_every(Some(2 * PIECE + PIECE / 2));
     let dest = s.local.join("one.bin");
-    let cut = ["--retries", "0", "--connections", "2"];
-    let out = ranged_get(&s, &proxy.base(), "one.bin", &dest, &cut);
-    assert!(!out.status.success(), "the cut fails it");
-    let done = pieces_done(&s.local.join(".wirespeed-part-one.bin"));
-    assert!((1..6).contains(&done), "{done} pieces");
-    proxy.cut_downstream_every(None);
+    let done = cut_ranged_get(&s, &proxy, "one.bin", &dest);
     let before = proxy.bytes_down();
     let out = ranged_get(&s, &proxy.base(), "one.bin", &dest, &["--connections", "1"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -895,6 +866,28 @@ fn get_by_ranges_cut_then_one_connection_continues_the_pieces() {
         (rest..rest + 64 * 1024).contains(&fetched),
         "fetched {fetched} bytes; {rest} were missing"
     );
+}
+
+/// A ranged get of `name` into `dest` through `proxy`, cut after two and a
+/// half pieces with no retries: it fails, and some pieces, not all, are
+/// recorded on disk (how many is returned). The proxy cuts no more after.
+fn cut_ranged_get(s: &Setup, proxy: &CuttingProxy, name: &str, dest: &Path) -> usize {
+    proxy.cut_downstream_every(Some(2 * PIECE + PIECE / 2));
+    let cut = ["--retries", "0", "--connections", "2"];
+    let out = ranged_get(s, &proxy.base(), name, dest, &cut);
+    proxy.cut_downstream_every(None);
+    assert!(
+        !out.status.success(),
+        "the cut fails it: {}",
+        text(&out.stderr)
+    );
+    let name = dest.file_name().unwrap().to_str().unwrap();
+    let done = pieces_done(&dest.with_file_name(format!(".wirespeed-part-{name}")));
+    assert!(
+        (1..6).contains(&done),
+        "{done} pieces recorded before the cut"
+    );
+    done
 }
 
 /// How many pieces the partial file's record says are on disk.
@@ -917,25 +910,11 @@ fn get_by_ranges_starts_over_when_the_file_changed_between_runs() {
     let s = setup(&[]);
     seed(&s, "m.bin", &data(RANGED, 5));
     let proxy = CuttingProxy::start(s.serve.addr);
-    proxy.cut_downstream_every(Some(2 * PIECE + PIECE / 2));
     let dest = s.local.join("m.bin");
-    let out = ranged_get(
-        &s,
-        &proxy.base(),
-        "m.bin",
-        &dest,
-        &["--retries", "0", "--connections", "2"],
-    );
-    assert!(
-        !out.status.success(),
-        "the cut fails it: {}",
-        text(&out.stderr)
-    );
-    assert!(pieces_done(&s.local.join(".wirespeed-part-m.bin")) > 0);
+    cut_ranged_get(&s, &proxy, "m.bin", &dest);
     // A new version (another ETag) before the rerun.
     let changed = data(RANGED, 6);
     seed(&s, "m.bin", &changed);
-    proxy.cut_downstream_every(None);
     let before = s.serve.stderr().len();
     let out = ranged_get(&s, &proxy.base(), "m.bin", &dest, &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
